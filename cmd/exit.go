@@ -1,0 +1,59 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// Exit codes: the one table, documented in the README and ftctl(1).
+const (
+	ExitOK          = 0   // success
+	ExitFailure     = 1   // any other failure
+	ExitInvalid     = 2   // invalid input: bad flag, argument, pattern or name; nothing changed
+	ExitRejected    = 3   // the kernel rejected what was written (its reason is shown)
+	ExitUnavailable = 4   // permission denied, forbidden (lockdown), tracefs or a feature missing
+	ExitBusy        = 5   // busy: another ftctl holds the lock, or the kernel said EBUSY
+	ExitInterrupted = 130 // interrupted (Ctrl-C, SIGTERM, SIGHUP)
+)
+
+// ErrInvalid marks invalid user input; wrap it (InvalidInput) and the exit code is 2.
+var ErrInvalid = errors.New("invalid input")
+
+// ErrInterrupted is returned when a signal ended the command.
+var ErrInterrupted = errors.New("interrupted")
+
+type invalidInput struct{ err error }
+
+func (e invalidInput) Error() string   { return e.err.Error() }
+func (e invalidInput) Unwrap() []error { return []error{ErrInvalid, e.err} }
+
+// InvalidInput marks err as the user's mistake (exit 2).
+func InvalidInput(err error) error {
+	if err == nil {
+		return nil
+	}
+	return invalidInput{err}
+}
+
+// ExitCode maps an error to the exit-code table. It is the only place that does so.
+func ExitCode(err error) int {
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, ErrInterrupted), errors.Is(err, context.Canceled):
+		return ExitInterrupted
+	case errors.Is(err, ErrInvalid), errors.Is(err, tracefs.ErrBadInstance), errors.Is(err, tracefs.ErrNoInstance):
+		return ExitInvalid
+	case errors.Is(err, tracefs.ErrBusy):
+		return ExitBusy
+	case errors.Is(err, tracefs.ErrRejected):
+		return ExitRejected
+	case errors.Is(err, tracefs.ErrNotMounted), errors.Is(err, tracefs.ErrPermission),
+		errors.Is(err, tracefs.ErrForbidden), errors.Is(err, tracefs.ErrDisabled),
+		errors.Is(err, tracefs.ErrUnavailable):
+		return ExitUnavailable
+	}
+	return ExitFailure
+}

@@ -1,0 +1,72 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// writeJSON writes v as indented JSON, HTML characters unescaped (scripts read it, not browsers).
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// safe escapes control characters and invalid UTF-8 in text that came from the kernel or from
+// other users (instance names, probe definitions, process names) before it reaches a terminal.
+func safe(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f || c >= 0x80 {
+			q := strconv.QuoteToGraphic(s)
+			return q[1 : len(q)-1]
+		}
+	}
+	return s
+}
+
+// kv prints aligned "key  value" lines.
+type kv struct {
+	w      io.Writer
+	indent string
+	width  int
+}
+
+func (k kv) line(key, format string, args ...any) {
+	fmt.Fprintf(k.w, "%s%-*s %s\n", k.indent, k.width, key, fmt.Sprintf(format, args...))
+}
+
+// wrapWords joins words into lines no wider than width, each after the first indented.
+func wrapWords(words []string, width int, indent string) string {
+	var b strings.Builder
+	col := 0
+	for i, w := range words {
+		if i > 0 {
+			if col+1+len(w) > width {
+				b.WriteString("\n" + indent)
+				col = 0
+			} else {
+				b.WriteString(" ")
+				col++
+			}
+		}
+		b.WriteString(w)
+		col += len(w)
+	}
+	return b.String()
+}
+
+// args wraps a cobra argument validator so that its complaint is invalid input (exit 2).
+func args(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(c *cobra.Command, a []string) error {
+		if err := v(c, a); err != nil {
+			return InvalidInput(fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath()))
+		}
+		return nil
+	}
+}

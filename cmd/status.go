@@ -1,0 +1,199 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// StatusOptions are the inputs of `ftctl status`.
+type StatusOptions struct {
+	G *Globals
+}
+
+// NewCmdStatus builds `ftctl status`. runF replaces the run function in tests.
+func NewCmdStatus(g *Globals, runF func(*StatusOptions) error) *cobra.Command {
+	opts := &StatusOptions{G: g}
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show the state of the tracing control plane",
+		Long: `Show where tracefs is and how it was found, the kernel and its lockdown state, what the
+kernel's tracing supports, and for each trace array (the top level and every instance, or just
+the one named with -B): the tracer, whether tracing is on, the buffer size, the function filter
+and notrace list (or "all functions"), enabled events and per-CPU overruns; then the kprobes
+(which of them are ftctl's) and which control files this kernel does not let ftctl use, and why.
+
+status only reads. It exits 0 on a restricted kernel too, describing what is missing; it exits 4
+when tracefs is not mounted (mount it with 'ftctl mount').`,
+		Example: `  sudo ftctl status
+  sudo ftctl status -B mytrace
+  sudo ftctl status -o json | jq '.instances[0].filter'`,
+		Args: args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return statusRun(opts)
+		},
+	}
+}
+
+func statusRun(opts *StatusOptions) error {
+	g := opts.G
+	fs, err := g.FS()
+	if err != nil {
+		return err
+	}
+	st, err := fs.Status(g.Instance)
+	if err != nil {
+		return err
+	}
+	if g.JSON() {
+		return writeJSON(g.Out, st)
+	}
+	return printStatus(g.Out, st)
+}
+
+func printStatus(w io.Writer, st *tracefs.Status) error {
+	k := kv{w: w, width: 11}
+	how := st.Tracefs.Found
+	if how == "mountinfo" {
+		how = "found in /proc/self/mountinfo"
+	} else {
+		how = "given by " + how
+	}
+	fstype := st.Tracefs.FSType
+	if fstype == "" {
+		fstype = "unknown filesystem"
+	}
+	k.line("tracefs", "%s (%s, %s)", safe(st.Tracefs.Path), fstype, how)
+	k.line("kernel", "%s", safe(st.Kernel))
+	if st.Lockdown.Current != "" {
+		k.line("lockdown", "%s", st.Lockdown.Current)
+	} else {
+		k.line("lockdown", "unknown: %s", st.Lockdown.Note)
+	}
+	if len(st.Features) == 0 {
+		k.line("features", "none detected")
+	} else {
+		k.line("features", "%s", wrapWords(st.Features, 66, strings.Repeat(" ", 12)))
+	}
+
+	unavailable := append([]tracefs.Unavailable{}, st.Unavailable...)
+	for _, in := range st.Instances {
+		fmt.Fprintln(w)
+		if in.Name == "" {
+			fmt.Fprintln(w, "top level")
+		} else {
+			fmt.Fprintf(w, "instance %s\n", safe(in.Name))
+		}
+		printInstance(kv{w: w, indent: "  ", width: 10}, in)
+		unavailable = append(unavailable, in.Unavailable...)
+	}
+
+	fmt.Fprintln(w)
+	switch ks := st.Kprobes; {
+	case ks == nil:
+		k.line("kprobes", "unavailable (see below)")
+	case ks.Count == 0:
+		k.line("kprobes", "none")
+	default:
+		k.line("kprobes", "%d defined, %d of them ftctl's", ks.Count, ks.Owned)
+		for _, p := range ks.Probes {
+			fmt.Fprintf(w, "  %-6s %s/%s\n", p.Owner, safe(p.Group), safe(p.Event))
+		}
+	}
+
+	if len(unavailable) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "unavailable control files")
+		width := 0
+		for _, u := range unavailable {
+			width = max(width, len(safe(u.File)))
+		}
+		for _, u := range unavailable {
+			what := u.Class
+			if u.Errno != "" {
+				what += " (" + u.Errno + ")"
+			}
+			fmt.Fprintf(w, "  %-*s  %s: %s\n", width, safe(u.File), what, u.Reason)
+		}
+	}
+	return nil
+}
+
+func printInstance(k kv, in tracefs.InstanceStatus) {
+	state := "unknown"
+	if in.TracingOn != nil {
+		state = map[bool]string{true: "tracing on", false: "tracing off"}[*in.TracingOn]
+	}
+	tracer := in.Tracer
+	if tracer == "" {
+		tracer = "unknown"
+	}
+	k.line("tracer", "%s, %s", safe(tracer), state)
+
+	var buf string
+	switch {
+	case in.BufferKB != nil:
+		buf = fmt.Sprintf("%d KiB per CPU", *in.BufferKB)
+	default:
+		buf = "per-CPU sizes differ"
+	}
+	if in.BufferTotalKB != nil {
+		buf += fmt.Sprintf(", %d KiB total", *in.BufferTotalKB)
+	}
+	if !in.BufferAlloc && in.BufferKB != nil {
+		buf += " (allocated when tracing first starts)"
+	}
+	k.line("buffer", "%s", buf)
+	k.line("filter", "%s", describeList(in.Filter, "all functions"))
+	k.line("notrace", "%s", describeList(in.Notrace, "none"))
+
+	switch n := len(in.Events); {
+	case n == 0:
+		k.line("events", "none enabled")
+	case n <= 4:
+		k.line("events", "%s", safe(strings.Join(in.Events, " ")))
+	default:
+		k.line("events", "%d enabled: %s ...", n, safe(strings.Join(in.Events[:4], " ")))
+	}
+
+	var over, dropped int64
+	var busy []string
+	for _, c := range in.CPUs {
+		over += c.Overrun
+		dropped += c.DroppedEvents
+		if c.Overrun > 0 {
+			busy = append(busy, fmt.Sprintf("cpu%d:%d", c.CPU, c.Overrun))
+		}
+	}
+	line := fmt.Sprintf("%d lost to overruns, %d dropped, over %d CPUs", over, dropped, len(in.CPUs))
+	if len(busy) > 0 {
+		line += " (" + strings.Join(busy, " ") + ")"
+	}
+	k.line("overruns", "%s", line)
+}
+
+func describeList(l *tracefs.FunctionList, empty string) string {
+	if l == nil {
+		return "unavailable (see below)"
+	}
+	var parts []string
+	if l.Empty {
+		parts = append(parts, empty)
+	} else if l.Functions > 0 {
+		parts = append(parts, fmt.Sprintf("%d functions", l.Functions))
+	}
+	if n := len(l.PendingModules); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d :mod: patterns waiting for their module", n))
+	}
+	if n := len(l.Commands); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d function commands", n))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,158 @@
+package tracefs
+
+import (
+	"sort"
+	"strings"
+)
+
+// Features is what this kernel's tracing supports, detected from the tracefs README (the
+// kernel's own mini-HOWTO, which lists the probe grammar it accepts) and from which files
+// exist. Never from version numbers: distributions backport, and configs differ.
+type Features struct {
+	Instances     bool // instances/ (mkdir creates a trace array)
+	ErrorLog      bool // error_log: the kernel explains rejected commands (5.2)
+	KprobeEvents  bool // kprobe_events (CONFIG_KPROBE_EVENTS)
+	UprobeEvents  bool // uprobe_events
+	DynamicEvents bool // dynamic_events (5.0)
+	DynamicFtrace bool // set_ftrace_filter exists (CONFIG_DYNAMIC_FTRACE)
+	// IndexWrites: set_ftrace_filter accepts line numbers of available_filter_functions (5.1).
+	// No file or README line announces it; error_log arrived one release later (5.2), so its
+	// presence implies index writes. The filter swap still falls back to names if a kernel
+	// answers a number with EINVAL.
+	IndexWrites    bool
+	FtracePid      bool // set_ftrace_pid
+	FunctionFork   bool // options/function-fork (set_ftrace_pid follows children)
+	RecordTgid     bool // options/record-tgid
+	FunctionTracer bool // "function" in available_tracers
+	FunctionGraph  bool // "function_graph" in available_tracers
+	TracefsGid     bool // the README documents the gid= mount option (6.3)
+	Probe          ProbeFeatures
+}
+
+// ProbeFeatures is the kprobe_events grammar this kernel accepts, read off the README's
+// "kprobe_events" / "dynamic_events" section (kernel/trace/trace.c readme_msg).
+type ProbeFeatures struct {
+	MaxActive    bool // r[maxactive]
+	ReturnSuffix bool // SYM%return for kretprobes (5.11)
+	ArgN         bool // $arg<N> (CONFIG_HAVE_FUNCTION_ARG_ACCESS_API)
+	BTFArgs      bool // bare parameter names (CONFIG_PROBE_EVENTS_BTF_ARGS)
+	BTFFields    bool // <argname>->field
+	RetArgs      bool // "kernel return probes support: $retval, $arg<N>, $comm"
+	Comm         bool // $comm
+	Imm          bool // \imm-value
+	ImmString    bool // \"imm-string"
+	Char         bool // char type
+	Ustring      bool // ustring type
+	Symstr       bool // symstr type (6.2)
+	PdPD         bool // %pd/%pD types
+	Bitfield     bool // b<bit-width>@<bit-offset>/<container-size>
+	Array        bool // <type>[<array-size>]
+	Fprobe       bool // f[:[<group>/][<event>]] (fprobe events)
+	Tprobe       bool // t[:[<group>/][<event>]] (tracepoint probes)
+	Eprobe       bool // e[:[<group>/][<event>]] (event probes)
+}
+
+// ParseReadme reads the probe grammar out of the tracefs README text, plus the few other
+// things the README announces.
+func ParseReadme(readme string) (ProbeFeatures, bool) {
+	has := func(s string) bool { return strings.Contains(readme, s) }
+	p := ProbeFeatures{
+		MaxActive:    has("r[maxactive]"),
+		ReturnSuffix: has("<symbol>[+<offset>]%return"),
+		ArgN:         has("$arg<N>"),
+		BTFArgs:      has("<argname>"),
+		BTFFields:    has("<argname>[->field"),
+		RetArgs:      has("return probes support: $retval, $arg<N>"),
+		Comm:         has("$comm"),
+		Imm:          has(`\imm-value`),
+		ImmString:    has(`\"imm-string"`),
+		Char:         has(" char, "),
+		Ustring:      has("ustring"),
+		Symstr:       has("symstr"),
+		PdPD:         has("%pd/%pD"),
+		Bitfield:     has("b<bit-width>@<bit-offset>/<container-size>"),
+		Array:        has(`<type>\[<array-size>\]`),
+		Fprobe:       has("f[:[<group>/][<event>]]"),
+		Tprobe:       has("t[:[<group>/][<event>]]"),
+		Eprobe:       has("e[:[<group>/][<event>]]"),
+	}
+	return p, has("gid=<gid>")
+}
+
+// DetectFeatures inspects the tracefs: README, file presence, available_tracers. It reads
+// only; missing or unreadable files simply mean the feature is absent.
+func (f *FS) DetectFeatures() Features {
+	top := f.Top()
+	ft := Features{
+		Instances:     top.Has("instances"),
+		ErrorLog:      top.Has("error_log"),
+		KprobeEvents:  top.Has("kprobe_events"),
+		UprobeEvents:  top.Has("uprobe_events"),
+		DynamicEvents: top.Has("dynamic_events"),
+		DynamicFtrace: top.Has("set_ftrace_filter"),
+		FtracePid:     top.Has("set_ftrace_pid"),
+		FunctionFork:  top.Has("options/function-fork"),
+		RecordTgid:    top.Has("options/record-tgid"),
+	}
+	ft.IndexWrites = ft.DynamicFtrace && ft.ErrorLog
+	if b, err := top.ReadFile("README"); err == nil {
+		ft.Probe, ft.TracefsGid = ParseReadme(string(b))
+	}
+	if b, err := top.ReadFile("available_tracers"); err == nil {
+		for _, t := range strings.Fields(string(b)) {
+			switch t {
+			case "function":
+				ft.FunctionTracer = true
+			case "function_graph":
+				ft.FunctionGraph = true
+			}
+		}
+	}
+	return ft
+}
+
+// Names lists the present features as stable identifiers (for `ftctl status` and -o json).
+func (ft Features) Names() []string {
+	var out []string
+	add := func(ok bool, name string) {
+		if ok {
+			out = append(out, name)
+		}
+	}
+	add(ft.Instances, "instances")
+	add(ft.ErrorLog, "error-log")
+	add(ft.KprobeEvents, "kprobe-events")
+	add(ft.UprobeEvents, "uprobe-events")
+	add(ft.DynamicEvents, "dynamic-events")
+	add(ft.DynamicFtrace, "dynamic-ftrace")
+	add(ft.IndexWrites, "filter-index-writes")
+	add(ft.FtracePid, "ftrace-pid")
+	add(ft.FunctionFork, "function-fork")
+	add(ft.RecordTgid, "record-tgid")
+	add(ft.FunctionTracer, "function-tracer")
+	add(ft.FunctionGraph, "function-graph-tracer")
+	add(ft.TracefsGid, "tracefs-gid-option")
+	p := ft.Probe
+	if ft.KprobeEvents || ft.DynamicEvents {
+		add(p.MaxActive, "probe-maxactive")
+		add(p.ReturnSuffix, "probe-%return")
+		add(p.ArgN, "probe-$argN")
+		add(p.BTFArgs, "probe-btf-args")
+		add(p.BTFFields, "probe-btf-fields")
+		add(p.RetArgs, "probe-return-args")
+		add(p.Comm, "probe-$comm")
+		add(p.Imm, "probe-imm")
+		add(p.ImmString, "probe-imm-string")
+		add(p.Char, "probe-type-char")
+		add(p.Ustring, "probe-type-ustring")
+		add(p.Symstr, "probe-type-symstr")
+		add(p.PdPD, "probe-type-%pd")
+		add(p.Bitfield, "probe-bitfields")
+		add(p.Array, "probe-arrays")
+		add(p.Fprobe, "fprobe-events")
+		add(p.Tprobe, "tprobe-events")
+		add(p.Eprobe, "eprobe-events")
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,220 @@
+package tracefs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// FS is a located tracefs. It is the only door to kernel files in ftctl: every read and write
+// goes through it, so that errors are translated in one place and --dry-run is honoured by
+// construction.
+type FS struct {
+	Mount Mount
+	// DryRun, when set, receives a line for each write, mkdir or rmdir that would happen, in
+	// order, and the operation is not performed. Reads still happen.
+	DryRun io.Writer
+}
+
+// Open locates tracefs (see Locate) and returns an FS for it.
+func Open(root, found string) (*FS, error) {
+	m, err := Locate(root, found)
+	if err != nil {
+		return nil, err
+	}
+	return &FS{Mount: m}, nil
+}
+
+// Root is the tracing directory.
+func (f *FS) Root() string { return f.Mount.Path }
+
+// Path joins a path relative to the tracing directory.
+func (f *FS) Path(rel string) string { return filepath.Join(f.Mount.Path, rel) }
+
+// Top is the top-level trace array. Top-level-only files (kprobe_events,
+// available_filter_functions...) are always read through it.
+func (f *FS) Top() *Instance { return &Instance{fs: f, dir: f.Mount.Path} }
+
+// Instance is a trace array: the top level (Name "") or instances/Name.
+type Instance struct {
+	fs   *FS
+	Name string
+	dir  string
+}
+
+// Dir is the instance's directory.
+func (i *Instance) Dir() string { return i.dir }
+
+// Path of a file of this instance.
+func (i *Instance) Path(file string) string { return filepath.Join(i.dir, file) }
+
+// Label names the instance for people: "top level" or "instance NAME".
+func (i *Instance) Label() string {
+	if i.Name == "" {
+		return "top level"
+	}
+	return fmt.Sprintf("instance %q", i.Name)
+}
+
+// FS returns the tracefs the instance belongs to.
+func (i *Instance) FS() *FS { return i.fs }
+
+// ReadFile reads a whole control file. Never use it on trace_pipe (it blocks) or trace
+// (reading it pauses tracing while open).
+func (i *Instance) ReadFile(file string) ([]byte, error) {
+	return i.fs.readFile(i.Path(file))
+}
+
+func (f *FS) readFile(path string) ([]byte, error) {
+	fd, err := os.Open(path)
+	if err != nil {
+		return nil, f.opError("open", path, "", err)
+	}
+	defer fd.Close()
+	// Control files report size 0: read until EOF.
+	b, err := io.ReadAll(fd)
+	if err != nil {
+		return nil, f.opError("read", path, "", err)
+	}
+	return b, nil
+}
+
+// Probe opens a file for reading and closes it at once: the cheapest way to learn whether the
+// kernel lets us at it. Opening for read changes no state for the control files ftctl knows
+// (set_ftrace_filter commits only writers on close).
+func (i *Instance) Probe(file string) error {
+	path := i.Path(file)
+	fd, err := os.Open(path)
+	if err != nil {
+		return i.fs.opError("open", path, "", err)
+	}
+	return fd.Close()
+}
+
+// Stat returns the file's information, with errors translated.
+func (i *Instance) Stat(file string) (os.FileInfo, error) {
+	st, err := os.Stat(i.Path(file))
+	if err != nil {
+		return nil, i.fs.opError("stat", i.Path(file), "", err)
+	}
+	return st, nil
+}
+
+// Has reports whether the file exists (whatever its permissions).
+func (i *Instance) Has(file string) bool {
+	_, err := os.Lstat(i.Path(file))
+	return err == nil
+}
+
+// Write writes data to a control file in one open and one write call, WITHOUT O_TRUNC: for
+// set_ftrace_filter and friends an O_TRUNC open empties the list (all functions traced) and for
+// kprobe_events it deletes every probe on the system. The close is the kernel's commit point
+// for filter files; its error, if any, is reported.
+//
+// When the kernel rejects the write and the file is one whose errors it logs (probe
+// definitions, event filters and triggers), the new error_log entries are attached.
+func (i *Instance) Write(file, data string) error {
+	return i.write(file, data, 0)
+}
+
+// Truncate opens a file with O_TRUNC and writes nothing: the explicit way to clear a list
+// (error_log, trace, set_event...). Never used to swap filters.
+func (i *Instance) Truncate(file string) error {
+	return i.write(file, "", unix.O_TRUNC)
+}
+
+func (i *Instance) write(file, data string, extra int) error {
+	path := i.Path(file)
+	f := i.fs
+	if f.DryRun != nil {
+		if extra&unix.O_TRUNC != 0 {
+			fmt.Fprintf(f.DryRun, "dry-run: truncate %s\n", path)
+		} else {
+			fmt.Fprintf(f.DryRun, "dry-run: write %s %s\n", path, quoteData(data))
+		}
+		return nil
+	}
+	var logs []*Instance
+	var before []uint64
+	if logsErrors(file) {
+		logs = i.errorLogs(file)
+		for _, l := range logs {
+			before = append(before, l.lastLogStamp())
+		}
+	}
+	fd, err := os.OpenFile(path, os.O_WRONLY|extra|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return f.opError("open", path, data, err)
+	}
+	if data != "" {
+		if _, err = io.WriteString(fd, data); err != nil {
+			fd.Close()
+			werr := f.opError("write", path, data, err)
+			var e *Error
+			if errors.As(werr, &e) && e.Class == ErrRejected {
+				for k, l := range logs {
+					e.KernelLog = append(e.KernelLog, l.logSince(before[k])...)
+				}
+			}
+			return werr
+		}
+	}
+	if err := fd.Close(); err != nil {
+		return f.opError("write", path, data, err)
+	}
+	return nil
+}
+
+// logsErrors: files whose rejected writes the kernel explains in error_log (trace.c
+// tracing_log_err callers: probe parsers, event filters, triggers, hist).
+func logsErrors(file string) bool {
+	switch file {
+	case "kprobe_events", "uprobe_events", "dynamic_events", "synthetic_events":
+		return true
+	}
+	return strings.HasPrefix(file, "events/") &&
+		(strings.HasSuffix(file, "/filter") || strings.HasSuffix(file, "/trigger"))
+}
+
+// errorLogs: where the kernel may log a failure of a write to file. Probe errors always go to
+// the top-level log; event filter and trigger errors to the instance's own.
+func (i *Instance) errorLogs(file string) []*Instance {
+	top := i.fs.Top()
+	if strings.HasSuffix(file, "_events") || i.Name == "" {
+		return []*Instance{top}
+	}
+	return []*Instance{i, top}
+}
+
+// lastLogStamp is the timestamp (µs) of the newest error_log entry, 0 when empty or absent.
+func (i *Instance) lastLogStamp() uint64 {
+	b, err := i.ReadFile("error_log")
+	if err != nil {
+		return 0
+	}
+	entries := ParseErrorLog(string(b))
+	if len(entries) == 0 {
+		return 0
+	}
+	return entries[len(entries)-1].Micros
+}
+
+// logSince returns error_log entries newer than stamp.
+func (i *Instance) logSince(stamp uint64) []LogEntry {
+	b, err := i.ReadFile("error_log")
+	if err != nil {
+		return nil
+	}
+	var out []LogEntry
+	for _, e := range ParseErrorLog(string(b)) {
+		if e.Micros > stamp {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,141 @@
+package tracefs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxInstanceName is the longest instance name ftctl accepts: one path component (NAME_MAX).
+const MaxInstanceName = 255
+
+// ValidateInstanceName checks a name given with -B before it goes anywhere near the kernel: a
+// single, printable directory name under instances/.
+func ValidateInstanceName(name string) error {
+	bad := func(why string) error {
+		return &Error{Path: "instance " + quoteData(name), Class: ErrBadInstance, Reason: why}
+	}
+	switch {
+	case name == "":
+		return bad("the name is empty")
+	case len(name) > MaxInstanceName:
+		return bad(fmt.Sprintf("the name is %d bytes long; the limit is %d", len(name), MaxInstanceName))
+	case strings.Contains(name, "/"):
+		return bad("the name contains '/': an instance is a single directory under instances/")
+	case name == "." || strings.Contains(name, ".."):
+		return bad("the name contains '..' or is '.'")
+	case !utf8.ValidString(name):
+		return bad("the name is not valid UTF-8")
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return bad(fmt.Sprintf("the name contains the control character %q", r))
+		}
+	}
+	return nil
+}
+
+// Instance returns the trace array called name ("" for the top level) after validating the
+// name. It does not check that the instance exists: see Lookup and Ensure.
+func (f *FS) Instance(name string) (*Instance, error) {
+	if name == "" {
+		return f.Top(), nil
+	}
+	if err := ValidateInstanceName(name); err != nil {
+		return nil, err
+	}
+	return &Instance{fs: f, Name: name, dir: filepath.Join(f.Mount.Path, "instances", name)}, nil
+}
+
+// Lookup returns an existing instance, for read-only commands: a missing one is an error
+// (ErrNoInstance), never created.
+func (f *FS) Lookup(name string) (*Instance, error) {
+	in, err := f.Instance(name)
+	if err != nil || name == "" {
+		return in, err
+	}
+	st, err := os.Stat(in.dir)
+	switch {
+	case err == nil && st.IsDir():
+		return in, nil
+	case err == nil, errors.Is(err, fs.ErrNotExist):
+		if !f.Top().Has("instances") {
+			return nil, &Error{Op: "open", Path: f.Path("instances"), Class: ErrUnavailable,
+				Reason: "this kernel has no tracing instances"}
+		}
+		return nil, &Error{Op: "open", Path: in.dir, Class: ErrNoInstance,
+			Reason: "read commands never create instances; `ftctl status` lists the existing ones"}
+	default:
+		return nil, f.opError("open", in.dir, "", err)
+	}
+}
+
+// Ensure returns the instance, creating it when missing (write commands). created says whether
+// this call made it; the caller tells the user. In dry-run mode the mkdir is only printed.
+func (f *FS) Ensure(name string) (in *Instance, created bool, err error) {
+	in, err = f.Instance(name)
+	if err != nil || name == "" {
+		return in, false, err
+	}
+	if st, err := os.Stat(in.dir); err == nil && st.IsDir() {
+		return in, false, nil
+	}
+	if !f.Top().Has("instances") {
+		return nil, false, &Error{Op: "mkdir", Path: f.Path("instances"), Class: ErrUnavailable,
+			Reason: "this kernel has no tracing instances"}
+	}
+	if f.DryRun != nil {
+		fmt.Fprintf(f.DryRun, "dry-run: mkdir %s\n", in.dir)
+		return in, true, nil
+	}
+	if err := os.Mkdir(in.dir, 0o750); err != nil {
+		if errors.Is(err, fs.ErrExist) { // made by someone else meanwhile: fine
+			return in, false, nil
+		}
+		return nil, false, f.opError("mkdir", in.dir, "", err)
+	}
+	return in, true, nil
+}
+
+// Remove deletes an instance (rmdir). A missing instance is not an error: removal is idempotent.
+func (f *FS) Remove(name string) error {
+	in, err := f.Instance(name)
+	if err != nil {
+		return err
+	}
+	if name == "" {
+		return &Error{Op: "rmdir", Path: f.Root(), Class: ErrBadInstance, Reason: "the top level cannot be removed"}
+	}
+	if f.DryRun != nil {
+		fmt.Fprintf(f.DryRun, "dry-run: rmdir %s\n", in.dir)
+		return nil
+	}
+	if err := os.Remove(in.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return f.opError("rmdir", in.dir, "", err)
+	}
+	return nil
+}
+
+// Instances lists the names of the existing instances, sorted; nil when the kernel has none.
+func (f *FS) Instances() ([]string, error) {
+	ents, err := os.ReadDir(f.Path("instances"))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, f.opError("read", f.Path("instances"), "", err)
+	}
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}

@@ -1,0 +1,165 @@
+package tracefs
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Lock is ftctl's cross-process control-plane lock. Every ftctl command that writes to tracefs
+// holds it from its first read of the state it will change until its last write, so two
+// concurrent writers (say two `ftctl filter add`) never lose an update to a read-modify-write.
+//
+// The lock is flock(LOCK_EX) on a descriptor of the tracefs root directory itself: no lock file
+// to create, spoof or leave behind (a lock file in a world-writable place is an attack surface;
+// perf-tools' mkdir lock is racy), one lock per tracefs superblock whatever path it is reached
+// by, and the kernel drops it when the holder dies, even by SIGKILL. /proc/locks names the
+// holder's pid.
+type Lock struct {
+	fd int
+}
+
+// Holder describes the process that holds the lock.
+type Holder struct {
+	PID     int    `json:"pid"`
+	Command string `json:"command"` // its command line, or comm
+}
+
+func (h Holder) String() string {
+	if h.PID == 0 {
+		return "an unknown process"
+	}
+	if h.Command == "" {
+		return fmt.Sprintf("pid %d", h.PID)
+	}
+	return fmt.Sprintf("pid %d (%s)", h.PID, h.Command)
+}
+
+// Lock takes the control-plane lock, waiting up to timeout for a holder to let go; onWait (if
+// not nil) is called once when the lock is found held, so the caller can say who it waits for.
+// A context cancellation (Ctrl-C) stops the wait with ctx.Err(). In dry-run mode nothing is
+// locked: a dry run changes nothing and must not wait on anyone.
+func (f *FS) Lock(ctx context.Context, timeout time.Duration, onWait func(Holder)) (*Lock, error) {
+	if f.DryRun != nil {
+		return &Lock{fd: -1}, nil
+	}
+	root := f.Root()
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, f.opError("open", root, "", err)
+	}
+	deadline := time.Now().Add(timeout)
+	delay := 2 * time.Millisecond
+	waited := false
+	for {
+		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return &Lock{fd: fd}, nil
+		}
+		if err != unix.EWOULDBLOCK && err != unix.EINTR {
+			unix.Close(fd)
+			return nil, &Error{Op: "lock", Path: root, Class: ErrIO, Errno: err}
+		}
+		if !waited && onWait != nil {
+			onWait(lockHolder(root))
+		}
+		waited = true
+		if !time.Now().Before(deadline) {
+			unix.Close(fd)
+			h := lockHolder(root)
+			return nil, &Error{Op: "lock", Path: root, Class: ErrBusy,
+				Reason: fmt.Sprintf("another ftctl is changing tracing state: the lock is held by %s; waited %v (--lock-timeout)", h, timeout)}
+		}
+		select {
+		case <-ctx.Done():
+			unix.Close(fd)
+			return nil, ctx.Err()
+		case <-time.After(min(delay, time.Until(deadline))):
+		}
+		delay = min(delay*2, 50*time.Millisecond)
+	}
+}
+
+// Unlock releases the lock. Safe on a nil or already released lock.
+func (l *Lock) Unlock() error {
+	if l == nil || l.fd < 0 {
+		return nil
+	}
+	err := unix.Close(l.fd) // closing the last descriptor drops the flock
+	l.fd = -1
+	return err
+}
+
+// lockHolder finds who holds an flock on path, through /proc/locks.
+func lockHolder(path string) Holder {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return Holder{}
+	}
+	f, err := os.Open("/proc/locks")
+	if err != nil {
+		return Holder{}
+	}
+	defer f.Close()
+	pid := findFlockHolder(f, unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	if pid == 0 {
+		return Holder{}
+	}
+	return Holder{PID: pid, Command: processCommand(pid)}
+}
+
+// findFlockHolder parses /proc/locks (fs/locks.c lock_get_status):
+//
+//	1: FLOCK  ADVISORY  WRITE 1234 00:0e:1 0 EOF
+//	1: -> FLOCK  ADVISORY  WRITE 1300 00:0e:1 0 EOF   (a waiter: skipped)
+//
+// and returns the pid holding an FLOCK on the inode major:minor:ino (device numbers in hex).
+func findFlockHolder(r io.Reader, major, minor uint32, ino uint64) int {
+	want := fmt.Sprintf("%02x:%02x:%d", major, minor, ino)
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 || fields[1] == "->" || fields[1] != "FLOCK" {
+			continue
+		}
+		if fields[5] != want {
+			continue
+		}
+		if pid, err := strconv.Atoi(fields[4]); err == nil {
+			return pid
+		}
+	}
+	return 0
+}
+
+// processCommand returns a process's command line (arguments joined by spaces, control
+// characters escaped), or its comm when the command line is empty.
+func processCommand(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err == nil && len(b) > 0 {
+		s := strings.TrimRight(string(b), "\x00")
+		s = strings.ReplaceAll(s, "\x00", " ")
+		if len(s) > 120 {
+			s = s[:120] + "..."
+		}
+		return escapeControl(s)
+	}
+	b, err = os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		return ""
+	}
+	return escapeControl(strings.TrimSpace(string(b)))
+}
+
+// escapeControl makes a string from another process safe to print on a terminal.
+func escapeControl(s string) string {
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
+}

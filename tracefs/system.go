@@ -1,0 +1,64 @@
+package tracefs
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// KernelRelease is uname -r.
+func KernelRelease() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return "unknown"
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+// LockdownPath is the lockdown LSM's control file (security/lockdown/lockdown.c, Linux 5.4).
+const LockdownPath = "/sys/kernel/security/lockdown"
+
+// Lockdown is the kernel lockdown state. At "confidentiality" the kernel refuses tracefs
+// (LOCKDOWN_TRACEFS) and kprobes (LOCKDOWN_KPROBES) with EPERM; "integrity" does not affect
+// tracing.
+type Lockdown struct {
+	Current   string   `json:"current"`          // "none", "integrity", "confidentiality", or "" when unknown
+	Available []string `json:"levels,omitempty"` // the levels the kernel offers
+	Note      string   `json:"note,omitempty"`   // why the state is unknown
+}
+
+// ReadLockdown reads the lockdown state; when it cannot be read, Note says why.
+func ReadLockdown() Lockdown {
+	b, err := os.ReadFile(LockdownPath)
+	if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if _, serr := os.Stat("/sys/kernel/security/lsm"); serr == nil {
+				return Lockdown{Note: "the lockdown LSM is not active in this kernel"}
+			}
+			return Lockdown{Note: "securityfs is not mounted at /sys/kernel/security"}
+		default:
+			return Lockdown{Note: "cannot read " + LockdownPath + ": " + errnoText(unwrapPath(err))}
+		}
+	}
+	return ParseLockdown(string(b))
+}
+
+// ParseLockdown parses "[none] integrity confidentiality" (the current level in brackets).
+func ParseLockdown(s string) Lockdown {
+	var ld Lockdown
+	for _, f := range strings.Fields(s) {
+		if strings.HasPrefix(f, "[") && strings.HasSuffix(f, "]") {
+			f = strings.Trim(f, "[]")
+			ld.Current = f
+		}
+		ld.Available = append(ld.Available, f)
+	}
+	if ld.Current == "" {
+		ld.Note = "unrecognised lockdown file: " + strings.TrimSpace(s)
+	}
+	return ld
+}

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# run.sh: boot one of Debian's kernels under qemu (TCG) with an initramfs made of busybox, ftctl
+# and whatever else the caller adds, and run one mode:
+#   test     run /bin/vmtest.test (the vmtest integration suite); exit with its status
+#   demo     run /etc/ftctl-demo.sh (the scripted tour); exit with its status
+#   cmd      run /etc/ftctl-cmd.sh (from --script); exit with its status
+#   sandbox  an interactive shell on the serial console (Ctrl-A X leaves qemu)
+#
+# usage: vm/run.sh [--kernel 6.1|6.12] [--mode MODE] [--timeout SECONDS] [--log FILE]
+#                  [--script FILE] [--file SRC:DEST]... [--bin SRC:DEST]... [--modules]
+#   --file  copies a file into the initramfs; --bin does the same for a dynamically linked program
+#   and the shared libraries ldd lists; --modules copies the kernel's modules (for :mod: tests).
+# The exit status is the guest's; 1 also when the VM dies, times out or never reports.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+kernel=6.12 mode=test timeout=480 log= script= modules=0
+files=() bins=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	--kernel) kernel=$2; shift 2 ;;
+	--mode) mode=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--log) log=$2; shift 2 ;;
+	--script) script=$2; shift 2 ;;
+	--file) files+=("$2"); shift 2 ;;
+	--bin) bins+=("$2"); shift 2 ;;
+	--modules) modules=1; shift ;;
+	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+
+for tool in qemu-system-x86_64 cpio; do
+	command -v "$tool" >/dev/null || { echo "run.sh: $tool is missing (make vm-deps installs it)" >&2; exit 1; }
+done
+busybox=$(command -v busybox || true)
+[ -n "$busybox" ] && ! ldd "$busybox" >/dev/null 2>&1 || { echo "run.sh: need a static busybox (apt-get install busybox-static)" >&2; exit 1; }
+
+kdir=$("$here/kernel.sh" "$kernel")
+vmlinuz=$(ls "$kdir"/boot/vmlinuz-* | head -n1)
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/ftctl-vm.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+root=$work/root
+mkdir -p "$root"/{bin,sbin,etc,proc,sys,dev,tmp,run,root,lib,lib64,usr/bin,sys/kernel/tracing}
+cp "$busybox" "$root/bin/busybox"
+cp "$here/init" "$root/init"
+chmod +x "$root/init"
+[ -n "$script" ] && cp "$script" "$root/etc/ftctl-$mode.sh"
+cat >"$root/etc/motd" <<'EOT'
+
+  ftctl sandbox: a throw-away VM with a real kernel; nothing here touches your machine.
+  tracefs is mounted at /sys/kernel/tracing and ftctl is on PATH. Try:
+      ftctl status
+      ftctl --help
+  Leave with `poweroff -f` (or Ctrl-A X).
+
+EOT
+echo 'export PS1="ftctl-vm:\w# "' >"$root/etc/profile"
+
+add() { # add SRC DEST
+	mkdir -p "$root$(dirname "$2")"
+	cp -L "$1" "$root$2"
+}
+for spec in "${files[@]+"${files[@]}"}"; do add "${spec%%:*}" "${spec#*:}"; done
+for spec in "${bins[@]+"${bins[@]}"}"; do
+	add "${spec%%:*}" "${spec#*:}"
+	ldd "${spec%%:*}" | awk '/=>/ {print $3} /^\t\/lib/ {print $1}' | while read -r lib; do
+		[ -n "$lib" ] && add "$lib" "$lib"
+	done
+done
+if [ "$modules" = 1 ] && [ -d "$kdir/lib/modules" ]; then
+	mkdir -p "$root/lib/modules"
+	cp -a "$kdir"/lib/modules/. "$root/lib/modules/"
+fi
+
+# An uncompressed cpio: the guest unpacks it faster under emulation than it would gunzip it.
+(cd "$root" && find . -print0 | cpio --null -H newc -o --quiet) >"$work/initrd.cpio"
+
+append="console=ttyS0 quiet loglevel=3 panic=-1 ftctl.mode=$mode ftctl.vmtest=1"
+qemu=(qemu-system-x86_64 -accel tcg -m 1024 -smp 2 -kernel "$vmlinuz" -initrd "$work/initrd.cpio"
+	-append "$append" -display none -no-reboot)
+
+if [ "$mode" = sandbox ]; then
+	# mon:stdio: Ctrl-C reaches the guest's shell, Ctrl-A X leaves qemu.
+	"${qemu[@]}" -serial mon:stdio
+	exit 0
+fi
+
+out=${log:-$work/console.log}
+start=$(date +%s%N)
+set +e
+timeout -k 5 "$timeout" "${qemu[@]}" -monitor none -serial stdio </dev/null 2>&1 | tr -d '\r' | tee "$out"
+qrc=${PIPESTATUS[0]}
+set -e
+elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+elapsed=$((elapsed_ms / 1000)).$(printf %03d $((elapsed_ms % 1000)))
+result=$(grep -a -o 'FTCTL-VM-RESULT rc=[0-9]*' "$out" | tail -n1 | sed 's/.*rc=//')
+booted=$(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]* uptime=[0-9.]*' "$out" | tail -n1)
+echo "run.sh: kernel $kernel ($(basename "$vmlinuz")) mode $mode: ${booted:-never booted}; whole run ${elapsed}s" >&2
+if [ -z "$result" ]; then
+	if [ "$qrc" = 124 ]; then
+		echo "run.sh: the VM timed out after ${timeout}s without reporting a result" >&2
+	else
+		echo "run.sh: the VM died (qemu exit $qrc) without reporting a result" >&2
+	fi
+	exit 1
+fi
+exit "$result"
