@@ -126,6 +126,11 @@ func (f *FS) Status(only string) (*Status, error) {
 		st.Features = []string{}
 	}
 	top := f.Top()
+	// Without even read access to the top level's tracer there is nothing to describe: that is
+	// "not root" (EACCES), an error. EPERM (lockdown, policy) is described below instead.
+	if err := top.Probe("current_tracer"); errors.Is(err, ErrPermission) {
+		return nil, err
+	}
 	for _, file := range topControlFiles {
 		var err error
 		if statOnly[file] {

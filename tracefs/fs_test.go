@@ -1,0 +1,181 @@
+package tracefs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// fakeTracefs builds a directory that looks like the tracing directory of the given fixture
+// kernel: enough for the read paths (status, features, instances). Writes to it are plain file
+// writes, which is what lets the tests below see exactly how ftctl opens files.
+func fakeTracefs(t *testing.T, kernel string) *FS {
+	t.Helper()
+	root := t.TempDir()
+	files := map[string]string{
+		"README":                     fixture(t, kernel, "README"),
+		"available_tracers":          fixture(t, kernel, "available_tracers"),
+		"current_tracer":             "nop\n",
+		"tracing_on":                 "1\n",
+		"buffer_size_kb":             fixture(t, kernel, "buffer_size_kb"),
+		"buffer_total_size_kb":       "14 (expanded: 2816)\n",
+		"set_ftrace_filter":          fixture(t, "6.12", "set_ftrace_filter.commands"),
+		"set_ftrace_notrace":         "#### no functions disabled ####\n",
+		"set_ftrace_pid":             "no pid\n",
+		"set_event":                  "sched:sched_switch\nkprobes:ftx\n",
+		"kprobe_events":              fixture(t, "6.12", "kprobe_events"),
+		"dynamic_events":             "",
+		"uprobe_events":              "",
+		"error_log":                  "",
+		"available_filter_functions": "vfs_read\nvfs_write\n",
+		"trace_pipe":                 "",
+		"trace_marker":               "",
+		"options/function-fork":      "0\n",
+		"options/record-tgid":        "0\n",
+		"per_cpu/cpu0/stats":         fixture(t, kernel, "cpu0.stats"),
+		"per_cpu/cpu1/stats":         "entries: 3\noverrun: 12\ndropped events: 1\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(root, "instances"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &FS{Mount: Mount{Path: root, Found: "test"}}
+}
+
+// Write must never truncate: on set_ftrace_filter that empties the filter (every function
+// traced) and on kprobe_events it deletes every probe on the system. A regular file shows it:
+// writing over the start of existing content leaves the rest in place.
+func TestWriteNeverTruncates(t *testing.T) {
+	f := fakeTracefs(t, "6.12")
+	p := f.Top().Path("set_ftrace_filter")
+	if err := os.WriteFile(p, []byte("0123456789"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Top().Write("set_ftrace_filter", "ab\n"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "ab\n3456789" {
+		t.Fatalf("Write truncated or misplaced data: %q", b)
+	}
+	if err := f.Top().Truncate("set_ftrace_filter"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); len(b) != 0 {
+		t.Fatalf("Truncate left %q", b)
+	}
+}
+
+func TestDryRunWritesNothing(t *testing.T) {
+	f := fakeTracefs(t, "6.12")
+	var out bytes.Buffer
+	f.DryRun = &out
+	before, _ := os.ReadFile(f.Top().Path("kprobe_events"))
+	if err := f.Top().Write("kprobe_events", "p:ftctl/x vfs_read\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Top().Truncate("error_log"); err != nil {
+		t.Fatal(err)
+	}
+	in, created, err := f.Ensure("newone")
+	if err != nil || !created {
+		t.Fatal(err, created)
+	}
+	if err := f.Remove("old"); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(f.Top().Path("kprobe_events"))
+	if !bytes.Equal(before, after) {
+		t.Error("dry run changed kprobe_events")
+	}
+	if _, err := os.Stat(in.Dir()); !errors.Is(err, fs.ErrNotExist) {
+		t.Error("dry run created the instance")
+	}
+	want := fmt.Sprintf("dry-run: write %[1]s/kprobe_events \"p:ftctl/x vfs_read\\n\"\n"+
+		"dry-run: truncate %[1]s/error_log\ndry-run: mkdir %[1]s/instances/newone\ndry-run: rmdir %[1]s/instances/old\n", f.Root())
+	if out.String() != want {
+		t.Errorf("dry-run plan:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+func TestWriteErrorsNameFileAndData(t *testing.T) {
+	f := fakeTracefs(t, "6.12")
+	err := f.Top().Write("no_such_file", "x\n")
+	var e *Error
+	if !errors.As(err, &e) || !errors.Is(err, ErrUnavailable) || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("%v", err)
+	}
+	if !strings.Contains(err.Error(), filepath.Join(f.Root(), "no_such_file")) {
+		t.Errorf("error does not name the file: %v", err)
+	}
+}
+
+func TestOpErrorClasses(t *testing.T) {
+	f := &FS{Mount: Mount{Path: "/nonexistent"}}
+	cases := []struct {
+		op    string
+		errno unix.Errno
+		class error
+		is    error
+	}{
+		{"open", unix.EACCES, ErrPermission, fs.ErrPermission},
+		{"open", unix.EPERM, ErrForbidden, fs.ErrPermission},
+		{"open", unix.ENODEV, ErrDisabled, nil},
+		{"write", unix.EBUSY, ErrBusy, nil},
+		{"open", unix.ENOENT, ErrUnavailable, fs.ErrNotExist},
+		{"write", unix.ENOENT, ErrRejected, fs.ErrNotExist},
+		{"write", unix.EINVAL, ErrRejected, nil},
+		{"write", unix.EEXIST, ErrRejected, fs.ErrExist},
+		{"write", unix.E2BIG, ErrRejected, nil},
+		{"read", unix.EIO, ErrIO, nil},
+	}
+	for _, c := range cases {
+		err := f.opError(c.op, "/nonexistent/kprobe_events", "data", &fs.PathError{Op: c.op, Path: "x", Err: c.errno})
+		if !errors.Is(err, c.class) || !errors.Is(err, c.errno) || (c.is != nil && !errors.Is(err, c.is)) {
+			t.Errorf("%s %v: %v is not %v / %v", c.op, c.errno, err, c.class, c.is)
+		}
+		if !strings.Contains(err.Error(), unix.ErrnoName(c.errno)) || !strings.Contains(err.Error(), "/nonexistent/kprobe_events") {
+			t.Errorf("%s %v: message %q lacks the errno name or the path", c.op, c.errno, err)
+		}
+	}
+	if err := f.opError("write", "p", "d", nil); err != nil {
+		t.Errorf("nil error became %v", err)
+	}
+}
+
+func TestErrorMessageIncludesKernelLog(t *testing.T) {
+	e := &Error{Op: "write", Path: "/t/kprobe_events", Data: "p:fty vfs_read %zz\n", Class: ErrRejected, Errno: unix.EINVAL,
+		KernelLog: ParseErrorLog(fixture(t, "6.12", "error_log.kprobe"))}
+	msg := e.Error()
+	for _, want := range []string{`writing "p:fty vfs_read %zz\n" to /t/kprobe_events`, "invalid argument (EINVAL)",
+		"kernel error_log: trace_kprobe: Invalid register name", "Command: p:fty vfs_read %zz"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q:\n%s", want, msg)
+		}
+	}
+}
+
+func TestLogsErrors(t *testing.T) {
+	for file, want := range map[string]bool{
+		"kprobe_events": true, "dynamic_events": true, "events/sched/sched_switch/filter": true,
+		"events/kprobes/x/trigger": true, "set_ftrace_filter": false, "current_tracer": false, "events/enable": false,
+	} {
+		if logsErrors(file) != want {
+			t.Errorf("logsErrors(%q) != %v", file, want)
+		}
+	}
+}
