@@ -124,7 +124,10 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
   sudo ftctl mount`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		Version:       version(),
+		// Runnable with NoArgs so that an unknown command is invalid input (exit 2).
+		Args:    args(cobra.NoArgs),
+		RunE:    func(c *cobra.Command, _ []string) error { return c.Help() },
+		Version: version(),
 		PersistentPreRunE: func(c *cobra.Command, args []string) error {
 			switch g.Output {
 			case "text", "json":

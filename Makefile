@@ -1,0 +1,72 @@
+# ftctl's build and test entry points. The two that matter to a newcomer:
+#   make demo    boot a real kernel in qemu and watch ftctl drive it (make sandbox: a shell there)
+#   make test    vet, unit tests, then the integration suite on Debian's 6.1 and 6.12 kernels
+# Kernels are fetched once with apt-get download into $(FTCTL_VM_CACHE) (outside the repo).
+
+GO      ?= go
+KERNEL  ?= 6.12
+KERNELS ?= 6.1 6.12
+BUILD   := build
+export KERNELS
+
+GOFILES := $(shell find . -name '*.go' -not -path './build/*')
+
+.PHONY: all build unit vet test vmtest vm-deps vm-bins demo sandbox fixtures fuzz clean
+
+all: build
+
+# A static binary: the same file runs on the host and in the VM.
+build:
+	CGO_ENABLED=0 $(GO) build -o $(BUILD)/ftctl .
+
+vet:
+	@unformatted=$$(gofmt -l $(GOFILES)); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags vmtest ./vmtest
+
+# Unit tests only (no VM): fast, and what `make test` runs first.
+unit: vet
+	$(GO) test -count=1 ./...
+
+# Everything: unit tests, then the real-kernel suite on every kernel of the matrix.
+test: unit vmtest
+
+vm-deps:
+	@missing=; \
+	command -v qemu-system-x86_64 >/dev/null || missing="$$missing qemu-system-x86"; \
+	{ command -v busybox >/dev/null && ! ldd "$$(command -v busybox)" >/dev/null 2>&1; } || missing="$$missing busybox-static"; \
+	command -v cpio >/dev/null || missing="$$missing cpio"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		if [ "$$(id -u)" != 0 ]; then echo "need root to apt-get install$$missing" >&2; exit 1; fi; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+# Static binaries for the initramfs: ftctl and the vmtest integration test binary.
+vm-bins: build
+	CGO_ENABLED=0 $(GO) test -c -tags vmtest -o $(BUILD)/vmtest.test ./vmtest
+
+vmtest: vm-deps vm-bins
+	vm/suite.sh
+
+demo: vm-deps vm-bins
+	vm/run.sh --kernel $(KERNEL) --mode demo --script vm/demo.sh --timeout 300 --file $(BUILD)/ftctl:/bin/ftctl
+
+sandbox: vm-deps vm-bins
+	vm/run.sh --kernel $(KERNEL) --mode sandbox --file $(BUILD)/ftctl:/bin/ftctl
+
+# Re-capture the kernel text fixtures under tracefs/testdata from the VM kernels.
+fixtures: vm-deps
+	vm/fixtures.sh $(KERNELS)
+
+# A short run of every fuzz target (FUZZTIME each).
+FUZZTIME ?= 10s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "fuzz $$pkg $$f"; $(GO) test $$pkg -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) || exit 1; \
+		done; \
+	done
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,257 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+func TestExitCodeTable(t *testing.T) {
+	tfs := func(class, errno error) error {
+		return &tracefs.Error{Op: "write", Path: "/t/x", Class: class, Errno: errno}
+	}
+	cases := []struct {
+		err  error
+		want int
+	}{
+		{nil, 0},
+		{errors.New("boom"), 1},
+		{InvalidInput(errors.New("bad flag")), 2},
+		{tfs(tracefs.ErrBadInstance, nil), 2},
+		{tfs(tracefs.ErrNoInstance, nil), 2},
+		{tfs(tracefs.ErrRejected, unix.EINVAL), 3},
+		{tfs(tracefs.ErrRejected, unix.EEXIST), 3},
+		{tfs(tracefs.ErrPermission, unix.EACCES), 4},
+		{tfs(tracefs.ErrForbidden, unix.EPERM), 4},
+		{tfs(tracefs.ErrDisabled, unix.ENODEV), 4},
+		{tfs(tracefs.ErrUnavailable, unix.ENOENT), 4},
+		{tfs(tracefs.ErrNotMounted, nil), 4},
+		{tfs(tracefs.ErrBusy, unix.EBUSY), 5},
+		{fmt.Errorf("wrapped: %w", tfs(tracefs.ErrBusy, nil)), 5},
+		{ErrInterrupted, 130},
+		{context.Canceled, 130},
+		{tfs(tracefs.ErrIO, unix.EIO), 1},
+	}
+	for _, c := range cases {
+		if got := ExitCode(c.err); got != c.want {
+			t.Errorf("ExitCode(%v) = %d, want %d", c.err, got, c.want)
+		}
+	}
+}
+
+// fakeRoot makes a directory that looks enough like tracefs for status.
+func fakeRoot(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	for name, body := range map[string]string{
+		"current_tracer":             "function\n",
+		"tracing_on":                 "0\n",
+		"buffer_size_kb":             "4096\n",
+		"buffer_total_size_kb":       "8192\n",
+		"set_ftrace_filter":          "vfs_read\nvfs_write\n",
+		"set_ftrace_notrace":         "#### no functions disabled ####\n",
+		"set_event":                  "",
+		"kprobe_events":              "p:ftctl/a vfs_read\np:kprobes/b\x1b[31m vfs_write\n",
+		"available_tracers":          "function nop\n",
+		"available_filter_functions": "vfs_read\n",
+		"error_log":                  "",
+		"set_ftrace_pid":             "",
+		"trace_pipe":                 "",
+		"trace_marker":               "",
+		"per_cpu/cpu0/stats":         "overrun: 3\n",
+	} {
+		p := filepath.Join(root, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Mkdir(filepath.Join(root, "instances"), 0o755)
+	return root
+}
+
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestStatusTextAndJSON(t *testing.T) {
+	root := fakeRoot(t)
+	code, out, errs := run(t, "--tracefs", root, "status")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"given by --tracefs", "function, tracing off", "4096 KiB per CPU", "2 functions",
+		"notrace    none", "3 lost to overruns", "2 defined, 1 of them ftctl's", `kprobes/b\x1b[31m`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status text lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\x1b") {
+		t.Error("an escape sequence from kprobe_events reached the terminal")
+	}
+
+	code, out, _ = run(t, "--tracefs", root, "status", "-o", "json")
+	if code != 0 {
+		t.Fatal(code)
+	}
+	var st tracefs.Status
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if st.Tracefs.Path != root || st.Tracefs.Found != "--tracefs" || st.Kprobes.Owned != 1 || st.Instances[0].Filter.Functions != 2 {
+		t.Errorf("%+v", st)
+	}
+}
+
+func TestTracefsFromEnv(t *testing.T) {
+	root := fakeRoot(t)
+	t.Setenv("FTCTL_TRACEFS", root)
+	code, out, errs := run(t, "status")
+	if code != 0 || !strings.Contains(out, "given by FTCTL_TRACEFS") {
+		t.Fatalf("exit %d: %s %s", code, out, errs)
+	}
+}
+
+func TestInvalidInputExits2AndChangesNothing(t *testing.T) {
+	root := fakeRoot(t)
+	for _, args := range [][]string{
+		{"-o", "yaml", "status"},
+		{"-B", "a/b", "status"},
+		{"-B", "..", "instance", "list"},
+		{"-B", "", "status"},
+		{"-B", strings.Repeat("n", 256), "status"},
+		{"-B", "esc\x1b", "status"},
+		{"instance", "create", "ok", "bad/name"},
+		{"instance", "create"},
+		{"status", "extra"},
+		{"--no-such-flag"},
+		{"--lock-timeout", "-1s", "instance", "create", "x"},
+		{"nosuchcommand"},
+	} {
+		code, _, errs := run(t, append([]string{"--tracefs", root}, args...)...)
+		if code != 2 {
+			t.Errorf("%q: exit %d (%s), want 2", args, code, errs)
+		}
+		if strings.ContainsRune(errs, 0x1b) {
+			t.Errorf("%q: raw escape in the error message", args)
+		}
+	}
+	if ents, _ := os.ReadDir(filepath.Join(root, "instances")); len(ents) != 0 {
+		t.Errorf("invalid input created %d instances", len(ents))
+	}
+}
+
+func TestMissingInstanceForReads(t *testing.T) {
+	root := fakeRoot(t)
+	code, _, errs := run(t, "--tracefs", root, "-B", "ghost", "status")
+	if code != 2 || !strings.Contains(errs, "ghost") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(root, "instances/ghost")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("a read command created the instance")
+	}
+}
+
+func TestInstanceCommands(t *testing.T) {
+	root := fakeRoot(t)
+	code, out, errs := run(t, "--tracefs", root, "--dry-run", "instance", "create", "inc1")
+	if code != 0 || !strings.Contains(out, "dry-run: mkdir "+filepath.Join(root, "instances/inc1")) {
+		t.Fatalf("dry run: %d %q %q", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(root, "instances/inc1")); err == nil {
+		t.Fatal("dry run created the instance")
+	}
+	code, _, errs = run(t, "--tracefs", root, "instance", "create", "inc1", "inc2")
+	if code != 0 || !strings.Contains(errs, `created instance "inc1"`) {
+		t.Fatalf("%d %s", code, errs)
+	}
+	code, out, _ = run(t, "--tracefs", root, "instance", "list", "-o", "json")
+	if code != 0 || strings.Join(strings.Fields(out), "") != `["inc1","inc2"]` {
+		t.Fatalf("%d %s", code, out)
+	}
+	code, _, errs = run(t, "--tracefs", root, "-q", "instance", "create", "inc1")
+	if code != 0 || errs != "" {
+		t.Fatalf("-q: %d %q", code, errs)
+	}
+	if code, _, _ = run(t, "--tracefs", root, "instance", "remove", "inc1", "inc1", "inc2"); code != 0 {
+		t.Fatal(code)
+	}
+	if code, out, _ = run(t, "--tracefs", root, "instance", "list"); code != 0 || out != "" {
+		t.Fatal(code, out)
+	}
+}
+
+func TestWriterWaitsThenFailsBusy(t *testing.T) {
+	root := fakeRoot(t)
+	f := &tracefs.FS{Mount: tracefs.Mount{Path: root}}
+	l, err := f.Lock(context.Background(), time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	code, _, errs := run(t, "--tracefs", root, "--lock-timeout", "100ms", "instance", "create", "x")
+	if code != 5 || !strings.Contains(errs, fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(errs, "waiting up to 100ms") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(root, "instances/x")); err == nil {
+		t.Fatal("created while the lock was held")
+	}
+}
+
+func TestNotMountedExits4(t *testing.T) {
+	code, _, errs := run(t, "--tracefs", filepath.Join(t.TempDir(), "missing"), "status")
+	if code != 4 || !strings.Contains(errs, "missing") {
+		t.Fatalf("%d %s", code, errs)
+	}
+}
+
+// The options struct is what the flags parse into: runF captures it.
+func TestStatusFlagsReachOptions(t *testing.T) {
+	g := &Globals{In: strings.NewReader(""), Out: new(bytes.Buffer), Err: new(bytes.Buffer)}
+	var got *StatusOptions
+	root := NewRootCmd(g)
+	for i, c := range root.Commands() {
+		if c.Name() == "status" {
+			root.RemoveCommand(c)
+			root.AddCommand(NewCmdStatus(g, func(o *StatusOptions) error { got = o; return nil }))
+			_ = i
+		}
+	}
+	root.SetArgs([]string{"-B", "inc", "-o", "json", "--dry-run", "-q", "--lock-timeout", "2s", "status"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || got.G.Instance != "inc" || !got.G.JSON() || !got.G.DryRun || !got.G.Quiet || got.G.LockTimeout != 2*time.Second {
+		t.Fatalf("%+v", got)
+	}
+}
+
+func TestEveryCommandHasHelp(t *testing.T) {
+	g := &Globals{In: strings.NewReader(""), Out: new(bytes.Buffer), Err: new(bytes.Buffer)}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Short == "" {
+			t.Errorf("%s has no short help", c.CommandPath())
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(NewRootCmd(g))
+}

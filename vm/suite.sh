@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# suite.sh: run the vmtest integration suite on each kernel of the matrix, one boot per kernel.
+# Needs build/ftctl and build/vmtest.test (make vm-bins). Prints each boot's console, then one
+# summary line per kernel and a closing "vmtest: N passed, N failed, N skipped". Exits non-zero
+# when a test fails, a VM dies or times out, or a kernel ran no test.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+kernels=${KERNELS:-6.1 6.12}
+build=$top/build
+status=0 passed=0 failed=0 skipped=0
+summary=()
+for k in $kernels; do
+	log=$build/vmtest-$k.log
+	start=$(date +%s%N)
+	"$here/run.sh" --kernel "$k" --mode test --timeout 540 --log "$log" \
+		--file "$build/ftctl:/bin/ftctl" --file "$build/vmtest.test:/bin/vmtest.test"
+	rc=$?
+	secs=$(( ($(date +%s%N) - start) / 1000000 ))
+	p=$(grep -a -c -E '^--- PASS: ' "$log")
+	f=$(grep -a -c -E '^--- FAIL: ' "$log")
+	s=$(grep -a -c -E '^--- SKIP: ' "$log")
+	boot=$(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]* uptime=[0-9.]*' "$log" | sed 's/.*uptime=//')
+	done_at=$(grep -a -o 'FTCTL-VM-RESULT rc=[0-9]* uptime=[0-9.]*' "$log" | sed 's/.*uptime=//')
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+	line="kernel $k ($(grep -a -o 'vmtest: kernel .*' "$log" | head -n1 | sed 's/vmtest: kernel //')): $p passed, $f failed, $s skipped; boot to /init ${boot:-?}s, guest done at ${done_at:-?}s, whole run $((secs / 1000)).$(printf %03d $((secs % 1000)))s"
+	if [ "$rc" != 0 ] || [ "$p" = 0 ]; then
+		status=1
+		line="$line: FAILED (exit $rc)"
+	fi
+	summary+=("$line")
+done
+echo
+printf '%s\n' "${summary[@]}"
+echo "vmtest: $passed passed, $failed failed, $skipped skipped"
+exit $status

@@ -1,0 +1,161 @@
+//go:build vmtest
+
+package vmtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+const (
+	tracing = "/sys/kernel/tracing"
+	ftctl   = "/bin/ftctl"
+)
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("FTCTL_VMTEST_HOLD_LOCK"); dir != "" {
+		holdLockHelper(dir)
+		return
+	}
+	cmdline, _ := os.ReadFile("/proc/cmdline")
+	if !bytes.Contains(cmdline, []byte("ftctl.vmtest=1")) {
+		fmt.Fprintln(os.Stderr, "vmtest: refusing to run: these tests change kernel tracing state and run only in ftctl's test VM (make vmtest)")
+		os.Exit(1)
+	}
+	fmt.Printf("vmtest: kernel %s\n", tracefs.KernelRelease())
+	os.Exit(m.Run())
+}
+
+// holdLockHelper is the body of a helper process: take the ftctl lock, say so, hold it until
+// stdin closes (or the process is killed).
+func holdLockHelper(dir string) {
+	f := &tracefs.FS{Mount: tracefs.Mount{Path: dir}}
+	l, err := f.Lock(context.Background(), 5*time.Second, nil)
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Println("locked")
+	bufio.NewReader(os.Stdin).ReadString('\n')
+	l.Unlock()
+	os.Exit(0)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+// ftctlRun runs the real ftctl binary with a time limit.
+func ftctlRun(t *testing.T, args ...string) result {
+	t.Helper()
+	return ftctlRunAs(t, nil, args...)
+}
+
+func ftctlRunAs(t *testing.T, cred *syscall.Credential, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ftctl, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Env = []string{"PATH=/bin", "HOME=/root"}
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("ftctl %q: %v", args, err)
+	}
+	return r
+}
+
+// sh runs a busybox shell command (mount, umount...) and fails the test if it fails.
+func sh(t *testing.T, script string) string {
+	t.Helper()
+	out, err := exec.Command("/bin/sh", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("sh -c %q: %v\n%s", script, err, out)
+	}
+	return string(out)
+}
+
+func topFS(t *testing.T) *tracefs.FS {
+	t.Helper()
+	f, err := tracefs.Open(tracing, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// write writes to a tracefs file the way the kernel tests need (no O_TRUNC), failing on error.
+func write(t *testing.T, rel, data string) {
+	t.Helper()
+	if err := topFS(t).Top().Write(rel, data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// truncate clears a tracefs list with O_TRUNC (echo > file): cleanup only.
+func truncate(t *testing.T, rel string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(tracing, rel), nil, 0); err != nil {
+		t.Errorf("truncating %s: %v", rel, err)
+	}
+}
+
+func read(t *testing.T, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(tracing, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// removeProbeLater deletes a kprobe at the end of the test, disabling it everywhere first.
+func removeProbeLater(t *testing.T, group, event string) {
+	t.Cleanup(func() {
+		matches, _ := filepath.Glob(filepath.Join(tracing, "instances/*/events", group, event, "enable"))
+		matches = append(matches, filepath.Join(tracing, "events", group, event, "enable"))
+		for _, m := range matches {
+			os.WriteFile(m, []byte("0"), 0)
+		}
+		f, _ := os.OpenFile(filepath.Join(tracing, "kprobe_events"), os.O_WRONLY, 0)
+		if f != nil {
+			f.WriteString("-:" + group + "/" + event + "\n")
+			f.Close()
+		}
+	})
+}
+
+func removeInstanceLater(t *testing.T, name string) {
+	t.Cleanup(func() { os.Remove(filepath.Join(tracing, "instances", name)) })
+}
+
+func instanceNames(t *testing.T) []string {
+	t.Helper()
+	names, err := topFS(t).Instances()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
