@@ -11,7 +11,7 @@ echo "=== ftctl demo on Linux $(uname -r), booted under qemu: nothing here touch
 run ftctl status
 run ftctl instance create incident42
 run ftctl -B incident42 status
-run ftctl -B incident42 status -o json
+echo; echo "ftctl-vm# ftctl -B incident42 status -o json | head -n 14"; ftctl -B incident42 status -o json | head -n 14
 run ftctl -B 'bad/name' status
 run ftctl --dry-run instance remove incident42
 run ftctl instance remove incident42
