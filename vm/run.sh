@@ -77,8 +77,14 @@ fi
 # An uncompressed cpio: the guest unpacks it faster under emulation than it would gunzip it.
 (cd "$root" && find . -print0 | cpio --null -H newc -o --quiet) >"$work/initrd.cpio"
 
-append="console=ttyS0 quiet loglevel=3 panic=-1 ftctl.mode=$mode ftctl.vmtest=1"
-qemu=(qemu-system-x86_64 -accel tcg -m 1024 -smp 2 -kernel "$vmlinuz" -initrd "$work/initrd.cpio"
+# Single-threaded TCG (the two vCPUs take turns on one host thread). Multi-threaded TCG lets a
+# vCPU run a stale translation of kernel text that another vCPU just patched: ftrace, kprobes and
+# jump labels patch text with int3 (text_poke_bp), and under MTTCG a vCPU occasionally hits the
+# int3 after the patch completed and the kernel oopses ("Oops: int3" in ttwu_do_activate, seen
+# on 6.12 while enabling a kprobe event). FTCTL_VM_TCG_THREAD=multi brings MTTCG back.
+tcg_thread=${FTCTL_VM_TCG_THREAD:-single}
+append="console=ttyS0 quiet loglevel=3 panic=-1 oops=panic ftctl.mode=$mode ftctl.vmtest=1"
+qemu=(qemu-system-x86_64 -accel "tcg,thread=$tcg_thread" -m 1024 -smp 2 -kernel "$vmlinuz" -initrd "$work/initrd.cpio"
 	-append "$append" -display none -no-reboot)
 
 if [ "$mode" = sandbox ]; then
@@ -98,6 +104,9 @@ elapsed=$((elapsed_ms / 1000)).$(printf %03d $((elapsed_ms % 1000)))
 result=$(grep -a -o 'FTCTL-VM-RESULT rc=[0-9]*' "$out" | tail -n1 | sed 's/.*rc=//')
 booted=$(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]* uptime=[0-9.]*' "$out" | tail -n1)
 echo "run.sh: kernel $kernel ($(basename "$vmlinuz")) mode $mode: ${booted:-never booted}; whole run ${elapsed}s" >&2
+if grep -a -q -E 'Oops:|Kernel panic|BUG:' "$out"; then
+	echo "run.sh: the guest kernel crashed; its report is in the console output above" >&2
+fi
 if [ -z "$result" ]; then
 	if [ "$qrc" = 124 ]; then
 		echo "run.sh: the VM timed out after ${timeout}s without reporting a result" >&2
