@@ -3,6 +3,7 @@ module github.com/ftctl/ftctl
 go 1.26.0
 
 require (
+	github.com/gobwas/glob v1.1.0
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/sys v0.49.0
 )

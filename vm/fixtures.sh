@@ -47,18 +47,29 @@ echo 'p:ftctl_42/open do_sys_openat2 dfd=%di' >> kprobe_events
 echo 'p vfs_write' >> kprobe_events
 emit kprobe_events kprobe_events
 echo > kprobe_events
+# The function index, with two modules loaded (their records come last, "name [module]").
+insmod /lib/modules/ftctl/dummy.ko && insmod /lib/modules/ftctl/nls_utf8.ko
+emit available_filter_functions available_filter_functions
+echo 'dummy_*' > set_ftrace_filter
+echo ':mod:nls_utf8' >> set_ftrace_filter
+echo 'vfs_read' >> set_ftrace_filter
+emit set_ftrace_filter.modules set_ftrace_filter
+echo > set_ftrace_filter
 EOF
 
 for k in $kernels; do
 	out=$top/tracefs/testdata/$k
 	mkdir -p "$out"
 	log=$(mktemp)
-	"$here/run.sh" --kernel "$k" --mode cmd --script "$guest" --timeout 180 --log "$log" >/dev/null
+	"$here/run.sh" --kernel "$k" --mode cmd --script "$guest" --timeout 180 --log "$log" \
+		--module drivers/net/dummy --module fs/nls/nls_utf8 >/dev/null
 	names=$(grep -a -o 'FTCTL-FIXTURE-BEGIN [^ ]*' "$log" | awk '{print $2}')
 	for n in $names; do
 		awk -v n="$n" '$0 == "FTCTL-FIXTURE-BEGIN " n {f=1; next} $0 == "FTCTL-FIXTURE-END " n {f=0} f' "$log" |
 			base64 -d >"$out/$n"
 	done
+	# The function index is large: keep it compressed.
+	gzip -9nf "$out/available_filter_functions"
 	uname_r=$(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]*' "$log" | sed 's/.*kernel=//')
 	echo "$uname_r" >"$out/KERNEL"
 	echo "fixtures.sh: $k ($uname_r): $(echo $names | wc -w) files in ${out#$top/}" >&2

@@ -7,15 +7,17 @@
 #   sandbox  an interactive shell on the serial console (Ctrl-A X leaves qemu)
 #
 # usage: vm/run.sh [--kernel 6.1|6.12] [--mode MODE] [--timeout SECONDS] [--log FILE]
-#                  [--script FILE] [--file SRC:DEST]... [--bin SRC:DEST]... [--modules]
+#                  [--script FILE] [--file SRC:DEST]... [--bin SRC:DEST]... [--module PATH]...
 #   --file  copies a file into the initramfs; --bin does the same for a dynamically linked program
-#   and the shared libraries ldd lists; --modules copies the kernel's modules (for :mod: tests).
+#   and the shared libraries ldd lists; --module copies one of the kernel's own modules, given by
+#   its path under kernel/ without extension (e.g. drivers/net/dummy), decompressed, to
+#   /lib/modules/ftctl/NAME.ko (for :mod: tests: insmod it there).
 # The exit status is the guest's; 1 also when the VM dies, times out or never reports.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-kernel=6.12 mode=test timeout=480 log= script= modules=0
-files=() bins=()
+kernel=6.12 mode=test timeout=480 log= script=
+files=() bins=() modules=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) kernel=$2; shift 2 ;;
@@ -25,7 +27,7 @@ while [ $# -gt 0 ]; do
 	--script) script=$2; shift 2 ;;
 	--file) files+=("$2"); shift 2 ;;
 	--bin) bins+=("$2"); shift 2 ;;
-	--modules) modules=1; shift ;;
+	--module) modules+=("$2"); shift 2 ;;
 	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -69,10 +71,18 @@ for spec in "${bins[@]+"${bins[@]}"}"; do
 		[ -n "$lib" ] && add "$lib" "$lib"
 	done
 done
-if [ "$modules" = 1 ] && [ -d "$kdir/lib/modules" ]; then
-	mkdir -p "$root/lib/modules"
-	cp -a "$kdir"/lib/modules/. "$root/lib/modules/"
-fi
+for m in "${modules[@]+"${modules[@]}"}"; do
+	src=$(ls "$kdir"/lib/modules/*/kernel/"$m".ko* 2>/dev/null | head -n1)
+	[ -n "$src" ] || { echo "run.sh: module $m not found in $kdir" >&2; exit 1; }
+	mkdir -p "$root/lib/modules/ftctl"
+	dst=$root/lib/modules/ftctl/$(basename "$m").ko
+	case $src in
+	*.xz) xz -dc "$src" >"$dst" ;;
+	*.zst) zstd -dcq "$src" >"$dst" ;;
+	*.gz) gzip -dc "$src" >"$dst" ;;
+	*) cp "$src" "$dst" ;;
+	esac
+done
 
 # An uncompressed cpio: the guest unpacks it faster under emulation than it would gunzip it.
 (cd "$root" && find . -print0 | cpio --null -H newc -o --quiet) >"$work/initrd.cpio"

@@ -1,0 +1,259 @@
+package filters
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Key identifies functions the way the kernel's name matching does: a name in a module ("" for
+// the core kernel). Several records (static functions of the same name in different files) can
+// share a key; a pattern always selects all or none of them.
+type Key struct {
+	Name   string `json:"name"`
+	Module string `json:"module"`
+}
+
+func (k Key) String() string {
+	if k.Module == "" {
+		return k.Name
+	}
+	return k.Name + " [" + k.Module + "]"
+}
+
+// ParseKey parses a listing line: "name" or "name [module]".
+func ParseKey(line string) Key {
+	line = strings.TrimSpace(line)
+	if i := strings.Index(line, " ["); i >= 0 && strings.HasSuffix(line, "]") {
+		return Key{Name: line[:i], Module: line[i+2 : len(line)-1]}
+	}
+	return Key{Name: line}
+}
+
+// InvalidPrefix names the records the kernel lists but never matches by name
+// ("__ftrace_invalid_address___N": weak functions whose address was dropped, FTRACE_FL_DISABLED
+// since 6.0). They still take a line, so they must be counted for indexes to align.
+const InvalidPrefix = "__ftrace_invalid_address___"
+
+// Index is available_filter_functions: record i (1-based, the number the kernel accepts as an
+// index write) is Records[i-1].
+type Index struct {
+	Records []Key
+	Invalid int // how many records are invalid-address placeholders
+
+	byName map[string][]int32 // name -> record positions (0-based), valid records only
+	names  []string           // distinct valid names, in first-appearance order
+	keys   map[Key][]int32    // key -> record positions (0-based)
+}
+
+// ParseIndex parses the text of available_filter_functions. It keeps substrings of text (no
+// per-line allocation): the file is ~40,000 lines and is parsed on every change.
+func ParseIndex(text string) (*Index, error) {
+	n := strings.Count(text, "\n") + 1
+	ix := &Index{
+		Records: make([]Key, 0, n),
+		byName:  make(map[string][]int32, n),
+		keys:    make(map[Key][]int32, n),
+	}
+	for line := 1; text != ""; line++ {
+		var l string
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			l, text = text[:i], text[i+1:]
+		} else {
+			l, text = text, ""
+		}
+		if l == "" {
+			if text == "" {
+				break
+			}
+			return nil, fmt.Errorf("available_filter_functions line %d is empty", line)
+		}
+		k := ParseKey(l)
+		pos := int32(len(ix.Records))
+		ix.Records = append(ix.Records, k)
+		if strings.HasPrefix(k.Name, InvalidPrefix) {
+			ix.Invalid++
+			continue
+		}
+		if _, seen := ix.byName[k.Name]; !seen {
+			ix.names = append(ix.names, k.Name)
+		}
+		ix.byName[k.Name] = append(ix.byName[k.Name], pos)
+		ix.keys[k] = append(ix.keys[k], pos)
+	}
+	return ix, nil
+}
+
+// Len is the number of records (lines).
+func (ix *Index) Len() int { return len(ix.Records) }
+
+// Valid reports whether the 1-based index names a record the kernel can match.
+func (ix *Index) Valid(i int) bool {
+	return i >= 1 && i <= len(ix.Records) && !strings.HasPrefix(ix.Records[i-1].Name, InvalidPrefix)
+}
+
+// Key of a 1-based index.
+func (ix *Index) Key(i int) Key { return ix.Records[i-1] }
+
+// RecordsOf returns the 1-based indexes of every record with this key.
+func (ix *Index) RecordsOf(k Key) []int {
+	pos := ix.keys[k]
+	out := make([]int, len(pos))
+	for j, p := range pos {
+		out[j] = int(p) + 1
+	}
+	return out
+}
+
+// Count is how many records have this key.
+func (ix *Index) Count(k Key) int { return len(ix.keys[k]) }
+
+// Resolve returns the 1-based indexes of the records the pattern selects, ascending.
+func (ix *Index) Resolve(p *Pattern) []int {
+	var out []int
+	ix.each(p, func(pos int32) { out = append(out, int(pos)+1) })
+	sort.Ints(out)
+	return out
+}
+
+// CountMatches is len(Resolve(p)) without building the list: the TUI's per-keystroke preview.
+func (ix *Index) CountMatches(p *Pattern) int {
+	n := 0
+	ix.each(p, func(int32) { n++ })
+	return n
+}
+
+func (ix *Index) each(p *Pattern, f func(int32)) {
+	// A :mod: pattern with a blank function part matches on the module alone.
+	anyName := p.re == nil && p.hasMod && p.fn.blank()
+	for _, name := range ix.names {
+		if !anyName && !p.nameMatches(name) {
+			continue
+		}
+		for _, pos := range ix.byName[name] {
+			if p.Match(name, ix.Records[pos].Module) {
+				f(pos)
+			}
+		}
+	}
+}
+
+// nameMatches is the name half of Match, evaluated once per distinct name.
+func (p *Pattern) nameMatches(name string) bool {
+	if p.re != nil {
+		return p.re.MatchString(name)
+	}
+	return p.fn.match(name)
+}
+
+// ResolveAll resolves several patterns; the union is returned ascending. A pattern that
+// selects nothing is an error naming it, with close names suggested (NoMatchError).
+func (ix *Index) ResolveAll(ps []*Pattern) ([]int, error) {
+	seen := make(map[int]bool)
+	var out []int
+	for _, p := range ps {
+		got := ix.Resolve(p)
+		if len(got) == 0 {
+			return nil, &NoMatchError{Pattern: p.Text, Suggestions: ix.Suggest(p.Literal(), 5)}
+		}
+		for _, i := range got {
+			if !seen[i] {
+				seen[i] = true
+				out = append(out, i)
+			}
+		}
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
+// NoMatchError: a pattern selects no traceable function.
+type NoMatchError struct {
+	Pattern     string
+	Suggestions []string
+}
+
+func (e *NoMatchError) Error() string {
+	msg := fmt.Sprintf("pattern %q matches no traceable function in available_filter_functions", e.Pattern)
+	if len(e.Suggestions) > 0 {
+		msg += "; close matches: " + strings.Join(e.Suggestions, ", ")
+	}
+	return msg
+}
+
+func (e *NoMatchError) Unwrap() error { return ErrPattern }
+
+// Suggest returns up to n distinct names close to lit: those containing it first (shortest
+// first), then those within a small edit distance.
+func (ix *Index) Suggest(lit string, n int) []string {
+	if lit == "" {
+		return nil
+	}
+	type cand struct {
+		name string
+		d    int
+	}
+	var cands []cand
+	maxd := max(1, len(lit)/4)
+	for _, name := range ix.names {
+		switch {
+		case strings.Contains(name, lit):
+			cands = append(cands, cand{name, -1000 + len(name)})
+		default:
+			if abs(len(name)-len(lit)) > maxd {
+				continue
+			}
+			if d := editDistance(lit, name, maxd); d <= maxd {
+				cands = append(cands, cand{name, d})
+			}
+		}
+	}
+	sort.SliceStable(cands, func(a, b int) bool {
+		if cands[a].d != cands[b].d {
+			return cands[a].d < cands[b].d
+		}
+		return cands[a].name < cands[b].name
+	})
+	var out []string
+	for _, c := range cands {
+		if len(out) == n {
+			break
+		}
+		out = append(out, c.name)
+	}
+	return out
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// editDistance is the Levenshtein distance, giving up (returning limit+1) once every cell of a
+// row exceeds limit.
+func editDistance(a, b string, limit int) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			rowMin = min(rowMin, cur[j])
+		}
+		if rowMin > limit {
+			return limit + 1
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
