@@ -3,6 +3,8 @@ package filters
 import (
 	"strings"
 	"testing"
+
+	"github.com/gobwas/glob"
 )
 
 // FuzzPatternAgreesWithReference: Compile never panics, and whatever it accepts matches
@@ -28,8 +30,21 @@ func FuzzPatternAgreesWithReference(f *testing.F) {
 		typ, search := parseRegex(pat)
 		want := refMatch(typ, search, name)
 		if got := p.Match(name, ""); got != want {
-			gp, _ := kernelGlobToGobwas(search)
-			t.Fatalf("pattern %q (type %v, gobwas %q) vs %q: ftctl %v, kernel reference %v", pat, typ, gp, name, got, want)
+			t.Fatalf("pattern %q (type %v) vs %q: ftctl %v, kernel reference %v", pat, typ, name, got, want)
+		}
+		if typ == matchGlob {
+			gp, ok := kernelGlobToGobwas(search)
+			viaGobwas := false
+			if ok {
+				g, err := glob.Compile(gp)
+				if err != nil {
+					t.Fatalf("pattern %q translated to invalid gobwas syntax %q: %v", pat, gp, err)
+				}
+				viaGobwas = g.Match(name)
+			}
+			if viaGobwas != want {
+				t.Fatalf("pattern %q via gobwas %q vs %q: %v, kernel reference %v", pat, gp, name, viaGobwas, want)
+			}
 		}
 	})
 }

@@ -2,8 +2,11 @@ package filters
 
 import (
 	"fmt"
+	"math/bits"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Key identifies functions the way the kernel's name matching does: a name in a module ("" for
@@ -41,9 +44,14 @@ type Index struct {
 	Records []Key
 	Invalid int // how many records are invalid-address placeholders
 
-	byName map[string][]int32 // name -> record positions (0-based), valid records only
-	names  []string           // distinct valid names, in first-appearance order
-	keys   map[Key][]int32    // key -> record positions (0-based)
+	groups []group         // distinct valid names, in first-appearance order, with their records
+	keys   map[Key][]int32 // key -> record positions (0-based)
+}
+
+// group is one distinct function name and the positions (0-based) of its valid records.
+type group struct {
+	name string
+	recs []int32
 }
 
 // ParseIndex parses the text of available_filter_functions. It keeps substrings of text (no
@@ -52,9 +60,10 @@ func ParseIndex(text string) (*Index, error) {
 	n := strings.Count(text, "\n") + 1
 	ix := &Index{
 		Records: make([]Key, 0, n),
-		byName:  make(map[string][]int32, n),
+		groups:  make([]group, 0, n),
 		keys:    make(map[Key][]int32, n),
 	}
+	byName := make(map[string]int32, n) // name -> its group
 	for line := 1; text != ""; line++ {
 		var l string
 		if i := strings.IndexByte(text, '\n'); i >= 0 {
@@ -75,10 +84,13 @@ func ParseIndex(text string) (*Index, error) {
 			ix.Invalid++
 			continue
 		}
-		if _, seen := ix.byName[k.Name]; !seen {
-			ix.names = append(ix.names, k.Name)
+		g, seen := byName[k.Name]
+		if !seen {
+			g = int32(len(ix.groups))
+			byName[k.Name] = g
+			ix.groups = append(ix.groups, group{name: k.Name})
 		}
-		ix.byName[k.Name] = append(ix.byName[k.Name], pos)
+		ix.groups[g].recs = append(ix.groups[g].recs, pos)
 		ix.keys[k] = append(ix.keys[k], pos)
 	}
 	return ix, nil
@@ -110,40 +122,81 @@ func (ix *Index) Count(k Key) int { return len(ix.keys[k]) }
 
 // Resolve returns the 1-based indexes of the records the pattern selects, ascending.
 func (ix *Index) Resolve(p *Pattern) []int {
-	var out []int
-	ix.each(p, func(pos int32) { out = append(out, int(pos)+1) })
-	sort.Ints(out)
+	bm, n := ix.matchBits(p)
+	out := make([]int, 0, n)
+	for w, word := range bm {
+		for word != 0 {
+			out = append(out, w*64+bits.TrailingZeros64(word)+1)
+			word &= word - 1
+		}
+	}
 	return out
 }
 
 // CountMatches is len(Resolve(p)) without building the list: the TUI's per-keystroke preview.
 func (ix *Index) CountMatches(p *Pattern) int {
-	n := 0
-	ix.each(p, func(int32) { n++ })
+	_, n := ix.matchBits(p)
 	return n
 }
 
-func (ix *Index) each(p *Pattern, f func(int32)) {
-	// A :mod: pattern with a blank function part matches on the module alone.
-	anyName := p.re == nil && p.hasMod && p.fn.blank()
-	for _, name := range ix.names {
-		if !anyName && !p.nameMatches(name) {
+// parallelFrom is the number of distinct names from which matching is split across CPUs.
+const parallelFrom = 8192
+
+// matchBits returns a bitmap over record positions of what p selects, and how many. Large
+// indexes are scanned by up to four goroutines, each over a slice of the names with a bitmap of
+// its own, OR-ed together at the end.
+func (ix *Index) matchBits(p *Pattern) ([]uint64, int) {
+	words := (len(ix.Records) + 63) / 64
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	if len(ix.groups) < parallelFrom || workers < 2 {
+		bm := make([]uint64, words)
+		ix.scan(p, ix.groups, bm)
+		return bm, popcount(bm)
+	}
+	maps := make([][]uint64, workers)
+	var wg sync.WaitGroup
+	chunk := (len(ix.groups) + workers - 1) / workers
+	for w := 0; w < workers; w++ {
+		lo, hi := w*chunk, min((w+1)*chunk, len(ix.groups))
+		maps[w] = make([]uint64, words)
+		wg.Add(1)
+		go func(gs []group, bm []uint64) {
+			defer wg.Done()
+			ix.scan(p, gs, bm)
+		}(ix.groups[lo:hi], maps[w])
+	}
+	wg.Wait()
+	bm := maps[0]
+	for _, m := range maps[1:] {
+		for i, word := range m {
+			bm[i] |= word
+		}
+	}
+	return bm, popcount(bm)
+}
+
+func popcount(bm []uint64) int {
+	n := 0
+	for _, w := range bm {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
+
+// scan sets the bit of every record of groups that p selects. The name is matched once per
+// distinct name, the module once per record.
+func (ix *Index) scan(p *Pattern, groups []group, bm []uint64) {
+	for gi := range groups {
+		g := &groups[gi]
+		if !p.nameMatches(g.name) {
 			continue
 		}
-		for _, pos := range ix.byName[name] {
-			if p.Match(name, ix.Records[pos].Module) {
-				f(pos)
+		for _, pos := range g.recs {
+			if !p.hasMod || p.moduleMatches(ix.Records[pos].Module) {
+				bm[pos>>6] |= 1 << (pos & 63)
 			}
 		}
 	}
-}
-
-// nameMatches is the name half of Match, evaluated once per distinct name.
-func (p *Pattern) nameMatches(name string) bool {
-	if p.re != nil {
-		return p.re.MatchString(name)
-	}
-	return p.fn.match(name)
 }
 
 // ResolveAll resolves several patterns; the union is returned ascending. A pattern that
@@ -195,7 +248,8 @@ func (ix *Index) Suggest(lit string, n int) []string {
 	}
 	var cands []cand
 	maxd := max(1, len(lit)/4)
-	for _, name := range ix.names {
+	for gi := range ix.groups {
+		name := ix.groups[gi].name
 		switch {
 		case strings.Contains(name, lit):
 			cands = append(cands, cand{name, -1000 + len(name)})

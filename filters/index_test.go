@@ -109,7 +109,8 @@ func TestResolve(t *testing.T) {
 	// Duplicated static functions: a name selects every record of it.
 	ix61 := fixtureIndex(t, "6.1")
 	dups := 0
-	for name, recs := range ix61.byName {
+	for _, g := range ix61.groups {
+		name, recs := g.name, g.recs
 		if len(recs) > 1 {
 			dups++
 			p, _ := Compile(name)

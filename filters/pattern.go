@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-
-	"github.com/gobwas/glob"
 )
 
 // ErrPattern marks a pattern ftctl refuses before anything reaches the kernel.
@@ -67,12 +65,12 @@ func parseRegex(s string) (matchType, string) {
 type matcher struct {
 	typ    matchType
 	search string
-	g      *glob.Pattern // matchGlob
-	never  bool          // matchGlob with an empty character class, matchIndex
+	k      kglob // matchGlob
+	never  bool  // matchGlob with an empty character class, matchIndex
 }
 
 // compileMatcher compiles s with the kernel's semantics. The fast forms are the kernel's own
-// string comparisons; full globs are translated to gobwas/glob syntax with the same meaning.
+// string comparisons; full globs are compiled into kglob, lib/glob.c's algorithm over tokens.
 func compileMatcher(s string) (matcher, error) {
 	typ, search := parseRegex(s)
 	m := matcher{typ: typ, search: search}
@@ -80,16 +78,8 @@ func compileMatcher(s string) (matcher, error) {
 	case matchIndex:
 		m.never = true // the kernel reads the name as a number, and no record has that name
 	case matchGlob:
-		gp, ok := kernelGlobToGobwas(search)
-		if !ok {
-			m.never = true
-			break
-		}
-		g, err := glob.Compile(gp)
-		if err != nil { // a translation bug, not the user's: say so plainly
-			return m, fmt.Errorf("internal error: kernel glob %q translated to %q: %v", search, gp, err)
-		}
-		m.g = g
+		m.k = compileKglob(search)
+		m.never = m.k.never
 	}
 	return m, nil
 }
@@ -110,53 +100,8 @@ func (m matcher) match(s string) bool {
 	case m.typ == matchEnd:
 		return strings.HasSuffix(s, m.search)
 	default:
-		return m.g.Match(s)
+		return m.k.match(s)
 	}
-}
-
-// kernelGlobToGobwas translates a lib/glob.c pattern into gobwas/glob syntax that matches the
-// same ASCII strings (function and module names are ASCII; patterns are checked to be). ok is
-// false when the pattern can match nothing (a character class that admits no character).
-//
-// lib/glob.c rules reproduced here: '?' is any one character; '*' any run; '\x' is a literal x,
-// and a trailing '\' matches the end of the string; '[' opens a class whose first character may
-// be ']', '!' right after '[' inverts it, "a-b" is a range (empty when a > b), '-' before ']' is
-// literal, '\' inside a class is literal, and a class left unterminated makes '[' a literal.
-// gobwas's own extra syntax ({a,b} alternatives, its class forms) is escaped or rebuilt.
-func kernelGlobToGobwas(p string) (string, bool) {
-	var b strings.Builder
-	for i := 0; i < len(p); {
-		c := p[i]
-		switch c {
-		case '?', '*':
-			b.WriteByte(c)
-			i++
-		case '\\':
-			if i+1 == len(p) { // matches the terminating NUL: the end of the string
-				i++
-				continue
-			}
-			b.WriteString(glob.QuoteMeta(p[i+1 : i+2]))
-			i += 2
-		case '[':
-			set, next, ok := kernelClass(p, i+1)
-			if !ok { // malformed: '[' is a literal
-				b.WriteString(glob.QuoteMeta("["))
-				i++
-				continue
-			}
-			cls, possible := gobwasClass(set)
-			if !possible {
-				return "", false
-			}
-			b.WriteString(cls)
-			i = next
-		default:
-			b.WriteString(glob.QuoteMeta(p[i : i+1]))
-			i++
-		}
-	}
-	return b.String(), true
 }
 
 // kernelClass parses a lib/glob.c character class starting right after '['. It returns the
@@ -201,50 +146,6 @@ func kernelClass(p string, j int) (set [256]bool, next int, ok bool) {
 		set[c] = in[c] != inverted
 	}
 	return set, j, true
-}
-
-// gobwasClass writes a byte set (restricted to ASCII) as a gobwas single-character matcher:
-// "?" for every character, a quoted literal for one, else a "[...]" list with each character
-// escaped and '-' last. possible is false for the empty set.
-func gobwasClass(set [256]bool) (string, bool) {
-	var chars []byte
-	dash := false
-	for c := 1; c < 128; c++ {
-		if !set[c] {
-			continue
-		}
-		if c == '-' {
-			dash = true
-			continue
-		}
-		chars = append(chars, byte(c))
-	}
-	n := len(chars)
-	if dash {
-		n++
-	}
-	switch {
-	case n == 0:
-		return "", false
-	case n == 127:
-		return "?", true
-	case n == 1:
-		if dash {
-			return glob.QuoteMeta("-"), true
-		}
-		return glob.QuoteMeta(string(chars)), true
-	}
-	var b strings.Builder
-	b.WriteByte('[')
-	for _, c := range chars {
-		b.WriteByte('\\')
-		b.WriteByte(c)
-	}
-	if dash {
-		b.WriteString(`\-`)
-	}
-	b.WriteByte(']')
-	return b.String(), true
 }
 
 // Pattern is one user pattern, compiled: a kernel glob on the function name, optionally
@@ -327,24 +228,30 @@ func CompileRegex(expr string) (*Pattern, error) {
 // Match says whether the kernel would select a record with this name and module ("" for the
 // core kernel): a port of ftrace_match_record (kernel/trace/ftrace.c).
 func (p *Pattern) Match(name, module string) bool {
-	if p.re != nil {
-		return p.re.MatchString(name)
+	return p.moduleMatches(module) && p.nameMatches(name)
+}
+
+// moduleMatches is the module half of ftrace_match_record (always true without :mod:).
+func (p *Pattern) moduleMatches(module string) bool {
+	if !p.hasMod {
+		return true
 	}
-	if p.hasMod {
-		if p.mod.blank() {
-			// blank module glob: "module xor exclude" (":mod:" = any module, ":mod:!" = core)
-			if !p.modExclude == (module == "") {
-				return false
-			}
-		} else {
-			modMatches := module != "" && p.mod.match(module)
-			if modMatches == p.modExclude {
-				return false
-			}
-		}
-		if p.fn.blank() {
-			return true
-		}
+	if p.mod.blank() {
+		// blank module glob: "module xor exclude" (":mod:" = any module, ":mod:!" = core)
+		return !p.modExclude != (module == "")
+	}
+	modMatches := module != "" && p.mod.match(module)
+	return modMatches != p.modExclude
+}
+
+// nameMatches is the function half: with :mod:, a blank function pattern selects every
+// function of the matching modules.
+func (p *Pattern) nameMatches(name string) bool {
+	switch {
+	case p.re != nil:
+		return p.re.MatchString(name)
+	case p.hasMod && p.fn.blank():
+		return true
 	}
 	return p.fn.match(name)
 }

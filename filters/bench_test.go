@@ -1,0 +1,71 @@
+package filters
+
+import (
+	"strings"
+	"testing"
+)
+
+// previewIndex is a 70,000-record index: the 6.12 list followed by the 6.1 one, cut at 70,000
+// lines (the size the issue sets for the per-keystroke preview budget of 5 ms).
+func previewIndex(b *testing.B) *Index {
+	lines := strings.SplitAfter(availableFunctions(b, "6.12")+availableFunctions(b, "6.1"), "\n")
+	ix, err := ParseIndex(strings.Join(lines[:70000], ""))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if ix.Len() != 70000 {
+		b.Fatalf("%d records", ix.Len())
+	}
+	return ix
+}
+
+func BenchmarkPreview(b *testing.B) {
+	ix := previewIndex(b)
+	for _, c := range []struct{ name, pat string }{
+		{"exact", "vfs_read"},
+		{"prefix", "vfs_*"},
+		{"middle", "*sched*"},
+		{"suffix", "*_read"},
+		{"glob", "*_[rw]*_[!x]?*"},
+		{"everything", "*"},
+		{"module", "*:mod:nls*"},
+	} {
+		p, err := Compile(c.pat)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				ix.CountMatches(p)
+			}
+		})
+	}
+	re, _ := CompileRegex(`^(vfs|ksys)_(read|write)v?$`)
+	b.Run("regex", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			ix.CountMatches(re)
+		}
+	})
+}
+
+// BenchmarkCompileAndPreview is one keystroke: compile what was typed, count and list the matches.
+func BenchmarkCompileAndPreview(b *testing.B) {
+	ix := previewIndex(b)
+	for i := 0; i < b.N; i++ {
+		p, err := Compile("*_[rw]*_[!x]?*")
+		if err != nil {
+			b.Fatal(err)
+		}
+		ix.Resolve(p)
+	}
+}
+
+func BenchmarkParseIndex(b *testing.B) {
+	text := availableFunctions(b, "6.12")
+	b.SetBytes(int64(len(text)))
+	for i := 0; i < b.N; i++ {
+		if _, err := ParseIndex(text); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
