@@ -2,10 +2,12 @@ package cmd
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -254,4 +256,94 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		}
 	}
 	walk(NewRootCmd(g))
+}
+
+// fakeRootWithFunctions adds the 6.12 function index to a fake tracing directory.
+func fakeRootWithFunctions(t *testing.T) string {
+	t.Helper()
+	root := fakeRoot(t)
+	f, err := os.Open("../tracefs/testdata/6.12/available_filter_functions.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "available_filter_functions"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "README"), []byte("tracing mini-HOWTO:\n"), 0o644)
+	return root
+}
+
+func TestFunctionsPreview(t *testing.T) {
+	root := fakeRootWithFunctions(t)
+	code, out, errs := run(t, "--tracefs", root, "functions", "vfs_read", "*:mod:nls_utf8")
+	if code != 0 || !strings.Contains(out, "  vfs_read\n") || !strings.Contains(out, "char2uni [nls_utf8]") {
+		t.Fatalf("%d %q %q", code, out, errs)
+	}
+	code, out, _ = run(t, "--tracefs", root, "functions", "--count", "vfs_*")
+	if code != 0 || strings.TrimSpace(out) == "0" {
+		t.Fatalf("count: %d %q", code, out)
+	}
+	code, out, _ = run(t, "--tracefs", root, "functions", "-o", "json", "uni2char")
+	var recs []struct {
+		Name, Module string
+		Index        int
+	}
+	if err := json.Unmarshal([]byte(out), &recs); code != 0 || err != nil || len(recs) != 1 || recs[0].Module != "nls_utf8" || recs[0].Index != 42871 {
+		t.Fatalf("json: %d %v %+v", code, err, recs)
+	}
+	code, _, errs = run(t, "--tracefs", root, "functions", "vfs_raed")
+	if code != 2 || !strings.Contains(errs, "close matches: vfs_read") {
+		t.Fatalf("no match: %d %q", code, errs)
+	}
+	code, _, errs = run(t, "--tracefs", root, "functions", "--regex", "^vfs_(read|write)$")
+	if code != 0 {
+		t.Fatalf("regex: %d %s", code, errs)
+	}
+}
+
+func TestFilterDryRunPlansAndWritesNothing(t *testing.T) {
+	root := fakeRootWithFunctions(t)
+	before, _ := os.ReadFile(filepath.Join(root, "set_ftrace_filter"))
+	code, out, errs := run(t, "--tracefs", root, "--dry-run", "filter", "set", "vfs_read", "--except", "uni2char")
+	if code != 0 {
+		t.Fatalf("%d %s", code, errs)
+	}
+	after, _ := os.ReadFile(filepath.Join(root, "set_ftrace_filter"))
+	if string(before) != string(after) {
+		t.Fatal("dry run wrote the filter")
+	}
+	// notrace gets N' first, then the filter is swapped, then notrace becomes N'.
+	iNotrace := strings.Index(out, "set_ftrace_notrace for writing")
+	iFilter := strings.Index(out, "set_ftrace_filter for writing")
+	iNotrace2 := strings.LastIndex(out, "set_ftrace_notrace for writing")
+	if iNotrace < 0 || iFilter < iNotrace || iNotrace2 < iFilter {
+		t.Fatalf("order of the transition:\n%s", out)
+	}
+	for _, want := range []string{`"42871\n"`, "# + uni2char [nls_utf8]", "# + vfs_read", `"!`, "# - vfs_write",
+		"set_ftrace_filter: 1 function (+0 -1), dry run"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, errs := run(t, "--tracefs", root, "filter", "set", "nope_nothing"); code != 2 || !strings.Contains(errs, "nope_nothing") {
+		t.Errorf("no match: %d %s", code, errs)
+	}
+	if code, _, errs := run(t, "--tracefs", root, "filter", "remove", "vfs_read", "vfs_write"); code != 2 || !strings.Contains(errs, "every function") {
+		t.Errorf("emptying remove: %d %s", code, errs)
+	}
+	if code, _, errs := run(t, "--tracefs", root, "filter", "clear"); code != 2 || !strings.Contains(errs, "function tracer is active") {
+		t.Errorf("clear while tracing: %d %s", code, errs)
+	}
+	if code, _, errs := run(t, "--tracefs", root, "filter", "set", "!vfs_read"); code != 2 || !strings.Contains(errs, "remove") {
+		t.Errorf("bang: %d %s", code, errs)
+	}
 }

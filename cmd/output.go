@@ -70,3 +70,17 @@ func args(v cobra.PositionalArgs) cobra.PositionalArgs {
 		return nil
 	}
 }
+
+// jsonString encodes s as a JSON string (for output streamed by hand).
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// plural is "1 function", "2 functions".
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -164,6 +165,9 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 		NewCmdStatus(g, nil),
 		NewCmdMount(g, nil),
 		NewCmdInstance(g),
+		NewCmdFunctions(g),
+		NewCmdFilter(g, filters.FilterFile),
+		NewCmdFilter(g, filters.NotraceFile),
 	)
 	return root
 }

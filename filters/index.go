@@ -44,8 +44,9 @@ type Index struct {
 	Records []Key
 	Invalid int // how many records are invalid-address placeholders
 
-	groups []group         // distinct valid names, in first-appearance order, with their records
-	keys   map[Key][]int32 // key -> record positions (0-based)
+	groups   []group          // distinct valid names, in first-appearance order, with their records
+	keys     map[Key][]int32  // key -> record positions (0-based)
+	groupIdx map[string]int32 // name -> its group
 }
 
 // group is one distinct function name and the positions (0-based) of its valid records.
@@ -63,7 +64,8 @@ func ParseIndex(text string) (*Index, error) {
 		groups:  make([]group, 0, n),
 		keys:    make(map[Key][]int32, n),
 	}
-	byName := make(map[string]int32, n) // name -> its group
+	byName := make(map[string]int32, n)
+	ix.groupIdx = byName
 	for line := 1; text != ""; line++ {
 		var l string
 		if i := strings.IndexByte(text, '\n'); i >= 0 {

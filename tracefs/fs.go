@@ -1,11 +1,13 @@
 package tracefs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -217,4 +219,67 @@ func (i *Instance) logSince(stamp uint64) []LogEntry {
 		}
 	}
 	return out
+}
+
+// Token is one newline-terminated word written to a list file (set_ftrace_filter...), with a
+// note for people (the function an index stands for) shown by --dry-run.
+type Token struct {
+	Text string
+	Note string
+}
+
+// TokenError says which token of a WriteTokens call the kernel rejected. The tokens before it
+// were applied, and the file was closed (for filter files: committed).
+type TokenError struct {
+	Index int // 0-based position of the rejected token
+	Err   error
+}
+
+func (e *TokenError) Error() string { return fmt.Sprintf("token %d: %v", e.Index+1, e.Err) }
+func (e *TokenError) Unwrap() error { return e.Err }
+
+// WriteTokens writes tokens to a list file in ONE open without O_TRUNC, each token
+// newline-terminated in its own write(2) (the kernel parses one token per write call, so a
+// rejection names its token exactly), then closes. For set_ftrace_filter and set_ftrace_notrace
+// the close is the single commit: a process killed midway commits the tokens written so far,
+// which is why callers order additions before removals. A write is never split across tokens
+// and a token is never left unterminated (the kernel would parse it at close and ignore its error).
+//
+// A cancelled ctx stops the writing between tokens (the file is still closed, committing what
+// was written) and returns ctx.Err().
+func (i *Instance) WriteTokens(ctx context.Context, file string, toks []Token) error {
+	path := i.Path(file)
+	f := i.fs
+	if f.DryRun != nil {
+		fmt.Fprintf(f.DryRun, "dry-run: open %s for writing (no O_TRUNC; the close commits)\n", path)
+		for _, t := range toks {
+			if t.Note != "" {
+				fmt.Fprintf(f.DryRun, "dry-run:   write %-12s # %s\n", strconv.Quote(t.Text+"\n"), escapeControl(t.Note))
+			} else {
+				fmt.Fprintf(f.DryRun, "dry-run:   write %s\n", strconv.Quote(t.Text+"\n"))
+			}
+		}
+		fmt.Fprintf(f.DryRun, "dry-run: close %s\n", path)
+		return nil
+	}
+	fd, err := os.OpenFile(path, os.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return f.opError("open", path, "", err)
+	}
+	buf := make([]byte, 0, 256)
+	for k, t := range toks {
+		if k&63 == 63 && ctx.Err() != nil {
+			fd.Close()
+			return ctx.Err()
+		}
+		buf = append(append(buf[:0], t.Text...), '\n')
+		if _, err := fd.Write(buf); err != nil {
+			fd.Close()
+			return &TokenError{Index: k, Err: f.opError("write", path, t.Text+"\n", err)}
+		}
+	}
+	if err := fd.Close(); err != nil {
+		return f.opError("write", path, "", err)
+	}
+	return nil
 }

@@ -18,6 +18,7 @@ import (
 type FunctionList struct {
 	Empty          bool     `json:"empty"`           // no function listed (filter: every function traced)
 	Functions      int      `json:"functions"`       // function records listed
+	Names          []string `json:"-"`               // their lines: "name" or "name [module]"
 	Commands       []string `json:"commands"`        // function commands (func:traceoff...)
 	PendingModules []string `json:"pending_modules"` // cached :mod: patterns
 }
@@ -37,6 +38,7 @@ func ParseFunctionList(text string) FunctionList {
 			l.Commands = append(l.Commands, line)
 		default:
 			l.Functions++
+			l.Names = append(l.Names, line)
 		}
 	}
 	// A filter holding only cached :mod: patterns is empty in the kernel: every function is traced.

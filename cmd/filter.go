@@ -1,0 +1,305 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ftctl/ftctl/filters"
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// patternFlags are the ways to give patterns: arguments, --from-file, --regex.
+type patternFlags struct {
+	fromFile string
+	regex    bool
+}
+
+func (pf *patternFlags) register(c *cobra.Command) {
+	c.Flags().StringVar(&pf.fromFile, "from-file", "", "read patterns from `FILE`, one per line, # comments ('-' for stdin)")
+	c.Flags().BoolVar(&pf.regex, "regex", false, "patterns are Go regular expressions matched against function names (resolved by ftctl)")
+}
+
+// compile gathers and compiles the patterns of args and --from-file. Invalid ones are invalid
+// input (exit 2).
+func (pf *patternFlags) compile(in io.Reader, args []string) ([]*filters.Pattern, error) {
+	texts := append([]string{}, args...)
+	if pf.fromFile != "" {
+		more, err := readPatternFile(in, pf.fromFile)
+		if err != nil {
+			return nil, err
+		}
+		texts = append(texts, more...)
+	}
+	var out []*filters.Pattern
+	for _, t := range texts {
+		var p *filters.Pattern
+		var err error
+		if pf.regex {
+			p, err = filters.CompileRegex(t)
+		} else {
+			p, err = filters.Compile(t)
+		}
+		if err != nil {
+			return nil, InvalidInput(err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func readPatternFile(in io.Reader, name string) ([]string, error) {
+	r := in
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, InvalidInput(fmt.Errorf("--from-file: %w", err))
+		}
+		defer f.Close()
+		r = f
+	}
+	var out []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		for _, w := range strings.Fields(line) {
+			out = append(out, w)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, InvalidInput(fmt.Errorf("--from-file %s: %w", name, err))
+	}
+	return out, nil
+}
+
+// NewCmdFilter builds `ftctl filter` (set_ftrace_filter) or `ftctl notrace` (set_ftrace_notrace).
+func NewCmdFilter(g *Globals, file string) *cobra.Command {
+	name, what := "filter", "the function filter (set_ftrace_filter): the functions the function tracers trace"
+	if file == filters.NotraceFile {
+		name, what = "notrace", "the notrace list (set_ftrace_notrace): functions never traced, whatever the filter says"
+	}
+	c := &cobra.Command{
+		Use:   name,
+		Short: "Show or change " + strings.SplitN(what, ":", 2)[0],
+		Long: "Show or change " + what + `.
+
+Patterns have the kernel's exact semantics: * ? [...] [!...] and \ escapes, a name selects every
+function of that name (static functions can share one), and PATTERN:mod:MODULE qualifies by
+module (:mod:!MODULE excludes one; *:mod:!* is the core kernel only). ftctl resolves them against
+available_filter_functions itself and writes the kernel the resulting line numbers, so what
+'ftctl functions PATTERN' previews is exactly what is applied. A pattern that matches nothing is
+an error (exit 2) with close names suggested, and nothing is written.
+
+Changes follow the swap protocol: one open without O_TRUNC per file, additions first, then
+removals, the close as the single commit; then the list is read back and verified, retried once
+from fresh indexes if a module came or went, else restored (exit 1). A process killed at any
+moment leaves the list within old ∪ new, and a filter never becomes empty (= every function)
+except through 'clear'. Writers hold the tracefs lock; --dry-run prints each write.`,
+		Args: args(cobra.NoArgs),
+	}
+	c.AddCommand(newCmdListShow(g, file))
+	for _, op := range []filters.Op{filters.OpSet, filters.OpAdd, filters.OpRemove} {
+		c.AddCommand(newCmdListChange(g, file, op))
+	}
+	c.AddCommand(newCmdListClear(g, file))
+	return c
+}
+
+func newCmdListShow(g *Globals, file string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show",
+		Short: "List the functions in " + file,
+		Args:  args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			fs, err := g.FS()
+			if err != nil {
+				return err
+			}
+			in, err := g.ReadInstance(fs)
+			if err != nil {
+				return err
+			}
+			b, err := in.ReadFile(file)
+			if err != nil {
+				return err
+			}
+			l := tracefs.ParseFunctionList(string(b))
+			keys := make([]filters.Key, 0, len(l.Names))
+			for _, n := range l.Names {
+				keys = append(keys, filters.ParseKey(n))
+			}
+			if g.JSON() {
+				return writeJSON(g.Out, map[string]any{
+					"file": file, "instance": in.Name, "empty": l.Empty, "functions": keys,
+					"commands": l.Commands, "pending_modules": l.PendingModules,
+				})
+			}
+			w := bufio.NewWriter(g.Out)
+			defer w.Flush()
+			if l.Empty && file == filters.FilterFile {
+				g.Notice("%s is empty: every function is traced", file)
+			}
+			for _, k := range keys {
+				fmt.Fprintln(w, safe(k.String()))
+			}
+			for _, cmd := range l.Commands {
+				fmt.Fprintln(w, safe(cmd))
+			}
+			for _, p := range l.PendingModules {
+				fmt.Fprintf(w, "%s\t(waiting for the module to load)\n", safe(p))
+			}
+			return nil
+		},
+	}
+}
+
+func newCmdListChange(g *Globals, file string, op filters.Op) *cobra.Command {
+	var pf patternFlags
+	var except []string
+	short := map[filters.Op]string{
+		filters.OpSet:    "Replace the list with the functions the patterns select",
+		filters.OpAdd:    "Add the functions the patterns select",
+		filters.OpRemove: "Remove the functions the patterns select",
+	}[op]
+	c := &cobra.Command{
+		Use:   op.String() + " PATTERN...",
+		Short: short,
+		Example: map[filters.Op]string{
+			filters.OpSet:    "  sudo ftctl filter set 'vfs_*' do_sys_openat2\n  sudo ftctl filter set 'tcp_*' --except 'tcp_v6_*'\n  sudo ftctl -B mytrace filter set --from-file funcs.txt\n  sudo ftctl filter set 'ext4_*:mod:ext4' --dry-run",
+			filters.OpAdd:    "  sudo ftctl filter add vfs_read\n  sudo ftctl notrace add '*spin_lock*'",
+			filters.OpRemove: "  sudo ftctl filter remove 'vfs_write*'",
+		}[op],
+		RunE: func(c *cobra.Command, a []string) error {
+			pats, err := pf.compile(g.In, a)
+			if err != nil {
+				return err
+			}
+			if len(pats) == 0 {
+				return InvalidInput(fmt.Errorf("no patterns given (arguments or --from-file)"))
+			}
+			changes := []filters.Change{{File: file, Op: op, Patterns: pats}}
+			if len(except) > 0 {
+				ex, err := (&patternFlags{regex: pf.regex}).compile(g.In, except)
+				if err != nil {
+					return err
+				}
+				// notrace := N ∪ N', then filter := F', then notrace := N': no intermediate
+				// state traces a function that neither the old nor the new configuration does.
+				changes = []filters.Change{
+					{File: filters.NotraceFile, Op: filters.OpAdd, Patterns: ex},
+					changes[0],
+					{File: filters.NotraceFile, Op: filters.OpSet, Patterns: ex},
+				}
+			}
+			return applyChanges(c.Context(), g, changes)
+		},
+	}
+	pf.register(c)
+	if op == filters.OpSet && file == filters.FilterFile {
+		c.Flags().StringArrayVar(&except, "except", nil, "also set the notrace list to these patterns, in one safe transition (repeatable)")
+	}
+	return c
+}
+
+func newCmdListClear(g *Globals, file string) *cobra.Command {
+	var force bool
+	c := &cobra.Command{
+		Use:   "clear",
+		Short: "Empty the list",
+		Long: "Empty " + file + `. An empty filter means every function is traced, so clearing the
+filter is refused while the function or function_graph tracer runs in that trace array, unless
+--force. Function commands (func:traceoff...) are kept.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			fs, lock, err := g.BeginWrite(c.Context())
+			if err != nil {
+				return err
+			}
+			defer lock.Unlock()
+			in, err := g.WriteInstance(fs)
+			if err != nil {
+				return err
+			}
+			if file == filters.FilterFile && !force {
+				b, err := in.ReadFile("current_tracer")
+				if err != nil {
+					return err
+				}
+				if t := strings.TrimSpace(string(b)); t == "function" || t == "function_graph" {
+					return InvalidInput(fmt.Errorf("refusing to clear %s while the %s tracer is active in the %s: "+
+						"an empty filter traces every function; set the tracer to nop first, or use --force", file, t, in.Label()))
+				}
+			}
+			return applyWith(c.Context(), g, fs, in, []filters.Change{{File: file, Op: filters.OpClear}})
+		},
+	}
+	if file == filters.FilterFile {
+		c.Flags().BoolVar(&force, "force", false, "clear even while a function tracer is active (it then traces every function)")
+	}
+	return c
+}
+
+// applyChanges takes the lock, finds (or creates) the instance, and runs the swap protocol.
+func applyChanges(ctx context.Context, g *Globals, changes []filters.Change) error {
+	fs, lock, err := g.BeginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	in, err := g.WriteInstance(fs)
+	if err != nil {
+		return err
+	}
+	return applyWith(ctx, g, fs, in, changes)
+}
+
+func applyWith(ctx context.Context, g *Globals, fs *tracefs.FS, in *tracefs.Instance, changes []filters.Change) error {
+	ap := &filters.Applier{In: in, Top: fs.Top(), Notice: g.Notice, ByName: !fs.DetectFeatures().IndexWrites}
+	if ap.ByName {
+		g.Notice("this kernel does not take index writes: writing function names (slow)")
+	}
+	results, err := ap.Apply(ctx, changes)
+	if err != nil {
+		if errors.Is(err, filters.ErrPattern) || errors.Is(err, filters.ErrWouldEmpty) {
+			return InvalidInput(err)
+		}
+		return err
+	}
+	if g.JSON() {
+		return writeJSON(g.Out, results)
+	}
+	for _, r := range results {
+		state := "verified"
+		if !r.Verified {
+			state = "dry run: nothing written"
+		}
+		if r.Retried {
+			state += " after a retry"
+		}
+		after := plural(r.After, "function")
+		if r.Empty && r.File == filters.FilterFile {
+			after = "empty: every function is traced"
+		} else if r.Empty {
+			after = "empty"
+		}
+		fmt.Fprintf(g.Out, "%s%s: %s (+%d -%d), %s\n", instancePrefix(in), r.File, after, r.Added, r.Removed, state)
+	}
+	return nil
+}
+
+func instancePrefix(in *tracefs.Instance) string {
+	if in.Name == "" {
+		return ""
+	}
+	return "instances/" + safe(in.Name) + "/"
+}

@@ -1,0 +1,86 @@
+package cmd
+
+import (
+	"bufio"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ftctl/ftctl/filters"
+)
+
+// NewCmdFunctions builds `ftctl functions`: the pattern preview.
+func NewCmdFunctions(g *Globals) *cobra.Command {
+	var pf patternFlags
+	var count bool
+	c := &cobra.Command{
+		Use:   "functions [PATTERN...]",
+		Short: "List traceable functions matching patterns: what a filter would select",
+		Long: `List the traceable functions (available_filter_functions) that the patterns select, with
+their module and index (the line number the kernel accepts in place of the name). Without
+patterns, all of them. Patterns have the kernel's exact semantics (see 'ftctl filter --help'):
+this is precisely the set 'ftctl filter set PATTERN...' would apply. A name shared by several
+static functions is listed once per record.`,
+		Example: `  sudo ftctl functions 'vfs_*'
+  sudo ftctl functions --count '*sched*'
+  sudo ftctl functions '*:mod:ext4' -o json`,
+		RunE: func(c *cobra.Command, a []string) error {
+			pats, err := pf.compile(g.In, a)
+			if err != nil {
+				return err
+			}
+			fs, err := g.FS()
+			if err != nil {
+				return err
+			}
+			ap := &filters.Applier{Top: fs.Top()}
+			ix, err := ap.Index()
+			if err != nil {
+				return err
+			}
+			var recs []int
+			if len(pats) == 0 {
+				for i := 1; i <= ix.Len(); i++ {
+					if ix.Valid(i) {
+						recs = append(recs, i)
+					}
+				}
+			} else if recs, err = ix.ResolveAll(pats); err != nil {
+				return InvalidInput(err)
+			}
+			if count {
+				if g.JSON() {
+					return writeJSON(g.Out, map[string]int{"count": len(recs)})
+				}
+				fmt.Fprintln(g.Out, len(recs))
+				return nil
+			}
+			w := bufio.NewWriterSize(g.Out, 64*1024)
+			defer w.Flush()
+			if g.JSON() {
+				w.WriteString("[")
+				for n, i := range recs {
+					k := ix.Key(i)
+					if n > 0 {
+						w.WriteString(",")
+					}
+					fmt.Fprintf(w, "\n  {\"name\": %s, \"module\": %s, \"index\": %d}", jsonString(k.Name), jsonString(k.Module), i)
+				}
+				w.WriteString("\n]\n")
+				return nil
+			}
+			for _, i := range recs {
+				k := ix.Key(i)
+				if k.Module != "" {
+					fmt.Fprintf(w, "%7d  %s [%s]\n", i, safe(k.Name), safe(k.Module))
+				} else {
+					fmt.Fprintf(w, "%7d  %s\n", i, safe(k.Name))
+				}
+			}
+			return nil
+		},
+	}
+	pf.register(c)
+	c.Flags().BoolVar(&count, "count", false, "print only how many functions match")
+	return c
+}
