@@ -292,7 +292,7 @@ func TestFunctionsPreview(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) == "0" {
 		t.Fatalf("count: %d %q", code, out)
 	}
-	code, out, _ = run(t, "--tracefs", root, "functions", "-o", "json", "uni2char")
+	code, out, _ = run(t, "--tracefs", root, "functions", "-o", "json", "uni2char:mod:nls*")
 	var recs []struct {
 		Name, Module string
 		Index        int
