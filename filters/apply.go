@@ -113,6 +113,7 @@ func (a *Applier) Apply(ctx context.Context, changes []Change) ([]Result, error)
 
 func (a *Applier) applyOne(ctx context.Context, ch Change) (Result, Step, error) {
 	var last error
+	var orig Multiset // the list before the first attempt: what a failure restores
 	for attempt := 0; attempt < 2; attempt++ {
 		if attempt > 0 {
 			a.Refresh()
@@ -126,14 +127,19 @@ func (a *Applier) applyOne(ctx context.Context, ch Change) (Result, Step, error)
 		if err != nil {
 			return Result{}, Step{}, err
 		}
+		if attempt == 0 {
+			orig = before
+		}
 		st, err := PlanStep(ix, before, ch)
 		if err != nil {
 			return Result{}, st, err
 		}
+		planned := st
+		st.Before = orig
 		if a.BeforeWrite != nil {
 			a.BeforeWrite(attempt)
 		}
-		if err := a.write(ctx, ix, st); err != nil {
+		if err := a.write(ctx, ix, planned); err != nil {
 			var te *tracefs.TokenError
 			if !errors.As(err, &te) { // not a stale index: nothing to retry
 				return Result{}, st, err
@@ -154,7 +160,7 @@ func (a *Applier) applyOne(ctx context.Context, ch Change) (Result, Step, error)
 		}
 		if attempt == 1 {
 			a.notice("%s: still not matching after a retry; restoring the previous list", ch.File)
-			if rerr := a.restore(ctx, ch.File, st.Before); rerr != nil {
+			if rerr := a.restore(ctx, ch.File, orig); rerr != nil {
 				return Result{}, st, fmt.Errorf("%s: %w; restoring the previous list failed too: %v", ch.File, last, rerr)
 			}
 			if !errors.Is(last, ErrVerify) {

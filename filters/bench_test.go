@@ -16,6 +16,7 @@ func previewIndex(b *testing.B) *Index {
 	if ix.Len() != 70000 {
 		b.Fatalf("%d records", ix.Len())
 	}
+	ix.Prepare() // as the TUI does once
 	return ix
 }
 
@@ -56,6 +57,16 @@ func BenchmarkCompileAndPreview(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		ix.Resolve(p)
+	}
+}
+
+// BenchmarkResolveOneShot is `ftctl functions PATTERN`: no Prepare, one pattern.
+func BenchmarkResolveOneShot(b *testing.B) {
+	text := availableFunctions(b, "6.12")
+	p, _ := Compile("*_[rw]*_[!x]?*")
+	for i := 0; i < b.N; i++ {
+		ix, _ := ParseIndex(text)
 		ix.Resolve(p)
 	}
 }

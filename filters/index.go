@@ -44,9 +44,13 @@ type Index struct {
 	Records []Key
 	Invalid int // how many records are invalid-address placeholders
 
-	groups   []group          // distinct valid names, in first-appearance order, with their records
-	keys     map[Key][]int32  // key -> record positions (0-based)
-	groupIdx map[string]int32 // name -> its group
+	invalid []bool // per record: an invalid-address placeholder
+
+	lookupOnce sync.Once
+	byKey      map[Key][]int32    // key -> record positions (0-based), valid records only
+	byName     map[string][]int32 // name -> record positions
+
+	groups []group // set by Prepare: distinct names with their records
 }
 
 // group is one distinct function name and the positions (0-based) of its valid records.
@@ -55,17 +59,35 @@ type group struct {
 	recs []int32
 }
 
-// ParseIndex parses the text of available_filter_functions. It keeps substrings of text (no
-// per-line allocation): the file is ~40,000 lines and is parsed on every change.
+// Prepare readies the index for many previews (the TUI, a keystroke each): names are grouped
+// so that each distinct name is matched once. A one-shot command does not need it.
+func (ix *Index) Prepare() {
+	if ix.groups != nil {
+		return
+	}
+	seen := make(map[string]int32, len(ix.Records))
+	groups := make([]group, 0, len(ix.Records))
+	for pos, k := range ix.Records {
+		if ix.invalid[pos] {
+			continue
+		}
+		g, ok := seen[k.Name]
+		if !ok {
+			g = int32(len(groups))
+			seen[k.Name] = g
+			groups = append(groups, group{name: k.Name})
+		}
+		groups[g].recs = append(groups[g].recs, int32(pos))
+	}
+	ix.groups = groups
+}
+
+// ParseIndex parses the text of available_filter_functions. It keeps substrings of text and
+// builds no map (lookups by key are built on first use): the file is ~40,000 lines, read on
+// every command, and under emulation every allocation shows.
 func ParseIndex(text string) (*Index, error) {
 	n := strings.Count(text, "\n") + 1
-	ix := &Index{
-		Records: make([]Key, 0, n),
-		groups:  make([]group, 0, n),
-		keys:    make(map[Key][]int32, n),
-	}
-	byName := make(map[string]int32, n)
-	ix.groupIdx = byName
+	ix := &Index{Records: make([]Key, 0, n), invalid: make([]bool, 0, n)}
 	for line := 1; text != ""; line++ {
 		var l string
 		if i := strings.IndexByte(text, '\n'); i >= 0 {
@@ -80,22 +102,28 @@ func ParseIndex(text string) (*Index, error) {
 			return nil, fmt.Errorf("available_filter_functions line %d is empty", line)
 		}
 		k := ParseKey(l)
-		pos := int32(len(ix.Records))
-		ix.Records = append(ix.Records, k)
-		if strings.HasPrefix(k.Name, InvalidPrefix) {
+		bad := strings.HasPrefix(k.Name, InvalidPrefix)
+		if bad {
 			ix.Invalid++
-			continue
 		}
-		g, seen := byName[k.Name]
-		if !seen {
-			g = int32(len(ix.groups))
-			byName[k.Name] = g
-			ix.groups = append(ix.groups, group{name: k.Name})
-		}
-		ix.groups[g].recs = append(ix.groups[g].recs, pos)
-		ix.keys[k] = append(ix.keys[k], pos)
+		ix.Records = append(ix.Records, k)
+		ix.invalid = append(ix.invalid, bad)
 	}
 	return ix, nil
+}
+
+func (ix *Index) lookup() {
+	ix.lookupOnce.Do(func() {
+		ix.byKey = make(map[Key][]int32, len(ix.Records))
+		ix.byName = make(map[string][]int32, len(ix.Records))
+		for pos, k := range ix.Records {
+			if ix.invalid[pos] {
+				continue
+			}
+			ix.byKey[k] = append(ix.byKey[k], int32(pos))
+			ix.byName[k.Name] = append(ix.byName[k.Name], int32(pos))
+		}
+	})
 }
 
 // Len is the number of records (lines).
@@ -103,7 +131,7 @@ func (ix *Index) Len() int { return len(ix.Records) }
 
 // Valid reports whether the 1-based index names a record the kernel can match.
 func (ix *Index) Valid(i int) bool {
-	return i >= 1 && i <= len(ix.Records) && !strings.HasPrefix(ix.Records[i-1].Name, InvalidPrefix)
+	return i >= 1 && i <= len(ix.Records) && !ix.invalid[i-1]
 }
 
 // Key of a 1-based index.
@@ -111,7 +139,8 @@ func (ix *Index) Key(i int) Key { return ix.Records[i-1] }
 
 // RecordsOf returns the 1-based indexes of every record with this key.
 func (ix *Index) RecordsOf(k Key) []int {
-	pos := ix.keys[k]
+	ix.lookup()
+	pos := ix.byKey[k]
 	out := make([]int, len(pos))
 	for j, p := range pos {
 		out[j] = int(p) + 1
@@ -120,7 +149,10 @@ func (ix *Index) RecordsOf(k Key) []int {
 }
 
 // Count is how many records have this key.
-func (ix *Index) Count(k Key) int { return len(ix.keys[k]) }
+func (ix *Index) Count(k Key) int {
+	ix.lookup()
+	return len(ix.byKey[k])
+}
 
 // Resolve returns the 1-based indexes of the records the pattern selects, ascending.
 func (ix *Index) Resolve(p *Pattern) []int {
@@ -141,7 +173,8 @@ func (ix *Index) CountMatches(p *Pattern) int {
 	return n
 }
 
-// parallelFrom is the number of distinct names from which matching is split across CPUs.
+// parallelFrom is the number of records (or prepared names) from which matching is split
+// across CPUs.
 const parallelFrom = 8192
 
 // matchBits returns a bitmap over record positions of what p selects, and how many. Large
@@ -150,22 +183,26 @@ const parallelFrom = 8192
 func (ix *Index) matchBits(p *Pattern) ([]uint64, int) {
 	words := (len(ix.Records) + 63) / 64
 	workers := min(runtime.GOMAXPROCS(0), 4)
-	if len(ix.groups) < parallelFrom || workers < 2 {
+	scan, n := ix.scan, len(ix.Records)
+	if ix.groups != nil {
+		scan, n = ix.scanGroups, len(ix.groups)
+	}
+	if n < parallelFrom || workers < 2 {
 		bm := make([]uint64, words)
-		ix.scan(p, ix.groups, bm)
+		scan(p, 0, n, bm)
 		return bm, popcount(bm)
 	}
 	maps := make([][]uint64, workers)
 	var wg sync.WaitGroup
-	chunk := (len(ix.groups) + workers - 1) / workers
+	chunk := (n + workers - 1) / workers
 	for w := 0; w < workers; w++ {
-		lo, hi := w*chunk, min((w+1)*chunk, len(ix.groups))
+		lo, hi := w*chunk, min((w+1)*chunk, n)
 		maps[w] = make([]uint64, words)
 		wg.Add(1)
-		go func(gs []group, bm []uint64) {
+		go func(lo, hi int, bm []uint64) {
 			defer wg.Done()
-			ix.scan(p, gs, bm)
-		}(ix.groups[lo:hi], maps[w])
+			scan(p, lo, hi, bm)
+		}(lo, hi, maps[w])
 	}
 	wg.Wait()
 	bm := maps[0]
@@ -185,11 +222,10 @@ func popcount(bm []uint64) int {
 	return n
 }
 
-// scan sets the bit of every record of groups that p selects. The name is matched once per
-// distinct name, the module once per record.
-func (ix *Index) scan(p *Pattern, groups []group, bm []uint64) {
-	for gi := range groups {
-		g := &groups[gi]
+// scanGroups is scan over prepared groups [lo, hi): each distinct name is matched once.
+func (ix *Index) scanGroups(p *Pattern, lo, hi int, bm []uint64) {
+	for gi := lo; gi < hi; gi++ {
+		g := &ix.groups[gi]
 		if !p.nameMatches(g.name) {
 			continue
 		}
@@ -197,6 +233,19 @@ func (ix *Index) scan(p *Pattern, groups []group, bm []uint64) {
 			if !p.hasMod || p.moduleMatches(ix.Records[pos].Module) {
 				bm[pos>>6] |= 1 << (pos & 63)
 			}
+		}
+	}
+}
+
+// scan sets the bit of every record in [lo, hi) that p selects.
+func (ix *Index) scan(p *Pattern, lo, hi int, bm []uint64) {
+	for pos := lo; pos < hi; pos++ {
+		if ix.invalid[pos] {
+			continue
+		}
+		k := &ix.Records[pos]
+		if p.nameMatches(k.Name) && (!p.hasMod || p.moduleMatches(k.Module)) {
+			bm[pos>>6] |= 1 << (pos & 63)
 		}
 	}
 }
@@ -250,8 +299,8 @@ func (ix *Index) Suggest(lit string, n int) []string {
 	}
 	var cands []cand
 	maxd := max(1, len(lit)/4)
-	for gi := range ix.groups {
-		name := ix.groups[gi].name
+	ix.lookup()
+	for name := range ix.byName {
 		switch {
 		case strings.Contains(name, lit):
 			cands = append(cands, cand{name, -1000 + len(name)})

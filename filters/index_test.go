@@ -109,8 +109,8 @@ func TestResolve(t *testing.T) {
 	// Duplicated static functions: a name selects every record of it.
 	ix61 := fixtureIndex(t, "6.1")
 	dups := 0
-	for _, g := range ix61.groups {
-		name, recs := g.name, g.recs
+	ix61.lookup()
+	for name, recs := range ix61.byName {
 		if len(recs) > 1 {
 			dups++
 			p, _ := Compile(name)
@@ -166,6 +166,20 @@ func TestParseKey(t *testing.T) {
 	} {
 		if got := ParseKey(in); got != want {
 			t.Errorf("ParseKey(%q) = %+v", in, got)
+		}
+	}
+}
+
+// Prepared (grouped) and plain scans agree.
+func TestPrepareAgrees(t *testing.T) {
+	plain, _ := ParseIndex(availableFunctions(t, "6.1"))
+	prep, _ := ParseIndex(availableFunctions(t, "6.1"))
+	prep.Prepare()
+	for _, s := range []string{"*", "vfs_*", "*:mod:dummy", "*_[rw]*", "uni2char", "dummy_xmit:mod:!*"} {
+		p, _ := Compile(s)
+		a, b := plain.Resolve(p), prep.Resolve(p)
+		if !equalInts(a, b) {
+			t.Errorf("%q: plain %d, prepared %d", s, len(a), len(b))
 		}
 	}
 }

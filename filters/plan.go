@@ -268,27 +268,11 @@ func (st Step) NameTokens(ix *Index) []tracefs.Token {
 
 // nameInOtherModules: is k's name also the name of a record with another module?
 func (ix *Index) nameInOtherModules(k Key) bool {
-	for m := range ix.modulesOf(k.Name) {
-		if m != k.Module {
+	ix.lookup()
+	for _, pos := range ix.byName[k.Name] {
+		if ix.Records[pos].Module != k.Module {
 			return true
 		}
 	}
 	return false
-}
-
-func (ix *Index) modulesOf(name string) map[string]bool {
-	out := map[string]bool{}
-	for _, g := range ix.groupsNamed(name) {
-		for _, pos := range g.recs {
-			out[ix.Records[pos].Module] = true
-		}
-	}
-	return out
-}
-
-func (ix *Index) groupsNamed(name string) []*group {
-	if i, ok := ix.groupIdx[name]; ok {
-		return []*group{&ix.groups[i]}
-	}
-	return nil
 }

@@ -14,7 +14,8 @@ for k in $kernels; do
 	log=$build/vmtest-$k.log
 	start=$(date +%s%N)
 	"$here/run.sh" --kernel "$k" --mode test --timeout 540 --log "$log" \
-		--file "$build/ftctl:/bin/ftctl" --file "$build/vmtest.test:/bin/vmtest.test"
+		--file "$build/ftctl:/bin/ftctl" --file "$build/vmtest.test:/bin/vmtest.test" \
+		--module drivers/net/dummy --module fs/nls/nls_utf8
 	rc=$?
 	secs=$(( ($(date +%s%N) - start) / 1000000 ))
 	p=$(grep -a -c -E '^--- PASS: ' "$log")

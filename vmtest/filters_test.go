@@ -1,0 +1,477 @@
+//go:build vmtest
+
+package vmtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ftctl/ftctl/filters"
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+func insmod(t *testing.T, mod string) {
+	t.Helper()
+	sh(t, "insmod /lib/modules/ftctl/"+mod+".ko")
+	t.Cleanup(func() { exec.Command("/bin/sh", "-c", "rmmod "+mod).Run() })
+}
+
+// listed is what the kernel lists in an instance's filter or notrace file, as a multiset.
+func listed(t *testing.T, inst, file string) filters.Multiset {
+	t.Helper()
+	return filters.ListedSet(tracefs.ParseFunctionList(read(t, filepath.Join("instances", inst, file))))
+}
+
+func newInstance(t *testing.T, name string) {
+	t.Helper()
+	if err := os.Mkdir(filepath.Join(tracing, "instances", name), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		d := filepath.Join(tracing, "instances", name)
+		os.WriteFile(d+"/current_tracer", []byte("nop"), 0)
+		os.WriteFile(d+"/set_ftrace_pid", nil, 0)
+		os.WriteFile(d+"/set_ftrace_filter", nil, 0)
+		os.WriteFile(d+"/set_ftrace_notrace", nil, 0)
+		os.Remove(d)
+	})
+}
+
+// predicted is the multiset `ftctl functions PATTERN -o json` previews (empty when exit 2).
+func predicted(t *testing.T, pattern string) filters.Multiset {
+	t.Helper()
+	r := ftctlRun(t, "functions", "-o", "json", "--", pattern)
+	m := filters.Multiset{}
+	if r.code == 2 {
+		return m
+	}
+	if r.code != 0 {
+		t.Fatalf("functions %q: %v", pattern, r)
+	}
+	var recs []struct{ Name, Module string }
+	if err := json.Unmarshal([]byte(r.stdout), &recs); err != nil {
+		t.Fatalf("functions %q: %v", pattern, err)
+	}
+	for _, x := range recs {
+		m[filters.Key{Name: x.Name, Module: x.Module}]++
+	}
+	return m
+}
+
+// The prediction corpus: for each pattern, what ftctl previews must be exactly what the kernel
+// selects when the pattern itself is written to set_ftrace_filter.
+func TestFilterPredictionCorpus(t *testing.T) {
+	insmod(t, "dummy")
+	insmod(t, "nls_utf8")
+	newInstance(t, "pred")
+	corpus := []string{
+		"vfs_read", "vfs_*", "*_read", "*sched_clock*", "?fs_read", "vfs_rea?", "ksys_?ead",
+		"vfs_[rw]*", "vfs_[!r]*", "[a-c]*_read", "*[0-9]", "do_sys_open*", "__x64_sys_read*",
+		"*.cold", "*.isra.*", "*.constprop.*", "*read*write*", "tcp_v4_*", "*_[rw]*_[xy]*",
+		"dummy_*", "dummy_*:mod:dummy", "*:mod:dummy", ":mod:nls_utf8", "*:mod:nls*", "uni2char",
+		"uni2char:mod:!nls_utf8", "char2uni:mod:!*", "*:mod:!*", "*:mod:*", "*", "**", "***",
+		`vfs\_read`, `vfs_read\`, `\v\f\s\_\r\e\a\d`, "a[", "[", "[]]*", "[]a-c]*", "[z-a]*", "[a-c-e-g]*_read",
+		"{vfs_read,vfs_write}", "no_such_function_xyz", "*:mod:notloaded", "vfs_read:mod:dummy",
+		"*_read:mod:!dummy", "?", "??*", "*?", "*_*_*_*_*_*",
+	}
+	agree := 0
+	for _, p := range corpus {
+		want := predicted(t, p)
+		f, err := os.OpenFile(filepath.Join(tracing, "instances/pred/set_ftrace_filter"), os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, werr := f.Write([]byte(p + "\n"))
+		f.Close()
+		got := listed(t, "pred", "set_ftrace_filter")
+		if got.Equal(want) {
+			agree++
+			t.Logf("%-26q ftctl %6d = kernel %6d (write error: %v)", p, want.Total(), got.Total(), werr)
+		} else {
+			t.Errorf("%q: ftctl previews %d, the kernel selected %d: %s", p, want.Total(), got.Total(), want.Diff(got))
+		}
+	}
+	t.Logf("prediction corpus: %d/%d patterns agree", agree, len(corpus))
+}
+
+var traceFunc = regexp.MustCompile(`^\s*.+-\d+\s+(?:\(\s*\d+\)\s+)?\[\d+\]\s+\S+\s+[\d.]+: (\S+) <-`)
+
+// tracedFunctions stops an instance's tracing and returns the functions in its trace.
+func tracedFunctions(t *testing.T, inst string) map[string]int {
+	t.Helper()
+	write(t, "instances/"+inst+"/tracing_on", "0\n")
+	out := map[string]int{}
+	for _, line := range strings.Split(read(t, "instances/"+inst+"/trace"), "\n") {
+		if m := traceFunc.FindStringSubmatch(line); m != nil {
+			out[m[1]]++
+		}
+	}
+	return out
+}
+
+// traceSelf arms the function tracer in an instance on a filter, following only the processes
+// that a shell started by runTraced writes into set_ftrace_pid.
+func traceSelf(t *testing.T, inst string, filter []string) {
+	t.Helper()
+	newInstance(t, inst)
+	if r := ftctlRun(t, append([]string{"-B", inst, "filter", "set"}, filter...)...); r.code != 0 {
+		t.Fatalf("initial filter: %v", r)
+	}
+	write(t, "instances/"+inst+"/options/function-fork", "1\n")
+	write(t, "instances/"+inst+"/set_ftrace_pid", "1\n") // init: sleeping, nothing traced yet
+	write(t, "instances/"+inst+"/current_tracer", "function\n")
+	truncate(t, "instances/"+inst+"/trace")
+}
+
+// runTraced runs a shell script whose own process (and children) the instance traces.
+func runTraced(t *testing.T, inst, script string) (string, error) {
+	t.Helper()
+	full := fmt.Sprintf("echo $$ > %s/instances/%s/set_ftrace_pid; %s", tracing, inst, script)
+	out, err := exec.Command("/bin/sh", "-c", full).CombinedOutput()
+	return string(out), err
+}
+
+func outside(traced map[string]int, allowed []string) []string {
+	ok := map[string]bool{}
+	for _, a := range allowed {
+		ok[a] = true
+	}
+	var bad []string
+	for f := range traced {
+		if !ok[f] {
+			bad = append(bad, f)
+		}
+	}
+	sort.Strings(bad)
+	return bad
+}
+
+// The swap never traces a function outside old ∪ new; a naive swap (truncate, then add) does:
+// the negative control shows the check can fail.
+func TestFilterSwapNoLeak(t *testing.T) {
+	old := []string{"vfs_read", "ksys_read", "vfs_write", "ksys_write"}
+	new := []string{"do_sys_openat2", "do_filp_open", "vfs_fstat", "filp_close"}
+	traceSelf(t, "leak", old)
+	out, err := runTraced(t, "leak", "exec ftctl -B leak filter set "+strings.Join(new, " "))
+	if err != nil {
+		t.Fatalf("ftctl: %v\n%s", err, out)
+	}
+	traced := tracedFunctions(t, "leak")
+	if len(traced) == 0 {
+		t.Fatal("nothing traced: the leak check would be vacuous")
+	}
+	if bad := outside(traced, append(old, new...)); len(bad) > 0 {
+		t.Errorf("the swap traced %d functions outside old ∪ new: %v", len(bad), bad)
+	}
+	t.Logf("ftctl swap: traced %v", traced)
+
+	traceSelf(t, "naive", old)
+	f := tracing + "/instances/naive/set_ftrace_filter"
+	runTraced(t, "naive", fmt.Sprintf("echo > %s; echo %s >> %s", f, strings.Join(new, " "), f))
+	traced = tracedFunctions(t, "naive")
+	bad := outside(traced, append(old, new...))
+	if len(bad) == 0 {
+		t.Errorf("negative control: the naive swap leaked nothing, so this check cannot catch a leak")
+	}
+	t.Logf("negative control: a naive swap traced %d functions outside old ∪ new (e.g. %v)", len(bad), bad[:min(5, len(bad))])
+}
+
+// filter set F' --except N': no intermediate state traces x ∈ F' ∩ N' (in neither endpoint).
+func TestFilterExceptNoLeak(t *testing.T) {
+	old := []string{"vfs_read", "ksys_read"}
+	newF := []string{"vfs_read", "ksys_read", "vfs_write", "ksys_write"}
+	newN := []string{"vfs_write"} // called by the traced process between any two writes
+	traceSelf(t, "exc", old)
+	out, err := runTraced(t, "exc", "exec ftctl -B exc filter set "+strings.Join(newF, " ")+" --except vfs_write")
+	if err != nil {
+		t.Fatalf("ftctl: %v\n%s", err, out)
+	}
+	traced := tracedFunctions(t, "exc")
+	allowed := []string{"vfs_read", "ksys_read", "ksys_write"}
+	if bad := outside(traced, allowed); len(bad) > 0 {
+		t.Errorf("--except transition traced %v (allowed %v)", bad, allowed)
+	}
+	if got := listed(t, "exc", "set_ftrace_notrace"); !got.Equal(filters.Multiset{{Name: "vfs_write"}: 1}) {
+		t.Errorf("notrace %v", got)
+	}
+	if got := listed(t, "exc", "set_ftrace_filter"); got.Total() != 4 {
+		t.Errorf("filter %v", got)
+	}
+
+	// Negative control: filter first, then notrace, as a naive script would.
+	traceSelf(t, "exc2", old)
+	d := tracing + "/instances/exc2/"
+	runTraced(t, "exc2", fmt.Sprintf("echo %s >> %sset_ftrace_filter; echo %s > %sset_ftrace_notrace",
+		strings.Join(newF, " "), d, strings.Join(newN, " "), d))
+	traced = tracedFunctions(t, "exc2")
+	if traced["vfs_write"] == 0 {
+		t.Errorf("negative control: the naive order did not trace vfs_write: %v", traced)
+	}
+}
+
+func TestFilterFailingPatternChangesNothing(t *testing.T) {
+	newInstance(t, "fail")
+	if r := ftctlRun(t, "-B", "fail", "filter", "set", "vfs_read", "ksys_read"); r.code != 0 {
+		t.Fatal(r)
+	}
+	before := listed(t, "fail", "set_ftrace_filter")
+	r := ftctlRun(t, "-B", "fail", "filter", "set", "vfs_write", "no_such_fn_xyz")
+	if r.code != 2 || !strings.Contains(r.stderr, "no_such_fn_xyz") {
+		t.Errorf("%v", r)
+	}
+	r = ftctlRun(t, "-B", "fail", "filter", "add", "vfs_raed")
+	if r.code != 2 || !strings.Contains(r.stderr, "close matches: vfs_read") {
+		t.Errorf("%v", r)
+	}
+	if r := ftctlRun(t, "-B", "fail", "filter", "remove", "vfs_read", "ksys_read"); r.code != 2 {
+		t.Errorf("emptying remove: %v", r)
+	}
+	if after := listed(t, "fail", "set_ftrace_filter"); !after.Equal(before) {
+		t.Errorf("filter changed: %s", before.Diff(after))
+	}
+}
+
+// Concurrent ftctl writers never lose an update; unlocked writers do (negative control).
+func TestFilterConcurrentAdds(t *testing.T) {
+	newInstance(t, "conc")
+	funcs := []string{"vfs_read", "vfs_write", "ksys_read", "ksys_write", "do_sys_openat2", "vfs_fstat", "filp_close", "do_filp_open"}
+	var wg sync.WaitGroup
+	for _, fn := range funcs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := exec.Command(ftctl, "-B", "conc", "--lock-timeout", "60s", "filter", "add", fn).CombinedOutput()
+			if err != nil {
+				t.Errorf("add %s: %v\n%s", fn, err, out)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := listed(t, "conc", "set_ftrace_filter"); got.Total() != len(funcs) {
+		t.Errorf("concurrent adds kept %d of %d: %v", got.Total(), len(funcs), got)
+	}
+
+	// Without the lock: every writer copies the filter at open and the last close wins.
+	newInstance(t, "conc2")
+	var fds []*os.File
+	for range funcs {
+		f, err := os.OpenFile(tracing+"/instances/conc2/set_ftrace_filter", os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fds = append(fds, f)
+	}
+	for i, f := range fds {
+		f.Write([]byte(funcs[i] + "\n"))
+	}
+	for _, f := range fds {
+		f.Close()
+	}
+	if got := listed(t, "conc2", "set_ftrace_filter"); got.Total() >= len(funcs) {
+		t.Errorf("negative control: unlocked writers lost nothing (%d)", got.Total())
+	} else {
+		t.Logf("negative control: %d overlapping unlocked writers kept %d function(s)", len(funcs), got.Total())
+	}
+}
+
+func applier(t *testing.T, inst string) *filters.Applier {
+	f := topFS(t)
+	in, err := f.Lookup(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &filters.Applier{In: in, Top: f.Top(), Notice: t.Logf}
+}
+
+func pats(t *testing.T, ps ...string) []*filters.Pattern {
+	var out []*filters.Pattern
+	for _, p := range ps {
+		c, err := filters.Compile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// Stale indexes: a module unloaded between planning and writing. Once the planned indexes run
+// past the end (EINVAL), once they land on other functions (caught by the read-back); both
+// times the retry from fresh indexes gets it right.
+func TestFilterStaleIndexesRetry(t *testing.T) {
+	newInstance(t, "stale")
+	// nls_utf8 after dummy: unloading dummy moves nls_utf8's records down, past the end.
+	insmod(t, "dummy")
+	insmod(t, "nls_utf8")
+	ap := applier(t, "stale")
+	ap.BeforeWrite = func(attempt int) {
+		if attempt == 0 {
+			sh(t, "rmmod dummy")
+		}
+	}
+	res, err := ap.Apply(context.Background(), []filters.Change{{File: filters.FilterFile, Op: filters.OpSet, Patterns: pats(t, "*:mod:nls_utf8")}})
+	if err != nil || len(res) != 1 || !res[0].Retried || !res[0].Verified {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if got := listed(t, "stale", "set_ftrace_filter"); got.Total() != 2 || got[filters.Key{Name: "uni2char", Module: "nls_utf8"}] != 1 {
+		t.Errorf("after retry: %v", got)
+	}
+
+	// dummy after nls_utf8: unloading nls_utf8 shifts dummy's records onto other dummy functions.
+	sh(t, "rmmod nls_utf8; insmod /lib/modules/ftctl/nls_utf8.ko; insmod /lib/modules/ftctl/dummy.ko")
+	ap = applier(t, "stale")
+	ap.BeforeWrite = func(attempt int) {
+		if attempt == 0 {
+			sh(t, "rmmod nls_utf8")
+		}
+	}
+	res, err = ap.Apply(context.Background(), []filters.Change{{File: filters.FilterFile, Op: filters.OpSet, Patterns: pats(t, "dummy_setup:mod:dummy")}})
+	if err != nil || !res[0].Retried {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if got := listed(t, "stale", "set_ftrace_filter"); !got.Equal(filters.Multiset{{Name: "dummy_setup", Module: "dummy"}: 1}) {
+		t.Errorf("after retry: %v", got)
+	}
+}
+
+// When the indexes go stale on every attempt, the previous list is restored and Apply fails.
+func TestFilterRestoreAfterSecondMismatch(t *testing.T) {
+	newInstance(t, "rest")
+	write(t, "instances/rest/set_ftrace_filter", "vfs_read\nksys_read\n")
+	before := listed(t, "rest", "set_ftrace_filter")
+	ap := applier(t, "rest")
+	ap.BeforeWrite = func(attempt int) {
+		// Something else changes the list between planning and writing, each time.
+		write(t, "instances/rest/set_ftrace_filter", "vfs_write\n")
+		if attempt == 1 {
+			write(t, "instances/rest/set_ftrace_filter", "!vfs_write\n")
+		}
+	}
+	_, err := ap.Apply(context.Background(), []filters.Change{{File: filters.FilterFile, Op: filters.OpAdd, Patterns: pats(t, "do_sys_openat2")}})
+	if err == nil || !strings.Contains(err.Error(), "restored") {
+		t.Fatalf("expected a verification failure: %v", err)
+	}
+	if got := listed(t, "rest", "set_ftrace_filter"); !got.Equal(before) {
+		t.Errorf("not restored: %s", before.Diff(got))
+	}
+}
+
+// Function commands in the file survive a swap.
+func TestFilterCommandsSurvive(t *testing.T) {
+	newInstance(t, "cmds")
+	write(t, "instances/cmds/set_ftrace_filter", "vfs_read\ndo_exit:traceoff\n")
+	t.Cleanup(func() { os.WriteFile(tracing+"/instances/cmds/set_ftrace_filter", []byte("!do_exit:traceoff\n"), 0) })
+	if r := ftctlRun(t, "-B", "cmds", "filter", "set", "vfs_write"); r.code != 0 {
+		t.Fatal(r)
+	}
+	l := tracefs.ParseFunctionList(read(t, "instances/cmds/set_ftrace_filter"))
+	if len(l.Commands) != 1 || !strings.HasPrefix(l.Commands[0], "do_exit:traceoff") || l.Functions != 1 {
+		t.Errorf("%+v", l)
+	}
+}
+
+func TestFilterClearAndModules(t *testing.T) {
+	insmod(t, "dummy")
+	newInstance(t, "clr")
+	if r := ftctlRun(t, "-B", "clr", "filter", "set", "*:mod:dummy"); r.code != 0 || !strings.Contains(r.stdout, "verified") {
+		t.Fatal(r)
+	}
+	got := listed(t, "clr", "set_ftrace_filter")
+	for k := range got {
+		if k.Module != "dummy" {
+			t.Errorf("non-dummy function selected: %v", k)
+		}
+	}
+	if got.Total() < 5 {
+		t.Errorf("dummy functions: %v", got)
+	}
+	write(t, "instances/clr/set_ftrace_pid", "1\n")
+	write(t, "instances/clr/current_tracer", "function\n")
+	if r := ftctlRun(t, "-B", "clr", "filter", "clear"); r.code != 2 || !strings.Contains(r.stderr, "function tracer is active") {
+		t.Errorf("clear while tracing: %v", r)
+	}
+	if after := listed(t, "clr", "set_ftrace_filter"); !after.Equal(got) {
+		t.Error("refused clear changed the filter")
+	}
+	write(t, "instances/clr/current_tracer", "nop\n")
+	if r := ftctlRun(t, "-B", "clr", "filter", "clear"); r.code != 0 || !strings.Contains(r.stdout, "every function") {
+		t.Errorf("clear: %v", r)
+	}
+	if l := tracefs.ParseFunctionList(read(t, "instances/clr/set_ftrace_filter")); !l.Empty {
+		t.Errorf("not cleared: %+v", l)
+	}
+	if r := ftctlRun(t, "-B", "clr", "notrace", "set", "dummy_xmit:mod:dummy"); r.code != 0 {
+		t.Error(r)
+	}
+	if r := ftctlRun(t, "-B", "clr", "notrace", "clear"); r.code != 0 || listed(t, "clr", "set_ftrace_notrace").Total() != 0 {
+		t.Error(r)
+	}
+}
+
+// Kernels without index writes get names; the result is the same.
+func TestFilterByName(t *testing.T) {
+	insmod(t, "dummy")
+	newInstance(t, "byname")
+	ap := applier(t, "byname")
+	ap.ByName = true
+	res, err := ap.Apply(context.Background(), []filters.Change{{File: filters.FilterFile, Op: filters.OpSet,
+		Patterns: pats(t, "vfs_read", "dummy_xmit", "ksys_*")}})
+	if err != nil || !res[0].Verified {
+		t.Fatalf("%+v %v", res, err)
+	}
+	ap.Refresh()
+	res, err = ap.Apply(context.Background(), []filters.Change{{File: filters.FilterFile, Op: filters.OpSet,
+		Patterns: pats(t, "dummy_xmit:mod:dummy")}})
+	if err != nil || !listed(t, "byname", "set_ftrace_filter").Equal(filters.Multiset{{Name: "dummy_xmit", Module: "dummy"}: 1}) {
+		t.Fatalf("%+v %v %v", res, err, listed(t, "byname", "set_ftrace_filter"))
+	}
+}
+
+// A SIGKILL at any moment leaves the filter non-empty and within old ∪ new.
+func TestFilterSIGKILL(t *testing.T) {
+	newInstance(t, "kill")
+	old := []string{"vfs_read", "ksys_read"}
+	allowed := predicted(t, "[a-m]*")
+	for _, o := range old {
+		allowed[filters.Key{Name: o}]++
+	}
+	partial := 0
+	for _, delay := range []time.Duration{0, 5, 20, 50, 100, 200, 400, 800} {
+		truncate(t, "instances/kill/set_ftrace_filter")
+		write(t, "instances/kill/set_ftrace_filter", strings.Join(old, "\n")+"\n")
+		c := exec.Command(ftctl, "-B", "kill", "filter", "set", "[a-m]*")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(delay * time.Millisecond)
+		c.Process.Signal(syscall.SIGKILL)
+		c.Wait()
+		l := tracefs.ParseFunctionList(read(t, "instances/kill/set_ftrace_filter"))
+		got := filters.ListedSet(l)
+		if l.Empty {
+			t.Errorf("killed after %dms: the filter is empty (every function)", delay)
+		}
+		for k := range got {
+			if allowed[k] == 0 {
+				t.Errorf("killed after %dms: %v is outside old ∪ new", delay, k)
+			}
+		}
+		hasOld := got[filters.Key{Name: "ksys_read"}] > 0
+		if got.Total() != 2 && (hasOld || got.Total() < allowed.Total()-2) {
+			partial++
+		}
+		t.Logf("killed after %4dms: %6d functions listed (old kept: %v)", delay, got.Total(), hasOld)
+	}
+	t.Logf("%d of 8 kills landed mid-transition", partial)
+}
