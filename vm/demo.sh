@@ -13,6 +13,19 @@ run ftctl instance create incident42
 run ftctl -B incident42 status
 echo; echo "ftctl-vm# ftctl -B incident42 status -o json | head -n 14"; ftctl -B incident42 status -o json | head -n 14
 run ftctl -B 'bad/name' status
+
+echo; echo "=== function filters: preview, safe swap, typo protection ==="
+run ftctl functions 'vfs_rea*'
+run ftctl functions --count '*sched*'
+run ftctl -B incident42 filter set 'vfs_rea*' ksys_read
+run ftctl -B incident42 filter set vfs_raed
+run ftctl -B incident42 filter show
+run ftctl -B incident42 --dry-run filter set 'tcp_v4_*' --except 'tcp_v4_do_rcv'
+run ftctl -B incident42 filter set 'tcp_v4_*' --except 'tcp_v4_do_rcv'
+run ftctl -B incident42 filter remove 'tcp_v4_*'
+run ftctl -B incident42 notrace show
+run ftctl -B incident42 filter clear
+
 run ftctl --dry-run instance remove incident42
 run ftctl instance remove incident42
 run ftctl instance list

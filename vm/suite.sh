@@ -9,13 +9,19 @@ top=$(cd "$here/.." && pwd)
 kernels=${KERNELS:-6.1 6.12}
 build=$top/build
 status=0 passed=0 failed=0 skipped=0
+# VMTEST_RUN=REGEX runs only the matching tests (go test -run), for quick iterations.
+extra=()
+if [ -n "${VMTEST_RUN:-}" ]; then
+	printf -- '-test.run=%s\n' "$VMTEST_RUN" >"$build/vmtest-args"
+	extra=(--file "$build/vmtest-args:/etc/ftctl-test-args")
+fi
 summary=()
 for k in $kernels; do
 	log=$build/vmtest-$k.log
 	start=$(date +%s%N)
 	"$here/run.sh" --kernel "$k" --mode test --timeout 540 --log "$log" \
 		--file "$build/ftctl:/bin/ftctl" --file "$build/vmtest.test:/bin/vmtest.test" \
-		--module drivers/net/dummy --module fs/nls/nls_utf8
+		--module drivers/net/dummy --module fs/nls/nls_utf8 "${extra[@]+"${extra[@]}"}"
 	rc=$?
 	secs=$(( ($(date +%s%N) - start) / 1000000 ))
 	p=$(grep -a -c -E '^--- PASS: ' "$log")

@@ -85,9 +85,19 @@ func TestFilterPredictionCorpus(t *testing.T) {
 		"{vfs_read,vfs_write}", "no_such_function_xyz", "*:mod:notloaded", "vfs_read:mod:dummy",
 		"*_read:mod:!dummy", "?", "??*", "*?", "*_*_*_*_*_*",
 	}
+	// ftctl's prediction, in-process from one read of the index (the CLI path is the same code:
+	// `ftctl functions` is checked against it below).
+	ap := &filters.Applier{Top: topFS(t).Top()}
+	ix, err := ap.Index()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cli, lib := predicted(t, "*_[rw]*_[xy]*"), ix.SetOf(ix.Resolve(pats(t, "*_[rw]*_[xy]*")[0])); !cli.Equal(lib) {
+		t.Fatalf("ftctl functions and the library disagree: %s", lib.Diff(cli))
+	}
 	agree := 0
 	for _, p := range corpus {
-		want := predicted(t, p)
+		want := ix.SetOf(ix.Resolve(pats(t, p)[0]))
 		f, err := os.OpenFile(filepath.Join(tracing, "instances/pred/set_ftrace_filter"), os.O_WRONLY|os.O_TRUNC, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -438,40 +448,62 @@ func TestFilterByName(t *testing.T) {
 	}
 }
 
-// A SIGKILL at any moment leaves the filter non-empty and within old ∪ new.
+// A SIGKILL at any moment leaves the filter non-empty and within old ∪ new. The lists are large
+// ([n-z]* to [a-m]*, ~20,000 functions each way) so that the write phase lasts long enough for
+// some of the kills, spread over a whole run's duration, to land inside it.
 func TestFilterSIGKILL(t *testing.T) {
 	newInstance(t, "kill")
-	old := []string{"vfs_read", "ksys_read"}
-	allowed := predicted(t, "[a-m]*")
-	for _, o := range old {
-		allowed[filters.Key{Name: o}]++
+	oldSet, newSet := predicted(t, "[n-z]*"), predicted(t, "[a-m]*")
+	allowed := filters.Multiset{}
+	for k, c := range oldSet {
+		allowed[k] += c
 	}
-	partial := 0
-	for _, delay := range []time.Duration{0, 5, 20, 50, 100, 200, 400, 800} {
+	for k, c := range newSet {
+		allowed[k] += c
+	}
+	reset := func() {
 		truncate(t, "instances/kill/set_ftrace_filter")
-		write(t, "instances/kill/set_ftrace_filter", strings.Join(old, "\n")+"\n")
+		write(t, "instances/kill/set_ftrace_filter", "[n-z]*\n")
+		if got := listed(t, "kill", "set_ftrace_filter"); !got.Equal(oldSet) {
+			t.Fatalf("reset: %s", oldSet.Diff(got))
+		}
+	}
+	reset()
+	start := time.Now()
+	if r := ftctlRun(t, "-B", "kill", "filter", "set", "[a-m]*"); r.code != 0 {
+		t.Fatal(r)
+	}
+	whole := time.Since(start)
+	states := map[string]int{}
+	for k := 0; k < 12; k++ {
+		delay := whole * time.Duration(25+6*k) / 100 // from 25% to 91% of a whole run
+		reset()
 		c := exec.Command(ftctl, "-B", "kill", "filter", "set", "[a-m]*")
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(delay * time.Millisecond)
+		time.Sleep(delay)
 		c.Process.Signal(syscall.SIGKILL)
 		c.Wait()
 		l := tracefs.ParseFunctionList(read(t, "instances/kill/set_ftrace_filter"))
 		got := filters.ListedSet(l)
 		if l.Empty {
-			t.Errorf("killed after %dms: the filter is empty (every function)", delay)
+			t.Errorf("killed after %v: the filter is empty (every function)", delay)
 		}
-		for k := range got {
-			if allowed[k] == 0 {
-				t.Errorf("killed after %dms: %v is outside old ∪ new", delay, k)
+		for key := range got {
+			if allowed[key] == 0 {
+				t.Errorf("killed after %v: %v is outside old ∪ new", delay, key)
 			}
 		}
-		hasOld := got[filters.Key{Name: "ksys_read"}] > 0
-		if got.Total() != 2 && (hasOld || got.Total() < allowed.Total()-2) {
-			partial++
+		state := "mid-transition"
+		switch {
+		case got.Equal(oldSet):
+			state = "old"
+		case got.Equal(newSet):
+			state = "new"
 		}
-		t.Logf("killed after %4dms: %6d functions listed (old kept: %v)", delay, got.Total(), hasOld)
+		states[state]++
+		t.Logf("killed after %v of %v: %6d functions listed (%s)", delay.Round(time.Millisecond), whole.Round(time.Millisecond), got.Total(), state)
 	}
-	t.Logf("%d of 8 kills landed mid-transition", partial)
+	t.Logf("kill outcomes: %v", states)
 }
