@@ -2,12 +2,10 @@ package cmd
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -18,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/ftctl/ftctl/internal/fixture"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -262,20 +261,11 @@ func TestEveryCommandHasHelp(t *testing.T) {
 func fakeRootWithFunctions(t *testing.T) string {
 	t.Helper()
 	root := fakeRoot(t)
-	f, err := os.Open("../tracefs/testdata/6.12/available_filter_functions.gz")
+	b, err := fixture.Read("6.12", "available_filter_functions")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, "available_filter_functions"), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "available_filter_functions"), []byte(b), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(root, "README"), []byte("tracing mini-HOWTO:\n"), 0o644)

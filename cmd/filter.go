@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -201,7 +202,7 @@ func newCmdListChange(g *Globals, file string, op filters.Op) *cobra.Command {
 					{File: filters.NotraceFile, Op: filters.OpSet, Patterns: ex},
 				}
 			}
-			return applyChanges(c.Context(), g, changes)
+			return applyChanges(c.Context(), g, changes, nil)
 		},
 	}
 	pf.register(c)
@@ -221,16 +222,10 @@ filter is refused while the function or function_graph tracer runs in that trace
 --force. Function commands (func:traceoff...) are kept.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
-			fs, lock, err := g.BeginWrite(c.Context())
-			if err != nil {
-				return err
-			}
-			defer lock.Unlock()
-			in, err := g.WriteInstance(fs)
-			if err != nil {
-				return err
-			}
-			if file == filters.FilterFile && !force {
+			refuseWhileTracing := func(in *tracefs.Instance) error {
+				if file != filters.FilterFile || force {
+					return nil
+				}
 				b, err := in.ReadFile("current_tracer")
 				if err != nil {
 					return err
@@ -239,8 +234,9 @@ filter is refused while the function or function_graph tracer runs in that trace
 					return InvalidInput(fmt.Errorf("refusing to clear %s while the %s tracer is active in the %s: "+
 						"an empty filter traces every function; set the tracer to nop first, or use --force", file, t, in.Label()))
 				}
+				return nil
 			}
-			return applyWith(c.Context(), g, fs, in, []filters.Change{{File: file, Op: filters.OpClear}})
+			return applyChanges(c.Context(), g, []filters.Change{{File: file, Op: filters.OpClear}}, refuseWhileTracing)
 		},
 	}
 	if file == filters.FilterFile {
@@ -249,8 +245,9 @@ filter is refused while the function or function_graph tracer runs in that trace
 	return c
 }
 
-// applyChanges takes the lock, finds (or creates) the instance, and runs the swap protocol.
-func applyChanges(ctx context.Context, g *Globals, changes []filters.Change) error {
+// applyChanges takes the lock, finds (or creates) the instance, runs check (if any) under the
+// lock, and carries the changes out with the swap protocol.
+func applyChanges(ctx context.Context, g *Globals, changes []filters.Change, check func(*tracefs.Instance) error) error {
 	fs, lock, err := g.BeginWrite(ctx)
 	if err != nil {
 		return err
@@ -260,11 +257,17 @@ func applyChanges(ctx context.Context, g *Globals, changes []filters.Change) err
 	if err != nil {
 		return err
 	}
-	return applyWith(ctx, g, fs, in, changes)
-}
-
-func applyWith(ctx context.Context, g *Globals, fs *tracefs.FS, in *tracefs.Instance, changes []filters.Change) error {
+	if check != nil {
+		if err := check(in); err != nil {
+			return err
+		}
+	}
 	ap := &filters.Applier{In: in, Top: fs.Top(), Notice: g.Notice, ByName: !fs.DetectFeatures().IndexWrites}
+	if os.Getenv("FTCTL_TIMING") != "" {
+		ap.Timing = func(phase string, d time.Duration) {
+			fmt.Fprintf(g.Err, "ftctl: timing: %s %.6f\n", phase, d.Seconds())
+		}
+	}
 	if ap.ByName {
 		g.Notice("this kernel does not take index writes: writing function names (slow)")
 	}

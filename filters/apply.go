@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ftctl/ftctl/tracefs"
 )
@@ -23,6 +24,9 @@ type Applier struct {
 	ByName bool
 	// Notice reports progress and recoveries to the user (stderr).
 	Notice func(format string, args ...any)
+	// Timing, when set, receives how long each phase took ("read index", "read list", "plan",
+	// "write", "verify"): FTCTL_TIMING=1 prints them, for benchmarks.
+	Timing func(phase string, d time.Duration)
 	// BeforeWrite, when set (a test hook), runs after planning and before each write: the window in
 	// which a module load or unload makes the planned indexes stale.
 	BeforeWrite func(attempt int)
@@ -80,6 +84,16 @@ func (a *Applier) Current(file string) (Multiset, tracefs.FunctionList, error) {
 	return ListedSet(l), l, nil
 }
 
+// timed runs f and reports its duration as phase.
+func (a *Applier) timed(phase string, f func() error) error {
+	start := time.Now()
+	err := f()
+	if a.Timing != nil {
+		a.Timing(phase, time.Since(start))
+	}
+	return err
+}
+
 func (a *Applier) notice(format string, args ...any) {
 	if a.Notice != nil {
 		a.Notice(format, args...)
@@ -119,19 +133,19 @@ func (a *Applier) applyOne(ctx context.Context, ch Change) (Result, Step, error)
 			a.Refresh()
 			a.notice("%s: the kernel's list did not match the plan (%v); retrying once with fresh indexes", ch.File, last)
 		}
-		ix, err := a.Index()
-		if err != nil {
+		var ix *Index
+		var before Multiset
+		if err := a.timed("read index", func() (err error) { ix, err = a.Index(); return }); err != nil {
 			return Result{}, Step{}, err
 		}
-		before, _, err := a.Current(ch.File)
-		if err != nil {
+		if err := a.timed("read list", func() (err error) { before, _, err = a.Current(ch.File); return }); err != nil {
 			return Result{}, Step{}, err
 		}
 		if attempt == 0 {
 			orig = before
 		}
-		st, err := PlanStep(ix, before, ch)
-		if err != nil {
+		var st Step
+		if err := a.timed("plan", func() (err error) { st, err = PlanStep(ix, before, ch); return }); err != nil {
 			return Result{}, st, err
 		}
 		planned := st
@@ -139,7 +153,7 @@ func (a *Applier) applyOne(ctx context.Context, ch Change) (Result, Step, error)
 		if a.BeforeWrite != nil {
 			a.BeforeWrite(attempt)
 		}
-		if err := a.write(ctx, ix, planned); err != nil {
+		if err := a.timed("write", func() error { return a.write(ctx, ix, planned) }); err != nil {
 			var te *tracefs.TokenError
 			if !errors.As(err, &te) { // not a stale index: nothing to retry
 				return Result{}, st, err
@@ -149,8 +163,8 @@ func (a *Applier) applyOne(ctx context.Context, ch Change) (Result, Step, error)
 			a.planned[ch.File] = st.Expect
 			return a.result(st, false, attempt > 0), st, nil
 		} else {
-			got, _, err := a.Current(ch.File)
-			if err != nil {
+			var got Multiset
+			if err := a.timed("verify", func() (err error) { got, _, err = a.Current(ch.File); return }); err != nil {
 				return Result{}, st, err
 			}
 			if got.Equal(st.Expect) {

@@ -1,33 +1,22 @@
 package filters
 
 import (
-	"compress/gzip"
-	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ftctl/ftctl/internal/fixture"
 )
 
-// availableFunctions reads available_filter_functions as captured from a VM kernel (with the
+// availableFunctions is available_filter_functions as captured from a VM kernel (with the
 // dummy and nls_utf8 modules loaded) by vm/fixtures.sh.
 func availableFunctions(t testing.TB, kernel string) string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "tracefs", "testdata", kernel, "available_filter_functions.gz"))
+	s, err := fixture.Read(kernel, "available_filter_functions")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return s
 }
 
 var indexCache sync.Map

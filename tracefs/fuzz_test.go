@@ -1,11 +1,11 @@
 package tracefs
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	fx "github.com/ftctl/ftctl/internal/fixture"
 )
 
 // Fuzz targets for every parser of kernel text in this package. The kernel's text is trusted
@@ -22,10 +22,7 @@ func seedFixtures(f *testing.F, names ...string) {
 	}
 }
 
-func readFixture(kernel, name string) (string, error) {
-	b, err := os.ReadFile(filepath.Join("testdata", kernel, name))
-	return string(b), err
-}
+func readFixture(kernel, name string) (string, error) { return fx.Read(kernel, name) }
 
 func FuzzParseMountInfo(f *testing.F) {
 	seedFixtures(f, "mountinfo")

@@ -40,9 +40,9 @@ clear
 \$sw ftctl-startup 'ftctl functions --count vfs_read'
 \$sw ftctl-plan-1k 'ftctl --dry-run filter set --from-file /tmp/names1k > /dev/null'
 \$sw raw-index-1k 'cat /tmp/idx1k > set_ftrace_filter'; check raw-index-1k
-\$sw ftctl-1k 'ftctl -q filter set --from-file /tmp/names1k'; check ftctl-1k
+\$sw ftctl-1k 'FTCTL_TIMING=1 ftctl -q filter set --from-file /tmp/names1k 2>&1 | sed "s/^ftctl: timing: /BENCHPHASE ftctl-1k /"'; check ftctl-1k
 \$sw raw-index-10k 'cat /tmp/idx10k > set_ftrace_filter'; check raw-index-10k
-\$sw ftctl-10k 'ftctl -q filter set --from-file /tmp/names10k'; check ftctl-10k
+\$sw ftctl-10k 'FTCTL_TIMING=1 ftctl -q filter set --from-file /tmp/names10k 2>&1 | sed "s/^ftctl: timing: /BENCHPHASE ftctl-10k /"'; check ftctl-10k
 \$sw ftctl-swap-10k-to-1k 'ftctl -q filter set --from-file /tmp/names10k && ftctl -q filter set --from-file /tmp/names1k'; check ftctl-swap
 \$sw cat-names-1k 'cat /tmp/names1k > set_ftrace_filter'; check cat-names-1k
 if [ "${SKIP_TRACE_CMD:-0}" != 1 ]; then
@@ -57,5 +57,5 @@ for k in $kernels; do
 	"$here/run.sh" --kernel "$k" --mode cmd --script "$guest" --timeout 1500 --log "$log" \
 		--file "$build/ftctl:/bin/ftctl" --file "$build/stopwatch:/bin/stopwatch" --bin "$tracecmd:/usr/bin/trace-cmd" >/dev/null
 	echo "== kernel $k ($(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]*' "$log" | sed 's/.*=//')), $(date -u +%F)"
-	grep -a -E '^BENCH(INFO|CHECK)? ' "$log"
+	grep -a -E '^BENCH(INFO|CHECK|PHASE)? ' "$log"
 done
