@@ -11,7 +11,7 @@ export KERNELS
 
 GOFILES := $(shell find . -name '*.go' -not -path './build/*')
 
-.PHONY: all build unit vet test vmtest vm-deps vm-bins demo sandbox fixtures fuzz clean
+.PHONY: all build unit vet test vmtest vm-deps vm-bins demo sandbox fixtures fuzz bench clean
 
 all: build
 
@@ -67,6 +67,12 @@ fuzz:
 			echo "fuzz $$pkg $$f"; $(GO) test $$pkg -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) || exit 1; \
 		done; \
 	done
+
+# Benchmarks (not part of make test): go test -bench, then the VM comparison with cat and
+# trace-cmd (several minutes: trace-cmd takes about three to select 1,000 functions by name).
+bench: vm-deps build
+	$(GO) test -run '^$$' -bench . -benchtime 100x ./filters
+	vm/bench-filters.sh $(KERNELS)
 
 clean:
 	rm -rf $(BUILD)

@@ -337,3 +337,22 @@ func TestFilterDryRunPlansAndWritesNothing(t *testing.T) {
 		t.Errorf("bang: %d %s", code, errs)
 	}
 }
+
+func TestPatternsFromFile(t *testing.T) {
+	root := fakeRootWithFunctions(t)
+	list := filepath.Join(t.TempDir(), "funcs.txt")
+	os.WriteFile(list, []byte("# the read path\nvfs_read   # and a comment\n\n  ksys_read\n"), 0o644)
+	code, out, errs := run(t, "--tracefs", root, "functions", "--from-file", list)
+	if code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(out, "ksys_read") {
+		t.Fatalf("%d %q %q", code, out, errs)
+	}
+	var stdout, stderr bytes.Buffer
+	code = Run(context.Background(), []string{"--tracefs", root, "functions", "--count", "--from-file", "-"},
+		strings.NewReader("vfs_read\nvfs_write\n"), &stdout, &stderr)
+	if code != 0 || strings.TrimSpace(stdout.String()) != "2" {
+		t.Fatalf("stdin: %d %q %q", code, stdout.String(), stderr.String())
+	}
+	if code, _, _ := run(t, "--tracefs", root, "functions", "--from-file", "/nonexistent"); code != 2 {
+		t.Fatalf("missing file: %d", code)
+	}
+}
