@@ -80,3 +80,25 @@ func BenchmarkParseIndex(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkResolveNames1000 is `ftctl filter set --from-file` with 1,000 plain names: planning
+// must stay a lookup per name (it was a scan per name, 14 s under emulation).
+func BenchmarkResolveNames1000(b *testing.B) {
+	text := availableFunctions(b, "6.12")
+	ix, _ := ParseIndex(text)
+	var ps []*Pattern
+	for i := 1; len(ps) < 1000; i += 40 {
+		p, err := Compile(ix.Key(i).Name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		fresh, _ := ParseIndex(text)
+		if _, err := PlanStep(fresh, Multiset{}, Change{File: FilterFile, Op: OpSet, Patterns: ps}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

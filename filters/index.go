@@ -47,8 +47,7 @@ type Index struct {
 	invalid []bool // per record: an invalid-address placeholder
 
 	lookupOnce sync.Once
-	byKey      map[Key][]int32    // key -> record positions (0-based), valid records only
-	byName     map[string][]int32 // name -> record positions
+	byName     map[string][]int32 // name -> record positions (0-based), valid records only
 
 	groups []group // set by Prepare: distinct names with their records
 }
@@ -114,14 +113,11 @@ func ParseIndex(text string) (*Index, error) {
 
 func (ix *Index) lookup() {
 	ix.lookupOnce.Do(func() {
-		ix.byKey = make(map[Key][]int32, len(ix.Records))
 		ix.byName = make(map[string][]int32, len(ix.Records))
 		for pos, k := range ix.Records {
-			if ix.invalid[pos] {
-				continue
+			if !ix.invalid[pos] {
+				ix.byName[k.Name] = append(ix.byName[k.Name], int32(pos))
 			}
-			ix.byKey[k] = append(ix.byKey[k], int32(pos))
-			ix.byName[k.Name] = append(ix.byName[k.Name], int32(pos))
 		}
 	})
 }
@@ -140,10 +136,11 @@ func (ix *Index) Key(i int) Key { return ix.Records[i-1] }
 // RecordsOf returns the 1-based indexes of every record with this key.
 func (ix *Index) RecordsOf(k Key) []int {
 	ix.lookup()
-	pos := ix.byKey[k]
-	out := make([]int, len(pos))
-	for j, p := range pos {
-		out[j] = int(p) + 1
+	var out []int
+	for _, pos := range ix.byName[k.Name] {
+		if ix.Records[pos].Module == k.Module {
+			out = append(out, int(pos)+1)
+		}
 	}
 	return out
 }
@@ -151,11 +148,28 @@ func (ix *Index) RecordsOf(k Key) []int {
 // Count is how many records have this key.
 func (ix *Index) Count(k Key) int {
 	ix.lookup()
-	return len(ix.byKey[k])
+	n := 0
+	for _, pos := range ix.byName[k.Name] {
+		if ix.Records[pos].Module == k.Module {
+			n++
+		}
+	}
+	return n
 }
 
 // Resolve returns the 1-based indexes of the records the pattern selects, ascending.
 func (ix *Index) Resolve(p *Pattern) []int {
+	if name, ok := p.exactName(); ok {
+		// A plain name (the usual case for lists of thousands from a file): a lookup, not a scan.
+		ix.lookup()
+		var out []int
+		for _, pos := range ix.byName[name] {
+			if p.moduleMatches(ix.Records[pos].Module) {
+				out = append(out, int(pos)+1)
+			}
+		}
+		return out
+	}
 	bm, n := ix.matchBits(p)
 	out := make([]int, 0, n)
 	for w, word := range bm {

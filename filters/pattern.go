@@ -225,6 +225,14 @@ func CompileRegex(expr string) (*Pattern, error) {
 	return &Pattern{Text: expr, re: re}, nil
 }
 
+// exactName returns the name an exact (wildcard-free) pattern selects, with or without :mod:.
+func (p *Pattern) exactName() (string, bool) {
+	if p.re != nil || p.fn.typ != matchFull || p.fn.blank() {
+		return "", false
+	}
+	return p.fn.search, true
+}
+
 // Match says whether the kernel would select a record with this name and module ("" for the
 // core kernel): a port of ftrace_match_record (kernel/trace/ftrace.c).
 func (p *Pattern) Match(name, module string) bool {
