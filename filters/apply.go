@@ -111,8 +111,10 @@ func (a *Applier) Apply(ctx context.Context, changes []Change) ([]Result, error)
 		res, st, err := a.applyOne(ctx, ch)
 		if err != nil {
 			if !a.dryRun && len(done) > 0 && !errors.Is(err, ErrPattern) && !errors.Is(err, ErrWouldEmpty) {
+				// Put back what earlier steps changed, even when interrupted (Ctrl-C).
+				cleanup := context.WithoutCancel(ctx)
 				for k := len(done) - 1; k >= 0; k-- {
-					if rerr := a.restore(ctx, done[k].File, done[k].Before); rerr != nil {
+					if rerr := a.restore(cleanup, done[k].File, done[k].Before); rerr != nil {
 						err = fmt.Errorf("%w; restoring %s also failed: %v", err, done[k].File, rerr)
 					}
 				}
@@ -154,6 +156,12 @@ func (a *Applier) applyOne(ctx context.Context, ch Change) (Result, Step, error)
 			a.BeforeWrite(attempt)
 		}
 		if err := a.timed("write", func() error { return a.write(ctx, ix, planned) }); err != nil {
+			if ctx.Err() != nil { // interrupted midway: the list is within old ∪ new; put it back
+				if rerr := a.restore(context.WithoutCancel(ctx), ch.File, orig); rerr != nil {
+					return Result{}, st, fmt.Errorf("%w; restoring %s failed: %v", ctx.Err(), ch.File, rerr)
+				}
+				return Result{}, st, ctx.Err()
+			}
 			var te *tracefs.TokenError
 			if !errors.As(err, &te) { // not a stale index: nothing to retry
 				return Result{}, st, err

@@ -507,3 +507,36 @@ func TestFilterSIGKILL(t *testing.T) {
 	}
 	t.Logf("kill outcomes: %v", states)
 }
+
+// Ctrl-C (SIGINT) during a swap: ftctl exits 130 with the previous list restored, or, when the
+// signal comes after the commit, 0 with the new one. Never anything in between.
+func TestFilterInterrupt(t *testing.T) {
+	newInstance(t, "intr")
+	oldSet, newSet := predicted(t, "[n-z]*"), predicted(t, "[a-m]*")
+	outcomes := map[string]int{}
+	for k := 0; k < 6; k++ {
+		truncate(t, "instances/intr/set_ftrace_filter")
+		write(t, "instances/intr/set_ftrace_filter", "[n-z]*\n")
+		c := exec.Command(ftctl, "-B", "intr", "filter", "set", "[a-m]*")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(300+250*k) * time.Millisecond)
+		c.Process.Signal(syscall.SIGINT)
+		err := c.Wait()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		got := listed(t, "intr", "set_ftrace_filter")
+		switch {
+		case code == 130 && got.Equal(oldSet):
+			outcomes["interrupted, restored"]++
+		case code == 0 && got.Equal(newSet):
+			outcomes["finished"]++
+		default:
+			t.Errorf("SIGINT after %dms: exit %d with %d functions listed (old %d, new %d)", 300+250*k, code, got.Total(), oldSet.Total(), newSet.Total())
+		}
+	}
+	t.Logf("SIGINT outcomes: %v", outcomes)
+}
