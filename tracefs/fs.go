@@ -268,7 +268,7 @@ func (i *Instance) WriteTokens(ctx context.Context, file string, toks []Token) e
 	}
 	buf := make([]byte, 0, 256)
 	for k, t := range toks {
-		if k&63 == 63 && ctx.Err() != nil {
+		if k&63 == 0 && ctx.Err() != nil {
 			fd.Close()
 			return ctx.Err()
 		}
