@@ -193,7 +193,7 @@ func (f *FS) forbiddenReason() string {
 	case ld.Current == "none":
 		return "kernel lockdown is off, so another security policy of this kernel forbids it"
 	default:
-		return "the kernel refuses it whatever the file permissions say; lockdown state unknown (" + ld.Note + ")"
+		return "the kernel refuses it whatever the file permissions say; lockdown state unknown: " + ld.Note
 	}
 }
 
