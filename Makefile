@@ -36,6 +36,7 @@ vm-deps:
 	command -v qemu-system-x86_64 >/dev/null || missing="$$missing qemu-system-x86"; \
 	{ command -v busybox >/dev/null && ! ldd "$$(command -v busybox)" >/dev/null 2>&1; } || missing="$$missing busybox-static"; \
 	command -v cpio >/dev/null || missing="$$missing cpio"; \
+	command -v xz >/dev/null || missing="$$missing xz-utils"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		if [ "$$(id -u)" != 0 ]; then echo "need root to apt-get install$$missing" >&2; exit 1; fi; \
