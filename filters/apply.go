@@ -146,12 +146,17 @@ func (a *Applier) applyOne(ctx context.Context, ch Change) (Result, Step, error)
 		if attempt == 0 {
 			orig = before
 		}
+		// The target is always computed from the list as it was before the first attempt: a
+		// failed attempt may have left wrong functions behind (stale indexes), which the retry
+		// must take out again, whatever the operation.
 		var st Step
-		if err := a.timed("plan", func() (err error) { st, err = PlanStep(ix, before, ch); return }); err != nil {
+		if err := a.timed("plan", func() (err error) { st, err = PlanStep(ix, orig, ch); return }); err != nil {
 			return Result{}, st, err
 		}
 		planned := st
-		st.Before = orig
+		if attempt > 0 && !before.Equal(orig) {
+			planned = PlanRestore(ix, before, st.Expect, ch.File)
+		}
 		if a.BeforeWrite != nil {
 			a.BeforeWrite(attempt)
 		}

@@ -318,7 +318,7 @@ func pats(t *testing.T, ps ...string) []*filters.Pattern {
 
 // Stale indexes: a module unloaded between planning and writing. Once the planned indexes run
 // past the end (EINVAL), once they land on other functions (caught by the read-back); both
-// times the retry from fresh indexes gets it right.
+// times the retry from fresh indexes gets it right, the wrongly added function taken out again.
 func TestFilterStaleIndexesRetry(t *testing.T) {
 	newInstance(t, "stale")
 	// nls_utf8 after dummy: unloading dummy moves nls_utf8's records down, past the end.
@@ -346,7 +346,8 @@ func TestFilterStaleIndexesRetry(t *testing.T) {
 			sh(t, "rmmod nls_utf8")
 		}
 	}
-	res, err = ap.Apply(context.Background(), []filters.Change{{File: filters.FilterFile, Op: filters.OpSet, Patterns: pats(t, "dummy_setup:mod:dummy")}})
+	// An add this time: the retry must also take out the wrong function the stale attempt added.
+	res, err = ap.Apply(context.Background(), []filters.Change{{File: filters.FilterFile, Op: filters.OpAdd, Patterns: pats(t, "dummy_setup:mod:dummy")}})
 	if err != nil || !res[0].Retried {
 		t.Fatalf("%+v %v", res, err)
 	}
