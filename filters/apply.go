@@ -27,11 +27,15 @@ type Applier struct {
 	// Timing, when set, receives how long each phase took ("read index", "read list", "plan",
 	// "write", "verify"): FTCTL_TIMING=1 prints them, for benchmarks.
 	Timing func(phase string, d time.Duration)
+	// AfterPlan, when set (a test hook), runs after planning and before the check that the
+	// loaded modules are still those the index was read with.
+	AfterPlan func(attempt int)
 	// BeforeWrite, when set (a test hook), runs after planning and before each write: the window in
 	// which a module load or unload makes the planned indexes stale.
 	BeforeWrite func(attempt int)
 
 	ix      *Index
+	modules string // tracefs.ModulesFingerprint() when ix was read
 	dryRun  bool
 	planned map[string]Multiset // dry run: each list as the earlier steps would leave it
 }
@@ -56,10 +60,12 @@ func (a *Applier) Index() (*Index, error) {
 	if a.ix != nil {
 		return a.ix, nil
 	}
+	modules := tracefs.ModulesFingerprint()
 	b, err := a.Top.ReadFile("available_filter_functions")
 	if err != nil {
 		return nil, err
 	}
+	a.modules = modules
 	ix, err := ParseIndex(string(b))
 	if err != nil {
 		return nil, fmt.Errorf("parsing %s: %w", a.Top.Path("available_filter_functions"), err)
@@ -133,7 +139,7 @@ func (a *Applier) applyOne(ctx context.Context, ch Change) (Result, Step, error)
 	for attempt := 0; attempt < 2; attempt++ {
 		if attempt > 0 {
 			a.Refresh()
-			a.notice("%s: the kernel's list did not match the plan (%v); retrying once with fresh indexes", ch.File, last)
+			a.notice("%s: %v; retrying once with fresh indexes", ch.File, last)
 		}
 		var ix *Index
 		var before Multiset
@@ -157,6 +163,19 @@ func (a *Applier) applyOne(ctx context.Context, ch Change) (Result, Step, error)
 		if attempt > 0 && !before.Equal(orig) {
 			planned = PlanRestore(ix, before, st.Expect, ch.File)
 		}
+		if a.AfterPlan != nil {
+			a.AfterPlan(attempt)
+		}
+		// A module unloaded since the index was read shifts indexes: re-read and re-plan rather
+		// than write stale ones (what remains is the few milliseconds of the write itself, which
+		// the read-back covers).
+		if !a.dryRun && tracefs.ModulesFingerprint() != a.modules {
+			last = errors.New("the loaded modules changed while planning")
+			if attempt == 0 {
+				continue
+			}
+			return Result{}, st, fmt.Errorf("%s: %w twice; nothing was written", ch.File, last)
+		}
 		if a.BeforeWrite != nil {
 			a.BeforeWrite(attempt)
 		}
@@ -171,7 +190,7 @@ func (a *Applier) applyOne(ctx context.Context, ch Change) (Result, Step, error)
 			if !errors.As(err, &te) { // not a stale index: nothing to retry
 				return Result{}, st, err
 			}
-			last = err
+			last = fmt.Errorf("the kernel rejected a planned index (%w)", err)
 		} else if a.dryRun {
 			a.planned[ch.File] = st.Expect
 			return a.result(st, false, attempt > 0), st, nil

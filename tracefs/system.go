@@ -62,3 +62,23 @@ func ParseLockdown(s string) Lockdown {
 	}
 	return ld
 }
+
+// ModulesFingerprint identifies the set of loaded modules and where they sit (/proc/modules:
+// name, size and load address per line). Unloading a module shifts the index of every
+// available_filter_functions record after its own, so the filter swap compares this before
+// writing indexes with what it was when it read the index. "" when /proc/modules is absent
+// (CONFIG_MODULES off: nothing can shift).
+func ModulesFingerprint() string {
+	b, err := os.ReadFile("/proc/modules")
+	if err != nil {
+		return ""
+	}
+	var out strings.Builder
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 6 {
+			out.WriteString(f[0] + " " + f[5] + "\n") // name and address; refcounts change freely
+		}
+	}
+	return out.String()
+}

@@ -375,6 +375,37 @@ func TestFilterStaleIndexesRetry(t *testing.T) {
 	}
 }
 
+// A module unloaded between reading the index and writing is noticed before anything is
+// written: ftctl re-reads the index and plans again.
+func TestFilterModuleChangeBeforeWrite(t *testing.T) {
+	newInstance(t, "modchg")
+	insmod(t, "dummy")
+	insmod(t, "nls_utf8")
+	ap := applier(t, "modchg")
+	var notices []string
+	ap.Notice = func(format string, args ...any) { notices = append(notices, fmt.Sprintf(format, args...)) }
+	ap.AfterPlan = func(attempt int) {
+		if attempt == 0 {
+			sh(t, "rmmod dummy")
+		}
+	}
+	ap.BeforeWrite = func(attempt int) {
+		if attempt == 0 {
+			t.Error("indexes planned before the unload were about to be written")
+		}
+	}
+	res, err := ap.Apply(context.Background(), []filters.Change{{File: filters.FilterFile, Op: filters.OpSet, Patterns: pats(t, "*:mod:nls_utf8")}})
+	if err != nil || !res[0].Retried || !res[0].Verified {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if !strings.Contains(strings.Join(notices, "\n"), "modules changed") {
+		t.Errorf("notices: %q", notices)
+	}
+	if got := listed(t, "modchg", "set_ftrace_filter"); got.Total() != 2 {
+		t.Errorf("%v", got)
+	}
+}
+
 // When the indexes go stale on every attempt, the previous list is restored and Apply fails.
 func TestFilterRestoreAfterSecondMismatch(t *testing.T) {
 	newInstance(t, "rest")
