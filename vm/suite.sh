@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# suite.sh: run the vmtest integration suite on each kernel of the matrix, one boot per kernel.
-# Needs build/ftctl and build/vmtest.test (make vm-bins). Prints each boot's console, then one
-# summary line per kernel and a closing "vmtest: N passed, N failed, N skipped". Exits non-zero
-# when a test fails, a VM dies or times out, or a kernel ran no test.
+# suite.sh: run the vmtest integration suite on each kernel of the matrix, one boot per kernel,
+# the boots in parallel. Needs build/ftctl and build/vmtest.test (make vm-bins). Prints each
+# boot's console, then one summary line per kernel and a closing "vmtest: N passed, N failed,
+# N skipped". Exits non-zero when a test fails, a VM dies or times out, a kernel cannot be had,
+# or a kernel ran no test.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -16,24 +17,44 @@ if [ -n "${VMTEST_RUN:-}" ]; then
 	extra=(--file "$build/vmtest-args:/etc/ftctl-test-args")
 fi
 summary=()
+# The kernels boot in parallel (single-threaded TCG: one host core each); their consoles go to
+# build/vmtest-KERNEL.log and are printed, one after the other, when all are done.
+declare -A pid rc secs
+for k in $kernels; do # fetch first, one at a time (apt must not run twice at once)
+	"$here/kernel.sh" "$k" >/dev/null || { echo "vmtest: cannot get the $k kernel" >&2; exit 1; }
+done
+for k in $kernels; do
+	(
+		start=$(date +%s%N)
+		"$here/run.sh" --kernel "$k" --mode test --timeout 540 --log "$build/vmtest-$k.log" \
+			--file "$build/ftctl:/bin/ftctl" --file "$build/vmtest.test:/bin/vmtest.test" \
+			--module drivers/net/dummy --module fs/nls/nls_utf8 "${extra[@]+"${extra[@]}"}" \
+			>/dev/null 2>"$build/vmtest-$k.runner"
+		r=$?
+		echo "$r $(( ($(date +%s%N) - start) / 1000000 ))" >"$build/vmtest-$k.status"
+	) &
+	pid[$k]=$!
+done
+for k in $kernels; do
+	wait "${pid[$k]}"
+	read -r rc[$k] secs[$k] <"$build/vmtest-$k.status"
+done
 for k in $kernels; do
 	log=$build/vmtest-$k.log
-	start=$(date +%s%N)
-	"$here/run.sh" --kernel "$k" --mode test --timeout 540 --log "$log" \
-		--file "$build/ftctl:/bin/ftctl" --file "$build/vmtest.test:/bin/vmtest.test" \
-		--module drivers/net/dummy --module fs/nls/nls_utf8 "${extra[@]+"${extra[@]}"}"
-	rc=$?
-	secs=$(( ($(date +%s%N) - start) / 1000000 ))
+	echo "===== kernel $k: console ====="
+	cat "$log"
+	cat "$build/vmtest-$k.runner" >&2
 	p=$(grep -a -c -E '^--- PASS: ' "$log")
 	f=$(grep -a -c -E '^--- FAIL: ' "$log")
 	s=$(grep -a -c -E '^--- SKIP: ' "$log")
 	boot=$(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]* uptime=[0-9.]*' "$log" | sed 's/.*uptime=//')
 	done_at=$(grep -a -o 'FTCTL-VM-RESULT rc=[0-9]* uptime=[0-9.]*' "$log" | sed 's/.*uptime=//')
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
-	line="kernel $k ($(grep -a -o 'vmtest: kernel .*' "$log" | head -n1 | sed 's/vmtest: kernel //')): $p passed, $f failed, $s skipped; boot to /init ${boot:-?}s, guest done at ${done_at:-?}s, whole run $((secs / 1000)).$(printf %03d $((secs % 1000)))s"
-	if [ "$rc" != 0 ] || [ "$p" = 0 ]; then
+	ms=${secs[$k]}
+	line="kernel $k ($(grep -a -o 'vmtest: kernel .*' "$log" | head -n1 | sed 's/vmtest: kernel //')): $p passed, $f failed, $s skipped; boot to /init ${boot:-?}s, guest done at ${done_at:-?}s, whole run $((ms / 1000)).$(printf %03d $((ms % 1000)))s"
+	if [ "${rc[$k]}" != 0 ] || [ "$p" = 0 ]; then
 		status=1
-		line="$line: FAILED (exit $rc)"
+		line="$line: FAILED (exit ${rc[$k]})"
 	fi
 	summary+=("$line")
 done
