@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -354,5 +355,30 @@ func TestPatternsFromFile(t *testing.T) {
 	}
 	if code, _, _ := run(t, "--tracefs", root, "functions", "--from-file", "/nonexistent"); code != 2 {
 		t.Fatalf("missing file: %d", code)
+	}
+}
+
+// brokenPipe accepts a few bytes, then fails like a closed pipe (| head).
+type brokenPipe struct{ left int }
+
+func (b *brokenPipe) Write(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, &os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}
+	}
+	if len(p) > b.left {
+		n := b.left
+		b.left = 0
+		return n, &os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}
+	}
+	b.left -= len(p)
+	return len(p), nil
+}
+
+func TestClosedStdoutEndsQuietly(t *testing.T) {
+	root := fakeRootWithFunctions(t)
+	var errb bytes.Buffer
+	code := Run(context.Background(), []string{"--tracefs", root, "functions"}, strings.NewReader(""), &brokenPipe{left: 100}, &errb)
+	if code != 0 || errb.Len() != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }

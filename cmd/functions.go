@@ -56,7 +56,6 @@ static functions is listed once per record.`,
 				return nil
 			}
 			w := bufio.NewWriterSize(g.Out, 64*1024)
-			defer w.Flush()
 			if g.JSON() {
 				w.WriteString("[")
 				for n, i := range recs {
@@ -67,17 +66,21 @@ static functions is listed once per record.`,
 					fmt.Fprintf(w, "\n  {\"name\": %s, \"module\": %s, \"index\": %d}", jsonString(k.Name), jsonString(k.Module), i)
 				}
 				w.WriteString("\n]\n")
-				return nil
+				return w.Flush()
 			}
 			for _, i := range recs {
 				k := ix.Key(i)
+				var err error
 				if k.Module != "" {
-					fmt.Fprintf(w, "%7d  %s [%s]\n", i, safe(k.Name), safe(k.Module))
+					_, err = fmt.Fprintf(w, "%7d  %s [%s]\n", i, safe(k.Name), safe(k.Module))
 				} else {
-					fmt.Fprintf(w, "%7d  %s\n", i, safe(k.Name))
+					_, err = fmt.Fprintf(w, "%7d  %s\n", i, safe(k.Name))
+				}
+				if err != nil {
+					return err // EPIPE from | head: Run ends quietly
 				}
 			}
-			return nil
+			return w.Flush()
 		},
 	}
 	pf.register(c)

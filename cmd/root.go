@@ -194,6 +194,9 @@ func Main() int {
 // Run runs ftctl with args and IO streams; SIGINT, SIGTERM and SIGHUP cancel the command's
 // context, and an interrupted command exits 130.
 func Run(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) int {
+	// A closed stdout (| head) makes writes fail with EPIPE instead of killing ftctl: the
+	// command ends quietly with exit 0 (see below).
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	g := &Globals{In: in, Out: out, Err: errw}
