@@ -73,9 +73,7 @@ func readPatternFile(in io.Reader, name string) ([]string, error) {
 		if i := strings.IndexByte(line, '#'); i >= 0 {
 			line = line[:i]
 		}
-		for _, w := range strings.Fields(line) {
-			out = append(out, w)
-		}
+		out = append(out, strings.Fields(line)...)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, InvalidInput(fmt.Errorf("--from-file %s: %w", name, err))
