@@ -23,6 +23,8 @@ vet:
 	@unformatted=$$(gofmt -l $(GOFILES)); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags vmtest ./vmtest
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags vmtest ./vmtest
 
 # Unit tests only (no VM): fast, and what `make test` runs first.
 unit: vet
