@@ -260,7 +260,7 @@ func applyChanges(ctx context.Context, g *Globals, changes []filters.Change, che
 			return err
 		}
 	}
-	ap := &filters.Applier{In: in, Top: fs.Top(), Notice: g.Notice, ByName: !fs.DetectFeatures().IndexWrites}
+	ap := &filters.Applier{In: in, Top: fs.Top(), Notice: g.Notice, ByName: !fs.IndexWrites()}
 	if os.Getenv("FTCTL_TIMING") != "" {
 		ap.Timing = func(phase string, d time.Duration) {
 			fmt.Fprintf(g.Err, "ftctl: timing: %s %.6f\n", phase, d.Seconds())

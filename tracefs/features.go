@@ -15,10 +15,8 @@ type Features struct {
 	UprobeEvents  bool // uprobe_events
 	DynamicEvents bool // dynamic_events (5.0)
 	DynamicFtrace bool // set_ftrace_filter exists (CONFIG_DYNAMIC_FTRACE)
-	// IndexWrites: set_ftrace_filter accepts line numbers of available_filter_functions (5.1).
-	// No file or README line announces it; error_log arrived one release later (5.2), so its
-	// presence implies index writes. The filter swap still falls back to names if a kernel
-	// answers a number with EINVAL.
+	// IndexWrites: set_ftrace_filter accepts line numbers of available_filter_functions
+	// (see FS.IndexWrites); without them the filter swap writes names.
 	IndexWrites    bool
 	FtracePid      bool // set_ftrace_pid
 	FunctionFork   bool // options/function-fork (set_ftrace_pid follows children)
@@ -94,7 +92,7 @@ func (f *FS) DetectFeatures() Features {
 		FunctionFork:  top.Has("options/function-fork"),
 		RecordTgid:    top.Has("options/record-tgid"),
 	}
-	ft.IndexWrites = ft.DynamicFtrace && ft.ErrorLog
+	ft.IndexWrites = f.IndexWrites()
 	if b, err := top.ReadFile("README"); err == nil {
 		ft.Probe, ft.TracefsGid = ParseReadme(string(b))
 	}
@@ -109,6 +107,14 @@ func (f *FS) DetectFeatures() Features {
 		}
 	}
 	return ft
+}
+
+// IndexWrites is Features.IndexWrites without reading the README: set_ftrace_filter takes line
+// numbers of available_filter_functions (5.1). Nothing announces it; error_log arrived one release
+// later (5.2), so both files present imply it. The filter commands ask this on every run.
+func (f *FS) IndexWrites() bool {
+	top := f.Top()
+	return top.Has("set_ftrace_filter") && top.Has("error_log")
 }
 
 // Names lists the present features as stable identifiers (for `ftctl status` and -o json).

@@ -97,9 +97,8 @@ func OwnedGroup(group string) bool {
 // differ. kb is the size tracing will use; allocated is false in the "expanded" case.
 func BufferSize(s string) (kb int, allocated bool, ok bool) {
 	s = strings.TrimSpace(s)
-	if before, after, found := strings.Cut(s, "(expanded:"); found {
+	if _, after, found := strings.Cut(s, "(expanded:"); found {
 		n, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(after), ")")))
-		_ = before
 		return n, false, err == nil
 	}
 	n, err := strconv.Atoi(s)

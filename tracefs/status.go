@@ -72,11 +72,12 @@ var absentHints = map[string]string{
 }
 
 // topControlFiles are probed once for the top level (those that exist only there) and
-// instanceControlFiles for every trace array. Probing = open for read and close; files whose
+// instanceControlFiles for every trace array, besides the files status reads anyway
+// (set_ftrace_filter, set_event...). Probing = open for read and close; files whose
 // open has side effects (trace pauses tracing; trace_pipe claims the reader) are only stat'ed.
 var (
 	topControlFiles      = []string{"available_filter_functions", "kprobe_events", "dynamic_events", "uprobe_events", "error_log", "instances"}
-	instanceControlFiles = []string{"set_ftrace_filter", "set_ftrace_notrace", "set_ftrace_pid", "trace_pipe", "trace_marker"}
+	instanceControlFiles = []string{"set_ftrace_pid", "trace_pipe", "trace_marker"}
 	statOnly             = map[string]bool{"trace_pipe": true, "trace_marker": true, "instances": true}
 )
 
@@ -234,9 +235,6 @@ func (in *Instance) status() InstanceStatus {
 		sort.Strings(s.Events)
 	}
 	for _, file := range instanceControlFiles {
-		if file == "set_ftrace_filter" || file == "set_ftrace_notrace" {
-			continue // read above
-		}
 		var err error
 		if statOnly[file] {
 			_, err = in.Stat(file)
