@@ -1,7 +1,12 @@
-// Package probes will hold the kprobe_events grammar: a parser and validator for every form the
-// kernel accepts (gated on the features the running kernel's README announces), a formatter,
-// and the translation of the kernel's error_log diagnosis back onto the user's text.
+// Package probes is the kprobe_events grammar: a parser and validator for the forms the kernel
+// accepts (p, r[MAXACTIVE], SYM%return, -:, [MOD:]SYM[+offs], MEMADDR, every FETCHARG and
+// TYPE), gated on the features the running kernel's tracefs README announces; a formatter; and
+// the translation of the kernel's own error_log diagnosis back onto the user's text.
 //
-// Not built yet: see the issue "kprobe events: validated definitions, the kernel's own
-// diagnosis, ownership and safe removal".
+// The parser is a port of the kernel's (kernel/trace/trace_kprobe.c __trace_kprobe_create and
+// kernel/trace/trace_probe.c traceprobe_parse_probe_arg and friends, 6.1 to 6.12), with the
+// kernel's error messages and caret positions, so that what ftctl refuses before writing is
+// explained the way the kernel would explain it. It is deliberately never stricter than the
+// kernel: what depends on information only the kernel has (symbols, BTF types, registered
+// events) is left to the kernel, whose error_log is then shown under the user's text.
 package probes
