@@ -168,6 +168,7 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 		NewCmdFunctions(g),
 		NewCmdFilter(g, filters.FilterFile),
 		NewCmdFilter(g, filters.NotraceFile),
+		NewCmdProbe(g),
 	)
 	return root
 }

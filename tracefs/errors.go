@@ -157,7 +157,10 @@ func (f *FS) opError(op, path, data string, err error) error {
 		} else {
 			e.Class = ErrRejected
 		}
-	case unix.EINVAL, unix.EEXIST, unix.E2BIG, unix.ENOSPC, unix.ENOMEM, unix.ENAMETOOLONG, unix.ERANGE:
+	case unix.EINVAL, unix.EEXIST, unix.E2BIG, unix.ENOSPC, unix.ENOMEM, unix.ENAMETOOLONG, unix.ERANGE,
+		unix.EILSEQ, unix.EADDRNOTAVAIL, unix.EOPNOTSUPP:
+		// EILSEQ: a kprobe offset not on an instruction boundary; EADDRNOTAVAIL: a symbol
+		// that is not unique (6.6+); EOPNOTSUPP: BTF arguments without BTF.
 		e.Class = ErrRejected
 	default:
 		e.Class = ErrIO

@@ -82,3 +82,13 @@ func ModulesFingerprint() string {
 	}
 	return out.String()
 }
+
+// ProcessAlive reports whether a process with this pid exists (/proc/PID). A pid reused by
+// another process counts as alive: callers use it to leave a possibly live session alone.
+func ProcessAlive(pid string) bool {
+	if pid == "" || strings.Trim(pid, "0123456789") != "" {
+		return false
+	}
+	_, err := os.Stat("/proc/" + pid)
+	return err == nil
+}

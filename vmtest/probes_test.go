@@ -6,8 +6,12 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/tracefs"
@@ -130,4 +134,178 @@ func TestProbeCorpus(t *testing.T) {
 			t.Errorf("corpus left probe %s behind", k)
 		}
 	}
+}
+
+// otherProbe defines a probe of another group that every ftctl probe command must leave alone.
+func otherProbe(t *testing.T) string {
+	t.Helper()
+	write(t, "kprobe_events", "p:othergrp/keep vfs_read\n")
+	removeProbeLater(t, "othergrp", "keep")
+	return "p:othergrp/keep vfs_read"
+}
+
+func checkOtherProbe(t *testing.T, def string) {
+	t.Helper()
+	if !strings.Contains(read(t, "kprobe_events"), def) {
+		t.Errorf("another group's probe %q was touched:\n%s", def, read(t, "kprobe_events"))
+	}
+}
+
+// readPipeUntil reads an instance's trace_pipe (non-blocking, polled) until a line contains
+// want, or the deadline passes.
+func readPipeUntil(t *testing.T, instance, want string, trigger func()) string {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(tracing, "instances", instance, "trace_pipe"), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var got strings.Builder
+	buf := make([]byte, 64<<10)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		trigger()
+		n, _ := f.Read(buf)
+		got.Write(buf[:max(n, 0)])
+		for _, line := range strings.Split(got.String(), "\n") {
+			if strings.Contains(line, want) {
+				return line
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("no trace_pipe line with %q in 20s; read:\n%s", want, got.String())
+	return ""
+}
+
+func TestProbeLifecycle(t *testing.T) {
+	other := otherProbe(t)
+	removeProbeLater(t, "ftctl", "vmopen")
+	removeInstanceLater(t, "vmprobe")
+	r := ftctlRun(t, "probe", "add", "p:vmopen do_sys_openat2 path=+0(%si):string")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "ftctl/vmopen" {
+		t.Fatalf("add: %v", r)
+	}
+	if !strings.Contains(read(t, "kprobe_events"), "p:ftctl/vmopen do_sys_openat2 path=+0(%si):string") {
+		t.Fatalf("kprobe_events:\n%s", read(t, "kprobe_events"))
+	}
+	r = ftctlRun(t, "probe", "list", "-o", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"name": "ftctl/vmopen"`) || !strings.Contains(r.stdout, `"owner": "other"`) {
+		t.Fatalf("list: %v", r)
+	}
+	r = ftctlRun(t, "probe", "enable", "vmopen", "-B", "vmprobe")
+	if r.code != 0 || strings.TrimSpace(read(t, "instances/vmprobe/events/ftctl/vmopen/enable")) != "1" {
+		t.Fatalf("enable: %v", r)
+	}
+	r = ftctlRun(t, "probe", "list")
+	if !strings.Contains(r.stdout, "vmprobe") {
+		t.Errorf("list does not say where the probe is enabled:\n%s", r.stdout)
+	}
+	marker := "/tmp/ftctl-probe-marker-42"
+	line := readPipeUntil(t, "vmprobe", marker, func() { os.Open(marker) })
+	if !strings.Contains(line, "vmopen:") || !strings.Contains(line, `path="`+marker+`"`) {
+		t.Errorf("event line: %q", line)
+	}
+	r = ftctlRun(t, "probe", "format", "vmopen")
+	if r.code != 0 || !strings.Contains(r.stdout, "path") || !strings.Contains(r.stdout, "__data_loc char[]") {
+		t.Errorf("format: %v", r)
+	}
+	r = ftctlRun(t, "probe", "disable", "vmopen", "-B", "vmprobe")
+	if r.code != 0 || strings.TrimSpace(read(t, "instances/vmprobe/events/ftctl/vmopen/enable")) != "0" {
+		t.Fatalf("disable: %v", r)
+	}
+	r = ftctlRun(t, "probe", "remove", "vmopen")
+	if r.code != 0 || strings.Contains(read(t, "kprobe_events"), "vmopen") {
+		t.Fatalf("remove: %v\n%s", r, read(t, "kprobe_events"))
+	}
+	r = ftctlRun(t, "probe", "remove", "vmopen")
+	if r.code != 0 || !strings.Contains(r.stderr, "already removed") {
+		t.Errorf("second remove: %v", r)
+	}
+	checkOtherProbe(t, other)
+}
+
+// An enabled probe (top level and an instance) is removed without the user seeing EBUSY.
+func TestProbeRemoveEnabled(t *testing.T) {
+	other := otherProbe(t)
+	removeProbeLater(t, "ftctl", "busy")
+	removeInstanceLater(t, "vmbusy")
+	if r := ftctlRun(t, "probe", "add", "p:busy vfs_read", "--enable"); r.code != 0 {
+		t.Fatalf("add: %v", r)
+	}
+	if r := ftctlRun(t, "probe", "enable", "busy", "-B", "vmbusy"); r.code != 0 {
+		t.Fatalf("enable: %v", r)
+	}
+	// The naive way fails: the kernel refuses to delete an enabled probe.
+	if err := topFS(t).Top().Write("kprobe_events", "-:ftctl/busy\n"); !errors.Is(err, tracefs.ErrBusy) {
+		t.Fatalf("deleting an enabled probe by hand: %v, want EBUSY", err)
+	}
+	r := ftctlRun(t, "probe", "remove", "busy")
+	if r.code != 0 || strings.Contains(read(t, "kprobe_events"), "ftctl/busy") {
+		t.Fatalf("remove: %v\n%s", r, read(t, "kprobe_events"))
+	}
+	checkOtherProbe(t, other)
+	// Disabling another group's enabled probe is refused unless named with its group.
+	write(t, "events/othergrp/keep/enable", "1")
+	r = ftctlRun(t, "probe", "remove", "keep")
+	if r.code != 2 || !strings.Contains(r.stderr, "othergrp/keep") {
+		t.Errorf("remove of another group's probe by bare name: %v", r)
+	}
+	if r = ftctlRun(t, "probe", "remove", "--all-owned"); r.code != 0 {
+		t.Errorf("--all-owned: %v", r)
+	}
+	checkOtherProbe(t, other)
+	write(t, "events/othergrp/keep/enable", "0")
+}
+
+// What only the kernel can judge: its error_log message, the caret under the user's text.
+func TestProbeKernelRejects(t *testing.T) {
+	other := otherProbe(t)
+	removeProbeLater(t, "ftctl", "dup")
+	removeProbeLater(t, "ftctl", "filt")
+	// Unknown symbol, written with extra spaces: caret under the user's "vfs_raed", close names.
+	def := "p:typo    vfs_raed"
+	r := ftctlRun(t, "probe", "add", def)
+	if r.code != 3 || !strings.Contains(r.stderr, "Invalid probed address or symbol") || !strings.Contains(r.stderr, "vfs_read") {
+		t.Fatalf("unknown symbol: %v", r)
+	}
+	t.Logf("unknown symbol:\n%s", r.stderr)
+	wantCaret := "    " + def + "\n" + strings.Repeat(" ", 4+strings.Index(def, "vfs_raed")) + "^"
+	if !strings.Contains(r.stderr, wantCaret) {
+		t.Errorf("caret not under the user's text; want\n%s\ngot\n%s", wantCaret, r.stderr)
+	}
+	// A BTF name the function does not have (6.12), or no BTF names at all (6.1: refused
+	// before writing, exit 2).
+	r = ftctlRun(t, "probe", "add", "p:btf vfs_read  nosuchparam")
+	t.Logf("BTF:\n%s", r.stderr)
+	if topFS(t).DetectFeatures().Probe.BTFArgs {
+		want := "    p:btf vfs_read  nosuchparam\n" + strings.Repeat(" ", 4+len("p:btf vfs_read  ")) + "^"
+		if r.code != 3 || !strings.Contains(r.stderr, "not found") || !strings.Contains(r.stderr, want) {
+			t.Errorf("BTF name: %v\nwant caret\n%s", r, want)
+		}
+	} else if r.code != 2 || !strings.Contains(r.stderr, "BTF") {
+		t.Errorf("BTF name without BTF: %v", r)
+	}
+	// EEXIST names the existing probe.
+	if r = ftctlRun(t, "probe", "add", "p:dup vfs_read"); r.code != 0 {
+		t.Fatalf("add: %v", r)
+	}
+	r = ftctlRun(t, "probe", "add", "p:dup vfs_write x=%di")
+	t.Logf("EEXIST:\n%s", r.stderr)
+	if r.code != 3 || !strings.Contains(r.stderr, "p:ftctl/dup vfs_read") {
+		t.Errorf("EEXIST: %v", r)
+	}
+	// A filter the kernel refuses: exit 3 and the probe is removed again.
+	r = ftctlRun(t, "probe", "add", "p:filt vfs_read x=%di", "--filter", "nosuchfield == 1", "--enable")
+	t.Logf("bad filter:\n%s", r.stderr)
+	if r.code != 3 || strings.Contains(read(t, "kprobe_events"), "ftctl/filt") {
+		t.Errorf("bad filter: %v\n%s", r, read(t, "kprobe_events"))
+	}
+	// No event name: the kernel names it and ftctl prints the name.
+	removeProbeLater(t, "ftctl", "p_vfs_write_0")
+	r = ftctlRun(t, "probe", "add", "p vfs_write")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "ftctl/p_vfs_write_0" {
+		t.Errorf("auto name: %v", r)
+	}
+	checkOtherProbe(t, other)
 }

@@ -1,0 +1,461 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ftctl/ftctl/probes"
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// NewCmdProbe builds `ftctl probe add|list|remove|enable|disable|format`.
+func NewCmdProbe(g *Globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "probe",
+		Aliases: []string{"probes", "kprobe"},
+		Short:   "Define, list, enable and remove kprobes",
+		Long: `kprobes trace any kernel function (or instruction) with the arguments you choose, through
+kprobe_events. ftctl checks a definition against the grammar this kernel's tracefs README
+announces before anything is written, with the kernel's own wording and a caret under the
+offending text; what only the kernel can judge (symbols, BTF types) is shown from the kernel's
+error_log, its caret moved under what you typed.
+
+Definitions are kprobe_events syntax:
+  p[:[GROUP/]EVENT] [MOD:]SYM[+OFFS]|ADDR [ARGS]      a kprobe
+  r[MAXACTIVE][:[GROUP/]EVENT] SYM [ARGS]             a kretprobe (or p ... SYM%return)
+  ARG: [NAME=]FETCHARG[:TYPE]   FETCHARG: %REG $stackN $stack $retval $comm $argN @ADDR
+       @SYM[+|-OFFS] +|-[u]OFFS(FETCHARG) \IMM \"STR" and, with BTF, parameter names,
+       $arg* and ->fields   TYPE: u8..u64 s8..s64 x8..x64 char string ustring symstr
+       symbol b<W>@<O>/<SIZE> %pd %pD TYPE[N]
+Without a group, probes go to group "ftctl"; without an event name, the kernel names the event
+and ftctl prints the name. Probes of other groups are listed but changed only when named with
+their group. kprobe_events is only ever appended to (never truncated: that deletes every probe
+on the system), and removal disables the event everywhere first.`,
+		Args: args(cobra.NoArgs),
+	}
+	c.AddCommand(newCmdProbeAdd(g), newCmdProbeList(g), newCmdProbeRemove(g),
+		newCmdProbeEnable(g, true), newCmdProbeEnable(g, false), newCmdProbeFormat(g))
+	return c
+}
+
+// ProbeAddOptions are the inputs of `ftctl probe add`.
+type ProbeAddOptions struct {
+	G          *Globals
+	Definition string
+	Filter     string
+	Enable     bool
+}
+
+func newCmdProbeAdd(g *Globals) *cobra.Command {
+	opts := &ProbeAddOptions{G: g}
+	c := &cobra.Command{
+		Use:   "add DEFINITION",
+		Short: "Define a kprobe or kretprobe",
+		Long: `Define a kprobe. The definition is checked against this kernel's probe grammar first: a
+mistake exits 2 with a caret under it and nothing written. The kernel can still refuse (an
+unknown symbol, an argument BTF does not know, a probe that exists): ftctl then shows the
+kernel's own error_log message under your text, names the existing probe or close symbol
+names, and exits 3. With --filter or --enable, a failure of either removes the probe again.
+
+The definition may be given as one quoted argument or as several words.`,
+		Example: `  sudo ftctl probe add 'p:myopen do_sys_openat2 dfd=%di filename=+0(%si):string'
+  sudo ftctl probe add 'r:myret vfs_read ret=$retval' --enable
+  sudo ftctl probe add 'p vfs_read count pos'             # BTF names (6.x kernels with BTF)
+  sudo ftctl probe add 'r4:ftctl/ret vfs_write%return ret=$retval:s64' -B incident
+  sudo ftctl probe add 'p:ftctl/opens do_sys_openat2 f=+0(%si):string' --filter 'f ~ "/etc/*"' --enable`,
+		Args: args(cobra.MinimumNArgs(1)),
+		RunE: func(c *cobra.Command, words []string) error {
+			opts.Definition = strings.Join(words, " ")
+			return probeAddRun(c.Context(), opts)
+		},
+	}
+	c.Flags().StringVar(&opts.Filter, "filter", "", "event filter `EXPR` for the new event (events/GROUP/EVENT/filter)")
+	c.Flags().BoolVar(&opts.Enable, "enable", false, "enable the event (in the -B instance, else the top level)")
+	return c
+}
+
+func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
+	g := opts.G
+	fs, err := g.FS()
+	if err != nil {
+		return err
+	}
+	if !fs.Top().Has("kprobe_events") {
+		return &tracefs.Error{Op: "open", Path: fs.Path("kprobe_events"), Class: tracefs.ErrUnavailable,
+			Reason: "this kernel has no kprobe events (CONFIG_KPROBE_EVENTS)"}
+	}
+	m := probes.NewManager(fs)
+	d, err := m.Parser.Parse(opts.Definition)
+	if err != nil {
+		return InvalidInput(syntaxError(err))
+	}
+	if d.Kind == probes.Delete {
+		return InvalidInput(fmt.Errorf("%q removes a probe: use ftctl probe remove", opts.Definition))
+	}
+	if len(d.Args) > probes.MaxArgs {
+		return InvalidInput(fmt.Errorf("%d arguments: the kernel records at most %d (6.12 refuses more, older kernels silently drop the rest)", len(d.Args), probes.MaxArgs))
+	}
+	fs, lock, err := g.BeginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	aopt := probes.AddOptions{Filter: opts.Filter, Enable: opts.Enable}
+	if opts.Filter != "" || opts.Enable {
+		if aopt.Instance, err = g.WriteInstance(fs); err != nil {
+			return err
+		}
+	}
+	a, err := m.Add(ctx, d, aopt)
+	if err != nil {
+		var re *probes.RejectedError
+		if errors.As(err, &re) {
+			return rejectedError(re)
+		}
+		return err
+	}
+	if g.JSON() {
+		return writeJSON(g.Out, map[string]any{
+			"group": a.Group, "event": a.Event, "name": a.Group + "/" + a.Event,
+			"written": a.Written, "definitions": nonNil(a.Lines), "enabled": opts.Enable,
+			"instance": g.Instance, "filter": opts.Filter,
+		})
+	}
+	if g.DryRun {
+		return nil
+	}
+	fmt.Fprintf(g.Out, "%s/%s\n", safe(a.Group), safe(a.Event))
+	if d.Event == "" {
+		g.Notice("the kernel named the event %s/%s", safe(a.Group), safe(a.Event))
+	}
+	if opts.Enable {
+		g.Notice("enabled %s/%s in the %s", safe(a.Group), safe(a.Event), labelOf(g.Instance))
+	}
+	return nil
+}
+
+func labelOf(instance string) string {
+	if instance == "" {
+		return "top level"
+	}
+	return fmt.Sprintf("instance %q", instance)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// syntaxError renders a refused definition: the message, the definition with a caret under
+// the offending text, and a hint.
+func syntaxError(err error) error {
+	var se *probes.SyntaxError
+	if !errors.As(err, &se) {
+		return err
+	}
+	msg := "invalid probe definition: " + se.Msg + "\n" + probes.Caret("  ", safeKeepWidth(se.Source), se.Pos)
+	if se.Hint != "" {
+		msg += "\n" + se.Hint
+	}
+	return errors.New(msg)
+}
+
+// safeKeepWidth replaces control characters one for one, so that a caret stays under its
+// character.
+func safeKeepWidth(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// probeRejected keeps the tracefs error (exit 3) under a message that explains it.
+type probeRejected struct {
+	msg string
+	err error
+}
+
+func (e *probeRejected) Error() string { return e.msg }
+func (e *probeRejected) Unwrap() error { return e.err }
+
+func rejectedError(re *probes.RejectedError) error {
+	var b strings.Builder
+	b.WriteString("the kernel rejected the probe definition")
+	var te *tracefs.Error
+	if errors.As(re.Err, &te) && te.Errno != nil {
+		fmt.Fprintf(&b, " (%v)", te.Errno)
+	}
+	if d := re.Diagnosis; d != nil {
+		b.WriteString("\n  kernel error_log: " + safe(d.Message))
+		if d.Pos >= 0 {
+			b.WriteString("\n" + probes.Caret("    ", safeKeepWidth(d.Source), d.Pos))
+		}
+	}
+	if len(re.Existing) > 0 {
+		b.WriteString("\n  a probe of that name already exists:")
+		for _, l := range re.Existing {
+			b.WriteString("\n    " + safe(l))
+		}
+		b.WriteString("\n  remove it first (ftctl probe remove NAME) or choose another event name")
+	}
+	if len(re.Suggestions) > 0 {
+		b.WriteString("\n  no such symbol; close function names: " + safe(strings.Join(re.Suggestions, ", ")))
+	}
+	if re.Diagnosis == nil && len(re.Existing) == 0 {
+		b.WriteString("\n  " + safe(re.Err.Error()))
+	}
+	b.WriteString("\n  ftctl wrote: " + safe(re.Written))
+	return &probeRejected{msg: b.String(), err: re.Err}
+}
+
+func newCmdProbeList(g *Globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List every kprobe: its definition, owner and where it is enabled",
+		Long: `List every kprobe of the system (kprobe_events), with its owner: "ftctl" for the groups ftctl
+uses (ftctl, and ftctl_PID for trace sessions), "other" for everything else, and the trace
+arrays it is enabled in. Read only.`,
+		Example: `  sudo ftctl probe list
+  sudo ftctl probe list -o json | jq -r '.[] | select(.owner == "ftctl") | .name'`,
+		Args: args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			fs, err := g.FS()
+			if err != nil {
+				return err
+			}
+			list, err := probes.NewManager(fs).List()
+			if err != nil {
+				return err
+			}
+			if g.JSON() {
+				type jp struct {
+					Name string `json:"name"`
+					probes.Probe
+				}
+				out := []jp{}
+				for _, p := range list {
+					out = append(out, jp{p.Name(), p})
+				}
+				return writeJSON(g.Out, out)
+			}
+			if len(list) == 0 {
+				g.Notice("no kprobes")
+				return nil
+			}
+			tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tTYPE\tOWNER\tENABLED IN\tDEFINITION")
+			for _, p := range list {
+				var where []string
+				for _, w := range p.EnabledIn {
+					if w == "" {
+						w = "(top)"
+					}
+					where = append(where, w)
+				}
+				en := strings.Join(where, ",")
+				if en == "" {
+					en = "-"
+				}
+				typ := p.Type
+				if typ == "" {
+					typ = "?"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safe(p.Name()), typ, p.Owner, safe(en), safe(p.Definition))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func newCmdProbeRemove(g *Globals) *cobra.Command {
+	var allOwned bool
+	c := &cobra.Command{
+		Use:   "remove NAME... | --all-owned",
+		Short: "Remove kprobes (disabled everywhere first; already gone is fine)",
+		Long: `Remove kprobes. NAME is GROUP/EVENT, or EVENT for ftctl's group; a probe of another group
+must be named with its group. Each probe is first disabled in every trace array where it is
+enabled (the kernel refuses to delete an enabled probe), then deleted with "-:GROUP/EVENT".
+A probe that does not exist (any more) is reported and counts as removed.
+
+--all-owned removes the probes of group ftctl and those of ftctl trace sessions whose process
+is gone (groups ftctl_PID); a live session's probes are left to it.`,
+		Example: `  sudo ftctl probe remove myopen
+  sudo ftctl probe remove kprobes/theirs      # another group: only when named
+  sudo ftctl probe remove --all-owned`,
+		RunE: func(c *cobra.Command, names []string) error {
+			if allOwned == (len(names) > 0) {
+				return InvalidInput(errors.New("give probe names or --all-owned (not both)"))
+			}
+			fs, lock, err := g.BeginWrite(c.Context())
+			if err != nil {
+				return err
+			}
+			defer lock.Unlock()
+			m := probes.NewManager(fs)
+			list, err := m.List()
+			if err != nil {
+				return err
+			}
+			type target struct{ group, event string }
+			var targets []target
+			if allOwned {
+				seen := map[string]bool{}
+				for _, p := range list {
+					if seen[p.Name()] || !tracefs.OwnedGroup(p.Group) {
+						continue
+					}
+					seen[p.Name()] = true
+					if p.Group != probes.DefaultGroup && sessionAlive(p.Group) {
+						g.Notice("leaving %s: its trace session (pid %s) is running", safe(p.Name()), strings.TrimPrefix(p.Group, "ftctl_"))
+						continue
+					}
+					targets = append(targets, target{p.Group, p.Event})
+				}
+			} else {
+				for _, n := range names { // resolve all before removing any
+					grp, ev, err := probes.Resolve(list, n)
+					switch {
+					case errors.Is(err, probes.ErrNoProbe):
+						g.Notice("%s: no such probe (already removed)", safe(grp+"/"+ev))
+						continue
+					case err != nil:
+						return InvalidInput(err)
+					}
+					targets = append(targets, target{grp, ev})
+				}
+			}
+			removed := []string{}
+			for _, t := range targets {
+				if err := m.Remove(c.Context(), t.group, t.event); err != nil {
+					return err
+				}
+				removed = append(removed, t.group+"/"+t.event)
+				if !g.JSON() && !g.DryRun {
+					fmt.Fprintf(g.Out, "removed %s\n", safe(t.group+"/"+t.event))
+				}
+			}
+			if g.JSON() {
+				return writeJSON(g.Out, map[string]any{"removed": removed})
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&allOwned, "all-owned", false, "remove every probe of ftctl's groups (not those of running trace sessions)")
+	return c
+}
+
+func newCmdProbeEnable(g *Globals, on bool) *cobra.Command {
+	verb, short := "enable", "Enable a kprobe's event in the top level or the -B instance"
+	if !on {
+		verb, short = "disable", "Disable a kprobe's event in the top level or the -B instance"
+	}
+	return &cobra.Command{
+		Use:     verb + " NAME...",
+		Short:   short,
+		Example: fmt.Sprintf("  sudo ftctl probe %s myopen\n  sudo ftctl probe %s ftctl/myopen -B incident", verb, verb),
+		Args:    args(cobra.MinimumNArgs(1)),
+		RunE: func(c *cobra.Command, names []string) error {
+			fs, lock, err := g.BeginWrite(c.Context())
+			if err != nil {
+				return err
+			}
+			defer lock.Unlock()
+			m := probes.NewManager(fs)
+			list, err := m.List()
+			if err != nil {
+				return err
+			}
+			type target struct{ group, event string }
+			var targets []target
+			for _, n := range names {
+				grp, ev, err := probes.Resolve(list, n)
+				if err != nil {
+					return InvalidInput(err)
+				}
+				targets = append(targets, target{grp, ev})
+			}
+			var in *tracefs.Instance
+			if on {
+				in, err = g.WriteInstance(fs)
+			} else {
+				in, err = g.ReadInstance(fs)
+			}
+			if err != nil {
+				return err
+			}
+			for _, t := range targets {
+				if err := m.Enable(in, t.group, t.event, on); err != nil {
+					return err
+				}
+				if !g.DryRun {
+					g.Notice("%sd %s in the %s", verb, safe(t.group+"/"+t.event), in.Label())
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func newCmdProbeFormat(g *Globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "format NAME",
+		Short: "Show a kprobe event's fields (its format file)",
+		Long: `Show the fields the kernel records for a kprobe event, from events/GROUP/EVENT/format: the
+names to use in --filter expressions and what ftctl stream shows. Common fields (common_*) are
+listed in JSON only.`,
+		Example: `  sudo ftctl probe format myopen
+  sudo ftctl probe format kprobes/theirs -o json`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, names []string) error {
+			fs, err := g.FS()
+			if err != nil {
+				return err
+			}
+			m := probes.NewManager(fs)
+			list, err := m.List()
+			if err != nil {
+				return err
+			}
+			grp, ev, err := probes.Resolve(list, names[0])
+			if err != nil {
+				return InvalidInput(err)
+			}
+			f, err := m.ReadFormat(grp, ev)
+			if err != nil {
+				return err
+			}
+			if g.JSON() {
+				return writeJSON(g.Out, f)
+			}
+			fmt.Fprintf(g.Out, "%s/%s (id %d)\n", safe(grp), safe(f.Name), f.ID)
+			tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "FIELD\tTYPE\tOFFSET\tSIZE\tSIGNED")
+			for _, fd := range f.Fields {
+				if fd.Common {
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%v\n", safe(fd.Name), safe(fd.Type), fd.Offset, fd.Size, fd.Signed)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.Out, "print fmt: %s\n", safe(f.Print))
+			return nil
+		},
+	}
+}
+
+// sessionAlive says whether the trace session owning group ftctl_PID is still running.
+func sessionAlive(group string) bool {
+	pid := strings.TrimPrefix(group, "ftctl_")
+	return tracefs.ProcessAlive(pid)
+}

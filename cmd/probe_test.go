@@ -1,0 +1,112 @@
+package cmd
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ftctl/ftctl/probes"
+)
+
+func fakeProbeRoot(t *testing.T) string {
+	t.Helper()
+	root := fakeRoot(t)
+	readme, err := os.ReadFile("../tracefs/testdata/6.12/README")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "README"), readme, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// A definition ftctl refuses exits 2 with the kernel's wording and a caret under the mistake,
+// and writes nothing.
+func TestProbeAddRefusedLocally(t *testing.T) {
+	root := fakeProbeRoot(t)
+	before, _ := os.ReadFile(filepath.Join(root, "kprobe_events"))
+	for _, tc := range []struct {
+		args  []string
+		msg   string
+		caret string
+	}{
+		{[]string{"probe", "add", "p:fty vfs_read %zz"}, "Invalid register name", "  p:fty vfs_read %zz\n                 ^"},
+		{[]string{"probe", "add", "p:x", "vfs_read", "x=%di:string"}, "String accepts only memory argument", "  p:x vfs_read x=%di:string\n                     ^"},
+		{[]string{"probe", "add", "--tracefs", "ROOT", "--", "-:ftctl/a"}, "removes a probe", ""},
+	} {
+		args := append([]string{}, tc.args...)
+		if args[2] == "--tracefs" {
+			args[3] = root
+		} else {
+			args = append(args, "--tracefs", root)
+		}
+		code, _, stderr := run(t, args...)
+		if code != 2 || !strings.Contains(stderr, tc.msg) || !strings.Contains(stderr, tc.caret) {
+			t.Errorf("%q: exit %d, stderr:\n%s\nwant exit 2, %q and caret\n%s", tc.args, code, stderr, tc.msg, tc.caret)
+		}
+	}
+	after, _ := os.ReadFile(filepath.Join(root, "kprobe_events"))
+	if string(after) != string(before) {
+		t.Errorf("kprobe_events changed: %q", after)
+	}
+}
+
+func TestProbeListOwnersAndEscaping(t *testing.T) {
+	root := fakeProbeRoot(t)
+	code, out, stderr := run(t, "probe", "list", "--tracefs", root)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "ftctl/a") || !strings.Contains(out, `\x1b`) || strings.Contains(out, "\x1b") {
+		t.Errorf("list:\n%s", out)
+	}
+	code, out, _ = run(t, "probe", "list", "-o", "json", "--tracefs", root)
+	var list []map[string]any
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list) != 2 {
+		t.Fatalf("json: exit %d, %v\n%s", code, err, out)
+	}
+	if list[0]["owner"] != "ftctl" || list[1]["owner"] != "other" || list[0]["type"] != "kprobe" || list[0]["place"] != "vfs_read" {
+		t.Errorf("json list: %v", list)
+	}
+}
+
+// Another group's probe is changed only when named with its group.
+func TestProbeRemoveNeedsGroupForOthers(t *testing.T) {
+	root := fakeProbeRoot(t)
+	os.WriteFile(filepath.Join(root, "kprobe_events"), []byte("p:kprobes/theirs vfs_write\n"), 0o644)
+	code, _, stderr := run(t, "probe", "remove", "theirs", "--tracefs", root)
+	if code != 2 || !strings.Contains(stderr, "kprobes/theirs") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "kprobe_events")); string(b) != "p:kprobes/theirs vfs_write\n" {
+		t.Errorf("kprobe_events changed: %q", b)
+	}
+	code, _, stderr = run(t, "probe", "remove", "nosuch", "--tracefs", root)
+	if code != 0 || !strings.Contains(stderr, "already removed") {
+		t.Errorf("removing a missing probe: exit %d: %s", code, stderr)
+	}
+	code, _, _ = run(t, "probe", "remove", "--tracefs", root)
+	if code != 2 {
+		t.Errorf("remove without names: exit %d", code)
+	}
+}
+
+func TestParseFormatOfFixture(t *testing.T) {
+	f := probes.ParseFormat(`name: myopen
+ID: 1834
+format:
+	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
+	field:unsigned long __probe_ip;	offset:8;	size:8;	signed:0;
+	field:__data_loc char[] path;	offset:16;	size:4;	signed:1;
+	field:u8 arr[4];	offset:20;	size:4;	signed:0;
+
+print fmt: "(%lx) path=\"%s\"", REC->__probe_ip, __get_str(path)
+`)
+	if f.ID != 1834 || len(f.Fields) != 4 || f.Fields[2].Name != "path" || f.Fields[2].Type != "__data_loc char[]" ||
+		f.Fields[3].Type != "u8[4]" || f.Fields[3].Name != "arr" || !f.Fields[0].Common || !f.Fields[2].Signed {
+		t.Errorf("%+v", f)
+	}
+}
