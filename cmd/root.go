@@ -169,6 +169,9 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 		NewCmdFilter(g, filters.FilterFile),
 		NewCmdFilter(g, filters.NotraceFile),
 		NewCmdProbe(g),
+		NewCmdTrace(g, nil),
+		NewCmdReset(g),
+		NewCmdExecGate(),
 	)
 	return root
 }
@@ -213,6 +216,9 @@ func Run(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) 
 	code := ExitCode(err)
 	if errors.Is(err, syscall.EPIPE) { // stdout closed under us (| head): quietly done
 		return ExitOK
+	}
+	if errors.As(err, new(*CommandExit)) { // ftctl trace -- COMMAND: its status, no message
+		return code
 	}
 	msg := err.Error()
 	if !strings.HasSuffix(msg, "\n") {

@@ -126,6 +126,14 @@ func (p Parser) Parse(src string) (*Definition, error) {
 // Source is the text the definition was parsed from.
 func (d *Definition) Source() string { return d.src }
 
+// WithGroup is a copy of the definition in another group (ftctl trace puts a session's probes
+// in its own group).
+func (d *Definition) WithGroup(group string) *Definition {
+	c := *d
+	c.Group = group
+	return &c
+}
+
 // IsReturn reports a return probe (r, or p with SYM%return).
 func (d *Definition) IsReturn() bool { return d.Kind == Kretprobe || d.PercentReturn }
 

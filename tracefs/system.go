@@ -92,3 +92,9 @@ func ProcessAlive(pid string) bool {
 	_, err := os.Stat("/proc/" + pid)
 	return err == nil
 }
+
+// IsTerminal reports whether f is a terminal.
+func IsTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
