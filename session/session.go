@@ -327,10 +327,10 @@ func removeGroup(fs *tracefs.FS, group string) error {
 
 // Leftover is what a dead session left behind.
 type Leftover struct {
-	PID       int      `json:"pid"`
-	Instance  string   `json:"instance,omitempty"` // "" when the instance is gone
-	Group     string   `json:"group,omitempty"`    // "" when it has no probes left
-	Probes    []string `json:"probes"`
+	PID      int      `json:"pid"`
+	Instance string   `json:"instance,omitempty"` // "" when the instance is gone
+	Group    string   `json:"group,omitempty"`    // "" when it has no probes left
+	Probes   []string `json:"probes"`
 }
 
 // Leftovers finds instances ftctl-PID and probe groups ftctl_PID of processes that are gone.
