@@ -2,6 +2,7 @@
 #   make demo    boot a real kernel in qemu and watch ftctl drive it (make sandbox: a shell there)
 #   make test    vet, unit tests, then the integration suite on Debian's 6.1 and 6.12 kernels
 # Kernels are fetched once with apt-get download into $(FTCTL_VM_CACHE) (outside the repo).
+# make && sudo make install installs ftctl, its man pages and shell completions (PREFIX, DESTDIR).
 
 GO      ?= go
 KERNEL  ?= 6.12
@@ -11,13 +12,45 @@ export KERNELS
 
 GOFILES := $(shell find . -name '*.go' -not -path './build/*')
 
-.PHONY: all build unit vet test vmtest vm-deps vm-bins demo sandbox fixtures fuzz bench clean
+# Where make install puts things: under PREFIX, where distributions' shells and man look.
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+MAN1DIR     ?= $(PREFIX)/share/man/man1
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+MANPAGES    := $(wildcard man/*.1)
+
+.PHONY: all build unit vet test vmtest vm-deps vm-bins demo sandbox fixtures fuzz bench docs install uninstall clean
 
 all: build
 
 # A static binary: the same file runs on the host and in the VM.
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BUILD)/ftctl .
+
+# The binary as a file, for install: built only when missing or older than a source, so that
+# `sudo make install` after `make` needs no Go toolchain in root's PATH.
+$(BUILD)/ftctl: $(GOFILES) go.mod go.sum
+	CGO_ENABLED=0 $(GO) build -o $@ .
+
+# Regenerate man/, completions/ and the README's exit-code table from the command tree (a unit
+# test fails until this is run after a command, flag or help text changed).
+docs:
+	$(GO) run ./internal/gendocs
+
+install: $(BUILD)/ftctl
+	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MAN1DIR)" "$(DESTDIR)$(BASHCOMPDIR)" "$(DESTDIR)$(ZSHCOMPDIR)" "$(DESTDIR)$(FISHCOMPDIR)"
+	install -m 0755 $(BUILD)/ftctl "$(DESTDIR)$(BINDIR)/ftctl"
+	install -m 0644 $(MANPAGES) "$(DESTDIR)$(MAN1DIR)/"
+	install -m 0644 completions/ftctl.bash "$(DESTDIR)$(BASHCOMPDIR)/ftctl"
+	install -m 0644 completions/_ftctl "$(DESTDIR)$(ZSHCOMPDIR)/_ftctl"
+	install -m 0644 completions/ftctl.fish "$(DESTDIR)$(FISHCOMPDIR)/ftctl.fish"
+
+# Removes exactly what install put there (the directories stay: they are shared).
+uninstall:
+	rm -f "$(DESTDIR)$(BINDIR)/ftctl" $(foreach p,$(notdir $(MANPAGES)),"$(DESTDIR)$(MAN1DIR)/$(p)") \
+		"$(DESTDIR)$(BASHCOMPDIR)/ftctl" "$(DESTDIR)$(ZSHCOMPDIR)/_ftctl" "$(DESTDIR)$(FISHCOMPDIR)/ftctl.fish"
 
 vet:
 	@unformatted=$$(gofmt -l $(GOFILES)); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,6 +52,12 @@ func TestExitCodeTable(t *testing.T) {
 		if got := ExitCode(c.err); got != c.want {
 			t.Errorf("ExitCode(%v) = %d, want %d", c.err, got, c.want)
 		}
+		if !slices.ContainsFunc(ExitStatuses, func(s ExitStatus) bool { return s.Code == c.want }) {
+			t.Errorf("exit code %d is missing from ExitStatuses, the table README and ftctl(1) show", c.want)
+		}
+	}
+	if !slices.IsSortedFunc(ExitStatuses, func(a, b ExitStatus) int { return a.Code - b.Code }) {
+		t.Error("ExitStatuses is not in ascending order")
 	}
 }
 

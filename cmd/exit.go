@@ -7,7 +7,7 @@ import (
 	"github.com/ftctl/ftctl/tracefs"
 )
 
-// Exit codes: the one table, documented in the README and ftctl(1).
+// Exit codes. What each means for users is in ExitStatuses, the one table.
 const (
 	ExitOK          = 0   // success
 	ExitFailure     = 1   // any other failure
@@ -17,6 +17,24 @@ const (
 	ExitBusy        = 5   // busy: another ftctl holds the lock, or the kernel said EBUSY
 	ExitInterrupted = 130 // interrupted (Ctrl-C, SIGTERM, SIGHUP)
 )
+
+// ExitStatus is one row of the exit-code table.
+type ExitStatus struct {
+	Code    int
+	Meaning string // a sentence fragment, for people: when ftctl exits with Code
+}
+
+// ExitStatuses is the exit-code table, ascending. ExitCode maps errors onto these codes, and
+// make docs prints the table into the README and ftctl(1), so that the three cannot disagree.
+var ExitStatuses = []ExitStatus{
+	{ExitOK, "success"},
+	{ExitFailure, "any other failure (e.g. the kernel's list did not match the plan after a retry; the previous list was restored)"},
+	{ExitInvalid, "invalid input: a bad flag, argument, pattern (or one matching nothing) or instance name, a missing instance for a read, a change that would leave the filter empty, a clear refused while tracing; nothing was changed"},
+	{ExitRejected, "the kernel rejected what was written (its reason is shown, with error_log where it has one)"},
+	{ExitUnavailable, "permission denied, forbidden (lockdown, policy), tracefs not mounted, or a control file or feature this kernel lacks"},
+	{ExitBusy, "busy: another ftctl holds the lock past `--lock-timeout`, or the kernel said EBUSY"},
+	{ExitInterrupted, "interrupted (SIGINT, SIGTERM, SIGHUP)"},
+}
 
 // ErrInvalid marks invalid user input; wrap it (InvalidInput) and the exit code is 2.
 var ErrInvalid = errors.New("invalid input")

@@ -25,6 +25,7 @@ type patternFlags struct {
 func (pf *patternFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&pf.fromFile, "from-file", "", "read patterns from `FILE`, one per line, # comments ('-' for stdin)")
 	c.Flags().BoolVar(&pf.regex, "regex", false, "patterns are Go regular expressions matched against function names (resolved by ftctl)")
+	registerFlagCompletion(c, "from-file", completeFiles)
 }
 
 // compile gathers and compiles the patterns of args and --from-file. Invalid ones are invalid
@@ -81,6 +82,47 @@ func readPatternFile(in io.Reader, name string) ([]string, error) {
 	return out, nil
 }
 
+// patternHelp and swapProtocolHelp are paragraphs of `ftctl filter --help` that ftctl(1) also
+// prints (see ManSections).
+const (
+	patternHelp = `Patterns have the kernel's exact semantics: * ? [...] [!...] and \ escapes, a name selects every
+function of that name (static functions can share one), and PATTERN:mod:MODULE qualifies by
+module (:mod:!MODULE excludes one; *:mod:!* is the core kernel only). ftctl resolves them against
+available_filter_functions itself and writes the kernel the resulting line numbers, so what
+'ftctl functions PATTERN' previews is exactly what is applied. A pattern that matches nothing is
+an error (exit 2) with close names suggested, and nothing is written.`
+
+	swapProtocolHelp = `Changes follow the swap protocol: one open without O_TRUNC per file, additions first, then
+removals, the close as the single commit; then the list is read back and verified, retried once
+from fresh indexes if a module came or went, else restored (exit 1). A process killed at any
+moment leaves the list within old ∪ new, and a filter never becomes empty (= every function)
+except through 'clear'. Writers hold the tracefs lock; --dry-run prints each write.`
+)
+
+// The JSON output of the list commands (filter and notrace alike).
+const (
+	listShowJSON = `One object:
+
+  {"file": "set_ftrace_filter", "instance": "", "empty": false,
+   "functions": [{"name": "vfs_read", "module": ""}],
+   "commands": ["do_exit:traceoff:unlimited"],
+   "pending_modules": ["*:mod:nfsd"]}
+
+file is set_ftrace_filter or set_ftrace_notrace; instance "" is the top level; "empty": true on
+a filter means every function is traced; commands are function commands (func:traceoff...);
+pending_modules are :mod: patterns the kernel keeps until their module loads.`
+
+	listChangeJSON = `An array with one object per list changed, in order:
+
+  [{"file": "set_ftrace_filter", "instance": "", "op": "set",
+    "before": 2, "after": 3, "added": 2, "removed": 1,
+    "verified": true, "retried": false, "empty": false}]
+
+before and after count function records; verified is false in a dry run; retried says the
+indexes went stale once (a module came or went); "empty": true on a filter means every
+function is traced.`
+)
+
 // NewCmdFilter builds `ftctl filter` (set_ftrace_filter) or `ftctl notrace` (set_ftrace_notrace).
 func NewCmdFilter(g *Globals, file string) *cobra.Command {
 	name, what := "filter", "the function filter (set_ftrace_filter): the functions the function tracers trace"
@@ -90,21 +132,8 @@ func NewCmdFilter(g *Globals, file string) *cobra.Command {
 	c := &cobra.Command{
 		Use:   name,
 		Short: "Show or change " + strings.SplitN(what, ":", 2)[0],
-		Long: "Show or change " + what + `.
-
-Patterns have the kernel's exact semantics: * ? [...] [!...] and \ escapes, a name selects every
-function of that name (static functions can share one), and PATTERN:mod:MODULE qualifies by
-module (:mod:!MODULE excludes one; *:mod:!* is the core kernel only). ftctl resolves them against
-available_filter_functions itself and writes the kernel the resulting line numbers, so what
-'ftctl functions PATTERN' previews is exactly what is applied. A pattern that matches nothing is
-an error (exit 2) with close names suggested, and nothing is written.
-
-Changes follow the swap protocol: one open without O_TRUNC per file, additions first, then
-removals, the close as the single commit; then the list is read back and verified, retried once
-from fresh indexes if a module came or went, else restored (exit 1). A process killed at any
-moment leaves the list within old ∪ new, and a filter never becomes empty (= every function)
-except through 'clear'. Writers hold the tracefs lock; --dry-run prints each write.`,
-		Args: args(cobra.NoArgs),
+		Long:  "Show or change " + what + ".\n\n" + patternHelp + "\n\n" + swapProtocolHelp,
+		Args:  args(cobra.NoArgs),
 	}
 	c.AddCommand(newCmdListShow(g, file))
 	for _, op := range []filters.Op{filters.OpSet, filters.OpAdd, filters.OpRemove} {
@@ -116,9 +145,10 @@ except through 'clear'. Writers hold the tracefs lock; --dry-run prints each wri
 
 func newCmdListShow(g *Globals, file string) *cobra.Command {
 	return &cobra.Command{
-		Use:   "show",
-		Short: "List the functions in " + file,
-		Args:  args(cobra.NoArgs),
+		Use:         "show",
+		Short:       "List the functions in " + file,
+		Args:        args(cobra.NoArgs),
+		Annotations: map[string]string{AnnotationJSON: listShowJSON},
 		RunE: func(c *cobra.Command, _ []string) error {
 			fs, err := g.FS()
 			if err != nil {
@@ -170,6 +200,10 @@ func newCmdListChange(g *Globals, file string, op filters.Op) *cobra.Command {
 		filters.OpAdd:    "Add the functions the patterns select",
 		filters.OpRemove: "Remove the functions the patterns select",
 	}[op]
+	complete := completeFunctionNames(g)
+	if op == filters.OpRemove {
+		complete = completeListedFunctions(g, file) // what can be removed is what the list holds
+	}
 	c := &cobra.Command{
 		Use:   op.String() + " PATTERN...",
 		Short: short,
@@ -178,6 +212,8 @@ func newCmdListChange(g *Globals, file string, op filters.Op) *cobra.Command {
 			filters.OpAdd:    "  sudo ftctl filter add vfs_read\n  sudo ftctl notrace add '*spin_lock*'",
 			filters.OpRemove: "  sudo ftctl filter remove 'vfs_write*'",
 		}[op],
+		Annotations:       map[string]string{AnnotationJSON: listChangeJSON},
+		ValidArgsFunction: complete,
 		RunE: func(c *cobra.Command, a []string) error {
 			pats, err := pf.compile(g.In, a)
 			if err != nil {
@@ -205,7 +241,8 @@ func newCmdListChange(g *Globals, file string, op filters.Op) *cobra.Command {
 	}
 	pf.register(c)
 	if op == filters.OpSet && file == filters.FilterFile {
-		c.Flags().StringArrayVar(&except, "except", nil, "also set the notrace list to these patterns, in one safe transition (repeatable)")
+		c.Flags().StringArrayVar(&except, "except", nil, "also set the notrace list to `PATTERN`, in one safe transition (repeatable)")
+		registerFlagCompletion(c, "except", completeFunctionNames(g))
 	}
 	return c
 }
@@ -218,7 +255,8 @@ func newCmdListClear(g *Globals, file string) *cobra.Command {
 		Long: "Empty " + file + `. An empty filter means every function is traced, so clearing the
 filter is refused while the function or function_graph tracer runs in that trace array, unless
 --force. Function commands (func:traceoff...) are kept.`,
-		Args: args(cobra.NoArgs),
+		Args:        args(cobra.NoArgs),
+		Annotations: map[string]string{AnnotationJSON: listChangeJSON},
 		RunE: func(c *cobra.Command, _ []string) error {
 			refuseWhileTracing := func(in *tracefs.Instance) error {
 				if file != filters.FilterFile || force {

@@ -24,6 +24,13 @@ static functions is listed once per record.`,
 		Example: `  sudo ftctl functions 'vfs_*'
   sudo ftctl functions --count '*sched*'
   sudo ftctl functions '*:mod:ext4' -o json`,
+		Annotations: map[string]string{AnnotationJSON: `An array with one object per record, in index order:
+
+  [{"name": "vfs_read", "module": "", "index": 13930}]
+
+module is empty for the core kernel; index is the line of available_filter_functions. With
+--count: {"count": 42}.`},
+		ValidArgsFunction: completeFunctionNames(g),
 		RunE: func(c *cobra.Command, a []string) error {
 			pats, err := pf.compile(g.In, a)
 			if err != nil {

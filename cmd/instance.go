@@ -26,9 +26,10 @@ it when missing and say so on stderr.`,
 
 func newCmdInstanceList(g *Globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "list",
-		Short: "List the trace instances",
-		Args:  args(cobra.NoArgs),
+		Use:         "list",
+		Short:       "List the trace instances",
+		Args:        args(cobra.NoArgs),
+		Annotations: map[string]string{AnnotationJSON: `An array of instance names, sorted: ["incident42", "mytrace"].`},
 		RunE: func(c *cobra.Command, _ []string) error {
 			fs, err := g.FS()
 			if err != nil {
@@ -93,7 +94,8 @@ func newCmdInstanceRemove(g *Globals) *cobra.Command {
 		Short: "Remove trace instances (missing ones are fine)",
 		Long: `Remove trace instances with rmdir. The kernel refuses (exit 5) while a file of the
 instance is open (someone reads its trace_pipe) or one of its events is referenced.`,
-		Args: args(cobra.MinimumNArgs(1)),
+		Args:              args(cobra.MinimumNArgs(1)),
+		ValidArgsFunction: exceptArgs(completeInstanceNames(g)),
 		RunE: func(c *cobra.Command, names []string) error {
 			for _, n := range names {
 				if err := tracefs.ValidateInstanceName(n); err != nil {

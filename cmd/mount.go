@@ -26,6 +26,9 @@ there, say so and change nothing. Needs root.`,
 		Example: `  sudo ftctl mount
   sudo ftctl mount --dry-run`,
 		Args: args(cobra.MaximumNArgs(1)),
+		Annotations: map[string]string{AnnotationJSON: `{"path": "/sys/kernel/tracing", "mounted": true}: mounted is false when ` +
+			`tracefs was already mounted there, and in a dry run.`},
+		ValidArgsFunction: cobra.FixedCompletions(nil, cobra.ShellCompDirectiveFilterDirs),
 		RunE: func(c *cobra.Command, a []string) error {
 			opts.Dir = tracefs.DefaultMountPoint
 			if len(a) == 1 {

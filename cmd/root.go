@@ -154,12 +154,16 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 	})
 
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.TracefsDir, "tracefs", "", "tracing directory to use (default: $FTCTL_TRACEFS, else found in /proc/self/mountinfo)")
+	pf.StringVar(&g.TracefsDir, "tracefs", "", "use the tracing directory `DIR` (default: $FTCTL_TRACEFS, else found in /proc/self/mountinfo)")
 	pf.StringVarP(&g.Instance, "instance", "B", "", "trace instance `NAME` (default: the top-level trace array)")
-	pf.StringVarP(&g.Output, "output", "o", "text", "output format: text or json")
+	pf.StringVarP(&g.Output, "output", "o", "text", "output `FORMAT`: text or json")
 	pf.BoolVar(&g.DryRun, "dry-run", false, "print each write that would happen, in order, and change nothing")
 	pf.BoolVarP(&g.Quiet, "quiet", "q", false, "print no notices on stderr (errors still are)")
 	pf.DurationVar(&g.LockTimeout, "lock-timeout", 5*time.Second, "how long a writer waits for another ftctl's lock before exiting 5")
+	registerFlagCompletion(root, "tracefs", cobra.FixedCompletions(nil, cobra.ShellCompDirectiveFilterDirs))
+	registerFlagCompletion(root, "instance", completeInstanceNames(g))
+	registerFlagCompletion(root, "output", cobra.FixedCompletions([]cobra.Completion{"text", "json"}, noFiles))
+	root.CompletionOptions.SetDefaultShellCompDirective(noFiles) // see complete.go
 
 	root.AddCommand(
 		NewCmdStatus(g, nil),

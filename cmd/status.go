@@ -32,7 +32,8 @@ when tracefs is not mounted (mount it with 'ftctl mount').`,
 		Example: `  sudo ftctl status
   sudo ftctl status -B mytrace
   sudo ftctl status -o json | jq '.instances[0].filter'`,
-		Args: args(cobra.NoArgs),
+		Args:        args(cobra.NoArgs),
+		Annotations: map[string]string{AnnotationJSON: statusJSON},
 		RunE: func(c *cobra.Command, _ []string) error {
 			if runF != nil {
 				return runF(opts)
@@ -41,6 +42,45 @@ when tracefs is not mounted (mount it with 'ftctl mount').`,
 		},
 	}
 }
+
+// statusJSON documents `ftctl status -o json` (tracefs.Status).
+const statusJSON = `One object (fields shown with example values):
+
+  {"tracefs": {"path": "/sys/kernel/tracing", "fstype": "tracefs",
+               "found": "mountinfo", "options": "rw"},
+   "kernel": "6.12.117+deb12-amd64",
+   "lockdown": {"current": "none",
+                "levels": ["none", "integrity", "confidentiality"]},
+   "features": ["dynamic-events", "error-log", "filter-index-writes"],
+   "instances": [
+     {"name": "", "tracer": "nop", "tracing_on": true,
+      "buffer_size_kb": 1408, "buffer_total_size_kb": 2816,
+      "buffer_allocated": false,
+      "filter": {"empty": true, "functions": 0, "commands": [],
+                 "pending_modules": []},
+      "notrace": {"empty": true, "functions": 0, "commands": [],
+                  "pending_modules": []},
+      "events_enabled": ["sched:sched_switch"],
+      "cpus": [{"cpu": 0, "entries": 0, "overrun": 0,
+                "commit_overrun": 0, "dropped_events": 0,
+                "read_events": 0, "bytes": 0}],
+      "unavailable": []}],
+   "kprobes": {"count": 1, "owned_by_ftctl": 1,
+               "probes": [{"type": "p", "group": "ftctl",
+                           "event": "myopen", "owner": "ftctl",
+                           "definition": "p:ftctl/myopen do_sys_openat2"}]},
+   "unavailable": [{"file": "kprobe_events", "class": "absent",
+                    "errno": "ENOENT",
+                    "reason": "kernel built without CONFIG_KPROBE_EVENTS"}]}
+
+lockdown.current is "" when the state cannot be read, with a note saying why (and no
+levels). An instance named "" is the top level. tracing_on is null when unreadable; buffer_size_kb is
+per CPU, null when CPUs differ; buffer_allocated false means the buffer is still the boot-time
+minimum until tracing first starts. filter and notrace are null when the file cannot be read;
+"empty": true on a filter means every function is traced; pending_modules are :mod: patterns
+the kernel keeps until their module loads. kprobes is null when kprobe_events cannot be read;
+probes in the groups ftctl and ftctl_<pid> are ftctl's (owner "ftctl", else "other"). class is
+one of absent, forbidden (EPERM), permission (EACCES), disabled (ENODEV) or error.`
 
 func statusRun(opts *StatusOptions) error {
 	g := opts.G

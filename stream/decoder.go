@@ -1,0 +1,117 @@
+package stream
+
+import "bytes"
+
+// Decoder turns the bytes read from trace_pipe into events: it splits lines (keeping a partial
+// last line for the next Feed), parses each, and groups a "<stack trace>" line with the
+// " => frame" lines after it into one event.
+//
+// The kernel prints an entry, a stack trace with all its frames included, in one read of
+// trace_pipe. So a reader calls Flush after each read: it emits a stack trace whose frames may
+// all have arrived. Feeding the same bytes in other pieces, with one Flush at the end, gives the
+// same events.
+type Decoder struct {
+	partial []byte // a line without its newline yet
+	ev      Event
+
+	// A stack trace being gathered: its first line and frames, copied (a later Feed may reuse
+	// the buffer they came in).
+	stack    Event
+	inStack  bool
+	stackBuf []byte
+	frameEnd []int // end offsets of the frames in stackBuf, after the first line
+}
+
+// Emit receives each event. The event and its slices are valid only during the call. An error
+// stops the decoding and is returned by Feed or Flush.
+type Emit func(*Event) error
+
+var framePrefix = []byte(" => ")
+
+// Feed decodes the complete lines of p.
+func (d *Decoder) Feed(p []byte, emit Emit) error {
+	if len(d.partial) > 0 {
+		nl := bytes.IndexByte(p, '\n')
+		if nl < 0 {
+			d.partial = append(d.partial, p...)
+			return nil
+		}
+		d.partial = append(d.partial, p[:nl]...)
+		err := d.line(d.partial, emit)
+		d.partial = d.partial[:0]
+		if err != nil {
+			return err
+		}
+		p = p[nl+1:]
+	}
+	for len(p) > 0 {
+		nl := bytes.IndexByte(p, '\n')
+		if nl < 0 {
+			d.partial = append(d.partial, p...)
+			return nil
+		}
+		if err := d.line(p[:nl], emit); err != nil {
+			return err
+		}
+		p = p[nl+1:]
+	}
+	return nil
+}
+
+// Flush emits what is pending: a stack trace being gathered, and a last line that came without
+// its newline (only at the very end of a stream: the kernel ends every line).
+func (d *Decoder) Flush(emit Emit) error {
+	if err := d.flushStack(emit); err != nil {
+		return err
+	}
+	if len(d.partial) > 0 {
+		err := d.line(d.partial, emit)
+		d.partial = d.partial[:0]
+		if err != nil {
+			return err
+		}
+		return d.flushStack(emit)
+	}
+	return nil
+}
+
+func (d *Decoder) line(line []byte, emit Emit) error {
+	if d.inStack && bytes.HasPrefix(line, framePrefix) {
+		d.stackBuf = append(d.stackBuf, '\n')
+		d.stackBuf = append(d.stackBuf, line...)
+		d.frameEnd = append(d.frameEnd, len(d.stackBuf))
+		return nil
+	}
+	if err := d.flushStack(emit); err != nil {
+		return err
+	}
+	ParseLine(&d.ev, line)
+	if d.ev.Kind == KindStack || d.ev.Kind == KindUserStack {
+		d.inStack = true
+		d.stackBuf = append(d.stackBuf[:0], line...)
+		d.frameEnd = d.frameEnd[:0]
+		return nil
+	}
+	return emit(&d.ev)
+}
+
+func (d *Decoder) flushStack(emit Emit) error {
+	if !d.inStack {
+		return nil
+	}
+	d.inStack = false
+	// Re-parse the first line from the copy, so that every slice points into stackBuf.
+	first := len(d.stackBuf)
+	if len(d.frameEnd) > 0 {
+		first = bytes.IndexByte(d.stackBuf, '\n')
+	}
+	ParseLine(&d.stack, d.stackBuf[:first])
+	d.stack.Line = d.stackBuf
+	start := first
+	for _, end := range d.frameEnd {
+		// "\n => frame"; the kernel prints user frames as " =>  <address>": trim the spaces.
+		d.stack.Frames = append(d.stack.Frames, trimSpaces(d.stackBuf[start+1+len(framePrefix):end]))
+		start = end
+	}
+	return emit(&d.stack)
+}
