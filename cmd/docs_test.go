@@ -66,6 +66,7 @@ func TestJSONFormatsAreDocumentedAsPrinted(t *testing.T) {
 		"ftctl notrace add":    {"--dry-run", "notrace", "add", "vfs_read"},
 		"ftctl notrace remove": {"--dry-run", "notrace", "remove", "vfs_read"},
 		"ftctl notrace clear":  {"--dry-run", "notrace", "clear"},
+		"ftctl probe list":     {"probe", "list"},
 	}
 	// Fields that only appear in some states (omitempty): lockdown levels, or why it is unknown.
 	optional := map[string]bool{"levels": true, "note": true}

@@ -43,6 +43,27 @@ on the system), and removal disables the event everywhere first.`,
 	return c
 }
 
+const (
+	probeAddJSON = `One object: "name" (GROUP/EVENT), "group", "event", "written" (the line ftctl wrote
+to kprobe_events), "definitions" (how the kernel lists what was added), "enabled" (--enable),
+"instance" (-B, "" for the top level) and "filter" (--filter).`
+
+	probeListJSON = `An array, one object per line of kprobe_events:
+
+  [{"name": "ftctl/myopen", "group": "ftctl", "event": "myopen", "type": "kprobe",
+    "definition": "p:ftctl/myopen do_sys_openat2 dfd=%di", "place": "do_sys_openat2",
+    "owner": "ftctl", "enabled_in": ["", "incident"]}]
+
+type is kprobe or kretprobe ("" when ftctl cannot parse the kernel's line); owner is ftctl for
+the groups ftctl uses (ftctl, ftctl_PID), else other; enabled_in lists the trace arrays where
+the event is enabled ("" is the top level).`
+
+	probeRemoveJSON = `One object, "removed": the GROUP/EVENT names removed (a probe already gone is not listed).`
+
+	probeFormatJSON = `One object: "name", "id", "fields" (each with "name", "type", "offset", "size",
+"signed", and "common" for the common_* fields every event has) and "print_fmt".`
+)
+
 // ProbeAddOptions are the inputs of `ftctl probe add`.
 type ProbeAddOptions struct {
 	G          *Globals
@@ -68,7 +89,8 @@ The definition may be given as one quoted argument or as several words.`,
   sudo ftctl probe add 'p vfs_read count pos'             # BTF names (6.x kernels with BTF)
   sudo ftctl probe add 'r4:ftctl/ret vfs_write%return ret=$retval:s64' -B incident
   sudo ftctl probe add 'p:ftctl/opens do_sys_openat2 f=+0(%si):string' --filter 'f ~ "/etc/*"' --enable`,
-		Args: args(cobra.MinimumNArgs(1)),
+		Args:        args(cobra.MinimumNArgs(1)),
+		Annotations: map[string]string{AnnotationJSON: probeAddJSON},
 		RunE: func(c *cobra.Command, words []string) error {
 			opts.Definition = strings.Join(words, " ")
 			return probeAddRun(c.Context(), opts)
@@ -226,7 +248,8 @@ uses (ftctl, and ftctl_PID for trace sessions), "other" for everything else, and
 arrays it is enabled in. Read only.`,
 		Example: `  sudo ftctl probe list
   sudo ftctl probe list -o json | jq -r '.[] | select(.owner == "ftctl") | .name'`,
-		Args: args(cobra.NoArgs),
+		Args:        args(cobra.NoArgs),
+		Annotations: map[string]string{AnnotationJSON: probeListJSON},
 		RunE: func(c *cobra.Command, _ []string) error {
 			fs, err := g.FS()
 			if err != nil {
@@ -291,6 +314,8 @@ is gone (groups ftctl_PID); a live session's probes are left to it.`,
 		Example: `  sudo ftctl probe remove myopen
   sudo ftctl probe remove kprobes/theirs      # another group: only when named
   sudo ftctl probe remove --all-owned`,
+		Annotations:       map[string]string{AnnotationJSON: probeRemoveJSON},
+		ValidArgsFunction: completeProbeNames(g),
 		RunE: func(c *cobra.Command, names []string) error {
 			if allOwned == (len(names) > 0) {
 				return InvalidInput(errors.New("give probe names or --all-owned (not both)"))
@@ -359,10 +384,11 @@ func newCmdProbeEnable(g *Globals, on bool) *cobra.Command {
 		verb, short = "disable", "Disable a kprobe's event in the top level or the -B instance"
 	}
 	return &cobra.Command{
-		Use:     verb + " NAME...",
-		Short:   short,
-		Example: fmt.Sprintf("  sudo ftctl probe %s myopen\n  sudo ftctl probe %s ftctl/myopen -B incident", verb, verb),
-		Args:    args(cobra.MinimumNArgs(1)),
+		Use:               verb + " NAME...",
+		Short:             short,
+		Example:           fmt.Sprintf("  sudo ftctl probe %s myopen\n  sudo ftctl probe %s ftctl/myopen -B incident", verb, verb),
+		Args:              args(cobra.MinimumNArgs(1)),
+		ValidArgsFunction: completeProbeNames(g),
 		RunE: func(c *cobra.Command, names []string) error {
 			fs, lock, err := g.BeginWrite(c.Context())
 			if err != nil {
@@ -414,7 +440,9 @@ names to use in --filter expressions and what ftctl stream shows. Common fields 
 listed in JSON only.`,
 		Example: `  sudo ftctl probe format myopen
   sudo ftctl probe format kprobes/theirs -o json`,
-		Args: args(cobra.ExactArgs(1)),
+		Args:              args(cobra.ExactArgs(1)),
+		Annotations:       map[string]string{AnnotationJSON: probeFormatJSON},
+		ValidArgsFunction: completeProbeNames(g),
 		RunE: func(c *cobra.Command, names []string) error {
 			fs, err := g.FS()
 			if err != nil {

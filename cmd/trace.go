@@ -92,6 +92,9 @@ ready, so its first calls are seen), stops when it exits, and exits with its sta
 	f.StringArrayVarP(&opts.Notrace, "notrace", "n", nil, "never trace functions matching `PATTERN` (repeatable)")
 	f.StringArrayVarP(&opts.Probes, "probe", "p", nil, "define a kprobe `DEFINITION` for the session (repeatable)")
 	f.StringArrayVarP(&opts.Events, "event", "e", nil, "enable `SYSTEM[:EVENT]`, e.g. sched:sched_switch (repeatable)")
+	registerFlagCompletion(c, "event", completeEventNames(g))
+	registerFlagCompletion(c, "filter", completeFunctionNames(g))
+	registerFlagCompletion(c, "notrace", completeFunctionNames(g))
 	f.StringVar(&opts.Tracer, "tracer", "", "function, function_graph or nop (default: function with -f, else nop)")
 	f.IntSliceVar(&opts.PID, "pid", nil, "trace only these processes and their children")
 	f.DurationVar(&opts.Duration, "duration", 0, "end the session after this long (e.g. 30s)")
@@ -341,6 +344,11 @@ func NewCmdExecGate() *cobra.Command {
 	}
 }
 
+const resetJSON = `Without --all, one object: "removed", an array with one object per dead session whose
+leftovers were removed (or would be, with --dry-run): "pid", "instance" (ftctl-PID), "group"
+(ftctl_PID) and "probes" (its event names); instance or group is absent when that part was
+already gone.`
+
 // NewCmdReset builds `ftctl reset`.
 func NewCmdReset(g *Globals) *cobra.Command {
 	var all, yes bool
@@ -360,7 +368,8 @@ tracing on. It asks for confirmation on a terminal; scripts pass --yes.
 		Example: `  sudo ftctl reset
   sudo ftctl reset --dry-run
   sudo ftctl reset --all --yes`,
-		Args: args(cobra.NoArgs),
+		Args:        args(cobra.NoArgs),
+		Annotations: map[string]string{AnnotationJSON: resetJSON},
 		RunE: func(c *cobra.Command, _ []string) error {
 			fs, err := g.FS()
 			if err != nil {

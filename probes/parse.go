@@ -174,7 +174,6 @@ type state struct {
 	tok    int // token whose offsets errors refer to
 	ret    bool
 	fentry bool
-	btf    bool // arguments are resolved through BTF (names and types unknown here)
 }
 
 func (st *state) errAt(tok, off int, msg string) *SyntaxError {

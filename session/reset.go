@@ -26,9 +26,7 @@ func ResetAll(fs *tracefs.FS, notice func(string, ...any)) []error {
 	}
 	names, _ := fs.Instances()
 	for _, n := range names {
-		for _, e := range teardown(fs, n, "") {
-			errs = append(errs, e)
-		}
+		errs = append(errs, teardown(fs, n, "")...)
 		notice("removed instance %s", n)
 	}
 	top := fs.Top()
