@@ -1,0 +1,198 @@
+package tracefs
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrPipeClosed is what Read returns once the Pipe was closed.
+var ErrPipeClosed = errors.New("trace_pipe reader closed")
+
+// Pipe reads an instance's trace_pipe: a consuming read (what it returns is gone from the
+// ring buffer, for every other reader too) that blocks while the buffer is empty.
+//
+// It owns its lifecycle. Read blocks until there is something to read; Close, or the end of
+// the context given to OpenPipe, makes a blocked Read return at once, from any goroutine. No
+// goroutine or descriptor outlives Close. The descriptor is non-blocking and Read waits in
+// poll(2) on it and on an eventfd that Close and the context signal: this does not depend on
+// Go's netpoller accepting a tracefs file, nor on the kernel ever waking the reader.
+type Pipe struct {
+	path string
+	fs   *FS
+	ctx  context.Context
+	stop func() bool // stops the context's AfterFunc
+
+	mu  sync.Mutex // held by Read while it uses fd; Close takes it before closing fd
+	fd  int
+	eof bool
+
+	wmu    sync.Mutex // guards wake against a signal racing with Close
+	wake   int        // eventfd, -1 once closed
+	closed bool
+	once   sync.Once
+}
+
+// readUnit is what one read(2) of trace_pipe can return at most: the kernel formats whole
+// lines into a page-sized trace_seq and copies at most PAGE_SIZE-1 bytes per call
+// (tracing_read_pipe).
+const readUnit = 4096
+
+// OpenPipe opens the instance's trace_pipe for reading. When ctx ends, a blocked or later Read
+// returns ctx.Err(). Close it when done.
+func (i *Instance) OpenPipe(ctx context.Context) (*Pipe, error) {
+	path := i.Path("trace_pipe")
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, i.fs.opError("open", path, "", err)
+	}
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		unix.Close(fd)
+		return nil, &Error{Op: "eventfd", Path: path, Class: ErrIO, Errno: err}
+	}
+	p := &Pipe{path: path, fs: i.fs, ctx: ctx, fd: fd, wake: wake}
+	p.stop = context.AfterFunc(ctx, p.signal)
+	return p, nil
+}
+
+// signal wakes a Read blocked in poll; the eventfd stays readable, so every later poll
+// returns at once too.
+func (p *Pipe) signal() {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if p.wake >= 0 {
+		var one [8]byte
+		binary.NativeEndian.PutUint64(one[:], 1)
+		unix.Write(p.wake, one[:])
+	}
+}
+
+// Read reads what trace_pipe has, blocking until it has something: several reads of up to a
+// page each, until the kernel has no more right now or b has less than a page left. It returns
+// io.EOF when the kernel ends the file (it does once tracing is turned off after something was
+// read), ctx.Err() when the context ended, ErrPipeClosed after Close.
+func (p *Pipe) Read(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for {
+		if err := p.stopped(); err != nil {
+			return n, err
+		}
+		if p.eof {
+			if n > 0 {
+				return n, nil
+			}
+			return 0, io.EOF
+		}
+		if len(b)-n < readUnit && n > 0 {
+			return n, nil
+		}
+		if n == len(b) {
+			return n, nil
+		}
+		k, err := unix.Read(p.fd, b[n:])
+		switch {
+		case err == nil && k > 0:
+			n += k
+		case err == nil:
+			p.eof = true
+		case err == unix.EINTR:
+		case err == unix.EAGAIN:
+			if n > 0 {
+				return n, nil
+			}
+			if err := p.wait(); err != nil {
+				return 0, err
+			}
+		default:
+			return n, p.fs.opError("read", p.path, "", err)
+		}
+	}
+}
+
+// stopped is the error a closed pipe or an ended context gives.
+func (p *Pipe) stopped() error {
+	p.wmu.Lock()
+	closed := p.closed
+	p.wmu.Unlock()
+	if closed {
+		return ErrPipeClosed
+	}
+	return p.ctx.Err()
+}
+
+// wait blocks until trace_pipe is readable or the pipe is signalled.
+func (p *Pipe) wait() error {
+	fds := []unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}, {Fd: int32(p.wake), Events: unix.POLLIN}}
+	for {
+		_, err := unix.Poll(fds, -1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &Error{Op: "poll", Path: p.path, Class: ErrIO, Errno: err}
+		}
+		return nil // readable, or signalled: Read's loop sees which
+	}
+}
+
+// Close stops the reader: a Read blocked in another goroutine returns ErrPipeClosed, then the
+// descriptors are closed. Calling it again does nothing.
+func (p *Pipe) Close() error {
+	var err error
+	p.once.Do(func() {
+		p.stop()
+		p.wmu.Lock()
+		p.closed = true
+		p.wmu.Unlock()
+		p.signal()
+		p.mu.Lock() // wait for a Read in progress to see the signal and return
+		err = unix.Close(p.fd)
+		p.fd = -1
+		p.mu.Unlock()
+		p.wmu.Lock()
+		unix.Close(p.wake)
+		p.wake = -1
+		p.wmu.Unlock()
+		if err != nil {
+			err = p.fs.opError("close", p.path, "", err)
+		}
+	})
+	return err
+}
+
+// CPUStats reads every per_cpu/cpuN/stats of the instance, in CPU order: the overrun and
+// dropped-event counters that loss accounting compares before and after.
+func (i *Instance) CPUStats() ([]CPUStats, error) {
+	dir := i.Path("per_cpu")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, i.fs.opError("open", dir, "", unwrapPath(err))
+	}
+	var out []CPUStats
+	for _, e := range entries {
+		name := e.Name()
+		n, err := strconv.Atoi(strings.TrimPrefix(name, "cpu"))
+		if err != nil || !strings.HasPrefix(name, "cpu") {
+			continue
+		}
+		b, err := i.ReadFile(filepath.Join("per_cpu", name, "stats"))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ParseCPUStats(n, string(b)))
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].CPU < out[b].CPU })
+	return out, nil
+}
