@@ -113,7 +113,7 @@ func TestStreamFilters(t *testing.T) {
 		args []string
 		want func(n int) bool
 	}{
-		{[]string{"--event", "open"}, func(n int) bool { return n == 19 }},                 // 18 open, and the LOST line
+		{[]string{"--event", "open"}, func(n int) bool { return n == 19 }},                         // 18 open, and the LOST line
 		{[]string{"--event", "kprobes:open*", "--count", "3"}, func(n int) bool { return n == 3 }}, // count before the LOST line
 		{[]string{"--event", "marker", "--comm", "my-evil*"}, func(n int) bool { return n == 3 }},
 		{[]string{"--pid", "152", "--event", "openret"}, func(n int) bool { return n > 1 && n < all }},
