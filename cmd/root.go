@@ -177,6 +177,7 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 		NewCmdFunctions(g),
 		NewCmdFilter(g, filters.FilterFile),
 		NewCmdFilter(g, filters.NotraceFile),
+		NewCmdStream(g, nil),
 		NewCmdProbe(g),
 		NewCmdTrace(g, nil),
 		NewCmdReset(g),

@@ -1,0 +1,298 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ftctl/ftctl/stream"
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// StreamOptions are the inputs of `ftctl stream`.
+type StreamOptions struct {
+	G *Globals
+
+	Events   []string      // --event: globs on event names
+	PID      int           // --pid, with HasPID
+	HasPID   bool          //
+	Comm     string        // --comm glob
+	Grep     string        // --grep regular expression
+	Count    int           // --count: stop after this many events shown (0: no limit)
+	Duration time.Duration // --duration: stop after this long (0: no limit)
+	Raw      bool          // --raw
+	Summary  bool          // --summary: the final summary also on stdout
+
+	Color bool             // colour the text output (a terminal, and NO_COLOR unset)
+	Now   func() time.Time // the clock, for the summary's duration
+}
+
+const streamJSONDoc = `NDJSON: one object per event, each on its own line, keys in this order and only when the
+line had them: ` + "`ts`" + ` (seconds as a number; the raw count for the counter, uptime and x86-tsc
+clocks), ` + "`cpu`, `comm`, `pid`, `tgid`" + ` (with the record-tgid option, when the kernel knew it),
+` + "`flags`" + ` (irq-info), ` + "`event`" + ` (function, the probe's or tracepoint's name, marker, stack,
+user_stack, graph, lost, raw), then: ` + "`func`, `parent`" + ` (each with ` + "`_offset`, `_module`, `_addr`" + `
+when printed; ` + "`repeats`, `last_ts`" + ` with func-no-repeats); or ` + "`probe`, `return_to`" + ` (return
+probes), ` + "`args`" + ` (an object: numbers, strings, null for (fault), arrays; anything else as the
+string printed) or ` + "`text`" + ` when the arguments could not be split; or ` + "`stack`" + ` (an array of
+frames); or ` + "`type`" + ` (entry, exit, call), ` + "`func`, `depth`, `duration_us`, `comment`" + ` for
+function_graph; or ` + "`text`" + `. LOST lines give ` + "`{\"event\":\"lost\",\"cpu\":N,\"lost\":M}`" + ` (M null when the
+kernel did not count). --raw adds ` + "`raw`" + `, the line as read. --summary ends the stream with
+` + "`{\"event\":\"summary\", \"lines\", \"events\", \"shown\", \"raw\", \"seconds\", \"end\", \"lost_reported\", \"lost_uncounted\", \"overrun\", \"dropped\", \"cpus\": [{\"cpu\", \"overrun\", \"dropped\", \"reported\"}]}`" + `.
+Strings are valid UTF-8 (invalid bytes become U+FFFD) with every control character escaped.`
+
+// NewCmdStream builds `ftctl stream`. runF replaces the run function in tests.
+func NewCmdStream(g *Globals, runF func(context.Context, *StreamOptions) error) *cobra.Command {
+	opts := &StreamOptions{G: g, Now: time.Now}
+	c := &cobra.Command{
+		Use:   "stream",
+		Short: "Print trace events as they happen, parsed, safely (trace_pipe)",
+		Long: `Read the trace array's trace_pipe (-B for an instance) and print each event as it comes:
+aligned columns for people, or one JSON object per event with -o json.
+
+stream only reads: it changes no tracing state. What appears is what the kernel already
+traces; turn things on first (a tracer, events, kprobes, 'ftctl filter set'). --event, --pid,
+--comm and --grep choose what is shown, here, after the kernel recorded it: the kernel still
+records everything else, and trace_pipe is a consuming read, so the events not shown are gone
+from the buffer too (for 'cat trace', and for any other reader of trace_pipe). To have the
+kernel record less, narrow the tracing itself (set_event_pid, set_ftrace_pid, filters).
+
+Trace data is untrusted: a process chooses its own comm, a probe records whatever file name it
+is given, anyone with access writes trace_marker. In text output every control character and
+escape sequence is shown escaped (\x1b, \t, \u009b...), a backslash is doubled, invalid UTF-8
+shows as \xNN; JSON strings are always valid JSON. Colour only on a terminal, never with
+NO_COLOR set.
+
+A line the parser does not understand is printed raw, never dropped. Lost events are always
+shown, whatever the filters: the kernel's LOST lines as they come, and at the end a summary on
+stderr comparing the per-CPU overrun and dropped counters before and after (--summary also
+prints it on stdout, as the last JSON object with -o json).
+
+stream ends after --count events or --duration, when the kernel ends trace_pipe (tracing turned
+off after something was read), on Ctrl-C (exit 130), or quietly when its output is closed
+(| head: exit 0).`,
+		Example: `  # everything the top level traces, for people
+  sudo ftctl stream
+  # a kprobe's events as JSON, for 10 seconds
+  sudo ftctl stream -o json --event myopen --duration 10s > events.ndjson
+  # the first 20 function calls of one process, in an instance
+  sudo ftctl -B mytrace stream --event function --pid 4242 --count 20
+  # trace_marker lines matching a regular expression, with the summary as the last JSON line
+  sudo ftctl stream -o json --event marker --grep 'request [0-9]+' --summary
+  # the kernel's own lines (escaped), e.g. to compare with cat trace_pipe
+  sudo ftctl stream --raw | head`,
+		Annotations: map[string]string{AnnotationJSON: streamJSONDoc},
+		Args:        args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			opts.HasPID = c.Flags().Changed("pid")
+			opts.Color = colorFor(g.Out)
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return streamRun(c.Context(), opts)
+		},
+	}
+	f := c.Flags()
+	f.StringArrayVar(&opts.Events, "event", nil, "show only events whose name matches `NAME|GLOB` (function, marker, a probe's or tracepoint's name, stack, graph...; SYSTEM:NAME accepted, the system is not compared); repeatable")
+	f.IntVar(&opts.PID, "pid", 0, "show only events of this `PID` (the thread's, or its process's with the record-tgid option)")
+	f.StringVar(&opts.Comm, "comm", "", "show only events of processes whose comm matches `NAME|GLOB`")
+	f.StringVar(&opts.Grep, "grep", "", "show only events whose line, as the kernel printed it, matches `REGEXP` (Go syntax)")
+	f.IntVar(&opts.Count, "count", 0, "stop after `N` events shown (0: no limit)")
+	f.DurationVar(&opts.Duration, "duration", 0, "stop after `D` (e.g. 30s, 5m; 0: no limit)")
+	f.BoolVar(&opts.Raw, "raw", false, "text: print the kernel's lines as they are (still escaped); JSON: add each line as \"raw\"")
+	f.BoolVar(&opts.Summary, "summary", false, "also print the end-of-stream summary on stdout (with -o json: as the last object)")
+	registerFlagCompletion(c, "event", completeEventNames(g))
+	return c
+}
+
+// filter builds the client-side filter, refusing malformed input (exit 2).
+func (o *StreamOptions) filter() (stream.Filter, error) {
+	f := stream.Filter{PID: o.PID, HasPID: o.HasPID, Comm: o.Comm}
+	for _, e := range o.Events {
+		if _, name, ok := strings.Cut(e, ":"); ok {
+			e = name // trace_pipe names the event, not its system
+		}
+		if e == "" {
+			return f, InvalidInput(fmt.Errorf("--event needs a name or glob"))
+		}
+		f.Events = append(f.Events, e)
+	}
+	if o.Grep != "" {
+		re, err := regexp.Compile(o.Grep)
+		if err != nil {
+			return f, InvalidInput(fmt.Errorf("--grep: %w", err))
+		}
+		f.Grep = re
+	}
+	if err := f.Validate(); err != nil {
+		return f, InvalidInput(err)
+	}
+	switch {
+	case o.HasPID && o.PID < 0:
+		return f, InvalidInput(fmt.Errorf("--pid must not be negative"))
+	case o.Count < 0:
+		return f, InvalidInput(fmt.Errorf("--count must not be negative"))
+	case o.Duration < 0:
+		return f, InvalidInput(fmt.Errorf("--duration must not be negative"))
+	}
+	return f, nil
+}
+
+// errCountReached stops the decoding once --count events were shown.
+var errCountReached = errors.New("count reached")
+
+func streamRun(ctx context.Context, o *StreamOptions) error {
+	g := o.G
+	filter, err := o.filter()
+	if err != nil {
+		return err
+	}
+	fs, err := g.FS()
+	if err != nil {
+		return err
+	}
+	in, err := g.ReadInstance(fs)
+	if err != nil {
+		return err
+	}
+	warnIfIdle(g, in)
+	before, _ := in.CPUStats()
+	sum := stream.NewSummary(before)
+
+	runCtx := ctx
+	if o.Duration > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, o.Duration)
+		defer cancel()
+	}
+	pipe, err := in.OpenPipe(runCtx)
+	if err != nil {
+		return err
+	}
+	defer pipe.Close()
+	start := o.Now()
+
+	buf := make([]byte, 256<<10)
+	out := make([]byte, 0, 256<<10)
+	textOpts := stream.TextOptions{Color: o.Color && !g.JSON(), Raw: o.Raw}
+	shown := 0
+	emit := func(ev *stream.Event) error {
+		ok := filter.Match(ev)
+		sum.Count(ev, ok)
+		if !ok {
+			return nil
+		}
+		if g.JSON() {
+			out = stream.AppendJSON(out, ev, o.Raw)
+		} else {
+			out = stream.AppendText(out, ev, textOpts)
+		}
+		if ev.Kind != stream.KindLost {
+			shown++
+			if o.Count > 0 && shown >= o.Count {
+				return errCountReached
+			}
+		}
+		return nil
+	}
+	var dec stream.Decoder
+	end := ""
+	for end == "" {
+		n, rerr := pipe.Read(buf)
+		// The kernel prints an entry (a stack trace with all its frames too) within one read:
+		// whatever is pending after a read is complete.
+		derr := dec.Feed(buf[:n], emit)
+		if derr == nil {
+			derr = dec.Flush(emit)
+		}
+		if len(out) > 0 {
+			if _, err := g.Out.Write(out); err != nil {
+				return err // EPIPE (| head) ends quietly with exit 0: see Run
+			}
+			out = out[:0]
+		}
+		switch {
+		case errors.Is(derr, errCountReached):
+			end = "count"
+		case derr != nil:
+			return derr
+		case rerr == nil:
+		case errors.Is(rerr, io.EOF):
+			end = "eof"
+		case ctx.Err() != nil:
+			end = "interrupted"
+		case errors.Is(rerr, context.DeadlineExceeded):
+			end = "duration"
+		default:
+			return rerr
+		}
+	}
+	pipe.Close()
+	after, _ := in.CPUStats()
+	sum.Finish(after, o.Now().Sub(start).Seconds(), end)
+	if err := printSummary(g, o, sum); err != nil {
+		return err
+	}
+	if end == "interrupted" {
+		return ctx.Err() // exit 130
+	}
+	return nil
+}
+
+// warnIfIdle says on stderr when nothing will come: tracing off, or nothing enabled.
+func warnIfIdle(g *Globals, in *tracefs.Instance) {
+	if b, err := in.ReadFile("tracing_on"); err == nil && strings.TrimSpace(string(b)) == "0" {
+		g.Notice("tracing is off in the %s (tracing_on is 0): waiting until it is turned on", in.Label())
+	}
+	tracer, err1 := in.ReadFile("current_tracer")
+	events, err2 := in.ReadFile("set_event")
+	if err1 == nil && err2 == nil && strings.TrimSpace(string(tracer)) == "nop" && strings.TrimSpace(string(events)) == "" {
+		g.Notice("the %s has the nop tracer and no event enabled: only trace_marker writes will show", in.Label())
+	}
+}
+
+// printSummary prints the end-of-stream summary: on stderr for people (unless -q, and then
+// still when events were lost), and with --summary on stdout too.
+func printSummary(g *Globals, o *StreamOptions, sum *stream.Summary) error {
+	if !g.Quiet || sum.Lost() {
+		fmt.Fprintf(g.Err, "ftctl: stream: %s\n", sum)
+	}
+	if !o.Summary {
+		return nil
+	}
+	if g.JSON() {
+		b, err := json.Marshal(sum)
+		if err != nil {
+			return err
+		}
+		_, err = g.Out.Write(append(b, '\n'))
+		return err
+	}
+	_, err := fmt.Fprintf(g.Out, "summary: %s\n", sum)
+	return err
+}
+
+// colorFor says whether text written to w may be coloured: w is a terminal (a character device
+// other than /dev/null), NO_COLOR is unset or empty (no-color.org) and TERM is not "dumb".
+func colorFor(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	st, err := f.Stat()
+	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	if null, err := os.Stat(os.DevNull); err == nil && os.SameFile(st, null) {
+		return false
+	}
+	return true
+}
