@@ -26,7 +26,7 @@ done
 for k in $kernels; do
 	(
 		start=$(date +%s%N)
-		"$here/run.sh" --kernel "$k" --mode test --timeout 540 --log "$build/vmtest-$k.log" \
+		"$here/run.sh" --kernel "$k" --mode test --timeout 1000 --log "$build/vmtest-$k.log" \
 			--file "$build/ftctl:/bin/ftctl" --file "$build/vmtest.test:/bin/vmtest.test" \
 			--file "$top/README.md:/etc/ftctl-README.md" \
 			--module drivers/net/dummy --module fs/nls/nls_utf8 "${extra[@]+"${extra[@]}"}" \
