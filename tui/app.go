@@ -289,7 +289,7 @@ func (m *Model) render() {
 	m.dirty = false
 	m.Frames++
 	if m.width < 40 || m.height < 8 {
-		m.frame = fit("ftctl tui: the terminal is too small (40×8 at least)", m.width)
+		m.frame = fit("too small: 40×8 at least", m.width)
 		return
 	}
 	var b strings.Builder
