@@ -626,7 +626,7 @@ func (v *StreamView) renderRow(dst []byte, r *Row, selected bool, q string) []by
 	}
 	if selected {
 		for i := range segs {
-			segs[i].style = segs[i].style.Bold(true).Underline(true)
+			segs[i].style = segs[i].style.Bold(true)
 		}
 	}
 	return renderSegments(dst, segs, v.width, q, s.Highlight)

@@ -27,7 +27,7 @@ func DefaultStyles() *Styles {
 		Tab:         lipgloss.NewStyle().Padding(0, 1),
 		ActiveTab:   lipgloss.NewStyle().Padding(0, 1).Bold(true).Reverse(true),
 		Bar:         lipgloss.NewStyle().Reverse(true),
-		Header:      lipgloss.NewStyle().Bold(true).Underline(true),
+		Header:      lipgloss.NewStyle().Bold(true),
 		Dim:         lipgloss.NewStyle().Faint(true),
 		Bold:        lipgloss.NewStyle().Bold(true),
 		TS:          lipgloss.NewStyle().Faint(true),
