@@ -77,14 +77,13 @@ type Model struct {
 	msg           string
 	msgErr        bool
 
-	frame  string
-	dirty  bool
-	Frames int // frames rendered (for the benchmarks)
+	frame      string
+	dirty      bool
+	renderedAt time.Time // wall clock: paces frames, whatever Options.Now says
+	Frames     int       // frames rendered (for the benchmarks)
 
 	// Aborted says the user pressed ctrl+c (exit 130); Quit that they pressed q.
 	Aborted, Quit bool
-	// LastKey is when the last key press was handled (for the benchmarks).
-	LastKey time.Time
 }
 
 // New makes the console.
@@ -156,13 +155,12 @@ func (m *Model) Init() tea.Cmd {
 // screen; the answers of commands go to the view that asked.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	cmd := m.update(msg)
-	if _, ok := msg.(batchMsg); ok {
-		m.dirty = true // redrawn by the next frame tick
-	} else if _, ok := msg.(frameTickMsg); !ok {
-		m.render()
-	}
-	if _, ok := msg.(tea.KeyMsg); ok {
-		m.LastKey = m.env.now()
+	switch msg.(type) {
+	case tea.KeyMsg, tea.WindowSizeMsg:
+		m.render() // at once: what the user does shows in the next frame the renderer writes
+	case frameTickMsg:
+	default:
+		m.dirty = true // data and answers: redrawn by the next frame tick
 	}
 	return m, cmd
 }
@@ -173,7 +171,9 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		m.SetSize(msg.Width, msg.Height)
 		return nil
 	case frameTickMsg:
-		if m.dirty {
+		// Redraw when something changed, but not right after a key press redrew: at most
+		// one render per tick period.
+		if m.dirty && time.Since(m.renderedAt) >= m.opts.FrameEvery*3/4 {
 			m.render()
 		}
 		return m.frameTick()
@@ -215,7 +215,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 			return tea.Batch(m.readStatus(), notice(describeErr("writing tracing_on", msg.err), true))
 		}
 		return tea.Batch(m.readStatus(), notice(map[bool]string{true: "tracing on", false: "tracing off"}[msg.on], false))
-	case indexMsg, listsMsg, planMsg, appliedMsg:
+	case indexMsg, listsMsg, planMsg, appliedMsg, suggestMsg:
 		return m.funcs.Update(msg)
 	case probesMsg, probeAddedMsg, probeDoneMsg:
 		return m.probes.Update(msg)
@@ -288,6 +288,7 @@ func (m *Model) Render() string {
 func (m *Model) render() {
 	m.dirty = false
 	m.Frames++
+	m.renderedAt = time.Now()
 	if m.width < 40 || m.height < 8 {
 		m.frame = fit("too small: 40×8 at least", m.width)
 		return

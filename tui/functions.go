@@ -53,6 +53,7 @@ type FunctionsView struct {
 	patErr  error
 	matches []int
 	suggest []string
+	gen     int // numbers previews, so that late suggestions for an old text are dropped
 	took    time.Duration
 
 	marks []mark
@@ -107,10 +108,16 @@ func (v *FunctionsView) loadLists() tea.Cmd {
 }
 
 // SetIndex takes the loaded index.
-func (v *FunctionsView) SetIndex(m indexMsg) {
+func (v *FunctionsView) SetIndex(m indexMsg) tea.Cmd {
 	v.loading = false
 	v.ix, v.ixErr = m.ix, m.err
-	v.preview()
+	return v.preview()
+}
+
+// suggestMsg carries close names for a pattern that matched nothing.
+type suggestMsg struct {
+	gen   int
+	names []string
 }
 
 // SetLists takes the lists read.
@@ -120,35 +127,44 @@ func (v *FunctionsView) SetLists(m listsMsg) {
 	}
 }
 
-// preview resolves what is typed: pure, in memory (a few milliseconds over 70,000 functions:
-// see BenchmarkFunctionsKeystroke).
-func (v *FunctionsView) preview() {
+// preview resolves what is typed: pure, in memory, a few milliseconds over 70,000 functions
+// (BenchmarkFunctionsKeystroke). Close names for a pattern that matches nothing take longer (an
+// edit distance to every name): they are computed in a command, and arrive after the count.
+func (v *FunctionsView) preview() tea.Cmd {
 	start := time.Now()
+	v.gen++
 	text := strings.TrimSpace(v.input.Value())
 	v.pat, v.patErr, v.matches, v.suggest = nil, nil, nil, nil
 	if text == "" || v.ix == nil {
-		return
+		return nil
 	}
 	p, err := filters.Compile(text)
 	if err != nil {
 		v.patErr = err
-		return
+		return nil
 	}
 	v.pat = p
 	v.matches = v.ix.Resolve(p)
-	if len(v.matches) == 0 {
-		v.suggest = v.ix.Suggest(p.Literal(), 5)
-	}
 	v.took = time.Since(start)
+	if len(v.matches) == 0 {
+		gen, ix, lit := v.gen, v.ix, p.Literal()
+		return func() tea.Msg { return suggestMsg{gen, ix.Suggest(lit, 5)} }
+	}
+	return nil
 }
 
 // Update handles the view's keys and the answers of its commands.
 func (v *FunctionsView) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case indexMsg:
-		v.SetIndex(msg)
+		cmd := v.SetIndex(msg)
 		if msg.err != nil {
 			return notice(describeErr("reading available_filter_functions", msg.err), true)
+		}
+		return cmd
+	case suggestMsg:
+		if msg.gen == v.gen {
+			v.suggest = msg.names
 		}
 		return nil
 	case listsMsg:
@@ -214,7 +230,7 @@ func (v *FunctionsView) updateKey(km tea.KeyMsg) tea.Cmd {
 		old := v.input.Value()
 		v.input, cmd = v.input.Update(km)
 		if v.input.Value() != old {
-			v.preview()
+			return tea.Batch(cmd, v.preview())
 		}
 		return cmd
 	}
@@ -273,15 +289,13 @@ func (v *FunctionsView) mark() tea.Cmd {
 	for _, m := range v.marks {
 		if m.text == text && m.file == v.target {
 			v.input.SetValue("")
-			v.preview()
-			return nil
+			return v.preview()
 		}
 	}
 	v.marks = append(v.marks, mark{text: text, pat: v.pat, file: v.target, count: len(v.matches)})
 	v.sel = len(v.marks) - 1
 	v.input.SetValue("")
-	v.preview()
-	return nil
+	return v.preview()
 }
 
 // changes turns the marks into list changes: the marks are what each list becomes. With both

@@ -269,7 +269,7 @@ func TestFunctionsPreviewMarkApply(t *testing.T) {
 		t.Error("a pattern matching nothing was marked")
 	}
 	m.funcs.input.SetValue("vfs_raed")
-	m.funcs.preview()
+	runCmd(m, m.funcs.preview(), 0)
 	if s := screen(m); !strings.Contains(s, "close: vfs_read") {
 		t.Errorf("suggestions:\n%s", s)
 	}
