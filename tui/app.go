@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -45,6 +46,11 @@ type Options struct {
 	Context                 context.Context // for the commands' kernel writes
 }
 
+// suspender is a source that can let go of trace_pipe while f runs (PipeSource).
+type suspender interface {
+	Suspend(f func() error) error
+}
+
 // component is the contract of every view: the Charm shape, with SetSize and a way to say
 // that keys go to a text field.
 type component interface {
@@ -79,8 +85,8 @@ type Model struct {
 
 	frame      string
 	dirty      bool
-	renderedAt time.Time // wall clock: paces frames, whatever Options.Now says
-	Frames     int       // frames rendered (for the benchmarks)
+	renderedAt time.Time    // wall clock: paces frames, whatever Options.Now says
+	frames     atomic.Int64 // frames rendered (for the benchmarks)
 
 	// Aborted says the user pressed ctrl+c (exit 130); Quit that they pressed q.
 	Aborted, Quit bool
@@ -264,8 +270,14 @@ func (m *Model) updateKey(km tea.KeyMsg) tea.Cmd {
 		if next == "" {
 			next = "nop"
 		}
-		b := m.env.backend
-		return func() tea.Msg { return tracerMsg{next, b.SetTracer(next)} }
+		b, src := m.env.backend, m.opts.Source
+		return func() tea.Msg {
+			set := func() error { return b.SetTracer(next) }
+			if s, ok := src.(suspender); ok { // trace_pipe must be closed for the change
+				return tracerMsg{next, s.Suspend(set)}
+			}
+			return tracerMsg{next, set()}
+		}
 	case key.Matches(km, k.Tracing):
 		on := m.status.TracingOn == nil || !*m.status.TracingOn
 		b := m.env.backend
@@ -275,6 +287,9 @@ func (m *Model) updateKey(km tea.KeyMsg) tea.Cmd {
 	}
 	return nil
 }
+
+// Frames is how many frames the model rendered (safe to call while the program runs).
+func (m *Model) Frames() int64 { return m.frames.Load() }
 
 // View returns the last frame rendered.
 func (m *Model) View() string { return m.frame }
@@ -287,7 +302,7 @@ func (m *Model) Render() string {
 
 func (m *Model) render() {
 	m.dirty = false
-	m.Frames++
+	m.frames.Add(1)
 	m.renderedAt = time.Now()
 	if m.width < 40 || m.height < 8 {
 		m.frame = fit("too small: 40×8 at least", m.width)

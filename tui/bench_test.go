@@ -3,7 +3,6 @@ package tui
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"runtime"
 	"sort"
@@ -131,8 +130,8 @@ func (w *frameWriter) firstAfter(s string, t time.Time) (time.Time, bool) {
 type loadResult struct {
 	events       int64
 	seconds      float64
-	frames       int     // writes to the terminal
-	renders      int     // frames the model rendered
+	frames       int // writes to the terminal
+	renders      int // frames the model rendered
 	latencies    []time.Duration
 	missed       int
 	heapMB       float64
@@ -158,8 +157,10 @@ func runUnderLoad(t testing.TB, rate int, d time.Duration) loadResult {
 	p.Send(tea.WindowSizeMsg{Width: 160, Height: 50})
 	time.Sleep(500 * time.Millisecond) // the ring fills, the rate settles
 	start := time.Now()
+	w.mu.Lock()
 	framesBefore := len(w.frames)
-	rendersBefore := m.Frames
+	w.mu.Unlock()
+	rendersBefore := m.Frames()
 	var res loadResult
 	paused := false
 	for time.Since(start) < d {
@@ -183,7 +184,7 @@ func runUnderLoad(t testing.TB, rate int, d time.Duration) loadResult {
 	w.mu.Unlock()
 	p.Send(press("ctrl+c"))
 	<-done
-	res.renders = m.Frames - rendersBefore
+	res.renders = int(m.Frames() - rendersBefore)
 	src.Close()
 	res.events = m.stream.total
 	runtime.GC()
@@ -236,5 +237,4 @@ func TestStreamUnderLoad(t *testing.T) {
 	}
 }
 
-var _ = fmt.Sprint
 var _ io.Writer = (*frameWriter)(nil)

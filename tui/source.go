@@ -143,6 +143,11 @@ type PipeSource struct {
 	ctx  context.Context
 	stop context.CancelFunc
 	wg   sync.WaitGroup
+
+	mu        sync.Mutex
+	cur       io.ReadCloser // the open pipe (nil while suspended or reopening)
+	suspended chan struct{} // non-nil while Suspend runs: closed when it is done
+	kicked    io.ReadCloser // the pipe Suspend closed: its reader opens again, not fails
 }
 
 // reopenAfter is the pause before trace_pipe is opened again after an end of file.
@@ -157,10 +162,45 @@ func NewPipeSource(ctx context.Context, open func(ctx context.Context) (io.ReadC
 		cancel()
 		return nil, err
 	}
-	s := &PipeSource{open: open, c: newCollector(max), ctx: ctx, stop: cancel}
+	s := &PipeSource{open: open, c: newCollector(max), ctx: ctx, stop: cancel, cur: r}
 	s.wg.Add(1)
 	go s.read(r)
 	return s, nil
+}
+
+// reopen waits out a Suspend, then opens trace_pipe again.
+func (s *PipeSource) reopen(pause time.Duration) (io.ReadCloser, error) {
+	for {
+		s.mu.Lock()
+		wait := s.suspended
+		s.mu.Unlock()
+		if wait == nil {
+			break
+		}
+		select {
+		case <-wait:
+		case <-s.ctx.Done():
+			return nil, s.ctx.Err()
+		}
+		pause = 0
+	}
+	if pause > 0 {
+		select {
+		case <-time.After(pause):
+		case <-s.ctx.Done():
+			return nil, s.ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.suspended != nil { // a Suspend began meanwhile: let it run first
+		return nil, nil
+	}
+	r, err := s.open(s.ctx)
+	if err == nil {
+		s.cur = r
+	}
+	return r, err
 }
 
 func (s *PipeSource) read(r io.ReadCloser) {
@@ -175,34 +215,60 @@ func (s *PipeSource) read(r io.ReadCloser) {
 				return
 			}
 		}
-		switch {
-		case err == nil:
+		if err == nil {
 			continue
+		}
+		r.Close()
+		s.mu.Lock()
+		s.cur = nil
+		suspended := s.suspended != nil || s.kicked == r
+		s.kicked = nil
+		s.mu.Unlock()
+		var pause time.Duration
+		switch {
 		case s.ctx.Err() != nil:
-			r.Close()
 			return
+		case suspended: // closed by Suspend: wait for it, then open again
 		case errors.Is(err, io.EOF):
-			r.Close()
-			select {
-			case <-time.After(reopenAfter):
-			case <-s.ctx.Done():
-				return
-			}
-			if r, err = s.open(s.ctx); err != nil {
+			pause = reopenAfter
+		default:
+			s.c.fail(err)
+			return
+		}
+		for r = nil; r == nil; {
+			if r, err = s.reopen(pause); err != nil {
 				if s.ctx.Err() == nil {
 					s.c.fail(fmt.Errorf("reopening trace_pipe: %w", err))
 				}
 				return
 			}
-			g.dec = stream.Decoder{} // a new file: no partial line carries over
-		default:
-			r.Close()
-			if s.ctx.Err() == nil {
-				s.c.fail(err)
-			}
-			return
 		}
+		g.dec = stream.Decoder{} // a new file: no partial line carries over
 	}
+}
+
+// Suspend closes trace_pipe, runs f, and opens it again: the kernel refuses to change the
+// tracer while its trace_pipe is open (EBUSY: tracing_set_tracer checks current_trace->ref).
+func (s *PipeSource) Suspend(f func() error) error {
+	done := make(chan struct{})
+	s.mu.Lock()
+	if s.suspended != nil {
+		s.mu.Unlock()
+		return errors.New("trace_pipe is already suspended")
+	}
+	s.suspended = done
+	r := s.cur
+	s.kicked = r
+	s.mu.Unlock()
+	if r != nil {
+		r.Close() // the reader's Read returns; Close has closed the descriptor when it returns
+	}
+	err := f()
+	s.mu.Lock()
+	s.suspended = nil
+	s.mu.Unlock()
+	close(done)
+	return err
 }
 
 // Batches implements Source.

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -117,5 +118,47 @@ loop:
 	src.Close()
 	if n < 3000 || n > 8000 {
 		t.Errorf("%d events in 0.3 s at 20,000/s", n)
+	}
+}
+
+// trackedPipe blocks until closed and says whether it is open.
+type trackedPipe struct {
+	scriptedPipe
+	open *atomic.Int32
+}
+
+func (p *trackedPipe) Close() error {
+	p.once.Do(func() { p.open.Add(-1); close(p.closed) })
+	return nil
+}
+
+func TestPipeSourceSuspendReleasesThePipe(t *testing.T) {
+	var open, opens atomic.Int32
+	src, err := NewPipeSource(context.Background(), func(ctx context.Context) (io.ReadCloser, error) {
+		open.Add(1)
+		opens.Add(1)
+		return &trackedPipe{scriptedPipe: scriptedPipe{ctx: ctx, closed: make(chan struct{})}, open: &open}, nil
+	}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	ran := false
+	err = src.Suspend(func() error {
+		ran = true
+		if n := open.Load(); n != 0 {
+			t.Errorf("%d pipes open while suspended", n)
+		}
+		return errors.New("EBUSY?")
+	})
+	if !ran || err == nil || err.Error() != "EBUSY?" {
+		t.Fatalf("ran %v err %v", ran, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for opens.Load() < 2 || open.Load() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("not reopened: %d opens, %d open", opens.Load(), open.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
