@@ -318,3 +318,53 @@ func TestTUIKeepLeavesInstance(t *testing.T) {
 		t.Errorf("--keep removed %s", name)
 	}
 }
+
+// Probes from the console: a grammar mistake is caught with a caret before anything reaches the
+// kernel; an unknown symbol is refused by the kernel, whose error_log shows; a good probe is
+// defined in the console's group, enabled in its instance, and removed with it on exit.
+func TestTUIProbes(t *testing.T) {
+	before := tracingState(t)
+	r := startTUI(t, "tui")
+	pid := strconv.Itoa(r.cmd.Process.Pid)
+	group, name := "ftctl_"+pid, "ftctl-"+pid
+	r.keys("3")
+	r.waitFor("new probes without a group go to " + group)
+	r.keys("a")
+	r.keys("p:tuiop vfs_read n=%zz")
+	r.waitFor("Invalid register name (found before anything reached the kernel)")
+	r.keys("\r")
+	r.waitFor("fix the definition first")
+	if strings.Contains(read(t, "kprobe_events"), "tuiop") {
+		t.Fatal("a refused definition reached kprobe_events")
+	}
+	r.keys("\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f") // backspace over "vfs_read n=%zz"
+	r.keys("vfs_raed")
+	r.waitFor("✓ kprobe on vfs_raed")
+	r.keys("\r")
+	r.waitFor("kernel error_log: ")
+	if !r.screen.Contains("Invalid probed address or symbol") || !r.screen.Contains("vfs_read") {
+		t.Errorf("the kernel's diagnosis is not shown:\n%s", r.screen)
+	}
+	r.keys("\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f")
+	r.keys("vfs_read")
+	r.waitFor("✓ kprobe on vfs_read")
+	r.keys("\r")
+	r.waitFor("defined " + group + "/tuiop")
+	r.waitFor(group + "/tuiop")
+	if !strings.Contains(read(t, "kprobe_events"), group+"/tuiop vfs_read") {
+		t.Errorf("kprobe_events:\n%s", read(t, "kprobe_events"))
+	}
+	if en := strings.TrimSpace(read(t, "instances/"+name+"/events/"+group+"/tuiop/enable")); en != "1" {
+		t.Errorf("not enabled in %s: %q", name, en)
+	}
+	r.keys("1")
+	r.waitFor("tuiop")
+	r.keys("q")
+	if code := r.wait(); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	if strings.Contains(read(t, "kprobe_events"), group) {
+		t.Errorf("the console's probes outlive it:\n%s", read(t, "kprobe_events"))
+	}
+	checkWorld(t, before)
+}
