@@ -26,7 +26,6 @@ type fakeBackend struct {
 	on      bool
 	list    []probes.Probe
 	added   []string
-	calls   []string
 }
 
 func newFakeBackend(t testing.TB) *fakeBackend {
@@ -53,12 +52,6 @@ func fixtureIndex(t testing.TB) *filters.Index {
 	}
 	ix.Prepare()
 	return ix
-}
-
-func (f *fakeBackend) call(s string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, s)
 }
 
 func (f *fakeBackend) Status() (Status, error) {
