@@ -320,18 +320,12 @@ is gone (groups ftctl_PID); a live session's probes are left to it.`,
 			if allOwned == (len(names) > 0) {
 				return InvalidInput(errors.New("give probe names or --all-owned (not both)"))
 			}
-			fs, lock, err := g.BeginWrite(c.Context())
+			m, list, unlock, err := lockedProbes(c.Context(), g)
 			if err != nil {
 				return err
 			}
-			defer lock.Unlock()
-			m := probes.NewManager(fs)
-			list, err := m.List()
-			if err != nil {
-				return err
-			}
-			type target struct{ group, event string }
-			var targets []target
+			defer unlock()
+			var targets []probeTarget
 			if allOwned {
 				seen := map[string]bool{}
 				for _, p := range list {
@@ -343,7 +337,7 @@ is gone (groups ftctl_PID); a live session's probes are left to it.`,
 						g.Notice("leaving %s: its trace session (pid %s) is running", safe(p.Name()), strings.TrimPrefix(p.Group, "ftctl_"))
 						continue
 					}
-					targets = append(targets, target{p.Group, p.Event})
+					targets = append(targets, probeTarget{p.Group, p.Event})
 				}
 			} else {
 				for _, n := range names { // resolve all before removing any
@@ -355,7 +349,7 @@ is gone (groups ftctl_PID); a live session's probes are left to it.`,
 					case err != nil:
 						return InvalidInput(err)
 					}
-					targets = append(targets, target{grp, ev})
+					targets = append(targets, probeTarget{grp, ev})
 				}
 			}
 			removed := []string{}
@@ -390,24 +384,19 @@ func newCmdProbeEnable(g *Globals, on bool) *cobra.Command {
 		Args:              args(cobra.MinimumNArgs(1)),
 		ValidArgsFunction: completeProbeNames(g),
 		RunE: func(c *cobra.Command, names []string) error {
-			fs, lock, err := g.BeginWrite(c.Context())
+			m, list, unlock, err := lockedProbes(c.Context(), g)
 			if err != nil {
 				return err
 			}
-			defer lock.Unlock()
-			m := probes.NewManager(fs)
-			list, err := m.List()
-			if err != nil {
-				return err
-			}
-			type target struct{ group, event string }
-			var targets []target
+			defer unlock()
+			fs := m.FS
+			var targets []probeTarget
 			for _, n := range names {
 				grp, ev, err := probes.Resolve(list, n)
 				if err != nil {
 					return InvalidInput(err)
 				}
-				targets = append(targets, target{grp, ev})
+				targets = append(targets, probeTarget{grp, ev})
 			}
 			var in *tracefs.Instance
 			if on {
@@ -480,6 +469,23 @@ listed in JSON only.`,
 			return nil
 		},
 	}
+}
+
+type probeTarget struct{ group, event string }
+
+// lockedProbes takes the tracefs lock and lists the kprobes, for commands that change them.
+func lockedProbes(ctx context.Context, g *Globals) (*probes.Manager, []probes.Probe, func(), error) {
+	fs, lock, err := g.BeginWrite(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m := probes.NewManager(fs)
+	list, err := m.List()
+	if err != nil {
+		lock.Unlock()
+		return nil, nil, nil, err
+	}
+	return m, list, func() { lock.Unlock() }, nil
 }
 
 // sessionAlive says whether the trace session owning group ftctl_PID is still running.

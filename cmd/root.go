@@ -63,7 +63,12 @@ func (g *Globals) FS() (*tracefs.FS, error) {
 		return nil, err
 	}
 	if g.DryRun {
+		// The plan is the output of a dry run, except with -o json, where stdout is one JSON
+		// document for scripts and the plan goes to stderr.
 		fs.DryRun = g.Out
+		if g.JSON() {
+			fs.DryRun = g.Err
+		}
 	}
 	g.fs = fs
 	return fs, nil

@@ -164,6 +164,19 @@ func streamRun(ctx context.Context, o *StreamOptions) error {
 		return err
 	}
 	warnIfIdle(g, in)
+	return streamPipe(ctx, o, in, filter)
+}
+
+// endCause, as the cause of a cancelled context (context.WithCancelCause), ends a stream
+// normally and names why; any other cancellation is an interruption (exit 130).
+type endCause string
+
+func (e endCause) Error() string { return string(e) }
+
+// streamPipe streams an instance's trace_pipe with o's output options until o.Count,
+// o.Duration, the kernel's end of file or ctx ends it, then prints the loss summary.
+func streamPipe(ctx context.Context, o *StreamOptions, in *tracefs.Instance, filter stream.Filter) error {
+	g := o.G
 	before, _ := in.CPUStats()
 	sum := stream.NewSummary(before)
 
@@ -225,10 +238,14 @@ func streamRun(ctx context.Context, o *StreamOptions) error {
 		case derr != nil:
 			return derr
 		case rerr == nil:
+		case ctx.Err() != nil: // before EOF: a cancelled reader may also see the end of file
+			end = "interrupted"
+			var ec endCause
+			if errors.As(context.Cause(ctx), &ec) {
+				end = string(ec)
+			}
 		case errors.Is(rerr, io.EOF):
 			end = "eof"
-		case ctx.Err() != nil:
-			end = "interrupted"
 		case errors.Is(rerr, context.DeadlineExceeded):
 			end = "duration"
 		default:
@@ -243,6 +260,9 @@ func streamRun(ctx context.Context, o *StreamOptions) error {
 	}
 	if end == "interrupted" {
 		return ctx.Err() // exit 130
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx) // an endCause: the caller knows it
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/session"
+	"github.com/ftctl/ftctl/stream"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -32,6 +33,8 @@ type TraceOptions struct {
 	Count    int
 	Command  []string
 }
+
+const errCommandExited = endCause("the command exited")
 
 // CommandExit carries the exit status of the command `ftctl trace -- COMMAND` ran: ftctl
 // exits with it.
@@ -200,13 +203,9 @@ func traceRun(ctx context.Context, opts *TraceOptions) error {
 		return err
 	}
 
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if opts.Duration > 0 {
-		var c2 context.CancelFunc
-		sctx, c2 = context.WithTimeout(sctx, opts.Duration)
-		defer c2()
-	}
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	so := &StreamOptions{G: g, Count: opts.Count, Duration: opts.Duration, Color: colorFor(g.Out), Now: time.Now}
 	childDone := make(chan error, 1)
 	if child != nil {
 		gate.Write([]byte{1}) // let it exec
@@ -214,7 +213,7 @@ func traceRun(ctx context.Context, opts *TraceOptions) error {
 		go func() { childDone <- child.Wait() }()
 	}
 	streamDone := make(chan error, 1)
-	go func() { streamDone <- streamSession(sctx, g, s, opts.Count) }()
+	go func() { streamDone <- streamPipe(sctx, so, s.Instance, stream.Filter{}) }()
 
 	var childErr error
 	childExited := false
@@ -222,11 +221,15 @@ func traceRun(ctx context.Context, opts *TraceOptions) error {
 	case err = <-streamDone:
 	case childErr = <-childDone:
 		childExited = true
-		// Let the last events reach the reader, then end.
+		// With tracing off, the kernel ends trace_pipe once what was recorded has been read
+		// (if anything was read at all: else the reader is told after 2 s).
 		s.Instance.Write("tracing_on", "0")
-		time.Sleep(300 * time.Millisecond)
-		cancel()
-		err = <-streamDone
+		select {
+		case err = <-streamDone:
+		case <-time.After(2 * time.Second):
+			cancel(errCommandExited)
+			err = <-streamDone
+		}
 	}
 	if child != nil && !childExited {
 		// The session ended first (Ctrl-C, --duration, --count, stdout closed): the command
@@ -243,7 +246,7 @@ func traceRun(ctx context.Context, opts *TraceOptions) error {
 	switch {
 	case ctx.Err() != nil:
 		return ErrInterrupted
-	case err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
+	case err != nil && !errors.Is(err, errCommandExited):
 		return err
 	}
 	if child != nil {

@@ -141,28 +141,19 @@ func isspace(c byte) bool {
 }
 
 // isGoodName is kernel/trace/trace.h is_good_name(): a C identifier (kernel ctype).
-func isGoodName(name string) bool {
-	if name == "" || (!isalpha(name[0]) && name[0] != '_') {
-		return false
-	}
-	for i := 1; i < len(name); i++ {
-		c := name[i]
-		if !isalpha(c) && !isdigit(c) && c != '_' {
-			return false
-		}
-	}
-	return true
-}
+func isGoodName(name string) bool { return goodName(name, false) }
 
 // isGoodSystemName is is_good_system_name() (6.2+): a group name may also contain '.'.
 // Accepting the dot on every kernel keeps ftctl from refusing what a newer kernel takes.
-func isGoodSystemName(name string) bool {
+func isGoodSystemName(name string) bool { return goodName(name, true) }
+
+func goodName(name string, dot bool) bool {
 	if name == "" || (!isalpha(name[0]) && name[0] != '_') {
 		return false
 	}
 	for i := 1; i < len(name); i++ {
 		c := name[i]
-		if !isalpha(c) && !isdigit(c) && c != '_' && c != '.' {
+		if !isalpha(c) && !isdigit(c) && c != '_' && (!dot || c != '.') {
 			return false
 		}
 	}

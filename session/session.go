@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -179,6 +180,18 @@ func (s *Session) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("instance %s already exists: another session of this pid? (ftctl reset removes leftovers)", InstanceName(s.PID))
 	}
 	s.Instance = in
+	if s.tracer != "nop" {
+		// An instance lists only the tracers it can run: function_graph in instances came
+		// with Linux 6.11 (seen: 6.1 lists "function nop" there, and refuses with EINVAL).
+		b, err := in.ReadFile("available_tracers")
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(strings.Fields(string(b)), s.tracer) {
+			return &tracefs.Error{Op: "write", Path: in.Path("current_tracer"), Data: s.tracer, Class: tracefs.ErrUnavailable,
+				Reason: fmt.Sprintf("this kernel cannot run the %s tracer in an instance (its instances offer: %s)", s.tracer, strings.TrimSpace(string(b)))}
+		}
+	}
 	// The instance starts with tracing on and the nop tracer; keep it off until ready.
 	if err := in.Write("tracing_on", "0"); err != nil {
 		return err

@@ -26,15 +26,22 @@ var ErrPipeClosed = errors.New("trace_pipe reader closed")
 // goroutine or descriptor outlives Close. The descriptor is non-blocking and Read waits in
 // poll(2) on it and on an eventfd that Close and the context signal: this does not depend on
 // Go's netpoller accepting a tracefs file, nor on the kernel ever waking the reader.
+//
+// A blocking read of trace_pipe ends (returns 0) once tracing is off, the buffer is empty and
+// the file has returned something (tracing_wait_pipe); a non-blocking one never does: it says
+// EAGAIN first. Read gives the same end of file by reading tracing_on when trace_pipe is empty,
+// and at least every eofCheck while it waits, since nothing wakes a poller when tracing stops.
 type Pipe struct {
 	path string
 	fs   *FS
 	ctx  context.Context
 	stop func() bool // stops the context's AfterFunc
 
-	mu  sync.Mutex // held by Read while it uses fd; Close takes it before closing fd
-	fd  int
-	eof bool
+	mu       sync.Mutex // held by Read while it uses fd; Close takes it before closing fd
+	fd       int
+	on       int  // tracing_on of the same trace array, -1 when it could not be opened
+	readSome bool // trace_pipe has returned something
+	eof      bool
 
 	wmu    sync.Mutex // guards wake against a signal racing with Close
 	wake   int        // eventfd, -1 once closed
@@ -46,6 +53,9 @@ type Pipe struct {
 // lines into a page-sized trace_seq and copies at most PAGE_SIZE-1 bytes per call
 // (tracing_read_pipe).
 const readUnit = 4096
+
+// eofCheck is how often a waiting Read looks whether tracing was turned off.
+const eofCheck = 250 // milliseconds
 
 // OpenPipe opens the instance's trace_pipe for reading. When ctx ends, a blocked or later Read
 // returns ctx.Err(). Close it when done.
@@ -60,7 +70,11 @@ func (i *Instance) OpenPipe(ctx context.Context) (*Pipe, error) {
 		unix.Close(fd)
 		return nil, &Error{Op: "eventfd", Path: path, Class: ErrIO, Errno: err}
 	}
-	p := &Pipe{path: path, fs: i.fs, ctx: ctx, fd: fd, wake: wake}
+	on, err := unix.Open(i.Path("tracing_on"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		on = -1
+	}
+	p := &Pipe{path: path, fs: i.fs, ctx: ctx, fd: fd, on: on, wake: wake}
 	p.stop = context.AfterFunc(ctx, p.signal)
 	return p, nil
 }
@@ -105,12 +119,17 @@ func (p *Pipe) Read(b []byte) (int, error) {
 		switch {
 		case err == nil && k > 0:
 			n += k
+			p.readSome = true
 		case err == nil:
 			p.eof = true
 		case err == unix.EINTR:
 		case err == unix.EAGAIN:
 			if n > 0 {
 				return n, nil
+			}
+			if p.readSome && p.tracingOff() {
+				p.eof = true
+				continue
 			}
 			if err := p.wait(); err != nil {
 				return 0, err
@@ -132,11 +151,26 @@ func (p *Pipe) stopped() error {
 	return p.ctx.Err()
 }
 
-// wait blocks until trace_pipe is readable or the pipe is signalled.
+// tracingOff reads the trace array's tracing_on.
+func (p *Pipe) tracingOff() bool {
+	if p.on < 0 {
+		return false
+	}
+	var b [4]byte
+	n, err := unix.Pread(p.on, b[:], 0)
+	return err == nil && n > 0 && b[0] == '0'
+}
+
+// wait blocks until trace_pipe is readable or the pipe is signalled, or for eofCheck once the
+// pipe has returned something (tracing may have been turned off meanwhile).
 func (p *Pipe) wait() error {
 	fds := []unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}, {Fd: int32(p.wake), Events: unix.POLLIN}}
+	timeout := -1
+	if p.readSome && p.on >= 0 {
+		timeout = eofCheck
+	}
 	for {
-		_, err := unix.Poll(fds, -1)
+		_, err := unix.Poll(fds, timeout)
 		if err == unix.EINTR {
 			continue
 		}
@@ -160,6 +194,10 @@ func (p *Pipe) Close() error {
 		p.mu.Lock() // wait for a Read in progress to see the signal and return
 		err = unix.Close(p.fd)
 		p.fd = -1
+		if p.on >= 0 {
+			unix.Close(p.on)
+			p.on = -1
+		}
 		p.mu.Unlock()
 		p.wmu.Lock()
 		unix.Close(p.wake)

@@ -192,3 +192,54 @@ func waitGoroutines(t *testing.T, n int) {
 		t.Errorf("%d goroutines, %d before", got, n)
 	}
 }
+
+// trace_pipe read non-blocking never ends by itself: once it returned something, Read ends it
+// when tracing_on says 0, as a blocking read would, and not before anything was read.
+func TestPipeEndsWhenTracingStops(t *testing.T) {
+	in, w := fifoInstance(t)
+	on := filepath.Join(in.Dir(), "tracing_on")
+	os.WriteFile(on, []byte("0\n"), 0o644)
+	p, err := in.OpenPipe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	got := make(chan error, 1)
+	go func() {
+		_, err := p.Read(make([]byte, 4096))
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("Read ended before anything was read, with tracing off: %v", err)
+	case <-time.After(2 * eofCheck * time.Millisecond):
+	}
+	w.WriteString("one\n")
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(on, []byte("1\n"), 0o644)
+	w.WriteString("two\n")
+	buf := make([]byte, 4096)
+	if n, err := p.Read(buf); err != nil || string(buf[:n]) != "two\n" {
+		t.Fatalf("%q %v", buf[:n], err)
+	}
+	go func() {
+		_, err := p.Read(buf)
+		got <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	os.WriteFile(on, []byte("0\n"), 0o644)
+	select {
+	case err := <-got:
+		if err != io.EOF {
+			t.Fatalf("after tracing stopped: %v", err)
+		}
+		if d := time.Since(start); d > 2*eofCheck*time.Millisecond {
+			t.Errorf("end of file %v after tracing stopped", d)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("Read did not end after tracing stopped")
+	}
+}

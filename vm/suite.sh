@@ -28,6 +28,7 @@ for k in $kernels; do
 		start=$(date +%s%N)
 		"$here/run.sh" --kernel "$k" --mode test --timeout 540 --log "$build/vmtest-$k.log" \
 			--file "$build/ftctl:/bin/ftctl" --file "$build/vmtest.test:/bin/vmtest.test" \
+			--file "$top/README.md:/etc/ftctl-README.md" \
 			--module drivers/net/dummy --module fs/nls/nls_utf8 "${extra[@]+"${extra[@]}"}" \
 			>/dev/null 2>"$build/vmtest-$k.runner"
 		r=$?

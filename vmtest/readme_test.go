@@ -1,0 +1,119 @@
+//go:build vmtest
+
+package vmtest
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// readmeCommand is one ftctl command of the README with the exit status it documents.
+type readmeCommand struct {
+	line int
+	cmd  string
+	exit int
+}
+
+var (
+	// In a fenced block: "$ sudo ftctl ...", "# ftctl ..." (a root prompt) or "sudo ftctl ...".
+	blockCommand = regexp.MustCompile(`^(?:\$ |# )?(?:sudo )?(ftctl .*)$`)
+	// A documented failure: "(exit 2)".
+	exitLine = regexp.MustCompile(`^\(exit (\d+)\)$`)
+	// In the side-by-side table, the ftctl column: `ftctl ...` fragments.
+	tableCommand = regexp.MustCompile("`(ftctl [^`]*)`")
+	tableExit    = regexp.MustCompile(`\(exit (\d+)`)
+)
+
+// readmeCommands extracts the README's example commands, in order.
+func readmeCommands(t *testing.T, text string) []readmeCommand {
+	var out []readmeCommand
+	inBlock := false
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "```") {
+			inBlock = !inBlock
+			continue
+		}
+		if inBlock {
+			if m := exitLine.FindStringSubmatch(l); m != nil && len(out) > 0 {
+				out[len(out)-1].exit, _ = strconv.Atoi(m[1])
+				continue
+			}
+			if m := blockCommand.FindStringSubmatch(l); m != nil {
+				out = append(out, readmeCommand{line: i + 1, cmd: m[1]})
+			}
+			continue
+		}
+		if strings.HasPrefix(l, "| ") && strings.Count(l, " | ") >= 2 {
+			cells := strings.Split(l, " | ")
+			cell := cells[len(cells)-1]
+			for _, m := range tableCommand.FindAllStringSubmatch(cell, -1) {
+				c := readmeCommand{line: i + 1, cmd: m[1]}
+				if e := tableExit.FindStringSubmatch(cell); e != nil {
+					c.exit, _ = strconv.Atoi(e[1])
+				}
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// TestReadmeExamples runs every ftctl command the README shows, as written (without sudo: the
+// VM runs as root), in order, and checks the exit status it documents (0 unless an "(exit N)"
+// line follows it, or its table cell says "(exit N").
+func TestReadmeExamples(t *testing.T) {
+	b, err := os.ReadFile("/etc/ftctl-README.md")
+	if err != nil {
+		t.Skip("the README is not in this initramfs (vm/suite.sh puts it in /etc)")
+	}
+	cmds := readmeCommands(t, string(b))
+	if len(cmds) < 30 {
+		t.Fatalf("only %d commands found in the README", len(cmds))
+	}
+	dir := t.TempDir()
+	// What the examples refer to: a file of function names for --from-file.
+	os.WriteFile(dir+"/names", []byte("vfs_read\nvfs_write\nksys_read\n"), 0o644)
+	t.Cleanup(func() { exec.Command(ftctl, "reset", "--all", "--yes").Run() })
+	for _, c := range cmds {
+		start := time.Now()
+		// Braces and a newline: a trailing "# comment" must not swallow the redirections.
+		cmd := exec.Command("/bin/sh", "-c", "{ "+c.cmd+"\n} >/dev/null 2>/tmp/readme-stderr")
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=/bin:/sbin:/usr/bin", "HOME=/root"}
+		done := make(chan error, 1)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- cmd.Wait() }()
+		var werr error
+		select {
+		case werr = <-done:
+		case <-time.After(90 * time.Second):
+			cmd.Process.Kill()
+			werr = <-done
+			t.Errorf("README line %d: %s: still running after 90 s", c.line, c.cmd)
+		}
+		code := 0
+		if ee, ok := werr.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if werr != nil {
+			t.Fatal(werr)
+		}
+		stderr, _ := os.ReadFile("/tmp/readme-stderr")
+		if code == 4 && strings.Contains(c.cmd, "function_graph") && strings.Contains(string(stderr), "cannot run the function_graph tracer in an instance") {
+			t.Logf("README line %d: exit 4 on this kernel, as the README says (function_graph in instances needs 6.11+): %s", c.line, c.cmd)
+			continue
+		}
+		if code != c.exit {
+			t.Errorf("README line %d: %s: exit %d, the README says %d; stderr:\n%s", c.line, c.cmd, code, c.exit, stderr)
+		} else {
+			t.Logf("README line %d: exit %d in %.1fs: %s", c.line, code, time.Since(start).Seconds(), c.cmd)
+		}
+	}
+}
