@@ -59,6 +59,7 @@ type component interface {
 	View() string
 	SetSize(w, h int)
 	Typing() bool
+	Keys() help.KeyMap // for the key line and the help screen
 }
 
 // Model is the root model: the state enum, the shared context, the four views, the status bar
@@ -342,18 +343,7 @@ func (m *Model) tabs() string {
 func (m *Model) messageLine() string {
 	s := m.env.styles
 	if m.msg == "" {
-		var short []key.Binding
-		switch m.state {
-		case stateStream:
-			short = m.stream.keys.ShortHelp()
-		case stateFunctions:
-			short = m.funcs.keys.ShortHelp()
-		case stateProbes:
-			short = m.probes.keys.ShortHelp()
-		case stateTop:
-			short = m.top.keys.ShortHelp()
-		}
-		return fit(m.help.ShortHelpView(short), m.width)
+		return fit(m.help.ShortHelpView(m.views[m.state].Keys().ShortHelp()), m.width)
 	}
 	if m.msgErr {
 		return fit(s.Err.Render(m.msg), m.width)
@@ -407,17 +397,7 @@ func orDash(s string) string {
 
 func (m *Model) helpView() string {
 	s := m.env.styles
-	var views [][]key.Binding
-	switch m.state {
-	case stateStream:
-		views = m.stream.keys.FullHelp()
-	case stateFunctions:
-		views = m.funcs.keys.FullHelp()
-	case stateProbes:
-		views = m.probes.keys.FullHelp()
-	case stateTop:
-		views = m.top.keys.FullHelp()
-	}
+	views := m.views[m.state].Keys().FullHelp()
 	var b strings.Builder
 	b.WriteString(s.Header.Render("ftctl tui: "+stateNames[m.state]) + "\n\n")
 	b.WriteString(m.help.FullHelpView(views) + "\n\n")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
@@ -76,6 +77,9 @@ func newFunctionsView(e *env) *FunctionsView {
 	return &FunctionsView{env: e, keys: newFunctionsKeys(), ckeys: newConfirmKeys(), input: in,
 		target: filters.FilterFile, loading: true}
 }
+
+// Keys implements the component contract.
+func (v *FunctionsView) Keys() help.KeyMap { return v.keys }
 
 // SetSize implements the component contract.
 func (v *FunctionsView) SetSize(w, h int) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
@@ -53,6 +54,9 @@ func newProbesView(e *env) *ProbesView {
 	in.CharLimit = probes.MaxLineLen
 	return &ProbesView{env: e, keys: newProbesKeys(), ckeys: newConfirmKeys(), input: in}
 }
+
+// Keys implements the component contract.
+func (v *ProbesView) Keys() help.KeyMap { return v.keys }
 
 // SetSize implements the component contract.
 func (v *ProbesView) SetSize(w, h int) {

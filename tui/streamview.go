@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
@@ -80,6 +81,9 @@ func newStreamView(e *env, ringSize int) *StreamView {
 	p.CharLimit = 256
 	return &StreamView{env: e, keys: newStreamKeys(), pkeys: newPromptKeys(), ring: NewRing(ringSize), follow: true, prompt: p}
 }
+
+// Keys implements the component contract.
+func (v *StreamView) Keys() help.KeyMap { return v.keys }
 
 // SetSize implements the component contract.
 func (v *StreamView) SetSize(w, h int) {

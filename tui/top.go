@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -59,6 +60,9 @@ func (v *TopView) reset() {
 	}
 	v.total, v.offset = 0, 0
 }
+
+// Keys implements the component contract.
+func (v *TopView) Keys() help.KeyMap { return v.keys }
 
 // SetSize implements the component contract.
 func (v *TopView) SetSize(w, h int) { v.width, v.height = w, h }
