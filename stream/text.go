@@ -123,6 +123,11 @@ func AppendText(dst []byte, ev *Event, o TextOptions) []byte {
 	return append(dst, '\n')
 }
 
+// AppendDetail appends what ev says, the last column of AppendText, with no context columns and
+// no newline (a stack trace's frames still each start a line): for a display that lays the
+// columns out itself (ftctl tui). Trace data is escaped exactly as in AppendText.
+func AppendDetail(dst []byte, ev *Event) []byte { return appendDetail(dst, ev) }
+
 func appendDetail(dst []byte, ev *Event) []byte {
 	switch ev.Kind {
 	case KindFunction:

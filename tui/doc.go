@@ -1,5 +1,21 @@
-// Package tui will hold ftctl's bubbletea console: a root model with stream, functions, probes
-// and top views, built on filters/, probes/ and stream/. IO never runs inside Update.
+// Package tui is ftctl's interactive console (ftctl tui), a bubbletea program: a root model
+// (Model) with a state enum and a shared context, and four views, each a component with
+// Init/Update/View, SetSize and its key map (keys.go; colours in styles.go):
 //
-// Not built yet: see the issue "ftctl tui".
+//   - Stream: the live events of the trace array's trace_pipe, in coloured columns, kept in a
+//     ring of the last 100,000 (memory is bounded), followed or paused, narrowed by quick
+//     filters (event, comm, pid), searched with highlighting, with the rate and every loss
+//     counter in view;
+//   - Functions: a pattern previewed against available_filter_functions on every keystroke,
+//     marked for the filter or the notrace list, applied with the swap protocol after a
+//     confirmation showing what each list gains and loses;
+//   - Probes: kprobe_events, with definitions validated as they are typed (a caret under the
+//     mistake before anything reaches the kernel, the kernel's own error_log after);
+//   - Top: counts per function or event (or comm), sorted, live.
+//
+// IO never runs inside Update: every read and write of the kernel is a Backend method called
+// from a tea.Cmd, and the stream is a re-arming command that takes one batch from the source's
+// channel per call (source.go). Trace data is escaped (stream.AppendEscaped) before it is
+// styled or shown. Data marks the frame dirty and a tick redraws it, so a flood of events
+// costs at most 30 renders a second while keys still redraw at once.
 package tui

@@ -1,0 +1,153 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+	"github.com/spf13/cobra"
+
+	"github.com/ftctl/ftctl/probes"
+	"github.com/ftctl/ftctl/session"
+	"github.com/ftctl/ftctl/tracefs"
+	"github.com/ftctl/ftctl/tui"
+)
+
+// TUIOptions are the inputs of `ftctl tui`.
+type TUIOptions struct {
+	G        *Globals
+	Keep     bool // --keep: leave the private instance (and its probes) on exit
+	RingSize int  // --ring
+}
+
+// NewCmdTUI builds `ftctl tui`. runF replaces the run function in tests.
+func NewCmdTUI(g *Globals, runF func(context.Context, *TUIOptions) error) *cobra.Command {
+	opts := &TUIOptions{G: g}
+	c := &cobra.Command{
+		Use:   "tui",
+		Short: "An interactive console: live stream, function filters, probes, top",
+		Long: `An interactive terminal console over one trace array.
+
+  1 Stream     the live events (trace_pipe) in coloured columns: space pauses, f follows,
+               / searches (highlighted, n/N), e c p filter by event, comm, pid; the event rate
+               and the lost-event counters (LOST lines, overruns, drops) always in view
+  2 Functions  type a pattern: each key shows how many functions match and which; enter marks
+               it for the filter (tab: the notrace list); the marks are applied with the swap
+               protocol after a confirmation showing +N/-M per list
+  3 Probes     the kprobes; a adds one, checked as you type (a caret under the mistake before
+               anything reaches the kernel; the kernel's own error_log after); e enables or
+               disables it here, x removes it
+  4 Top        counts per function or event (m: or comm) from the stream, sorted, live
+  T / O        cycle the tracer (nop, function, function_graph: never over an empty filter)
+               and turn tracing on or off;  ? help;  q quit
+
+By default the console works in a private instance, ftctl-PID, created at the start and removed
+on exit with everything in it (tracer, filters, events), and probes added without a group go to
+the group ftctl_PID, removed on exit too; --keep leaves both (ftctl reset removes them later, as
+leftovers of a process that is gone). -B NAME attaches to an existing instance instead: nothing
+is torn down, probes go to the group ftctl. Quitting always runs the teardown: q (exit 0),
+Ctrl-C (exit 130), SIGTERM or SIGHUP (exit 130).
+
+Trace data is escaped before it reaches the terminal; the console keeps the last --ring events
+(memory is bounded); writes take the ftctl lock like every other command. The stream reads
+trace_pipe, which consumes what it reads: on an instance shared with another reader, each sees
+only part of the events.`,
+		Example: `  sudo ftctl tui
+  sudo ftctl tui --keep
+  sudo ftctl -B incident42 tui`,
+		Args: args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return tuiRun(c.Context(), opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.Keep, "keep", false, "leave the private instance ftctl-PID and its probes on exit")
+	c.Flags().IntVar(&opts.RingSize, "ring", tui.DefaultRingSize, "keep the last `N` events (memory is bounded by it)")
+	return c
+}
+
+func tuiRun(ctx context.Context, opts *TUIOptions) error {
+	g := opts.G
+	switch {
+	case g.JSON():
+		return InvalidInput(errors.New("ftctl tui is interactive: it has no -o json"))
+	case g.DryRun:
+		return InvalidInput(errors.New("ftctl tui has no --dry-run: every change it makes is confirmed first"))
+	case opts.RingSize < 1000 || opts.RingSize > 10_000_000:
+		return InvalidInput(fmt.Errorf("--ring %d: between 1000 and 10000000 events", opts.RingSize))
+	case opts.Keep && g.Instance != "":
+		return InvalidInput(errors.New("--keep is for the private instance; with -B nothing is removed anyway"))
+	}
+	in, okIn := g.In.(*os.File)
+	out, okOut := g.Out.(*os.File)
+	if !okIn || !okOut || !tracefs.IsTerminal(in) || !tracefs.IsTerminal(out) {
+		return InvalidInput(errors.New("ftctl tui needs a terminal on stdin and stdout"))
+	}
+	fs, err := g.FS()
+	if err != nil {
+		return err
+	}
+
+	pid := os.Getpid()
+	group := probes.DefaultGroup
+	var inst *tracefs.Instance
+	if g.Instance != "" {
+		if inst, err = fs.Lookup(g.Instance); err != nil {
+			return err
+		}
+	} else {
+		name := session.InstanceName(pid)
+		group = session.GroupName(pid)
+		_, lock, err := g.BeginWrite(ctx)
+		if err != nil {
+			return err
+		}
+		var created bool
+		inst, created, err = fs.Ensure(name)
+		lock.Unlock()
+		if err != nil {
+			return err
+		}
+		if !created {
+			return fmt.Errorf("instance %s already exists: another console of this pid? (ftctl reset removes leftovers)", name)
+		}
+		defer func() {
+			if opts.Keep {
+				fmt.Fprintf(g.Err, "ftctl: kept %s and its probes (group %s): ftctl -B %s tui attaches to it; ftctl reset removes both\n", inst.Label(), group, name)
+				return
+			}
+			if l, err := fs.Lock(context.Background(), 2*time.Second, nil); err == nil {
+				defer l.Unlock()
+			}
+			s := &session.Session{FS: fs, PID: pid, Group: group}
+			for _, e := range s.Teardown() {
+				fmt.Fprintf(g.Err, "ftctl: teardown: %v\n", e)
+			}
+		}()
+	}
+
+	backend := tui.NewKernelBackend(fs, inst, group, g.LockTimeout)
+	src, err := tui.NewPipeSource(ctx, backend.OpenPipe, opts.RingSize)
+	if err != nil {
+		return err
+	}
+	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		lipgloss.SetColorProfile(termenv.Ascii)
+	}
+	m := tui.New(tui.Options{Backend: backend, Source: src, Instance: inst.Name, Private: g.Instance == "",
+		Group: group, RingSize: opts.RingSize, Context: ctx})
+	aborted, err := tui.Run(ctx, m, in, out)
+	switch {
+	case ctx.Err() != nil, aborted:
+		return ErrInterrupted
+	case err != nil:
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,28 @@
+package vtscreen
+
+import "testing"
+
+// FuzzWrite: any output, in any pieces, leaves a screen of the right size (no panic, no
+// cursor out of bounds).
+func FuzzWrite(f *testing.F) {
+	f.Add([]byte("hello\r\n\x1b[2;3H\x1b[K\x1b[31mx\x1b[0m\x1b]0;t\x07"), 3)
+	f.Add([]byte("\x1b[999;999H\x1b[999A\x1b[999D\x1b[J\x1b[?1049h\xe2\x80"), 1)
+	f.Fuzz(func(t *testing.T, b []byte, split int) {
+		s := New(7, 3)
+		if split < 0 {
+			split = -split
+		}
+		split %= len(b) + 1
+		s.Write(b[:split])
+		s.Write(b[split:])
+		lines := s.Lines()
+		if len(lines) != 3 {
+			t.Fatalf("%d lines", len(lines))
+		}
+		for _, l := range lines {
+			if n := len([]rune(l)); n > 7 {
+				t.Fatalf("a line of %d cells: %q", n, l)
+			}
+		}
+	})
+}

@@ -1,0 +1,438 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// state is the view on screen.
+type state int
+
+const (
+	stateStream state = iota
+	stateFunctions
+	stateProbes
+	stateTop
+	stateCount
+)
+
+var stateNames = [stateCount]string{"Stream", "Functions", "Probes", "Top"}
+
+// Options configure the console.
+type Options struct {
+	Backend Backend
+	Source  Source // the events (a PipeSource over trace_pipe, or a test's)
+	// Instance is the trace array's name ("" top level); Private: the console created it and
+	// removes it on exit; Group: where probes without a group go.
+	Instance string
+	Private  bool
+	Group    string
+	RingSize int // events kept (DefaultRingSize when 0)
+	// FrameEvery paces redraws while data flows (default 1/30 s: at most 30 frames a second);
+	// key presses redraw at once. StatusEvery paces the status refresh and the rates (1 s).
+	FrameEvery, StatusEvery time.Duration
+	Now                     func() time.Time // the clock (time.Now)
+	Styles                  *Styles
+	Context                 context.Context // for the commands' kernel writes
+}
+
+// suspender is a source that can let go of trace_pipe while f runs (PipeSource).
+type suspender interface {
+	Suspend(f func() error) error
+}
+
+// component is the contract of every view: the Charm shape, with SetSize and a way to say
+// that keys go to a text field.
+type component interface {
+	Init() tea.Cmd
+	Update(tea.Msg) tea.Cmd
+	View() string
+	SetSize(w, h int)
+	Typing() bool
+	Keys() help.KeyMap // for the key line and the help screen
+}
+
+// Model is the root model: the state enum, the shared context, the four views, the status bar
+// and help. It keeps its last frame: data marks it dirty and the frame tick redraws, so that
+// a flood of events costs at most FrameEvery's rate of renders.
+type Model struct {
+	env     *env
+	opts    Options
+	keys    globalKeys
+	help    help.Model
+	state   state
+	stream  *StreamView
+	funcs   *FunctionsView
+	probes  *ProbesView
+	top     *TopView
+	views   [stateCount]component
+	status  Status
+	statErr error
+
+	width, height int
+	showHelp      bool
+	msg           string
+	msgErr        bool
+
+	frame      string
+	dirty      bool
+	renderedAt time.Time    // wall clock: paces frames, whatever Options.Now says
+	frames     atomic.Int64 // frames rendered (for the benchmarks)
+
+	// Aborted says the user pressed ctrl+c (exit 130); Quit that they pressed q.
+	Aborted, Quit bool
+}
+
+// New makes the console.
+func New(o Options) *Model {
+	if o.FrameEvery <= 0 {
+		o.FrameEvery = time.Second / 30
+	}
+	if o.StatusEvery <= 0 {
+		o.StatusEvery = time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Styles == nil {
+		o.Styles = DefaultStyles()
+	}
+	if o.Context == nil {
+		o.Context = context.Background()
+	}
+	e := &env{backend: o.Backend, styles: o.Styles, now: o.Now, instance: o.Instance, private: o.Private,
+		group: o.Group, ctx: o.Context}
+	m := &Model{env: e, opts: o, keys: newGlobalKeys(), help: help.New()}
+	m.stream = newStreamView(e, o.RingSize)
+	m.funcs = newFunctionsView(e)
+	m.probes = newProbesView(e)
+	m.top = newTopView(e)
+	m.views = [stateCount]component{m.stream, m.funcs, m.probes, m.top}
+	m.status = Status{Instance: o.Instance}
+	m.SetSize(80, 24)
+	return m
+}
+
+// SetSize lays the views out: tabs, the view, the message line, the status bar.
+func (m *Model) SetSize(w, h int) {
+	m.width, m.height = w, h
+	for _, v := range m.views {
+		v.SetSize(w, max(h-3, 1))
+	}
+	m.help.Width = w
+	m.render()
+}
+
+func (m *Model) frameTick() tea.Cmd {
+	return tea.Tick(m.opts.FrameEvery, func(time.Time) tea.Msg { return frameTickMsg{} })
+}
+
+func (m *Model) statusTick() tea.Cmd {
+	return tea.Tick(m.opts.StatusEvery, func(t time.Time) tea.Msg { return statusTickMsg(t) })
+}
+
+func (m *Model) readStatus() tea.Cmd {
+	b := m.env.backend
+	return func() tea.Msg {
+		st, err := b.Status()
+		return statusMsg{st, err}
+	}
+}
+
+// Init starts the stream, the ticks, and the first reads of every view.
+func (m *Model) Init() tea.Cmd {
+	cmds := []tea.Cmd{waitBatch(m.opts.Source), m.frameTick(), m.statusTick(), m.readStatus()}
+	for _, v := range m.views {
+		cmds = append(cmds, v.Init())
+	}
+	return tea.Batch(cmds...)
+}
+
+// Update routes messages: global keys first (unless a field has the focus), then the view on
+// screen; the answers of commands go to the view that asked.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	cmd := m.update(msg)
+	switch msg.(type) {
+	case tea.KeyMsg, tea.WindowSizeMsg:
+		m.render() // at once: what the user does shows in the next frame the renderer writes
+	case frameTickMsg:
+	default:
+		m.dirty = true // data and answers: redrawn by the next frame tick
+	}
+	return m, cmd
+}
+
+func (m *Model) update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.SetSize(msg.Width, msg.Height)
+		return nil
+	case frameTickMsg:
+		// Redraw when something changed, but not right after a key press redrew: at most
+		// one render per tick period.
+		if m.dirty && time.Since(m.renderedAt) >= m.opts.FrameEvery*3/4 {
+			m.render()
+		}
+		return m.frameTick()
+	case batchMsg:
+		m.stream.Add(Batch(msg))
+		m.top.Add(msg.Rows)
+		if msg.Err != nil {
+			m.stream.ended = describeErr("the stream ended", msg.Err)
+			return nil
+		}
+		return waitBatch(m.opts.Source)
+	case streamEndedMsg:
+		if m.stream.ended == "" {
+			m.stream.ended = "the stream ended"
+		}
+		return nil
+	case statusTickMsg:
+		now := m.env.now()
+		m.stream.Tick(now)
+		m.top.Tick()
+		return tea.Batch(m.readStatus(), m.statusTick())
+	case statusMsg:
+		m.statErr = msg.err
+		if msg.err == nil {
+			m.status = msg.st
+			m.stream.SetStatus(msg.st)
+		}
+		return nil
+	case noticeMsg:
+		m.msg, m.msgErr = msg.text, msg.isErr
+		return nil
+	case tracerMsg:
+		if msg.err != nil {
+			return tea.Batch(m.readStatus(), notice(describeErr("setting the tracer to "+msg.tracer, msg.err), true))
+		}
+		return tea.Batch(m.readStatus(), notice("tracer: "+msg.tracer, false))
+	case tracingMsg:
+		if msg.err != nil {
+			return tea.Batch(m.readStatus(), notice(describeErr("writing tracing_on", msg.err), true))
+		}
+		return tea.Batch(m.readStatus(), notice(map[bool]string{true: "tracing on", false: "tracing off"}[msg.on], false))
+	case indexMsg, listsMsg, planMsg, appliedMsg, suggestMsg:
+		return m.funcs.Update(msg)
+	case probesMsg, probeAddedMsg, probeDoneMsg:
+		return m.probes.Update(msg)
+	case tea.KeyMsg:
+		return m.updateKey(msg)
+	}
+	return m.views[m.state].Update(msg)
+}
+
+func (m *Model) updateKey(km tea.KeyMsg) tea.Cmd {
+	k := m.keys
+	if key.Matches(km, k.Abort) {
+		m.Aborted = true
+		return tea.Quit
+	}
+	if m.showHelp {
+		m.showHelp = false
+		return nil
+	}
+	view := m.views[m.state]
+	if view.Typing() {
+		// Function keys switch views even from a text field: they type nothing.
+		switch km.String() {
+		case "f1", "f2", "f3", "f4":
+			m.state = state(km.String()[1] - '1')
+			return nil
+		}
+		return view.Update(km)
+	}
+	switch {
+	case key.Matches(km, k.Quit):
+		m.Quit = true
+		return tea.Quit
+	case key.Matches(km, k.Help):
+		m.showHelp = true
+	case key.Matches(km, k.Stream):
+		m.state = stateStream
+	case key.Matches(km, k.Functions):
+		m.state = stateFunctions
+	case key.Matches(km, k.Probes):
+		m.state = stateProbes
+	case key.Matches(km, k.Top):
+		m.state = stateTop
+	case key.Matches(km, k.Tracer):
+		next := map[string]string{"nop": "function", "function": "function_graph"}[m.status.Tracer]
+		if next == "" {
+			next = "nop"
+		}
+		b, src := m.env.backend, m.opts.Source
+		return func() tea.Msg {
+			set := func() error { return b.SetTracer(next) }
+			if s, ok := src.(suspender); ok { // trace_pipe must be closed for the change
+				return tracerMsg{next, s.Suspend(set)}
+			}
+			return tracerMsg{next, set()}
+		}
+	case key.Matches(km, k.Tracing):
+		on := m.status.TracingOn == nil || !*m.status.TracingOn
+		b := m.env.backend
+		return func() tea.Msg { return tracingMsg{on, b.SetTracing(on)} }
+	default:
+		return view.Update(km)
+	}
+	return nil
+}
+
+// Frames is how many frames the model rendered (safe to call while the program runs).
+func (m *Model) Frames() int64 { return m.frames.Load() }
+
+// View returns the last frame rendered.
+func (m *Model) View() string { return m.frame }
+
+// Render draws the frame now (tests and the final screen).
+func (m *Model) Render() string {
+	m.render()
+	return m.frame
+}
+
+func (m *Model) render() {
+	m.dirty = false
+	m.frames.Add(1)
+	m.renderedAt = time.Now()
+	if m.width < 40 || m.height < 8 {
+		m.frame = fit("too small: 40×8 at least", m.width)
+		return
+	}
+	var b strings.Builder
+	b.WriteString(m.tabs())
+	b.WriteByte('\n')
+	if m.showHelp {
+		b.WriteString(strings.Join(block(m.helpView(), m.width, m.height-3), "\n"))
+	} else {
+		b.WriteString(m.views[m.state].View())
+	}
+	b.WriteByte('\n')
+	b.WriteString(m.messageLine())
+	b.WriteByte('\n')
+	b.WriteString(m.statusBar())
+	m.frame = b.String()
+}
+
+func (m *Model) tabs() string {
+	s := m.env.styles
+	var parts []string
+	parts = append(parts, s.Bold.Render("ftctl"))
+	for i, n := range stateNames {
+		t := fmt.Sprintf("%d %s", i+1, n)
+		if state(i) == m.state {
+			parts = append(parts, s.ActiveTab.Render(t))
+		} else {
+			parts = append(parts, s.Tab.Render(t))
+		}
+	}
+	parts = append(parts, s.Dim.Render("? help · q quit"))
+	return fit(strings.Join(parts, " "), m.width)
+}
+
+func (m *Model) messageLine() string {
+	s := m.env.styles
+	if m.msg == "" {
+		return fit(m.help.ShortHelpView(m.views[m.state].Keys().ShortHelp()), m.width)
+	}
+	if m.msgErr {
+		return fit(s.Err.Render(m.msg), m.width)
+	}
+	return fit(s.OK.Render(m.msg), m.width)
+}
+
+func (m *Model) statusBar() string {
+	s := m.env.styles
+	st := m.status
+	item := func(k, v string) string { return s.StatusKey.Render(" "+k+" ") + s.StatusValue.Render(v) }
+	var parts []string
+	parts = append(parts, item("tracefs", safe(orDash(st.Tracefs))))
+	parts = append(parts, item("", m.env.instanceLabel()))
+	parts = append(parts, item("tracer", safe(orDash(st.Tracer))))
+	on := "?"
+	if st.TracingOn != nil {
+		on = map[bool]string{true: "on", false: "off"}[*st.TracingOn]
+	}
+	parts = append(parts, item("tracing", on))
+	buf := "?"
+	if st.BufferKB != nil {
+		buf = itoa(int64(*st.BufferKB)) + " KiB/cpu"
+	}
+	parts = append(parts, item("buffer", buf))
+	over := "?"
+	if st.Overrun != nil {
+		over = itoa(*st.Overrun)
+		if st.Dropped != nil && *st.Dropped > 0 {
+			over += " +" + itoa(*st.Dropped) + " dropped"
+		}
+	}
+	parts = append(parts, item("overruns", over))
+	line := strings.Join(parts, s.Sep.Render(" "))
+	if m.statErr != nil {
+		line += s.Err.Render(" " + describeErr("status", m.statErr))
+	}
+	line = cut(line, m.width)
+	if w := ansi.StringWidth(line); w < m.width {
+		line += s.Bar.Render(strings.Repeat(" ", m.width-w))
+	}
+	return line
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (m *Model) helpView() string {
+	s := m.env.styles
+	views := m.views[m.state].Keys().FullHelp()
+	var b strings.Builder
+	b.WriteString(s.Header.Render("ftctl tui: "+stateNames[m.state]) + "\n\n")
+	b.WriteString(m.help.FullHelpView(views) + "\n\n")
+	b.WriteString(s.Header.Render("everywhere") + "\n\n")
+	b.WriteString(m.help.FullHelpView(m.keys.FullHelp()) + "\n\n")
+	b.WriteString(s.Dim.Render(strings.Join([]string{
+		"Trace data is shown escaped (control characters as \\xNN). Writes take the ftctl lock;",
+		"function lists change through the swap protocol, after a confirmation.",
+		"Quitting (q, ctrl+c, SIGTERM, SIGHUP) tears the private instance down unless --keep.",
+		"Any key closes this help.",
+	}, "\n")))
+	return b.String()
+}
+
+// Run runs the console on a terminal until the user quits, ctx ends (SIGTERM, SIGHUP), or the
+// program fails; the source is closed before it returns. It reports whether the user aborted
+// (ctrl+c) and whether ctx ended it.
+func Run(ctx context.Context, m *Model, in io.Reader, out io.Writer, extra ...tea.ProgramOption) (aborted bool, err error) {
+	defer func() {
+		if m.opts.Source != nil {
+			m.opts.Source.Close()
+		}
+	}()
+	opts := append([]tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out),
+		tea.WithAltScreen(), tea.WithFPS(30),
+		// ftctl's own handling: SIGINT, SIGTERM and SIGHUP end ctx (exit 130); bubbletea's
+		// would make SIGTERM a normal quit.
+		tea.WithoutSignalHandler()}, extra...)
+	p := tea.NewProgram(m, opts...)
+	final, err := p.Run()
+	if fm, ok := final.(*Model); ok && fm != nil {
+		m = fm
+	}
+	if err != nil && errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return m.Aborted, ctx.Err()
+	}
+	return m.Aborted, err
+}

@@ -1,0 +1,227 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/ftctl/ftctl/filters"
+	"github.com/ftctl/ftctl/probes"
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// Backend is everything the console does to the kernel. Its methods do IO: the models call them
+// only from tea.Cmds, never from Update. KernelBackend is the real one; tests use a fake.
+type Backend interface {
+	// Status reads the trace array's state for the status bar.
+	Status() (Status, error)
+	// Index reads available_filter_functions, prepared for previews.
+	Index() (*filters.Index, error)
+	// Lists reads the filter and notrace lists of the trace array.
+	Lists() (Lists, error)
+	// Apply carries function-list changes out with the swap protocol.
+	Apply(ctx context.Context, changes []filters.Change) ([]filters.Result, error)
+	// SetTracer changes current_tracer, refusing a function tracer over an empty filter.
+	SetTracer(tracer string) error
+	// SetTracing writes tracing_on.
+	SetTracing(on bool) error
+	// Parser is the probe grammar of this kernel (pure: called from Update).
+	Parser() probes.Parser
+	// Probes lists kprobe_events.
+	Probes() ([]probes.Probe, error)
+	// AddProbe defines a probe (in the console's default group when it names none) and enables
+	// it in the trace array.
+	AddProbe(ctx context.Context, d *probes.Definition) (*probes.Added, error)
+	// EnableProbe enables or disables a probe's event in the trace array.
+	EnableProbe(group, event string, on bool) error
+	// RemoveProbe disables a probe everywhere and deletes it.
+	RemoveProbe(ctx context.Context, group, event string) error
+}
+
+// Status is what the status bar shows.
+type Status struct {
+	Tracefs   string // the tracing directory
+	Instance  string // the trace array's name ("" top level)
+	Tracer    string
+	TracingOn *bool // nil when unreadable
+	BufferKB  *int  // per CPU
+	Overrun   *int64
+	Dropped   *int64
+}
+
+// Lists are the function lists of the trace array.
+type Lists struct {
+	Filter, Notrace filters.Multiset
+	// FilterErr and NotraceErr say why a list could not be read (EPERM on some kernels).
+	FilterErr, NotraceErr error
+}
+
+// KernelBackend drives a real tracefs: one trace array (In), the probe group new probes go to
+// (Group), and the lock every write takes, for LockTimeout at most.
+type KernelBackend struct {
+	FS          *tracefs.FS
+	In          *tracefs.Instance
+	Group       string
+	LockTimeout time.Duration
+	manager     *probes.Manager
+}
+
+// NewKernelBackend makes the backend for a trace array.
+func NewKernelBackend(fs *tracefs.FS, in *tracefs.Instance, group string, lockTimeout time.Duration) *KernelBackend {
+	return &KernelBackend{FS: fs, In: in, Group: group, LockTimeout: lockTimeout, manager: probes.NewManager(fs)}
+}
+
+// OpenPipe opens the trace array's trace_pipe, for NewPipeSource.
+func (b *KernelBackend) OpenPipe(ctx context.Context) (io.ReadCloser, error) {
+	return b.In.OpenPipe(ctx)
+}
+
+// locked runs f holding the tracefs lock, as every ftctl writer does.
+func (b *KernelBackend) locked(f func() error) error {
+	l, err := b.FS.Lock(context.Background(), b.LockTimeout, nil)
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	return f()
+}
+
+func (b *KernelBackend) read(file string) (string, error) {
+	v, err := b.In.ReadFile(file)
+	return strings.TrimSpace(string(v)), err
+}
+
+// Status implements Backend.
+func (b *KernelBackend) Status() (Status, error) {
+	st := Status{Tracefs: b.FS.Root(), Instance: b.In.Name}
+	t, err := b.read("current_tracer")
+	if err != nil {
+		return st, err
+	}
+	st.Tracer = t
+	if v, err := b.read("tracing_on"); err == nil {
+		on := v == "1"
+		st.TracingOn = &on
+	}
+	if v, err := b.read("buffer_size_kb"); err == nil {
+		if kb, _, ok := tracefs.BufferSize(v); ok {
+			st.BufferKB = &kb
+		}
+	}
+	if cpus, err := b.In.CPUStats(); err == nil {
+		var over, drop int64
+		for _, c := range cpus {
+			over += c.Overrun
+			drop += c.DroppedEvents
+		}
+		st.Overrun, st.Dropped = &over, &drop
+	}
+	return st, nil
+}
+
+// Index implements Backend.
+func (b *KernelBackend) Index() (*filters.Index, error) {
+	ix, err := (&filters.Applier{Top: b.FS.Top()}).Index()
+	if err != nil {
+		return nil, err
+	}
+	ix.Prepare()
+	return ix, nil
+}
+
+// Lists implements Backend.
+func (b *KernelBackend) Lists() (Lists, error) {
+	var l Lists
+	read := func(file string) (filters.Multiset, error) {
+		v, err := b.In.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		return filters.ListedSet(tracefs.ParseFunctionList(string(v))), nil
+	}
+	l.Filter, l.FilterErr = read(filters.FilterFile)
+	l.Notrace, l.NotraceErr = read(filters.NotraceFile)
+	return l, nil
+}
+
+// Apply implements Backend.
+func (b *KernelBackend) Apply(ctx context.Context, changes []filters.Change) (res []filters.Result, err error) {
+	err = b.locked(func() error {
+		ap := &filters.Applier{In: b.In, Top: b.FS.Top(), ByName: !b.FS.IndexWrites()}
+		res, err = ap.Apply(ctx, changes)
+		return err
+	})
+	return res, err
+}
+
+// ErrEmptyFilter refuses a function tracer while the filter is empty: it would trace every
+// function of the kernel.
+var ErrEmptyFilter = errors.New("the function filter is empty: the function tracers would trace every function; apply a filter first (Functions view)")
+
+// SetTracer implements Backend.
+func (b *KernelBackend) SetTracer(tracer string) error {
+	return b.locked(func() error {
+		if tracer == "function" || tracer == "function_graph" {
+			v, err := b.In.ReadFile(filters.FilterFile)
+			if err != nil {
+				return err
+			}
+			if tracefs.ParseFunctionList(string(v)).Empty {
+				return ErrEmptyFilter
+			}
+		}
+		return b.In.Write("current_tracer", tracer)
+	})
+}
+
+// SetTracing implements Backend.
+func (b *KernelBackend) SetTracing(on bool) error {
+	v := "0"
+	if on {
+		v = "1"
+	}
+	return b.locked(func() error { return b.In.Write("tracing_on", v) })
+}
+
+// Parser implements Backend.
+func (b *KernelBackend) Parser() probes.Parser { return b.manager.Parser }
+
+// Probes implements Backend.
+func (b *KernelBackend) Probes() ([]probes.Probe, error) {
+	if !b.FS.Top().Has("kprobe_events") {
+		return nil, &tracefs.Error{Op: "open", Path: b.FS.Path("kprobe_events"), Class: tracefs.ErrUnavailable,
+			Reason: "this kernel has no kprobe events (CONFIG_KPROBE_EVENTS)"}
+	}
+	return b.manager.List()
+}
+
+// AddProbe implements Backend.
+func (b *KernelBackend) AddProbe(ctx context.Context, d *probes.Definition) (a *probes.Added, err error) {
+	if d.Group == "" {
+		d = d.WithGroup(b.Group)
+	}
+	err = b.locked(func() error {
+		a, err = b.manager.Add(ctx, d, probes.AddOptions{Instance: b.In, Enable: true})
+		return err
+	})
+	return a, err
+}
+
+// EnableProbe implements Backend.
+func (b *KernelBackend) EnableProbe(group, event string, on bool) error {
+	return b.locked(func() error { return b.manager.Enable(b.In, group, event, on) })
+}
+
+// RemoveProbe implements Backend.
+func (b *KernelBackend) RemoveProbe(ctx context.Context, group, event string) error {
+	return b.locked(func() error { return b.manager.Remove(ctx, group, event) })
+}
+
+// describeErr is an error for the message line: one line, the kernel's text kept.
+func describeErr(what string, err error) string {
+	msg := fmt.Sprintf("%s: %v", what, err)
+	return strings.ReplaceAll(msg, "\n", " · ")
+}

@@ -1,0 +1,189 @@
+package tui
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/ftctl/ftctl/filters"
+	"github.com/ftctl/ftctl/probes"
+)
+
+// env is the context the components share: the backend (only ever called from commands), the
+// styles, the clock, and what the console works on.
+type env struct {
+	backend Backend
+	styles  *Styles
+	now     func() time.Time
+	// instance is the trace array's name ("" top level); private: the console made it and
+	// removes it on exit; group: where probes without a group go.
+	instance string
+	private  bool
+	group    string
+	ctx      context.Context
+}
+
+// instanceLabel names the trace array for people.
+func (e *env) instanceLabel() string {
+	if e.instance == "" {
+		return "top level"
+	}
+	l := "instance " + safe(e.instance)
+	if e.private {
+		l += " (private)"
+	}
+	return l
+}
+
+// The typed messages between commands, components and the root model.
+type (
+	// frameTickMsg paces redraws: data marks the frame dirty, the tick redraws it.
+	frameTickMsg struct{}
+	// statusTickMsg asks for a status refresh (and the per-second rates).
+	statusTickMsg time.Time
+	statusMsg     struct {
+		st  Status
+		err error
+	}
+	indexMsg struct {
+		ix  *filters.Index
+		err error
+	}
+	listsMsg struct {
+		l   Lists
+		err error
+	}
+	// planMsg is the confirmation to show before applying marks.
+	planMsg struct {
+		lines   []planLine
+		changes []filters.Change
+		err     error
+	}
+	appliedMsg struct {
+		res []filters.Result
+		err error
+	}
+	probesMsg struct {
+		list []probes.Probe
+		err  error
+	}
+	probeAddedMsg struct {
+		added *probes.Added
+		err   error
+	}
+	// probeDoneMsg ends an enable, disable or removal.
+	probeDoneMsg struct {
+		what string
+		err  error
+	}
+	tracerMsg struct {
+		tracer string
+		err    error
+	}
+	tracingMsg struct {
+		on  bool
+		err error
+	}
+	// noticeMsg puts a line in the message bar.
+	noticeMsg struct {
+		text  string
+		isErr bool
+	}
+)
+
+func notice(text string, isErr bool) tea.Cmd {
+	return func() tea.Msg { return noticeMsg{text, isErr} }
+}
+
+// safe makes text from the kernel or from other users (names, definitions, error messages)
+// harmless on a terminal: control characters and invalid UTF-8 are shown escaped.
+func safe(s string) string {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < 0x20 || c == 0x7f {
+			return quoteGraphic(s)
+		}
+		if c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError || !strconv.IsGraphic(r) {
+			return quoteGraphic(s)
+		}
+		i += n
+	}
+	return s
+}
+
+func quoteGraphic(s string) string {
+	q := strconv.QuoteToGraphic(s)
+	return q[1 : len(q)-1]
+}
+
+// fit cuts a (styled) line to width cells and pads it with spaces to exactly width.
+func fit(s string, width int) string {
+	if width <= 0 {
+		return ""
+	}
+	s = ansi.Truncate(s, width, "…")
+	if w := ansi.StringWidth(s); w < width {
+		s += strings.Repeat(" ", width-w)
+	}
+	return s
+}
+
+// cut cuts a line to width cells without padding.
+func cut(s string, width int) string {
+	if width <= 0 {
+		return ""
+	}
+	return ansi.Truncate(s, width, "…")
+}
+
+// padRight pads plain text to n cells.
+func padRight(s string, n int) string {
+	if w := ansi.StringWidth(s); w < n {
+		return s + strings.Repeat(" ", n-w)
+	}
+	return s
+}
+
+// padLeft right-aligns plain text in n cells.
+func padLeft(s string, n int) string {
+	if w := ansi.StringWidth(s); w < n {
+		return strings.Repeat(" ", n-w) + s
+	}
+	return s
+}
+
+// plural is "1 function", "3 functions".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return itoa(int64(n)) + " " + word + "s"
+}
+
+// lines splits a block into exactly n lines (cut or padded), each fitted to width.
+func block(text string, width, n int) []string {
+	var out []string
+	if text != "" {
+		out = strings.Split(text, "\n")
+	}
+	if len(out) > n {
+		out = out[:n]
+	}
+	for i := range out {
+		out[i] = fit(out[i], width)
+	}
+	for len(out) < n {
+		out = append(out, strings.Repeat(" ", max(width, 0)))
+	}
+	return out
+}

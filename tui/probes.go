@@ -1,0 +1,360 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/ftctl/ftctl/probes"
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// ProbesView lists kprobe_events and defines new probes: each keystroke parses the definition
+// with this kernel's grammar, so a mistake shows with a caret under it before anything reaches
+// the kernel; what only the kernel can judge comes back from its error_log, its caret moved
+// under the text typed. Probes are enabled, disabled and removed from the list.
+type ProbesView struct {
+	env    *env
+	keys   probesKeys
+	ckeys  confirmKeys
+	width  int
+	height int
+
+	list    []probes.Probe
+	listErr error
+	loaded  bool
+	sel     int
+
+	adding bool
+	input  textinput.Model
+	def    *probes.Definition // what is typed, when it parses
+	synErr *probes.SyntaxError
+	err    error // any other refusal of what is typed
+
+	// The kernel's answer to the last definition sent.
+	rejected    *probes.RejectedError
+	rejectedErr error
+	sent        string
+
+	remove *probes.Probe // awaiting confirmation
+	busy   bool
+}
+
+func newProbesView(e *env) *ProbesView {
+	in := textinput.New()
+	in.Prompt = "probe> "
+	in.Placeholder = "p:myopen do_sys_openat2 dfd=%di   or   r:ret vfs_read ret=$retval"
+	in.Cursor.SetMode(cursor.CursorStatic)
+	in.CharLimit = probes.MaxLineLen
+	return &ProbesView{env: e, keys: newProbesKeys(), ckeys: newConfirmKeys(), input: in}
+}
+
+// Keys implements the component contract.
+func (v *ProbesView) Keys() help.KeyMap { return v.keys }
+
+// SetSize implements the component contract.
+func (v *ProbesView) SetSize(w, h int) {
+	v.width, v.height = w, h
+	v.input.Width = max(w-len(v.input.Prompt)-2, 10)
+}
+
+// Typing says whether keys go to the definition field.
+func (v *ProbesView) Typing() bool { return v.adding }
+
+// Init lists the probes.
+func (v *ProbesView) Init() tea.Cmd { return v.refresh() }
+
+func (v *ProbesView) refresh() tea.Cmd {
+	b := v.env.backend
+	return func() tea.Msg {
+		l, err := b.Probes()
+		return probesMsg{l, err}
+	}
+}
+
+// validate parses what is typed (pure: the grammar, no kernel).
+func (v *ProbesView) validate() {
+	v.def, v.synErr, v.err = nil, nil, nil
+	text := strings.TrimSpace(v.input.Value())
+	if text == "" {
+		return
+	}
+	d, err := v.env.backend.Parser().Parse(v.input.Value())
+	var se *probes.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		v.synErr = se
+	case err != nil:
+		v.err = err
+	case d.Kind == probes.Delete:
+		v.err = errors.New("this removes a probe: select it in the list and press x")
+	case len(d.Args) > probes.MaxArgs:
+		v.err = fmt.Errorf("%d arguments: the kernel records at most %d", len(d.Args), probes.MaxArgs)
+	default:
+		v.def = d
+	}
+}
+
+// Update handles the view's keys and the answers of its commands.
+func (v *ProbesView) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case probesMsg:
+		v.loaded = true
+		v.list, v.listErr = msg.list, msg.err
+		v.sel = min(v.sel, max(len(v.list)-1, 0))
+		return nil
+	case probeAddedMsg:
+		v.busy = false
+		var re *probes.RejectedError
+		switch {
+		case errors.As(msg.err, &re):
+			v.rejected, v.rejectedErr = re, nil
+			return notice("the kernel rejected the definition (see below)", true)
+		case msg.err != nil:
+			v.rejected, v.rejectedErr = nil, msg.err
+			return tea.Batch(v.refresh(), notice(describeErr("adding the probe", msg.err), true))
+		}
+		v.adding, v.rejected, v.rejectedErr = false, nil, nil
+		v.input.Blur()
+		v.input.SetValue("")
+		v.validate()
+		name := msg.added.Group + "/" + msg.added.Event
+		return tea.Batch(v.refresh(), notice(fmt.Sprintf("defined %s and enabled it in the %s", safe(name), v.env.instanceLabel()), false))
+	case probeDoneMsg:
+		v.busy = false
+		if msg.err != nil {
+			return tea.Batch(v.refresh(), notice(describeErr(msg.what, msg.err), true))
+		}
+		return tea.Batch(v.refresh(), notice(msg.what, false))
+	case tea.KeyMsg:
+		return v.updateKey(msg)
+	}
+	return nil
+}
+
+func (v *ProbesView) updateKey(km tea.KeyMsg) tea.Cmd {
+	k := v.keys
+	if v.remove != nil {
+		p := *v.remove
+		switch {
+		case key.Matches(km, v.ckeys.Yes):
+			v.remove, v.busy = nil, true
+			b, ctx := v.env.backend, v.env.ctx
+			return func() tea.Msg {
+				return probeDoneMsg{"removed " + safe(p.Name()), b.RemoveProbe(ctx, p.Group, p.Event)}
+			}
+		case key.Matches(km, v.ckeys.No):
+			v.remove = nil
+		}
+		return nil
+	}
+	if v.adding {
+		switch {
+		case key.Matches(km, k.Cancel):
+			v.adding = false
+			v.input.Blur()
+			return nil
+		case key.Matches(km, k.Submit):
+			if v.busy {
+				return nil
+			}
+			if v.def == nil {
+				if v.synErr == nil && v.err == nil {
+					return nil
+				}
+				return notice("fix the definition first (nothing was sent to the kernel)", true)
+			}
+			v.busy, v.sent = true, v.input.Value()
+			d, b, ctx := v.def, v.env.backend, v.env.ctx
+			return func() tea.Msg {
+				a, err := b.AddProbe(ctx, d)
+				return probeAddedMsg{a, err}
+			}
+		}
+		var cmd tea.Cmd
+		old := v.input.Value()
+		v.input, cmd = v.input.Update(km)
+		if v.input.Value() != old {
+			v.validate()
+		}
+		return cmd
+	}
+	switch {
+	case key.Matches(km, k.Add):
+		v.adding = true
+		v.validate()
+		return v.input.Focus()
+	case key.Matches(km, k.Up):
+		v.sel = max(v.sel-1, 0)
+	case key.Matches(km, k.Down):
+		v.sel = min(v.sel+1, max(len(v.list)-1, 0))
+	case key.Matches(km, k.Refresh):
+		return v.refresh()
+	case key.Matches(km, k.Toggle):
+		p := v.selected()
+		if p == nil || v.busy {
+			return nil
+		}
+		on := !v.enabledHere(p)
+		v.busy = true
+		b := v.env.backend
+		what := "enabled "
+		if !on {
+			what = "disabled "
+		}
+		what += safe(p.Name()) + " in the " + v.env.instanceLabel()
+		g, e := p.Group, p.Event
+		return func() tea.Msg { return probeDoneMsg{what, b.EnableProbe(g, e, on)} }
+	case key.Matches(km, k.Remove):
+		if p := v.selected(); p != nil {
+			q := *p
+			v.remove = &q
+		}
+	}
+	return nil
+}
+
+func (v *ProbesView) selected() *probes.Probe {
+	if v.sel < 0 || v.sel >= len(v.list) {
+		return nil
+	}
+	return &v.list[v.sel]
+}
+
+func (v *ProbesView) enabledHere(p *probes.Probe) bool {
+	for _, w := range p.EnabledIn {
+		if w == v.env.instance {
+			return true
+		}
+	}
+	return false
+}
+
+// caretLines renders text with a caret under byte pos.
+func (v *ProbesView) caretLines(indent, text string, pos int) []string {
+	lines := strings.SplitN(probes.Caret(indent, text, pos), "\n", 2)
+	if len(lines) == 2 {
+		lines[1] = v.env.styles.Caret.Render(lines[1])
+	}
+	return lines
+}
+
+// View renders the view in exactly height lines.
+func (v *ProbesView) View() string {
+	s := v.env.styles
+	var head, foot []string
+	group := v.env.group
+	head = append(head, s.Dim.Render(fmt.Sprintf("new probes without a group go to %s%s · enabled in the %s",
+		safe(group), map[bool]string{true: " (removed on exit)", false: ""}[v.env.private], v.env.instanceLabel())))
+	head = append(head, s.Header.Render(fmt.Sprintf(" %-28s %-9s %-5s %-4s %s", "NAME", "TYPE", "OWNER", "HERE", "DEFINITION")))
+	if v.adding {
+		foot = append(foot, v.addView()...)
+	} else if v.remove != nil {
+		p := v.remove
+		msg := fmt.Sprintf("remove %s? it is disabled everywhere first", safe(p.Name()))
+		if p.Owner != "ftctl" {
+			msg += s.Warn.Render(" (it is not ftctl's: group " + safe(p.Group) + ")")
+		}
+		foot = append(foot, s.Warn.Render(msg), s.Key.Render("y/enter")+" remove   "+s.Key.Render("n/esc")+" keep")
+	}
+	var body []string
+	switch {
+	case v.listErr != nil && errors.Is(v.listErr, tracefs.ErrUnavailable):
+		body = append(body, s.Err.Render(" "+safe(v.listErr.Error())))
+	case v.listErr != nil:
+		body = append(body, s.Err.Render(" "+describeErr("reading kprobe_events", v.listErr)))
+	case !v.loaded:
+		body = append(body, s.Dim.Render(" reading kprobe_events…"))
+	case len(v.list) == 0:
+		body = append(body, s.Dim.Render(" no kprobes · a adds one"))
+	}
+	room := max(v.height-len(head)-len(foot), 0)
+	first := 0
+	if v.sel >= room {
+		first = v.sel - room + 1
+	}
+	for i := first; i < len(v.list) && len(body) < room; i++ {
+		p := &v.list[i]
+		here := "-"
+		if v.enabledHere(p) {
+			here = "on"
+		}
+		typ := p.Type
+		if typ == "" {
+			typ = "?"
+		}
+		cur := " "
+		if i == v.sel && !v.adding {
+			cur = ">"
+		}
+		line := fmt.Sprintf("%s%-28s %-9s %-5s %-4s %s", cur, safe(p.Name()), typ, p.Owner, here, safe(p.Definition))
+		if i == v.sel && !v.adding {
+			line = s.Selected.Render(line)
+		}
+		body = append(body, line)
+	}
+	for len(body) < room {
+		body = append(body, "")
+	}
+	out := append(append(head, body...), foot...)
+	return strings.Join(block(strings.Join(out, "\n"), v.width, v.height), "\n")
+}
+
+// addView is the definition field with its live validation and the kernel's last answer.
+func (v *ProbesView) addView() []string {
+	s := v.env.styles
+	out := []string{v.input.View()}
+	switch {
+	case v.synErr != nil:
+		out = append(out, v.caretLines("  ", v.synErr.Source, v.synErr.Pos)...)
+		out = append(out, s.Err.Render("  "+safe(v.synErr.Msg))+s.Dim.Render(" (found before anything reached the kernel)"))
+		if v.synErr.Hint != "" {
+			out = append(out, s.Dim.Render("  "+safe(v.synErr.Hint)))
+		}
+	case v.err != nil:
+		out = append(out, s.Err.Render("  "+safe(v.err.Error())))
+	case v.def != nil:
+		kind := "kprobe"
+		if v.def.IsReturn() {
+			kind = "kretprobe"
+		}
+		out = append(out, s.OK.Render(fmt.Sprintf("  ✓ %s on %s, %s", kind, safe(v.def.Place()), plural(len(v.def.Args), "argument")))+
+			s.Dim.Render(" · enter defines it · esc cancels"))
+	default:
+		out = append(out, s.Dim.Render("  p[:[GROUP/]EVENT] [MOD:]SYM[+OFFS]|ADDR [ARGS] · r[N][:[GROUP/]EVENT] SYM [ARGS]"))
+	}
+	if v.busy {
+		out = append(out, s.Dim.Render("  sending to the kernel…"))
+	}
+	if re := v.rejected; re != nil {
+		head := "  the kernel rejected " + fmt.Sprintf("%q", safe(v.sent))
+		var te *tracefs.Error
+		if errors.As(re.Err, &te) && te.Errno != nil {
+			head += fmt.Sprintf(" (%v)", te.Errno)
+		}
+		out = append(out, s.Err.Render(head))
+		if d := re.Diagnosis; d != nil {
+			out = append(out, s.Bold.Render("  kernel error_log: ")+safe(d.Message))
+			if d.Pos >= 0 {
+				out = append(out, v.caretLines("    ", d.Source, d.Pos)...)
+			}
+		} else if re.Err != nil {
+			out = append(out, "  "+safe(re.Err.Error()))
+		}
+		if len(re.Existing) > 0 {
+			out = append(out, "  a probe of that name exists: "+safe(strings.Join(re.Existing, " | ")))
+		}
+		if len(re.Suggestions) > 0 {
+			out = append(out, "  no such symbol; close function names: "+safe(strings.Join(re.Suggestions, ", ")))
+		}
+	} else if v.rejectedErr != nil {
+		out = append(out, s.Err.Render("  "+describeErr("adding the probe", v.rejectedErr)))
+	}
+	return out
+}

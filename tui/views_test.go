@@ -1,0 +1,447 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/ftctl/ftctl/filters"
+)
+
+// testTrace is a deterministic trace_pipe text: function calls of two processes, a marker and a
+// comm written by an attacker, a kprobe, a stack trace and a LOST line.
+var testTrace = func() string {
+	var b strings.Builder
+	line := func(comm string, pid, cpu int, ts, body string) {
+		fmt.Fprintf(&b, "%16s-%-7d [%03d] .....  %s: %s\n", comm, pid, cpu, ts, body)
+	}
+	for i := 0; i < 30; i++ {
+		ts := fmt.Sprintf("%5d.%06d", 100, i*10)
+		switch i % 3 {
+		case 0:
+			line("bash", 1234, 1, ts, "vfs_read <-ksys_read")
+		case 1:
+			line("nginx", 4321, 0, ts, "vfs_write <-ksys_write")
+		case 2:
+			line("bash", 1234, 1, ts, "ksys_read <-do_syscall_64")
+		}
+	}
+	line("evil\x1b[2J", 666, 0, "  100.000300", "tracing_mark_write: owned \x1b]0;title\x07 \x1b[31mred")
+	line("cat", 777, 1, "  100.000310", "myopen: (do_sys_openat2+0x0/0xe0) dfd=-100 path=\"/etc/passwd\"")
+	line("sh", 260, 1, "  100.000320", "<stack trace>")
+	b.WriteString(" => bprm_execve\n => do_execveat_common.isra.0\n")
+	b.WriteString("CPU:1 [LOST 42 EVENTS]\n")
+	line("bash", 1234, 1, "  100.000330", "vfs_read <-ksys_read")
+	return b.String()
+}()
+
+// feed puts the trace into a model's views without a program (Update directly).
+func feed(m *Model, text string) {
+	step(m, batchMsg{Rows: newIngester().feed([]byte(text))})
+}
+
+func press(s string) tea.KeyMsg {
+	switch s {
+	case "enter":
+		return tea.KeyMsg{Type: tea.KeyEnter}
+	case "esc":
+		return tea.KeyMsg{Type: tea.KeyEsc}
+	case "tab":
+		return tea.KeyMsg{Type: tea.KeyTab}
+	case "up":
+		return tea.KeyMsg{Type: tea.KeyUp}
+	case "down":
+		return tea.KeyMsg{Type: tea.KeyDown}
+	case "space":
+		return tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}}
+	case "ctrl+c":
+		return tea.KeyMsg{Type: tea.KeyCtrlC}
+	case "f2":
+		return tea.KeyMsg{Type: tea.KeyF2}
+	}
+	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)}
+}
+
+// step sends msg to the model and runs the commands it returns, feeding their messages back as
+// the program would, except the ticks and the stream, which wait.
+func step(m *Model, msg tea.Msg) {
+	_, cmd := m.Update(msg)
+	runCmd(m, cmd, 0)
+}
+
+func runCmd(m *Model, cmd tea.Cmd, depth int) {
+	if cmd == nil || depth > 8 {
+		return
+	}
+	ch := make(chan tea.Msg, 1)
+	go func() { ch <- cmd() }()
+	select {
+	case msg := <-ch:
+		switch msg := msg.(type) {
+		case tea.BatchMsg:
+			for _, c := range msg {
+				runCmd(m, c, depth+1)
+			}
+		case nil, frameTickMsg, statusTickMsg, batchMsg, streamEndedMsg, tea.QuitMsg:
+		default:
+			_, c := m.Update(msg)
+			runCmd(m, c, depth+1)
+		}
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+func typeText(m *Model, s string) {
+	for _, r := range s {
+		step(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+	}
+}
+
+// trimLines drops the padding at the end of each line.
+func trimLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i := range lines {
+		lines[i] = strings.TrimRight(lines[i], " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// screen is the frame without colours.
+func screen(m *Model) string { return ansi.Strip(m.Render()) }
+
+func TestStreamViewShowsEscapedColumns(t *testing.T) {
+	m := testModel(t, newFakeBackend(t), "")
+	m.SetSize(120, 40)
+	feed(m, testTrace)
+	s := screen(m)
+	for _, want := range []string{
+		`evil\x1b[2J-666`, `owned \x1b]0;title\x07 \x1b[31mred`, "LOST", "42 events lost on this CPU",
+		`myopen`, `path="/etc/passwd"`, "<stack trace> => bprm_execve => do_execveat_common.isra.0",
+		"● FOLLOWING", "35 events", "lost: 42 reported",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("missing %q in\n%s", want, s)
+		}
+	}
+	if strings.ContainsAny(m.Render(), "\x07") || strings.Contains(ansi.Strip(m.Render()), "\x1b") {
+		t.Error("trace data drives the terminal")
+	}
+	for _, l := range strings.Split(m.Render(), "\n") {
+		if w := ansi.StringWidth(l); w != 120 {
+			t.Errorf("line of width %d: %q", w, ansi.Strip(l))
+		}
+	}
+	if n := strings.Count(m.Render(), "\n") + 1; n != 40 {
+		t.Errorf("%d lines", n)
+	}
+}
+
+func TestStreamViewFiltersSearchAndPause(t *testing.T) {
+	m := testModel(t, newFakeBackend(t), "")
+	m.SetSize(120, 30)
+	feed(m, testTrace)
+	v := m.stream
+	// Quick filter by comm: the prompt is prefilled from the selected (newest) row.
+	step(m, press("c"))
+	if !v.Typing() || v.prompt.Value() != "bash" {
+		t.Fatalf("comm prompt %q", v.prompt.Value())
+	}
+	step(m, press("enter"))
+	if v.count() != 22 { // 21 bash calls and the LOST line, which always passes
+		t.Errorf("%d rows pass comm=bash", v.count())
+	}
+	if s := screen(m); strings.Contains(s, "nginx") || !strings.Contains(s, "filter: comm=bash · 22 match") {
+		t.Errorf("filtered screen:\n%s", s)
+	}
+	// New rows are filtered as they come.
+	feed(m, "           nginx-4321    [000] .....   101.000000: vfs_write <-ksys_write\n            bash-1234    [001] .....   101.000001: vfs_read <-ksys_read\n")
+	if v.count() != 23 {
+		t.Errorf("%d rows after more data", v.count())
+	}
+	// pid and event filters; a bad pid is refused.
+	step(m, press("p"))
+	v.prompt.SetValue("x1")
+	step(m, press("enter"))
+	if m.msg == "" || !m.msgErr || v.filter.HasPID {
+		t.Errorf("bad pid accepted: %q", m.msg)
+	}
+	step(m, press("x"))
+	step(m, press("e"))
+	v.prompt.SetValue("sched:myopen")
+	step(m, press("enter"))
+	if v.count() != 2 { // myopen and LOST
+		t.Errorf("event=myopen: %d rows", v.count())
+	}
+	step(m, press("x"))
+	if v.filtered || v.count() != v.ring.Len() {
+		t.Error("x must clear the filters")
+	}
+	// Pause freezes the view; new rows are counted, not shown.
+	step(m, press("space"))
+	feed(m, "            bash-1234    [001] .....   102.000000: vfs_read <-ksys_read\n")
+	if s := screen(m); !strings.Contains(s, "PAUSED  +1 new") || strings.Contains(s, "102.000000") {
+		t.Errorf("paused screen:\n%s", s)
+	}
+	step(m, press("f"))
+	if s := screen(m); !strings.Contains(s, "102.000000") {
+		t.Errorf("follow does not show the newest:\n%s", s)
+	}
+	// Search: jumps to the newest match and highlights it; n goes to older ones.
+	step(m, press("/"))
+	typeText(m, "MYOPEN")
+	step(m, press("enter"))
+	if r := v.selected(); r == nil || string(r.Name) != "myopen" {
+		t.Fatalf("search did not select the myopen row: %+v", r)
+	}
+	step(m, press("n"))
+	if !strings.Contains(m.msg, "no more matches above") {
+		t.Errorf("n past the last match: %q", m.msg)
+	}
+	if !strings.Contains(m.Render(), "\x1b[7;1mmyopen\x1b[0m") && !strings.Contains(m.Render(), "myopen") {
+		t.Error("no highlight")
+	}
+	// Scrolling up and down moves the selection.
+	step(m, press("g"))
+	if r := v.selected(); r == nil || r.Seq != v.ring.Oldest() {
+		t.Errorf("g: %+v", r)
+	}
+	step(m, press("down"))
+	if r := v.selected(); r == nil || r.Seq != v.ring.Oldest()+1 {
+		t.Errorf("down: %+v", r)
+	}
+}
+
+func TestStreamViewRingBoundsMemory(t *testing.T) {
+	m := New(Options{Backend: newFakeBackend(t), RingSize: 1000, Now: fixedNow})
+	m.SetSize(100, 20)
+	var b strings.Builder
+	for i := 0; i < 5000; i++ {
+		fmt.Fprintf(&b, "%16s-%-7d [000] .....  %5d.%06d: vfs_read <-ksys_read\n", "bash", 1, 1, i)
+	}
+	step(m, press("c"))
+	m.stream.prompt.SetValue("bash")
+	step(m, press("enter"))
+	feed(m, b.String())
+	if m.stream.ring.Len() != 1000 || m.stream.total != 5000 || m.stream.matched.Len() != 1000 {
+		t.Errorf("ring %d total %d matched %d", m.stream.ring.Len(), m.stream.total, m.stream.matched.Len())
+	}
+	if s := screen(m); !strings.Contains(s, "5,000 events · 1,000 kept") {
+		t.Errorf("%s", s)
+	}
+}
+
+func TestRenderSegmentsHighlight(t *testing.T) {
+	st := DefaultStyles()
+	segs := []segment{{text: "abcFOOdef", plain: true}, {text: "foo", plain: true}}
+	got := string(renderSegments(nil, segs, 100, "foo", st.Highlight))
+	if ansi.Strip(got) != "abcFOOdeffoo" || strings.Count(got, "FOO") != 1 {
+		t.Errorf("%q", got)
+	}
+	if got := ansi.Strip(string(renderSegments(nil, segs, 5, "", st.Highlight))); got != "abcFO" {
+		t.Errorf("cut: %q", got)
+	}
+}
+
+func TestFunctionsPreviewMarkApply(t *testing.T) {
+	fb := newFakeBackend(t)
+	m := testModel(t, fb, "")
+	m.SetSize(100, 30)
+	step(m, indexMsg{ix: fb.ix})
+	step(m, listsMsg{l: fb.lists})
+	step(m, press("2"))
+	if !m.funcs.Typing() {
+		t.Fatal("the pattern field has the focus in the Functions view")
+	}
+	typeText(m, "vfs_rea*")
+	if s := screen(m); !strings.Contains(s, "3 functions match") || !strings.Contains(s, "13930  vfs_read") {
+		t.Fatalf("preview:\n%s", s)
+	}
+	typeText(m, "x")
+	if s := screen(m); !strings.Contains(s, "0 functions match") {
+		t.Errorf("no match:\n%s", s)
+	}
+	step(m, press("enter"))
+	if len(m.funcs.marks) != 0 || !m.msgErr {
+		t.Error("a pattern matching nothing was marked")
+	}
+	m.funcs.input.SetValue("vfs_raed")
+	runCmd(m, m.funcs.preview(), 0)
+	if s := screen(m); !strings.Contains(s, "close: vfs_read") {
+		t.Errorf("suggestions:\n%s", s)
+	}
+	m.funcs.input.SetValue("[")
+	m.funcs.preview()
+	m.funcs.input.SetValue("1abc")
+	m.funcs.preview()
+	if m.funcs.patErr == nil || !strings.Contains(screen(m), "starts with a digit") {
+		t.Error("invalid pattern not explained")
+	}
+	m.funcs.input.SetValue("vfs_rea*")
+	m.funcs.preview()
+	step(m, press("enter"))
+	step(m, press("tab"))
+	typeText(m, "vfs_readv")
+	step(m, press("enter"))
+	if len(m.funcs.marks) != 2 || m.funcs.marks[1].file != filters.NotraceFile {
+		t.Fatalf("marks %+v", m.funcs.marks)
+	}
+	// Empty field + enter: the plan, computed in a command.
+	cmd := m.funcs.Update(press("enter"))
+	msg := cmd().(planMsg)
+	if msg.err != nil || len(msg.lines) != 2 || len(msg.changes) != 3 {
+		t.Fatalf("plan %+v", msg)
+	}
+	step(m, msg)
+	s := screen(m)
+	if !strings.Contains(s, "set_ftrace_filter   empty (every function) → 3 functions   +3 −0") ||
+		!strings.Contains(s, "set_ftrace_notrace  empty → 1 function   +1 −0") {
+		t.Fatalf("confirmation:\n%s", s)
+	}
+	// y applies, in a command; the result comes back as a message.
+	cmd = m.funcs.Update(press("y"))
+	for _, c := range cmd().(tea.BatchMsg) {
+		if r, ok := c().(appliedMsg); ok {
+			step(m, r)
+		}
+	}
+	if len(fb.applied) != 1 || fb.lists.Filter.Total() != 3 || fb.lists.Notrace.Total() != 1 {
+		t.Fatalf("applied %v, filter %d", fb.applied, fb.lists.Filter.Total())
+	}
+	if !strings.Contains(m.msg, "applied, verified") || len(m.funcs.marks) != 0 {
+		t.Errorf("after apply: %q", m.msg)
+	}
+}
+
+func TestProbesInlineValidation(t *testing.T) {
+	fb := newFakeBackend(t)
+	m := testModel(t, fb, "")
+	m.SetSize(100, 30)
+	step(m, press("3"))
+	step(m, press("a"))
+	typeText(m, "p:myopen do_sys_openat2 dfd=%zz")
+	s := screen(m)
+	if !strings.Contains(trimLines(s), "\n  p:myopen do_sys_openat2 dfd=%zz\n"+strings.Repeat(" ", 30)+"^\n") ||
+		!strings.Contains(s, "Invalid register name (found before anything reached the kernel)") {
+		t.Fatalf("no caret:\n%s", s)
+	}
+	if cmd := m.probes.Update(press("enter")); cmd == nil || len(fb.added) != 0 {
+		t.Fatal("an invalid definition must not be sent")
+	}
+	m.probes.input.SetValue("p:myopen do_sys_openat2 dfd=%di")
+	m.probes.validate()
+	if s := screen(m); !strings.Contains(s, "✓ kprobe on do_sys_openat2, 1 argument") {
+		t.Errorf("valid:\n%s", s)
+	}
+	step(m, m.probes.Update(press("enter"))())
+	if len(fb.added) != 1 || m.probes.adding {
+		t.Fatalf("added %v", fb.added)
+	}
+}
+
+func TestTopCountsAndOrder(t *testing.T) {
+	m := testModel(t, newFakeBackend(t), "")
+	m.SetSize(100, 20)
+	feed(m, testTrace)
+	step(m, press("4"))
+	best := m.top.Best(3)
+	if len(best) != 3 || best[0].key != "vfs_read" || best[0].n != 11 || best[1].key != "ksys_read" || best[2].key != "vfs_write" {
+		for _, e := range best {
+			t.Logf("%s %d", e.key, e.n)
+		}
+		t.Fatal("order")
+	}
+	step(m, press("m"))
+	if b := m.top.Best(1); b[0].key != "function" || b[0].n != 31 {
+		t.Errorf("by event: %+v", b[0])
+	}
+	step(m, press("m"))
+	if b := m.top.Best(1); b[0].key != "bash" {
+		t.Errorf("by comm: %+v", b[0])
+	}
+	m.top.Tick()
+	if s := screen(m); !strings.Contains(s, `evil\x1b[2J`) || !strings.Contains(s, "34 events since start") {
+		t.Errorf("%s", s)
+	}
+	step(m, press("r"))
+	if m.top.total != 0 {
+		t.Error("reset")
+	}
+}
+
+func TestQuitAndAbort(t *testing.T) {
+	m := testModel(t, newFakeBackend(t), "")
+	if _, cmd := m.Update(press("q")); cmd == nil || !m.Quit {
+		t.Error("q must quit")
+	}
+	m = testModel(t, newFakeBackend(t), "")
+	step(m, press("2")) // typing in the pattern field: q is a letter, ctrl+c still aborts
+	step(m, press("q"))
+	if m.Quit {
+		t.Error("q in a text field quit")
+	}
+	if _, cmd := m.Update(press("ctrl+c")); cmd == nil || !m.Aborted {
+		t.Error("ctrl+c must abort")
+	}
+}
+
+func TestTracerRefusedOverEmptyFilter(t *testing.T) {
+	fb := newFakeBackend(t)
+	m := testModel(t, fb, "")
+	step(m, statusMsg{st: func() Status { s, _ := fb.Status(); return s }()})
+	_, cmd := m.Update(press("T"))
+	step(m, cmd())
+	if fb.tracer != "nop" {
+		t.Fatal("function tracer set over an empty filter")
+	}
+	if !m.msgErr || !strings.Contains(m.msg, "every function") {
+		t.Errorf("%q", m.msg)
+	}
+}
+
+func TestResizeAndTinyTerminal(t *testing.T) {
+	m := testModel(t, newFakeBackend(t), "")
+	feed(m, testTrace)
+	for _, sz := range [][2]int{{60, 12}, {200, 60}, {80, 24}} {
+		step(m, tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		for _, st := range []string{"1", "2"} {
+			if st == "2" {
+				step(m, press("esc"))
+			}
+			step(m, press(st))
+			lines := strings.Split(m.View(), "\n")
+			if len(lines) != sz[1] {
+				t.Errorf("%v view %s: %d lines", sz, st, len(lines))
+			}
+			for _, l := range lines {
+				if w := ansi.StringWidth(l); w != sz[0] {
+					t.Errorf("%v: width %d: %q", sz, w, ansi.Strip(l))
+					break
+				}
+			}
+		}
+		step(m, press("esc"))
+	}
+	step(m, tea.WindowSizeMsg{Width: 30, Height: 5})
+	if !strings.Contains(m.View(), "too small") {
+		t.Error(m.View())
+	}
+}
+
+// IO never runs in Update: every backend call happens inside a command.
+func TestNoIOInUpdate(t *testing.T) {
+	fb := &countingBackend{Backend: newFakeBackend(t)}
+	m := New(Options{Backend: fb, Source: NewTextSource(testTrace), Now: fixedNow, StatusEvery: 1 << 40})
+	cmds := []tea.Cmd{m.Init()}
+	for _, k := range []string{"2", "v", "f", "s", "_", "*", "enter", "enter", "y", "esc", "3", "a", "p", " ", "x", "esc", "T", "O", "1", "/", "x", "enter", "4", "m"} {
+		_, c := m.Update(press(k))
+		cmds = append(cmds, c)
+	}
+	if n := fb.n.Load(); n != 0 {
+		t.Errorf("%d backend calls from Update", n)
+	}
+	_ = cmds
+}
