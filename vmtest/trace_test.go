@@ -71,12 +71,20 @@ func startTrace(t *testing.T, extra ...string) (*exec.Cmd, *bytes.Buffer, *bytes
 	return cmd, &out, &errb
 }
 
+// waitSession waits until the session's probe is enabled and then tracing is on: a new
+// instance starts with tracing_on 1, which the session turns off until it is set up, so
+// tracing_on alone could be seen before the setup.
 func waitSession(t *testing.T, pid int, errb *bytes.Buffer) {
 	t.Helper()
-	on := filepath.Join(tracing, "instances", "ftctl-"+strconv.Itoa(pid), "tracing_on")
+	dir := filepath.Join(tracing, "instances", "ftctl-"+strconv.Itoa(pid))
+	enabled := filepath.Join(dir, "events", "ftctl_"+strconv.Itoa(pid), "open", "enable")
 	deadline := time.Now().Add(30 * time.Second)
+	probeOn := false
 	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(on); err == nil && strings.TrimSpace(string(b)) == "1" {
+		if !probeOn {
+			b, err := os.ReadFile(enabled)
+			probeOn = err == nil && strings.TrimSpace(string(b)) == "1"
+		} else if b, err := os.ReadFile(filepath.Join(dir, "tracing_on")); err == nil && strings.TrimSpace(string(b)) == "1" {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
