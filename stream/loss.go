@@ -63,7 +63,10 @@ func NewSummary(before []tracefs.CPUStats) *Summary {
 // Count accounts for one decoded event; shown says whether the filters let it through.
 func (s *Summary) Count(ev *Event, shown bool) {
 	s.Events++
-	s.Lines += int64(countLines(ev.Line))
+	s.Lines++
+	if ev.Kind == KindStack || ev.Kind == KindUserStack {
+		s.Lines += int64(countLines(ev.Line)) - 1
+	}
 	if shown {
 		s.Shown++
 	}
