@@ -78,7 +78,8 @@ prints it on stdout, as the last JSON object with -o json).
 
 stream ends after --count events or --duration, when the kernel ends trace_pipe (tracing turned
 off after something was read), on Ctrl-C (exit 130), or quietly when its output is closed
-(| head: exit 0).`,
+(| head: exit 0). trace_pipe is read ahead, pages at a time, while the events read before are
+printed: events past --count that were already read are consumed without being shown.`,
 		Example: `  # everything the top level traces, for people
   sudo ftctl stream
   # a kprobe's events as JSON, for 10 seconds
@@ -193,7 +194,6 @@ func streamPipe(ctx context.Context, o *StreamOptions, in *tracefs.Instance, fil
 	defer pipe.Close()
 	start := o.Now()
 
-	buf := make([]byte, 256<<10)
 	out := make([]byte, 0, 256<<10)
 	textOpts := stream.TextOptions{Color: o.Color && !g.JSON(), Raw: o.Raw}
 	shown := 0
@@ -217,15 +217,19 @@ func streamPipe(ctx context.Context, o *StreamOptions, in *tracefs.Instance, fil
 		return nil
 	}
 	var dec stream.Decoder
+	ra := startReadAhead(pipe)
+	defer ra.stop()
 	end := ""
 	for end == "" {
-		n, rerr := pipe.Read(buf)
+		c := ra.next()
+		rerr := c.err
 		// The kernel prints an entry (a stack trace with all its frames too) within one read:
 		// whatever is pending after a read is complete.
-		derr := dec.Feed(buf[:n], emit)
+		derr := dec.Feed(c.b, emit)
 		if derr == nil {
 			derr = dec.Flush(emit)
 		}
+		ra.release(c.b)
 		if len(out) > 0 {
 			if _, err := g.Out.Write(out); err != nil {
 				return err // EPIPE (| head) ends quietly with exit 0: see Run
@@ -252,7 +256,7 @@ func streamPipe(ctx context.Context, o *StreamOptions, in *tracefs.Instance, fil
 			return rerr
 		}
 	}
-	pipe.Close()
+	ra.stop()
 	after, _ := in.CPUStats()
 	sum.Finish(after, o.Now().Sub(start).Seconds(), end)
 	if err := printSummary(g, o, sum); err != nil {
@@ -265,6 +269,74 @@ func streamPipe(ctx context.Context, o *StreamOptions, in *tracefs.Instance, fil
 		return context.Cause(ctx) // an endCause: the caller knows it
 	}
 	return nil
+}
+
+// readAhead reads trace_pipe in a goroutine of its own while the caller parses and prints what
+// was read before: the kernel formats the next lines while ftctl formats the last ones, so on
+// a machine with two CPUs or more, ftctl keeps up with trace_pipe as fast as cat does
+// (BENCHMARKS.md). It hands out its few buffers in order; the goroutine ends when the pipe
+// does, and stop waits for it.
+type readAhead struct {
+	pipe *tracefs.Pipe
+	free chan []byte    // buffers to read into
+	full chan readChunk // what was read, in order; closed when the goroutine ends
+}
+
+// readChunk is one Read: its bytes and its error (the last chunk has one).
+type readChunk struct {
+	b   []byte
+	err error
+}
+
+// readAheadBuffers and readAheadSize: the kernel returns at most a page per read(2); a chunk
+// gathers up to readAheadSize of them.
+const (
+	readAheadBuffers = 3
+	readAheadSize    = 128 << 10
+)
+
+func startReadAhead(p *tracefs.Pipe) *readAhead {
+	r := &readAhead{pipe: p, free: make(chan []byte, readAheadBuffers), full: make(chan readChunk, readAheadBuffers)}
+	for range readAheadBuffers {
+		r.free <- make([]byte, readAheadSize)
+	}
+	go r.run()
+	return r
+}
+
+func (r *readAhead) run() {
+	defer close(r.full)
+	for b := range r.free {
+		n, err := r.pipe.Read(b[:cap(b)])
+		r.full <- readChunk{b[:n], err} // never blocks: full holds as many as there are buffers
+		if err != nil {
+			return
+		}
+	}
+}
+
+// next waits for the next chunk. Give its buffer back with release once done with it.
+func (r *readAhead) next() readChunk {
+	c, ok := <-r.full
+	if !ok {
+		return readChunk{err: tracefs.ErrPipeClosed}
+	}
+	return c
+}
+
+func (r *readAhead) release(b []byte) { r.free <- b }
+
+// stop closes the pipe (a Read in progress returns), ends the goroutine and waits for it; what
+// it read meanwhile is dropped. Calling it again does nothing.
+func (r *readAhead) stop() {
+	if r.free == nil {
+		return
+	}
+	r.pipe.Close()
+	close(r.free)
+	for range r.full {
+	}
+	r.free = nil
 }
 
 // warnIfIdle says on stderr when nothing will come: tracing off, or nothing enabled.
