@@ -93,17 +93,21 @@ rmdir \$I
 EOF
 
 # Other VMs on this host make the figures meaningless: wait for them (up to BENCH_WAIT seconds,
-# default 900), and say in the output how many ran during each boot.
-others() { pgrep -c -x qemu-system-x86_64 || true; }
+# default 900), and say in the output how many ran during each boot (the process name is cut
+# to 15 characters), and how much CPU time the host's own hypervisor took from it (steal).
+others() { pgrep -c -x qemu-system-x86 || true; }
+cpustat() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print $9, t }' /proc/stat; }
 for k in $kernels; do
 for mode in $modes; do
 	waited=0
 	while [ "$(others)" != 0 ] && [ "$waited" -lt "${BENCH_WAIT:-900}" ]; do sleep 10; waited=$((waited + 10)); done
 	before=$(others)
+	read -r steal0 total0 < <(cpustat)
 	log=$build/bench-stream-$k-$mode.log
 	FTCTL_VM_TCG_THREAD=$mode "$here/run.sh" --kernel "$k" --mode cmd --script "$guest" --timeout 1500 --log "$log" \
 		--file "$build/ftctl:/bin/ftctl" --file "$build/stopwatch:/bin/stopwatch" >/dev/null
-	echo "== kernel $k ($(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]*' "$log" | sed 's/.*=//')), TCG $mode-threaded, $(date -u +%F); other VMs on the host at start $before, at end $(others)"
+	read -r steal1 total1 < <(cpustat)
+	echo "== kernel $k ($(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]*' "$log" | sed 's/.*=//')), TCG $mode-threaded, $(date -u +%F); other VMs on the host at start $before, at end $(others); host CPU steal $(( 100 * (steal1 - steal0) / (total1 - total0) ))%"
 	# Pair each stopwatch line with the counters that follow it; lines per second per run, and
 	# the median of the runs for each reader (the host is noisy: medians, not means).
 	grep -a -E '^BENCH' "$log" | awk '
