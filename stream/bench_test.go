@@ -2,6 +2,7 @@ package stream
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 )
 
@@ -54,4 +55,51 @@ func BenchmarkParseJSON(b *testing.B) {
 // BenchmarkParseText: parse and render for people (ftctl stream).
 func BenchmarkParseText(b *testing.B) {
 	benchDecode(b, func(dst []byte, ev *Event) []byte { return AppendText(dst, ev, TextOptions{}) })
+}
+
+// markerLines is what vm/bench-stream.sh's load reads back: trace_marker events of 64 bytes,
+// written by dd (comm dd) on two CPUs.
+func markerLines(n int) []byte {
+	var b []byte
+	for i := 0; i < n; i++ {
+		b = fmt.Appendf(b, "              dd-%-7d [%03d] ..... %5d.%06d: tracing_mark_write: bench marker %08d %s\n",
+			150+i%3, i%2, 20+i/100000, i%1000000, i, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx")
+	}
+	return b
+}
+
+func benchMarkers(b *testing.B, render func(dst []byte, ev *Event) []byte) {
+	data := markerLines(10000)
+	var d Decoder
+	out := make([]byte, 0, 1<<20)
+	emit := func(ev *Event) error {
+		out = render(out, ev)
+		if len(out) > 1<<19 {
+			out = out[:0]
+		}
+		return nil
+	}
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for p := data; len(p) > 0; {
+			n := min(4095, len(p))
+			d.Feed(p[:n], emit)
+			d.Flush(emit)
+			p = p[n:]
+		}
+	}
+	b.ReportMetric(float64(10000)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+}
+
+// BenchmarkMarkerParse, BenchmarkMarkerJSON, BenchmarkMarkerText: the VM benchmark's load
+// (BENCHMARKS.md compares their figures in the VM with cat trace_pipe's).
+func BenchmarkMarkerParse(b *testing.B) {
+	benchMarkers(b, func(dst []byte, ev *Event) []byte { return dst })
+}
+func BenchmarkMarkerJSON(b *testing.B) {
+	benchMarkers(b, func(dst []byte, ev *Event) []byte { return AppendJSON(dst, ev, false) })
+}
+func BenchmarkMarkerText(b *testing.B) {
+	benchMarkers(b, func(dst []byte, ev *Event) []byte { return AppendText(dst, ev, TextOptions{}) })
 }

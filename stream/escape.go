@@ -34,8 +34,17 @@ func AppendEscaped(dst, s []byte) []byte {
 
 // appendEscaped is AppendEscaped; quoted also escapes '"' (for strings shown in quotes).
 func appendEscaped(dst, s []byte, quoted bool) []byte {
+	var i int
+	if quoted {
+		i = plainPrefix(s, '"', '\\', &plainJSON) // the same set: printable ASCII but '"' and '\\'
+	} else {
+		i = plainPrefix(s, '\\', '\\', &plainText)
+	}
+	if i == len(s) { // the usual case: nothing to escape
+		return append(dst, s...)
+	}
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		c := s[i]
 		if plainText[c] && (!quoted || c != '"') {
 			i++
@@ -78,15 +87,56 @@ func appendEscaped(dst, s []byte, quoted bool) []byte {
 	return append(dst, s[start:]...)
 }
 
-// plainJSONWord says whether the 8 bytes of w all are printable ASCII other than '"' and '\'
-// (the usual bit tricks: a byte is zero in x exactly when x-0x01 borrows into its top bit).
-func plainJSONWord(w uint64) bool {
+// plainWord says whether the 8 bytes of w all are printable ASCII other than q1 and q2 (two
+// of '"' and '\\'). Each byte's low 7 bits x are tested with additions that cannot carry into
+// the next byte (x <= 0x7f): x+0x60 has its top bit clear exactly when x < 0x20, x+1 has it set
+// exactly when x is 0x7f, and (x^q)+0x7f has it clear exactly when x is q. A set top bit of w
+// itself is a byte >= 0x80. Trace data is scanned a word at a time: byte loops are what cost
+// most under emulation, and a stream has hundreds of thousands of lines per second.
+func plainWord(w uint64, q1, q2 byte) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	hasZero := func(x uint64) uint64 { return (x - ones) & ^x & highs }
-	bad := w&highs | // >= 0x80
-		(w-0x20*ones)&^w&highs | // < 0x20
-		hasZero(w^('"'*ones)) | hasZero(w^('\\'*ones)) | hasZero(w^(0x7f*ones))
-	return bad == 0
+	x := w &^ highs
+	ok := (x + 0x60*ones) & ((x ^ uint64(q1)*ones) + 0x7f*ones) & ((x ^ uint64(q2)*ones) + 0x7f*ones)
+	return (w|(x+ones)|^ok)&highs == 0
+}
+
+// plainPrefix is the length of the leading run of s made of printable ASCII other than q1 and
+// q2 (plain says the same of one byte): a word at a time, the last short word overlapping the
+// one before it or, for a string shorter than a word, padded with plain bytes.
+func plainPrefix(s []byte, q1, q2 byte, plain *[256]bool) int {
+	n := len(s)
+	if n < 8 {
+		var w uint64
+		if cap(s) >= 8 { // trace data sits in a larger buffer: read the word, mask what follows s
+			w = binary.LittleEndian.Uint64(s[:8])
+		} else {
+			for i, c := range s {
+				w |= uint64(c) << (8 * i)
+			}
+		}
+		mask := uint64(1)<<(8*n) - 1
+		if plainWord(w&mask|0x6161616161616161&^mask, q1, q2) { // padded with 'a'
+			return n
+		}
+		i := 0
+		for i < n && plain[s[i]] {
+			i++
+		}
+		return i
+	}
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		if !plainWord(binary.LittleEndian.Uint64(s[i:]), q1, q2) {
+			break
+		}
+	}
+	if i+8 > n && i < n && plainWord(binary.LittleEndian.Uint64(s[n-8:]), q1, q2) {
+		return n
+	}
+	for i < n && plain[s[i]] {
+		i++
+	}
+	return i
 }
 
 func appendUEscape(dst []byte, r rune) []byte {
@@ -106,15 +156,13 @@ func appendUEscape(dst []byte, r rune) []byte {
 // encoding/json does), so that no control character is left raw even in JSON on a terminal.
 func AppendJSONString(dst, s []byte) []byte {
 	dst = append(dst, '"')
+	i := plainPrefix(s, '"', '\\', &plainJSON)
+	if i == len(s) { // the usual case: nothing to escape
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
 	start := 0
-	for i := 0; i < len(s); {
-		// Skip 8 plain bytes at a time: the common case is a short clean ASCII name.
-		for i+8 <= len(s) && plainJSONWord(binary.LittleEndian.Uint64(s[i:])) {
-			i += 8
-		}
-		if i >= len(s) {
-			break
-		}
+	for i < len(s) {
 		c := s[i]
 		if plainJSON[c] {
 			i++

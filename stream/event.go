@@ -145,5 +145,6 @@ var kindNames = func() [KindLost + 1][]byte {
 
 func (e *Event) reset() {
 	args, frames := e.Args[:0], e.Frames[:0]
-	*e = Event{Args: args, Frames: frames, CPU: -1}
+	*e = Event{} // cleared in place (a composite literal is built aside, then copied)
+	e.Args, e.Frames, e.CPU = args, frames, -1
 }

@@ -2,6 +2,8 @@ package stream
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"strings"
 )
 
@@ -231,6 +233,9 @@ func parseParent(ev *Event, b []byte, i int) bool {
 func parseSym(b []byte, i int) (Sym, int, bool) {
 	var s Sym
 	start := i
+	for i+8 <= len(b) && symWord(binary.LittleEndian.Uint64(b[i:])) {
+		i += 8
+	}
 	for i < len(b) && !symStop[b[i]] {
 		i++
 	}
@@ -358,6 +363,17 @@ var symStop = func() (t [256]bool) {
 	return t
 }()
 
+// symWord says whether the 8 bytes of w all are digits, lower-case letters, '_' or '`': the
+// bytes of most symbol names, none of them in symStop, tested a word at a time (the ranges
+// 0x30-0x39 and 0x5f-0x7a, with additions that cannot carry between bytes: see plainWord).
+func symWord(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	x := w &^ highs
+	lower := (x + 0x21*ones) &^ (x + 0x05*ones) // 0x5f <= x <= 0x7a
+	digit := (x + 0x50*ones) &^ (x + 0x46*ones) // 0x30 <= x <= 0x39
+	return (lower|digit)&^w&highs == highs
+}
+
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func isHex(c byte) bool { return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') }
@@ -381,7 +397,16 @@ func parseUint(b []byte, i int) (int, int, bool) {
 	return n, i, true
 }
 
+// skipSpaces skips the spaces from b[i] on, a word at a time: the kernel pads its columns
+// (a comm is right-aligned in 16, a pid left-aligned in 7, a timestamp in 5+7).
 func skipSpaces(b []byte, i int) int {
+	const spaces8 = 0x2020202020202020
+	for i+8 <= len(b) {
+		if x := binary.LittleEndian.Uint64(b[i:]) ^ spaces8; x != 0 {
+			return i + bits.TrailingZeros64(x)/8
+		}
+		i += 8
+	}
 	for i < len(b) && b[i] == ' ' {
 		i++
 	}

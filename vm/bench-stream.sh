@@ -3,31 +3,37 @@
 # trace_pipe lines per second `cat trace_pipe > /dev/null` reads, against `ftctl stream -o json`
 # and `ftctl stream` (text), each to /dev/null, in the same boot, on the same load.
 #
-# The load: 100,000 trace_marker events of 64 bytes (dd writing 64-byte blocks: one event per
-# write) into an instance. Two measures, each repeated (REPS, default 5), the readers in turn:
-#   drain  the events are written first into a 16 MiB-per-CPU buffer with tracing on, tracing is
+# Two measures, the readers in turn, each reader a fresh process:
+#   drain  100,000 trace_marker events of 64 bytes (dd writing 64-byte blocks: one event per
+#          write) are written first into a 16 MiB-per-CPU buffer with tracing on, tracing is
 #          turned off, then the reader is timed (vm/stopwatch, process start included) until
-#          trace_pipe ends, which the kernel does once it is empty; lines = the buffer's entries.
-#   live   the reader runs while dd writes the events into the default 1408 KiB buffer, then
-#          until it has emptied it; lines read = events written - overruns - what is left, over
-#          the time from dd's start until the buffer is empty (/proc/uptime, 10 ms); the
-#          kernel's overrun counter says how much the reader could not keep up with.
+#          trace_pipe ends, which the kernel does once it is empty: the reader's own speed, with
+#          the whole VM to itself. Repeated REPS times (default 5).
+#   paced  the reader runs while vm/markerload writes events at a fixed RATE for PACED_SECONDS
+#          (default 3) into a PACED_KB buffer (default 512 KiB per CPU: a reader that falls a few
+#          per cent behind overruns it within the run); then the time until the reader has
+#          emptied the buffer ("behind"), and the kernel's overrun counter: a reader keeps up
+#          with a rate when nothing was overrun. RATES (default 20000 to 80000 by 10000), each
+#          PACED_REPS times (default 2). The writer takes CPU time as a traced program would:
+#          the highest rate a reader keeps up with is what it can follow on this machine.
 #
 # Each kernel boots twice: with multi-threaded TCG (the two vCPUs run in parallel on two host
 # threads, as CPUs do; ftctl reads trace_pipe in one goroutine while it formats in another) and
 # with the single-threaded TCG the test suite uses (the vCPUs take turns on one host thread:
 # no two things ever run at once, so ftctl's formatting adds to the kernel's). MODES picks.
 #
-# usage: vm/bench-stream.sh [KERNEL...]   (default: 6.1 6.12; MODES="multi single", REPS=5)
+# usage: vm/bench-stream.sh [KERNEL...]   (default: 6.1 6.12; MODES="multi single")
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 kernels=${*:-6.1 6.12}
 build=${BENCH_BUILD:-$top/build}
 reps=${REPS:-5}
+rates=${RATES:-20000 30000 40000 50000 60000 70000 80000}
 modes=${MODES:-multi single}
 mkdir -p "$build"
-(cd "$top" && CGO_ENABLED=0 go build -o "$build/ftctl" . && CGO_ENABLED=0 go build -o "$build/stopwatch" ./vm/stopwatch)
+(cd "$top" && CGO_ENABLED=0 go build -o "$build/ftctl" . && CGO_ENABLED=0 go build -o "$build/stopwatch" ./vm/stopwatch &&
+	CGO_ENABLED=0 go build -o "$build/markerload" ./vm/markerload)
 
 guest=$(mktemp)
 trap 'rm -f "$guest"' EXIT
@@ -53,25 +59,25 @@ drain() { # drain LABEL COMMAND
 	echo "BENCHDRAIN \$1 entries \$n overrun \$o left \$(sum entries)"
 }
 
-live() { # live LABEL COMMAND
+paced() { # paced LABEL COMMAND RATE
 	echo > \$I/trace
 	echo 1 > \$I/tracing_on
 	o0=\$(sum overrun)
 	sh -c "exec \$2" &
 	reader=\$!
 	sleep 1
-	t0=\$(cut -d' ' -f1 /proc/uptime)
-	\$load 2>/dev/null
+	/bin/markerload -file \$I/trace_marker -rate \$3 -seconds \$S
 	# A blocked read of trace_pipe is not woken when tracing stops: wait until the reader has
-	# emptied the buffer (at most 60 s), then stop it (SIGTERM: a background job of a
+	# emptied the buffer (at most 30 s), then stop it (SIGTERM: a background job of a
 	# non-interactive shell ignores SIGINT).
+	t0=\$(cut -d' ' -f1 /proc/uptime)
 	i=0
 	while [ "\$(sum entries)" != 0 ] && [ \$i -lt 600 ]; do sleep 0.05; i=\$((i + 1)); done
 	t1=\$(cut -d' ' -f1 /proc/uptime)
 	kill -TERM \$reader
 	wait \$reader
 	echo 0 > \$I/tracing_on
-	echo "BENCHLIVE \$1 written \$N overrun \$((\$(sum overrun) - o0)) left \$(sum entries) secs \$(echo \$t0 \$t1 | awk '{print \$2 - \$1}')"
+	echo "BENCHPACED \$1 rate \$3 overrun \$((\$(sum overrun) - o0)) left \$(sum entries) behind \$(echo \$t0 \$t1 | awk '{print \$2 - \$1}')"
 }
 
 cat=cat
@@ -83,11 +89,14 @@ for r in \$(seq $reps); do
 	drain json "\$json > /dev/null"
 	drain text "\$text > /dev/null"
 done
-echo 1408 > \$I/buffer_size_kb
-for r in \$(seq $reps); do
-	live cat "\$cat \$I/trace_pipe > /dev/null"
-	live json "\$json > /dev/null"
-	live text "\$text > /dev/null"
+echo ${PACED_KB:-512} > \$I/buffer_size_kb
+S=${PACED_SECONDS:-3}
+for rate in $rates; do
+	for r in \$(seq ${PACED_REPS:-2}); do
+		paced cat "\$cat \$I/trace_pipe > /dev/null" \$rate
+		paced json "\$json > /dev/null" \$rate
+		paced text "\$text > /dev/null" \$rate
+	done
 done
 rmdir \$I
 EOF
@@ -105,24 +114,36 @@ for mode in $modes; do
 	read -r steal0 total0 < <(cpustat)
 	log=$build/bench-stream-$k-$mode.log
 	FTCTL_VM_TCG_THREAD=$mode "$here/run.sh" --kernel "$k" --mode cmd --script "$guest" --timeout 1500 --log "$log" \
-		--file "$build/ftctl:/bin/ftctl" --file "$build/stopwatch:/bin/stopwatch" >/dev/null
+		--file "$build/ftctl:/bin/ftctl" --file "$build/stopwatch:/bin/stopwatch" \
+		--file "$build/markerload:/bin/markerload" >/dev/null
 	read -r steal1 total1 < <(cpustat)
 	echo "== kernel $k ($(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]*' "$log" | sed 's/.*=//')), TCG $mode-threaded, $(date -u +%F); other VMs on the host at start $before, at end $(others); host CPU steal $(( 100 * (steal1 - steal0) / (total1 - total0) ))%"
 	# Pair each stopwatch line with the counters that follow it; lines per second per run, and
-	# the median of the runs for each reader (the host is noisy: medians, not means).
-	grep -a -E '^BENCH' "$log" | awk '
+	# the median of the runs for each reader (the host is noisy: medians, not means). For the
+	# paced runs, the highest rate each reader kept up with in every repetition.
+	grep -a -E '^(BENCH|LOAD)' "$log" | awk '
 		function median(list,    a, n, i, j, t) {
 			n = split(substr(list, 2), a, " ")
 			for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
 			return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 		}
 		/^BENCHINFO/ { print; next }
-		/^BENCH (drain|live)-/ { split($2, a, "-"); who = a[2]; secs = $3; next }
+		/^BENCH drain-/ { split($2, a, "-"); who = a[2]; secs = $3; next }
 		/^BENCHDRAIN/ { lines = $4 - $8; printf "drain %-4s %7d lines in %7.3fs = %8.0f lines/s\n", who, lines, secs, lines / secs; d[who] = d[who] " " lines / secs }
-		/^BENCHLIVE/ { lines = $4 - $6 - $8; printf "live  %-4s %7d lines read, %6d overrun, in %7.2fs = %8.0f lines/s\n", $2, lines, $6, $10, lines / $10; l[$2] = l[$2] " " lines / $10; o[$2] = o[$2] " " $6 }
+		/^LOAD/ { achieved = $NF; next }
+		/^BENCHPACED/ {
+			printf "paced %-4s rate %6d (writer achieved %6.0f/s): overrun %6d, behind %5.2fs at the end\n", $2, $4, achieved, $6, $10
+			seen[$2 " " $4] = 1; if ($6 > 0) bad[$2 " " $4] = 1; who[$2] = 1; if ($4 > maxrate) maxrate = $4
+			if (!($4 in israte)) { israte[$4] = 1; rl = rl " " $4 }
+		}
 		END {
 			for (w in d) if (w != "cat") printf "drain: %s %.0f lines/s, cat %.0f: %.1f%% (medians)\n", w, median(d[w]), median(d["cat"]), 100 * median(d[w]) / median(d["cat"])
-			for (w in l) if (w != "cat") printf "live: %s %.0f lines/s, cat %.0f: %.1f%%; overruns %.0f, cat %.0f (medians)\n", w, median(l[w]), median(l["cat"]), 100 * median(l[w]) / median(l["cat"]), median(o[w]), median(o["cat"])
+			n = split(substr(rl, 2), r, " ")
+			for (w in who) {
+				best[w] = 0
+				for (i = 1; i <= n; i++) { if (bad[w " " r[i]]) break; best[w] = r[i] }
+			}
+			for (w in who) if (w != "cat") printf "paced: %s keeps up with %d events/s, cat with %d: %.0f%% (highest rate with no overrun in any repetition, rates tried:%s)\n", w, best[w], best["cat"], best["cat"] ? 100 * best[w] / best["cat"] : 0, rl
 		}'
 done
 done
