@@ -66,6 +66,7 @@ paced() { # paced LABEL COMMAND RATE
 	sh -c "exec \$2" &
 	reader=\$!
 	sleep 1
+	c0=\$(cut -d' ' -f14,15 /proc/\$reader/stat)
 	/bin/markerload -file \$I/trace_marker -rate \$3 -seconds \$S
 	# A blocked read of trace_pipe is not woken when tracing stops: wait until the reader has
 	# emptied the buffer (at most 30 s), then stop it (SIGTERM: a background job of a
@@ -74,10 +75,11 @@ paced() { # paced LABEL COMMAND RATE
 	i=0
 	while [ "\$(sum entries)" != 0 ] && [ \$i -lt 600 ]; do sleep 0.05; i=\$((i + 1)); done
 	t1=\$(cut -d' ' -f1 /proc/uptime)
+	c1=\$(cut -d' ' -f14,15 /proc/\$reader/stat)
 	kill -TERM \$reader
 	wait \$reader
 	echo 0 > \$I/tracing_on
-	echo "BENCHPACED \$1 rate \$3 overrun \$((\$(sum overrun) - o0)) left \$(sum entries) behind \$(echo \$t0 \$t1 | awk '{print \$2 - \$1}')"
+	echo "BENCHPACED \$1 rate \$3 overrun \$((\$(sum overrun) - o0)) left \$(sum entries) behind \$(echo \$t0 \$t1 | awk '{print \$2 - \$1}') cpu \$(echo \$c0 \$c1 | awk '{print \$3 - \$1, \$4 - \$2}')"
 }
 
 cat=cat
@@ -130,20 +132,25 @@ for mode in $modes; do
 		/^BENCHINFO/ { print; next }
 		/^BENCH drain-/ { split($2, a, "-"); who = a[2]; secs = $3; next }
 		/^BENCHDRAIN/ { lines = $4 - $8; printf "drain %-4s %7d lines in %7.3fs = %8.0f lines/s\n", who, lines, secs, lines / secs; d[who] = d[who] " " lines / secs }
-		/^LOAD/ { achieved = $NF; next }
+		/^LOAD/ { achieved = $NF; secs = $7; next }
 		/^BENCHPACED/ {
-			printf "paced %-4s rate %6d (writer achieved %6.0f/s): overrun %6d, behind %5.2fs at the end\n", $2, $4, achieved, $6, $10
-			seen[$2 " " $4] = 1; if ($6 > 0) bad[$2 " " $4] = 1; who[$2] = 1; if ($4 > maxrate) maxrate = $4
+			lines = achieved * secs - $6 - $8
+			printf "paced %-4s rate %6d (writer achieved %6.0f/s): overrun %6d, behind %5.2fs at the end; reader CPU user %.2fs sys %.2fs = %5.1f us/line\n", $2, $4, achieved, $6, $10, $12 / 100, $13 / 100, 1e4 * ($12 + $13) / lines
+			cpu[$2] = cpu[$2] " " 1e4 * ($12 + $13) / lines; usr[$2] = usr[$2] " " 1e4 * $12 / lines
+			dl[$2 " " $4] = dl[$2 " " $4] " " lines / secs
+			seen[$2 " " $4] = 1; if ($6 > 0) bad[$2 " " $4] = 1; readers[$2] = 1; if ($4 > maxrate) maxrate = $4
 			if (!($4 in israte)) { israte[$4] = 1; rl = rl " " $4 }
 		}
 		END {
 			for (w in d) if (w != "cat") printf "drain: %s %.0f lines/s, cat %.0f: %.1f%% (medians)\n", w, median(d[w]), median(d["cat"]), 100 * median(d[w]) / median(d["cat"])
 			n = split(substr(rl, 2), r, " ")
-			for (w in who) {
+			for (w in readers) {
 				best[w] = 0
 				for (i = 1; i <= n; i++) { if (bad[w " " r[i]]) break; best[w] = r[i] }
 			}
-			for (w in who) if (w != "cat") printf "paced: %s keeps up with %d events/s, cat with %d: %.0f%% (highest rate with no overrun in any repetition, rates tried:%s)\n", w, best[w], best["cat"], best["cat"] ? 100 * best[w] / best["cat"] : 0, rl
+			for (w in readers) printf "paced: %s CPU per line read %.1f us, of which user %.1f (medians over every rate)\n", w, median(cpu[w]), median(usr[w])
+			for (i = 1; i <= n; i++) for (w in readers) if (w != "cat") printf "paced: at %d/s %s delivers %.0f lines/s, cat %.0f: %.0f%% (medians)\n", r[i], w, median(dl[w " " r[i]]), median(dl["cat " r[i]]), 100 * median(dl[w " " r[i]]) / median(dl["cat " r[i]])
+			for (w in readers) if (w != "cat") printf "paced: %s keeps up with %d events/s, cat with %d: %.0f%% (highest rate with no overrun in any repetition, rates tried:%s)\n", w, best[w], best["cat"], best["cat"] ? 100 * best[w] / best["cat"] : 0, rl
 		}'
 done
 done
