@@ -104,11 +104,14 @@ fuzz:
 		done; \
 	done
 
-# Benchmarks (not part of make test): go test -bench, then the VM comparison with cat and
-# trace-cmd (several minutes: trace-cmd takes about three to select 1,000 functions by name).
+# Benchmarks (not part of make test): go test -bench, then the VM comparisons with cat and
+# trace-cmd (tens of minutes: trace-cmd takes about three to select 1,000 functions by name, and
+# the stream is measured on both kernels in two TCG modes).
 bench: vm-deps build
 	$(GO) test -run '^$$' -bench . -benchtime 100x ./filters
+	$(GO) test -run '^$$' -bench . -benchtime 2x ./stream
 	vm/bench-filters.sh $(KERNELS)
+	vm/bench-stream.sh $(KERNELS)
 
 clean:
 	rm -rf $(BUILD)

@@ -272,9 +272,8 @@ func streamPipe(ctx context.Context, o *StreamOptions, in *tracefs.Instance, fil
 }
 
 // readAhead reads trace_pipe in a goroutine of its own while the caller parses and prints what
-// was read before: the kernel formats the next lines while ftctl formats the last ones, so on
-// a machine with two CPUs or more, ftctl keeps up with trace_pipe as fast as cat does
-// (BENCHMARKS.md). It hands out its few buffers in order; the goroutine ends when the pipe
+// was read before: the kernel formats the next lines while ftctl formats the last ones, so with
+// a CPU to spare ftctl reads trace_pipe about as fast as cat does (BENCHMARKS.md, "Stream"). It hands out its few buffers in order; the goroutine ends when the pipe
 // does, and stop waits for it.
 type readAhead struct {
 	pipe *tracefs.Pipe

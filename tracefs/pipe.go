@@ -42,6 +42,7 @@ type Pipe struct {
 	fd       int
 	on       int  // tracing_on of the same trace array, -1 when it could not be opened
 	readSome bool // trace_pipe has returned something
+	drained  bool // the last read returned less than half a page: the buffer was (nearly) empty
 	eof      bool
 
 	wmu    sync.Mutex // guards wake against a signal racing with Close
@@ -116,11 +117,27 @@ func (p *Pipe) Read(b []byte) (int, error) {
 		if n == len(b) {
 			return n, nil
 		}
+		if p.drained {
+			// The last read returned little: trace_pipe was (nearly) empty. Rather than read
+			// it again only to be told EAGAIN, return what was read, or wait until it is
+			// readable: two system calls fewer for each batch a reader that keeps up gets.
+			if n > 0 {
+				return n, nil
+			}
+			p.drained = false
+			if !p.tracingOff() { // tracing off: read on, to the kernel's end of file
+				if err := p.wait(); err != nil {
+					return 0, err
+				}
+			}
+			continue
+		}
 		k, err := rawRead(p.fd, b[n:])
 		switch {
 		case err == nil && k > 0:
 			n += k
 			p.readSome = true
+			p.drained = k < readUnit/2
 		case err == nil:
 			p.eof = true
 		case err == unix.EINTR:
