@@ -18,6 +18,11 @@ func mixedFixture(b *testing.B) (data []byte, lines int) {
 
 func benchDecode(b *testing.B, render func(dst []byte, ev *Event) []byte) {
 	data, lines := mixedFixture(b)
+	benchFeed(b, data, lines, render)
+}
+
+// benchFeed decodes data (lines lines) through render, b.N times, reporting lines per second.
+func benchFeed(b *testing.B, data []byte, lines int, render func(dst []byte, ev *Event) []byte) {
 	var d Decoder
 	out := make([]byte, 0, 1<<20)
 	emit := func(ev *Event) error {
@@ -69,27 +74,7 @@ func markerLines(n int) []byte {
 }
 
 func benchMarkers(b *testing.B, render func(dst []byte, ev *Event) []byte) {
-	data := markerLines(10000)
-	var d Decoder
-	out := make([]byte, 0, 1<<20)
-	emit := func(ev *Event) error {
-		out = render(out, ev)
-		if len(out) > 1<<19 {
-			out = out[:0]
-		}
-		return nil
-	}
-	b.SetBytes(int64(len(data)))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for p := data; len(p) > 0; {
-			n := min(4095, len(p))
-			d.Feed(p[:n], emit)
-			d.Flush(emit)
-			p = p[n:]
-		}
-	}
-	b.ReportMetric(float64(10000)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+	benchFeed(b, markerLines(10000), 10000, render)
 }
 
 // BenchmarkMarkerParse, BenchmarkMarkerJSON, BenchmarkMarkerText: the VM benchmark's load
