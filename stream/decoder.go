@@ -7,7 +7,8 @@ import "bytes"
 // " => frame" lines after it into one event.
 //
 // The kernel prints an entry, a stack trace with all its frames included, in one read of
-// trace_pipe. So a reader calls Flush after each read: it emits a stack trace whose frames may
+// trace_pipe, provided the read asks for more than the kernel's trace_seq holds (tracefs.Pipe
+// does; asked for less, 6.12 cuts an entry between two reads). So a reader calls Flush after each read: it emits a stack trace whose frames may
 // all have arrived. Feeding the same bytes in other pieces, with one Flush at the end, gives the
 // same events.
 type Decoder struct {

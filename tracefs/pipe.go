@@ -51,10 +51,17 @@ type Pipe struct {
 	once   sync.Once
 }
 
-// readUnit is what one read(2) of trace_pipe can return at most: the kernel formats whole
-// lines into a page-sized trace_seq and copies at most PAGE_SIZE-1 bytes per call
-// (tracing_read_pipe).
-const readUnit = 4096
+// readUnit is the least each read(2) of trace_pipe asks for. The kernel formats whole entries
+// into its trace_seq (a page on 6.1; TRACE_SEQ_BUFFER_SIZE, two pages, on 6.12) until what it
+// holds reaches what was asked, then copies out at most what was asked: asked for less than the
+// trace_seq holds, it returns part of an entry and keeps the rest for the next read (seen on
+// 6.12, TestStreamDrainsBuffer: a marker cut in two). Asked for more, it stops at the
+// trace_seq's size less one, which whole entries never pass: each read returns whole entries,
+// so a Read ends at an entry's end and a stack trace is never cut. Give Read at least this.
+const readUnit = 32 << 10
+
+// shortRead is a read that returned less than half a page: trace_pipe was (nearly) empty.
+const shortRead = 2048
 
 // eofCheck is how often a waiting Read looks whether tracing was turned off.
 const eofCheck = 250 // milliseconds
@@ -94,7 +101,7 @@ func (p *Pipe) signal() {
 }
 
 // Read reads what trace_pipe has, blocking until it has something: several reads of up to a
-// page each, until the kernel has no more right now or b has less than a page left. It returns
+// trace_seq each, until the kernel has no more right now or b has less than readUnit left. It returns
 // io.EOF when the kernel ends the file (it does once tracing is turned off after something was
 // read), ctx.Err() when the context ended, ErrPipeClosed after Close.
 func (p *Pipe) Read(b []byte) (int, error) {
@@ -137,7 +144,7 @@ func (p *Pipe) Read(b []byte) (int, error) {
 		case err == nil && k > 0:
 			n += k
 			p.readSome = true
-			p.drained = k < readUnit/2
+			p.drained = k < shortRead
 		case err == nil:
 			p.eof = true
 		case err == unix.EINTR:

@@ -258,6 +258,47 @@ func TestStreamMarkers(t *testing.T) {
 	}
 }
 
+// A full buffer, tracing already off: stream reads every event, in order, then the kernel's end
+// of file ends it (exit 0). The markers' sizes vary up to the kernel's limit, so that reads of
+// trace_pipe return pages filled to different lengths, short ones among them, while much is
+// left: a reader that took a short read for an empty buffer, or tracing off for the end, would
+// lose events here.
+func TestStreamDrainsBuffer(t *testing.T) {
+	inst := streamInstance(t, "st_dr")
+	write(t, inst+"/buffer_size_kb", "4096\n")
+	const n = 3000
+	var lines []string
+	for i := 0; i < n; i++ {
+		lines = append(lines, fmt.Sprintf("drain %05d %s\n", i, strings.Repeat("y", (i*97)%1000)))
+	}
+	marker(t, inst, lines...)
+	write(t, inst+"/tracing_on", "0\n")
+	p := startStream(t, nil, "-B", "st_dr", "stream", "-o", "json", "--raw", "--summary")
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, p.errb)
+	}
+	got, end := 0, ""
+	for _, ev := range events(t, p.out.String()) {
+		switch ev["event"] {
+		case "marker":
+			text, _ := ev["text"].(string)
+			if want := strings.TrimSuffix(lines[got], "\n"); text != want {
+				i := 0
+				for i < len(text) && i < len(want) && text[i] == want[i] {
+					i++
+				}
+				t.Fatalf("marker %d (%d bytes, want %d) differs from byte %d: %q; raw line %q", got, len(text), len(want), i, text[max(0, i-20):min(len(text), i+40)], ev["raw"])
+			}
+			got++
+		case "summary":
+			end, _ = ev["end"].(string)
+		}
+	}
+	if got != n || end != "eof" {
+		t.Fatalf("%d markers of %d, end %q (want eof); stderr:\n%s", got, n, end, p.errb)
+	}
+}
+
 // A stream that cannot keep up (its output blocked) on a tiny buffer: the kernel overwrites
 // events, and stream must say so: LOST lines in the output, the overrun in the summary.
 func TestStreamOverrunReported(t *testing.T) {
