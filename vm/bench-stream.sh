@@ -138,7 +138,7 @@ for mode in $modes; do
 			printf "paced %-4s rate %6d (writer achieved %6.0f/s): overrun %6d, behind %5.2fs at the end; reader CPU user %.2fs sys %.2fs = %5.1f us/line\n", $2, $4, achieved, $6, $10, $12 / 100, $13 / 100, 1e4 * ($12 + $13) / lines
 			cpu[$2] = cpu[$2] " " 1e4 * ($12 + $13) / lines; usr[$2] = usr[$2] " " 1e4 * $12 / lines
 			dl[$2 " " $4] = dl[$2 " " $4] " " lines / secs
-			seen[$2 " " $4] = 1; if ($6 > 0) bad[$2 " " $4] = 1; readers[$2] = 1; if ($4 > maxrate) maxrate = $4
+			if ($6 > 0) bad[$2 " " $4] = 1; readers[$2] = 1
 			if (!($4 in israte)) { israte[$4] = 1; rl = rl " " $4 }
 		}
 		END {
