@@ -42,27 +42,16 @@ func parseArgs(ev *Event, b []byte, budget *int) bool {
 	}
 	if len(v) > 0 {
 		switch v[0] {
-		case '"':
-			for k := 1; k < len(v); k++ {
-				if v[k] != '"' || !endsValue(v, k+1) {
-					continue
-				}
-				push(ValueString, v[1:k])
-				if rest(k + 1) {
-					return true
-				}
-				ev.Args = ev.Args[:keep]
-				if *budget < 0 {
-					return false
-				}
+		case '"', '{': // a string, or an array: up to the closing quote or brace that ends a value
+			closer, kind := byte('"'), ValueString
+			if v[0] == '{' {
+				closer, kind = '}', ValueArray
 			}
-			return false
-		case '{':
 			for k := 1; k < len(v); k++ {
-				if v[k] != '}' || !endsValue(v, k+1) {
+				if v[k] != closer || !endsValue(v, k+1) {
 					continue
 				}
-				push(ValueArray, v[1:k])
+				push(kind, v[1:k])
 				if rest(k + 1) {
 					return true
 				}
