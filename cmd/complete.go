@@ -110,11 +110,7 @@ func completeFunctionNames(g *Globals) cobra.CompletionFunc {
 // completes nothing (and is not created).
 func completeListedFunctions(g *Globals, file string) cobra.CompletionFunc {
 	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		fs, err := g.FS()
-		if err != nil {
-			return nil, noFiles
-		}
-		in, err := g.ReadInstance(fs)
+		in, err := g.OpenInstance()
 		if err != nil {
 			return nil, noFiles
 		}

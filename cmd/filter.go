@@ -150,11 +150,7 @@ func newCmdListShow(g *Globals, file string) *cobra.Command {
 		Args:        args(cobra.NoArgs),
 		Annotations: map[string]string{AnnotationJSON: listShowJSON},
 		RunE: func(c *cobra.Command, _ []string) error {
-			fs, err := g.FS()
-			if err != nil {
-				return err
-			}
-			in, err := g.ReadInstance(fs)
+			in, err := g.OpenInstance()
 			if err != nil {
 				return err
 			}

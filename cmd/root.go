@@ -112,6 +112,15 @@ func (g *Globals) ReadInstance(fs *tracefs.FS) (*tracefs.Instance, error) {
 	return fs.Lookup(g.Instance)
 }
 
+// OpenInstance finds tracefs and the trace array -B names, for a command that only reads it.
+func (g *Globals) OpenInstance() (*tracefs.Instance, error) {
+	fs, err := g.FS()
+	if err != nil {
+		return nil, err
+	}
+	return g.ReadInstance(fs)
+}
+
 // NewRootCmd builds the command tree.
 func NewRootCmd(g *Globals) *cobra.Command {
 	root := &cobra.Command{

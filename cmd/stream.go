@@ -156,11 +156,7 @@ func streamRun(ctx context.Context, o *StreamOptions) error {
 	if err != nil {
 		return err
 	}
-	fs, err := g.FS()
-	if err != nil {
-		return err
-	}
-	in, err := g.ReadInstance(fs)
+	in, err := g.OpenInstance()
 	if err != nil {
 		return err
 	}
