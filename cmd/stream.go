@@ -30,6 +30,7 @@ type StreamOptions struct {
 	Duration time.Duration // --duration: stop after this long (0: no limit)
 	Raw      bool          // --raw
 	Summary  bool          // --summary: the final summary also on stdout
+	Reader   string        // --reader: auto, text (trace_pipe) or binary (trace_pipe_raw)
 
 	Color bool             // colour the text output (a terminal, and NO_COLOR unset)
 	Now   func() time.Time // the clock, for the summary's duration
@@ -46,7 +47,7 @@ string printed) or ` + "`text`" + ` when the arguments could not be split; or ` 
 frames); or ` + "`type`" + ` (entry, exit, call), ` + "`func`, `depth`, `duration_us`, `comment`" + ` for
 function_graph; or ` + "`text`" + `. LOST lines give ` + "`{\"event\":\"lost\",\"cpu\":N,\"lost\":M}`" + ` (M null when the
 kernel did not count). --raw adds ` + "`raw`" + `, the line as read. --summary ends the stream with
-` + "`{\"event\":\"summary\", \"lines\", \"events\", \"shown\", \"raw\", \"seconds\", \"end\", \"lost_reported\", \"lost_uncounted\", \"overrun\", \"dropped\", \"cpus\": [{\"cpu\", \"overrun\", \"dropped\", \"reported\"}]}`" + `.
+` + "`{\"event\":\"summary\", \"lines\", \"events\", \"shown\", \"raw\", \"seconds\", \"end\", \"reader\" (trace_pipe or trace_pipe_raw), \"reader_why\" (why not trace_pipe_raw, with --reader auto), \"lost_reported\", \"lost_uncounted\", \"overrun\", \"dropped\", \"cpus\": [{\"cpu\", \"overrun\", \"dropped\", \"reported\"}]}`" + `.
 Strings are valid UTF-8 (invalid bytes become U+FFFD) with every control character escaped.`
 
 // NewCmdStream builds `ftctl stream`. runF replaces the run function in tests.
@@ -109,6 +110,7 @@ printed: events past --count that were already read are consumed without being s
 	f.IntVar(&opts.Count, "count", 0, "stop after `N` events shown (0: no limit)")
 	f.DurationVar(&opts.Duration, "duration", 0, "stop after `D` (e.g. 30s, 5m; 0: no limit)")
 	f.BoolVar(&opts.Raw, "raw", false, "text: print the kernel's lines as they are (still escaped); JSON: add each line as \"raw\"")
+	f.StringVar(&opts.Reader, "reader", "auto", "`HOW` to read the ring buffer: text (trace_pipe, formatted by the kernel), binary (per-CPU trace_pipe_raw, formatted by ftctl: less CPU per event), auto (binary when it prints the same)")
 	f.BoolVar(&opts.Summary, "summary", false, "also print the end-of-stream summary on stdout (with -o json: as the last object)")
 	registerFlagCompletion(c, "event", completeEventNames(g))
 	return c
@@ -137,6 +139,8 @@ func (o *StreamOptions) filter() (stream.Filter, error) {
 		return f, InvalidInput(err)
 	}
 	switch {
+	case o.Reader != "auto" && o.Reader != "text" && o.Reader != "binary":
+		return f, InvalidInput(fmt.Errorf("--reader must be auto, text or binary, not %q", o.Reader))
 	case o.HasPID && o.PID < 0:
 		return f, InvalidInput(fmt.Errorf("--pid must not be negative"))
 	case o.Count < 0:
@@ -164,6 +168,33 @@ func streamRun(ctx context.Context, o *StreamOptions) error {
 	return streamPipe(ctx, o, in, filter)
 }
 
+// chooseReader decides between trace_pipe and trace_pipe_raw (--reader), and reads what the
+// binary reader needs. nil: trace_pipe.
+func chooseReader(o *StreamOptions, in *tracefs.Instance, sum *stream.Summary) (*binarySetup, error) {
+	sum.Reader = "trace_pipe"
+	if o.Reader == "text" {
+		return nil, nil
+	}
+	forced := o.Reader == "binary"
+	if err := binaryUnfit(in, o, forced); err != nil {
+		if forced {
+			return nil, InvalidInput(fmt.Errorf("--reader binary: %w", err))
+		}
+		sum.ReaderWhy = err.Error()
+		return nil, nil
+	}
+	s, err := newBinarySetup(in)
+	if err != nil {
+		if forced {
+			return nil, err
+		}
+		sum.ReaderWhy = err.Error()
+		return nil, nil
+	}
+	sum.Reader = "trace_pipe_raw"
+	return s, nil
+}
+
 // endCause, as the cause of a cancelled context (context.WithCancelCause), ends a stream
 // normally and names why; any other cancellation is an interruption (exit 130).
 type endCause string
@@ -183,7 +214,16 @@ func streamPipe(ctx context.Context, o *StreamOptions, in *tracefs.Instance, fil
 		runCtx, cancel = context.WithTimeout(ctx, o.Duration)
 		defer cancel()
 	}
-	pipe, err := in.OpenPipe(runCtx)
+	bin, err := chooseReader(o, in, sum)
+	if err != nil {
+		return err
+	}
+	var pipe chunkReader
+	if bin != nil {
+		pipe, err = in.OpenRawPipe(runCtx)
+	} else {
+		pipe, err = in.OpenPipe(runCtx)
+	}
 	if err != nil {
 		return err
 	}
@@ -213,17 +253,38 @@ func streamPipe(ctx context.Context, o *StreamOptions, in *tracefs.Instance, fil
 		return nil
 	}
 	var dec stream.Decoder
+	var pages []stream.CPUPage
 	ra := startReadAhead(pipe)
 	defer ra.stop()
 	end := ""
 	for end == "" {
 		c := ra.next()
 		rerr := c.err
-		// The kernel prints an entry (a stack trace with all its frames too) within one read:
-		// whatever is pending after a read is complete.
-		derr := dec.Feed(c.b, emit)
-		if derr == nil {
-			derr = dec.Flush(emit)
+		if err := runCtx.Err(); err != nil && rerr == nil {
+			// Interrupted, or --duration is over: what was read ahead is not decoded.
+			c.b, rerr = c.b[:0], err
+		}
+		var derr error
+		if bin != nil {
+			if len(c.b) > 0 {
+				derr = bin.ready(runCtx, g) // kallsyms, still loading for the first pages
+			}
+			if derr != nil { // the context ended: what it says comes below
+				derr, rerr = nil, derr
+			} else if len(c.b) > 0 {
+				pages = pages[:0]
+				tracefs.RawPages(c.b, func(cpu int, page []byte) {
+					pages = append(pages, stream.CPUPage{CPU: cpu, Data: page})
+				})
+				derr = bin.dec.Feed(pages, emit)
+			}
+		} else {
+			// The kernel prints an entry (a stack trace with all its frames too) within one
+			// read: whatever is pending after a read is complete.
+			derr = dec.Feed(c.b, emit)
+			if derr == nil {
+				derr = dec.Flush(emit)
+			}
 		}
 		ra.release(c.b)
 		if len(out) > 0 {
@@ -272,7 +333,7 @@ func streamPipe(ctx context.Context, o *StreamOptions, in *tracefs.Instance, fil
 // a CPU to spare ftctl reads trace_pipe about as fast as cat does (BENCHMARKS.md, "Stream"). It hands out its few buffers in order; the goroutine ends when the pipe
 // does, and stop waits for it.
 type readAhead struct {
-	pipe *tracefs.Pipe
+	pipe chunkReader
 	free chan []byte    // buffers to read into
 	full chan readChunk // what was read, in order; closed when the goroutine ends
 }
@@ -290,7 +351,13 @@ const (
 	readAheadSize    = 128 << 10
 )
 
-func startReadAhead(p *tracefs.Pipe) *readAhead {
+// chunkReader is tracefs.Pipe or tracefs.RawPipe.
+type chunkReader interface {
+	Read([]byte) (int, error)
+	Close() error
+}
+
+func startReadAhead(p chunkReader) *readAhead {
 	r := &readAhead{pipe: p, free: make(chan []byte, readAheadBuffers), full: make(chan readChunk, readAheadBuffers)}
 	for range readAheadBuffers {
 		r.free <- make([]byte, readAheadSize)

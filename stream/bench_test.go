@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"testing"
 )
 
@@ -87,4 +88,18 @@ func BenchmarkMarkerJSON(b *testing.B) {
 }
 func BenchmarkMarkerText(b *testing.B) {
 	benchMarkers(b, func(dst []byte, ev *Event) []byte { return AppendText(dst, ev, TextOptions{}) })
+}
+
+// BenchmarkKallsyms parses the dev machine's /proc/kallsyms (the binary reader's start-up).
+func BenchmarkKallsyms(b *testing.B) {
+	text, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		b.Skip(err)
+	}
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		if _, err := ParseKallsyms(text); err != nil {
+			b.Skip(err)
+		}
+	}
 }

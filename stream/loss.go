@@ -33,6 +33,10 @@ type Summary struct {
 	Raw     int64   `json:"raw"`     // lines not understood (kept and shown raw)
 	Seconds float64 `json:"seconds"` // how long the stream ran
 	End     string  `json:"end"`     // why it ended: count, duration, interrupted, eof, closed
+	// Reader is what was read: "trace_pipe" (lines the kernel formatted) or "trace_pipe_raw"
+	// (ring-buffer pages ftctl formatted); ReaderWhy says why trace_pipe when auto chose it.
+	Reader    string `json:"reader"`
+	ReaderWhy string `json:"reader_why,omitempty"`
 
 	// LostReported sums the LOST lines; LostUncounted counts those that gave no number.
 	LostReported  int64 `json:"lost_reported"`
@@ -65,7 +69,11 @@ func (s *Summary) Count(ev *Event, shown bool) {
 	s.Events++
 	s.Lines++
 	if ev.Kind == KindStack || ev.Kind == KindUserStack {
-		s.Lines += int64(countLines(ev.Line)) - 1
+		if ev.Line != nil {
+			s.Lines += int64(countLines(ev.Line)) - 1
+		} else { // decoded from the ring buffer: a line per frame, as trace_pipe prints it
+			s.Lines += int64(len(ev.Frames))
+		}
 	}
 	if shown {
 		s.Shown++
@@ -138,6 +146,9 @@ func (s *Summary) Lost() bool {
 func (s *Summary) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d events (%d shown) from %d lines in %.1fs", s.Events, s.Shown, s.Lines, s.Seconds)
+	if s.Reader != "" {
+		fmt.Fprintf(&b, " (%s)", s.Reader)
+	}
 	if s.Raw > 0 {
 		fmt.Fprintf(&b, ", %d not understood (shown raw)", s.Raw)
 	}

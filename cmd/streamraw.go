@@ -1,0 +1,276 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ftctl/ftctl/stream"
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// The binary reader: per_cpu/cpuN/trace_pipe_raw, formatted by ftctl (stream.BinaryDecoder)
+// instead of by the kernel. --reader auto takes it when everything the trace array records
+// would print as trace_pipe prints it; see binaryUnfit.
+
+// nsClocks are the trace clocks that count nanoseconds (trace_pipe prints seconds.micros).
+var nsClocks = map[string]bool{"local": true, "global": true, "mono": true, "mono_raw": true, "boot": true, "perf": true, "tai": true}
+
+// textOptions are the options that change how trace_pipe prints what it prints, with their
+// default: the binary reader formats as the defaults do. print-parent it follows.
+var textOptions = []struct {
+	name string
+	def  byte
+}{
+	{"sym-offset", '0'}, {"sym-addr", '0'}, {"context-info", '1'}, {"irq-info", '1'},
+	{"record-tgid", '0'}, {"latency-format", '0'}, {"verbose", '0'}, {"raw", '0'},
+	{"hex", '0'}, {"bin", '0'}, {"func-no-repeats", '0'}, {"userstacktrace", '0'},
+	{"display-graph", '0'}, {"fields", '0'},
+}
+
+// binarySetup is what the binary reader needs, read before streaming starts.
+type binarySetup struct {
+	dec     *stream.BinaryDecoder
+	symbols chan error // the kallsyms load, in the background
+}
+
+// binaryUnfit says why the binary reader would not print what trace_pipe prints (or nil):
+// a clock that does not count nanoseconds, a tracer other than function, a display option off
+// its default, or an enabled event that is neither a kprobe, a kretprobe nor one of ftrace's.
+// forced (--reader binary) checks only what the binary reader cannot do at all.
+func binaryUnfit(in *tracefs.Instance, o *StreamOptions, forced bool) error {
+	switch {
+	case o.Raw:
+		return fmt.Errorf("--raw prints the kernel's lines, which only trace_pipe has")
+	case o.Grep != "":
+		return fmt.Errorf("--grep matches the kernel's lines, which only trace_pipe has")
+	}
+	clock, err := in.ReadFile("trace_clock")
+	if err != nil {
+		return err
+	}
+	if c := currentChoice(string(clock)); !nsClocks[c] {
+		return fmt.Errorf("the trace clock %q does not count nanoseconds", c)
+	}
+	if forced {
+		return nil
+	}
+	tracer, err := in.ReadFile("current_tracer")
+	if err != nil {
+		return err
+	}
+	if t := strings.TrimSpace(string(tracer)); t != "nop" && t != "function" {
+		return fmt.Errorf("the %s tracer's lines are formatted by the kernel only", t)
+	}
+	for _, opt := range textOptions {
+		b, err := in.ReadFile("options/" + opt.name)
+		if err != nil {
+			continue // an option this kernel lacks
+		}
+		if len(b) > 0 && b[0] != opt.def {
+			return fmt.Errorf("option %s is %c", opt.name, b[0])
+		}
+	}
+	formats, err := enabledFormats(in)
+	if err != nil {
+		return err
+	}
+	var probe stream.BinaryDecoder
+	for _, f := range formats {
+		if err := probe.Add(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// currentChoice is the bracketed choice of a file like trace_clock ("local [global] counter").
+func currentChoice(s string) string {
+	if i := strings.IndexByte(s, '['); i >= 0 {
+		if j := strings.IndexByte(s[i:], ']'); j > 0 {
+			return s[i+1 : i+j]
+		}
+	}
+	return strings.TrimSpace(s)
+}
+
+// enabledFormats reads the formats of the events set_event lists.
+func enabledFormats(in *tracefs.Instance) ([]*stream.Format, error) {
+	b, err := in.ReadFile("set_event")
+	if err != nil {
+		return nil, err
+	}
+	var out []*stream.Format
+	for _, line := range strings.Split(string(b), "\n") {
+		sys, name, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		f, err := readFormat(in, sys, name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func readFormat(in *tracefs.Instance, sys, name string) (*stream.Format, error) {
+	b, err := in.ReadFile(path.Join("events", sys, name, "format"))
+	if err != nil {
+		return nil, err
+	}
+	return stream.ParseFormat(sys, string(b))
+}
+
+// newBinarySetup reads what the decoder needs: the page layout, ftrace's own formats, the
+// enabled events' formats, saved_cmdlines; kallsyms loads in the background (wait for it with
+// ready before decoding).
+func newBinarySetup(in *tracefs.Instance) (*binarySetup, error) {
+	hp, err := in.ReadFile("events/header_page")
+	if err != nil {
+		return nil, err
+	}
+	layout, err := stream.ParsePageLayout(string(hp))
+	if err != nil {
+		return nil, err
+	}
+	dec := &stream.BinaryDecoder{Layout: layout, PrintParent: true}
+	if b, err := in.ReadFile("options/print-parent"); err == nil && len(b) > 0 && b[0] == '0' {
+		dec.PrintParent = false
+	}
+	for _, name := range []string{"function", "print", "kernel_stack"} {
+		if f, err := readFormat(in, "ftrace", name); err == nil {
+			dec.Add(f)
+		}
+	}
+	formats, err := enabledFormats(in)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range formats {
+		dec.Add(f) // an error: decoded field by field (--reader binary chose that)
+	}
+	comms := &commCache{in: in.FS().Top()} // saved_cmdlines is the top level's, for every instance
+	dec.Comm = comms.lookup
+	dec.Unknown = func(id int) *stream.Format { return findFormat(in, id) }
+	s := &binarySetup{dec: dec, symbols: make(chan error, 1)}
+	go func() {
+		b, err := os.ReadFile("/proc/kallsyms")
+		if err == nil {
+			dec.Symbols, err = stream.ParseKallsyms(b)
+		}
+		if err != nil {
+			err = fmt.Errorf("/proc/kallsyms: %w", err)
+		}
+		s.symbols <- err
+	}()
+	return s, nil
+}
+
+// ready waits for kallsyms, or for ctx. Without it addresses print as numbers: it says so,
+// once.
+func (s *binarySetup) ready(ctx context.Context, g *Globals) error {
+	if s.symbols == nil {
+		return nil
+	}
+	select {
+	case err := <-s.symbols:
+		if err != nil {
+			g.Notice("stream: %v: addresses are printed as numbers", err)
+		}
+		s.symbols = nil
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// findFormat looks for the event with this type ID among the enabled events and the dynamic
+// events (an event enabled after the stream started).
+func findFormat(in *tracefs.Instance, id int) *stream.Format {
+	var names [][2]string
+	if b, err := in.ReadFile("set_event"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if sys, name, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+				names = append(names, [2]string{sys, name})
+			}
+		}
+	}
+	if b, err := in.FS().Top().ReadFile("dynamic_events"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			head, _, _ := strings.Cut(line, " ")
+			if _, ev, ok := strings.Cut(head, ":"); ok {
+				if sys, name, ok := strings.Cut(ev, "/"); ok {
+					names = append(names, [2]string{sys, name})
+				}
+			}
+		}
+	}
+	want := strconv.Itoa(id)
+	for _, n := range names {
+		b, err := in.ReadFile(path.Join("events", n[0], n[1], "id"))
+		if err != nil || strings.TrimSpace(string(b)) != want {
+			continue
+		}
+		if f, err := readFormat(in, n[0], n[1]); err == nil {
+			return f
+		}
+	}
+	return nil
+}
+
+// commCache is saved_cmdlines, read again (at most every commRefresh) when a pid is missing:
+// trace_pipe looks the comm up in the same table when it formats a line.
+type commCache struct {
+	in    *tracefs.Instance
+	mu    sync.Mutex
+	comms map[int][]byte
+	read  time.Time
+}
+
+const commRefresh = 20 * time.Millisecond
+
+func (c *commCache) lookup(pid int) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if comm, ok := c.comms[pid]; ok {
+		return comm
+	}
+	if c.comms != nil && time.Since(c.read) < commRefresh {
+		return nil
+	}
+	c.read = time.Now()
+	b, err := c.in.ReadFile("saved_cmdlines")
+	if err != nil {
+		if c.comms == nil {
+			c.comms = map[int][]byte{}
+		}
+		return nil
+	}
+	c.comms = parseSavedCmdlines(b)
+	return c.comms[pid]
+}
+
+// parseSavedCmdlines reads "PID COMM" lines.
+func parseSavedCmdlines(b []byte) map[int][]byte {
+	m := map[int][]byte{}
+	for _, line := range bytes.Split(b, []byte{'\n'}) {
+		sp := bytes.IndexByte(line, ' ')
+		if sp <= 0 {
+			continue
+		}
+		pid, err := strconv.Atoi(string(line[:sp]))
+		if err != nil {
+			continue
+		}
+		m[pid] = append([]byte(nil), line[sp+1:]...)
+	}
+	return m
+}

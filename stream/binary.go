@@ -1,0 +1,630 @@
+package stream
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// BinaryDecoder turns ring-buffer pages (per_cpu/cpuN/trace_pipe_raw) into the same events the
+// line parser makes of trace_pipe's text, formatting them as the kernel would have: the context
+// (comm from the kernel's saved_cmdlines, irq flags, the timestamp in microseconds), functions
+// by name, kprobe and kretprobe locations and arguments, trace_marker text, stack traces. The
+// kernel then spends nothing on formatting, which is most of what reading trace_pipe costs.
+//
+// It knows the events it was given formats for (Add) and the layouts of their kinds: ftrace's
+// function, print and kernel_stack, and kprobes and kretprobes whose arguments have the types
+// Supported accepts. An event it has no format for, or of another kind, becomes a KindPrint
+// event whose text lists the fields as "name=value" (numbers in decimal, strings quoted):
+// still typed, never dropped, but not what trace_pipe would have printed.
+type BinaryDecoder struct {
+	Layout  PageLayout
+	Symbols *Symbols
+	// Comm gives a pid's comm as the kernel's saved_cmdlines has it, nil when it has none.
+	Comm func(pid int) []byte
+	// PrintParent: the print-parent option (a function event shows its caller).
+	PrintParent bool
+	// Unknown is called once for an event type without a format; it may return one.
+	Unknown func(id int) *Format
+
+	events map[int]*binEvent
+	ev     Event
+	buf    []byte // the current event's formatted bytes: the Event's slices point into it
+	recs   [][]rec
+	heads  []int
+}
+
+// rec is one event of a page, or the loss before a page (data nil).
+type rec struct {
+	ts   uint64
+	data []byte
+	lost int64
+}
+
+// CPUPage is one page read from a CPU's trace_pipe_raw.
+type CPUPage struct {
+	CPU  int
+	Data []byte
+}
+
+// binKind is how an event type is decoded.
+type binKind uint8
+
+const (
+	binGeneric binKind = iota
+	binFunction
+	binPrint
+	binStack
+	binKprobe
+	binKretprobe
+)
+
+type binEvent struct {
+	kind   binKind
+	format *Format
+	name   []byte
+	ip     *Field // function, print, kprobe
+	parent *Field // function: parent_ip; kretprobe: the return address
+	buf    *Field // print: buf; kernel_stack: caller
+	args   []binArg
+}
+
+// binArg is one probe argument: its field and how the kernel prints it.
+type binArg struct {
+	field *Field
+	name  []byte
+	print argPrint
+	count int // array elements, 0 for a scalar
+}
+
+type argPrint uint8
+
+const (
+	argUnsigned argPrint = iota + 1
+	argSigned
+	argHex
+	argChar
+	argString
+	argSymbol
+)
+
+// probeArgPrint maps the kernel's print_type_* formats (kernel/trace/trace_probe.c) to printers.
+var probeArgPrint = map[string]argPrint{
+	"%u": argUnsigned, "%Lu": argUnsigned, "%llu": argUnsigned,
+	"%d": argSigned, "%Ld": argSigned, "%lld": argSigned,
+	"0x%x": argHex, "0x%Lx": argHex, "0x%llx": argHex,
+	"'%c'": argChar,
+	`"%s"`: argString,
+	"%pS":  argSymbol,
+}
+
+// Add registers an event type's format. It says why the event would not print as trace_pipe
+// prints it (it then decodes it field by field), or nil.
+func (d *BinaryDecoder) Add(f *Format) error {
+	if d.events == nil {
+		d.events = map[int]*binEvent{}
+	}
+	e, err := newBinEvent(f)
+	d.events[f.ID] = e
+	return err
+}
+
+func newBinEvent(f *Format) (*binEvent, error) {
+	e := &binEvent{format: f, name: []byte(f.Name)}
+	field := func(names ...string) bool {
+		for _, n := range names {
+			if f.Field(n) == nil {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case f.System == "ftrace" && f.Name == "function" && field("ip", "parent_ip"):
+		e.kind, e.ip, e.parent = binFunction, f.Field("ip"), f.Field("parent_ip")
+	case f.System == "ftrace" && f.Name == "print" && field("ip", "buf"):
+		e.kind, e.ip, e.buf = binPrint, f.Field("ip"), f.Field("buf")
+	case f.System == "ftrace" && f.Name == "kernel_stack" && field("caller"):
+		e.kind, e.buf = binStack, f.Field("caller")
+	case field("__probe_ip"):
+		e.kind, e.ip = binKprobe, f.Field("__probe_ip")
+		return e, e.probeArgs(f, 1)
+	case field("__probe_func", "__probe_ret_ip"):
+		e.kind, e.ip, e.parent = binKretprobe, f.Field("__probe_func"), f.Field("__probe_ret_ip")
+		return e, e.probeArgs(f, 2)
+	case f.System == "ftrace":
+		return e, fmt.Errorf("ftrace event %s is not decoded", f.Name)
+	default:
+		return e, fmt.Errorf("event %s:%s is not a kprobe", f.System, f.Name)
+	}
+	return e, nil
+}
+
+// probeArgs reads the arguments' printers from the print fmt the kernel wrote for the probe
+// ("(%lx) a=%u b=0x%Lx s=\"%s\" f={%u,%u}"), in the order of the fields after the first skip.
+func (e *binEvent) probeArgs(f *Format, skip int) error {
+	fmtArgs := f.PrintFmt
+	if i := strings.IndexByte(fmtArgs, ')'); i >= 0 {
+		fmtArgs = fmtArgs[i+1:]
+	}
+	fields := f.Fields[min(skip, len(f.Fields)):]
+	for i := range fields {
+		fl := &fields[i]
+		want := " " + fl.Name + "="
+		if !strings.HasPrefix(fmtArgs, want) {
+			e.kind = binGeneric
+			return fmt.Errorf("probe %s: argument %s not where its print fmt has it", f.Name, fl.Name)
+		}
+		fmtArgs = fmtArgs[len(want):]
+		end := len(fmtArgs)
+		if i+1 < len(fields) {
+			end = strings.Index(fmtArgs, " "+fields[i+1].Name+"=")
+			if end < 0 {
+				e.kind = binGeneric
+				return fmt.Errorf("probe %s: argument %s not in its print fmt", f.Name, fields[i+1].Name)
+			}
+		}
+		spec := fmtArgs[:end]
+		fmtArgs = fmtArgs[end:]
+		a := binArg{field: fl, name: []byte(fl.Name)}
+		if strings.HasPrefix(spec, "{") && strings.HasSuffix(spec, "}") {
+			elems := strings.Split(spec[1:len(spec)-1], ",")
+			a.count = len(elems)
+			spec = elems[0]
+			if fl.Size%a.count != 0 {
+				e.kind = binGeneric
+				return fmt.Errorf("probe %s: array %s of %d bytes in %d elements", f.Name, fl.Name, fl.Size, a.count)
+			}
+		}
+		p, ok := probeArgPrint[spec]
+		if !ok || (p == argString && a.count > 0) {
+			e.kind = binGeneric
+			return fmt.Errorf("probe %s: argument %s prints as %q, which ftctl does not decode", f.Name, fl.Name, spec)
+		}
+		a.print = p
+		e.args = append(e.args, a)
+	}
+	return nil
+}
+
+// Feed decodes a batch of pages and emits their events, the CPUs' merged in time order (each
+// CPU's pages come in order; as trace_pipe does, an event read in a later batch may be older
+// than one emitted before). A page's lost events come before its events, as a KindLost event.
+func (d *BinaryDecoder) Feed(pages []CPUPage, emit Emit) error {
+	cpus := 0
+	for _, p := range pages {
+		cpus = max(cpus, p.CPU+1)
+	}
+	for len(d.recs) < cpus {
+		d.recs = append(d.recs, nil)
+	}
+	for i := range d.recs {
+		d.recs[i] = d.recs[i][:0]
+	}
+	for _, pg := range pages {
+		p, err := d.Layout.ParsePage(pg.Data)
+		if err != nil {
+			return fmt.Errorf("cpu %d: %w", pg.CPU, err)
+		}
+		r := d.recs[pg.CPU]
+		if p.Missed {
+			r = append(r, rec{ts: p.TS, lost: p.Lost})
+		}
+		err = p.Events(func(ts uint64, data []byte) error {
+			r = append(r, rec{ts: ts, data: data})
+			return nil
+		})
+		d.recs[pg.CPU] = r
+		if err != nil {
+			return fmt.Errorf("cpu %d: %w", pg.CPU, err)
+		}
+	}
+	d.heads = d.heads[:0]
+	for range cpus {
+		d.heads = append(d.heads, 0)
+	}
+	for {
+		best := -1
+		for c := range cpus {
+			if d.heads[c] < len(d.recs[c]) && (best < 0 || d.recs[c][d.heads[c]].ts < d.recs[best][d.heads[best]].ts) {
+				best = c
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		r := &d.recs[best][d.heads[best]]
+		d.heads[best]++
+		if err := d.emitRec(best, r, emit); err != nil {
+			return err
+		}
+	}
+}
+
+func (d *BinaryDecoder) emitRec(cpu int, r *rec, emit Emit) error {
+	ev := &d.ev
+	ev.reset()
+	if r.data == nil {
+		ev.Kind, ev.CPU, ev.Lost = KindLost, cpu, r.lost
+		return emit(ev)
+	}
+	d.Decode(ev, cpu, r.ts, r.data)
+	return emit(ev)
+}
+
+// Decode fills ev with one event: its CPU, its time stamp in nanoseconds and its data (the
+// trace entry). ev's slices point into d's buffer until the next call.
+func (d *BinaryDecoder) Decode(ev *Event, cpu int, ts uint64, data []byte) {
+	ev.reset()
+	ev.CPU = cpu
+	if len(data) < 8 {
+		ev.Kind = KindRaw
+		ev.Text = []byte("(an event shorter than its header)")
+		return
+	}
+	d.buf = d.buf[:0]
+	typ := int(binary.LittleEndian.Uint16(data))
+	flags, pc := data[2], data[3]
+	pid := int(int32(binary.LittleEndian.Uint32(data[4:])))
+
+	ev.HasContext = true
+	ev.PID = pid
+	start := len(d.buf)
+	d.buf = d.appendComm(d.buf, pid)
+	ev.Comm = d.buf[start:]
+	start = len(d.buf)
+	d.buf = appendLatFlags(d.buf, flags, pc)
+	ev.Flags = d.buf[start:]
+	start = len(d.buf)
+	d.buf = appendMicros(d.buf, ts)
+	ev.TS = d.buf[start:]
+
+	e, known := d.events[typ]
+	if !known && d.Unknown != nil {
+		if f := d.Unknown(typ); f != nil {
+			d.Add(f) // an error only means it decodes field by field
+			e = d.events[typ]
+		}
+	}
+	if e == nil {
+		if d.events == nil {
+			d.events = map[int]*binEvent{}
+		}
+		d.events[typ] = nil // Unknown is asked once
+		ev.Kind = KindRaw
+		start = len(d.buf)
+		d.buf = append(d.buf, "event type "...)
+		d.buf = strconv.AppendInt(d.buf, int64(typ), 10)
+		d.buf = append(d.buf, " (no format known)"...)
+		ev.Text = d.buf[start:]
+		return
+	}
+	switch e.kind {
+	case binFunction:
+		ev.Kind = KindFunction
+		start = len(d.buf)
+		d.buf = d.appendIPName(d.buf, e.ip.uint(data))
+		ev.Func.Name = d.buf[start:]
+		if parent := e.parent.uint(data); d.PrintParent && parent != 0 {
+			start = len(d.buf)
+			d.buf = d.appendIPName(d.buf, parent)
+			ev.Parent.Name = d.buf[start:]
+		}
+	case binPrint:
+		start = len(d.buf)
+		d.buf = d.appendIPName(d.buf, e.ip.uint(data))
+		ev.Name = d.buf[start:]
+		ev.Kind = KindPrint
+		if bytes.Equal(ev.Name, markSym) {
+			ev.Kind = KindMarker
+		}
+		text := cString(tail(data, e.buf.Offset))
+		ev.Text = bytes.TrimSuffix(text, []byte{'\n'})
+	case binStack:
+		ev.Kind = KindStack
+		b := tail(data, e.buf.Offset)
+		for len(b) >= 8 {
+			addr := binary.LittleEndian.Uint64(b)
+			b = b[8:]
+			if addr == ^uint64(0) {
+				break
+			}
+			start = len(d.buf)
+			if addr == ftraceTrampolineMarker {
+				d.buf = append(d.buf, "[FTRACE TRAMPOLINE]"...)
+			} else {
+				d.buf = d.appendIPName(d.buf, addr)
+			}
+			ev.Frames = append(ev.Frames, d.buf[start:])
+		}
+	case binKprobe, binKretprobe:
+		ev.Kind = KindProbe
+		ev.Name = e.name
+		start = len(d.buf)
+		if e.kind == binKretprobe {
+			d.buf = d.appendIPOffset(d.buf, e.parent.uint(data))
+			ev.Loc = d.buf[start:]
+			start = len(d.buf)
+			d.buf = d.appendIPName(d.buf, e.ip.uint(data))
+			ev.RetFrom = d.buf[start:]
+		} else {
+			d.buf = d.appendIPOffset(d.buf, e.ip.uint(data))
+			ev.Loc = d.buf[start:]
+		}
+		ev.ArgsOK = true
+		for i := range e.args {
+			d.appendArg(ev, &e.args[i], data)
+		}
+	default:
+		ev.Kind = KindPrint
+		ev.Name = e.name
+		start = len(d.buf)
+		d.buf = appendFields(d.buf, e.format, data)
+		ev.Text = d.buf[start:]
+	}
+}
+
+// ftraceTrampolineMarker stands for an ftrace trampoline in a recorded stack (6.12;
+// FTRACE_TRAMPOLINE_MARKER, INT_MAX): trace_stack_print prints "[FTRACE TRAMPOLINE]".
+const ftraceTrampolineMarker = 1<<31 - 1
+
+// appendComm appends a pid's comm as trace_pipe shows it (trace_find_cmdline): "<idle>" for
+// pid 0, "<...>" when the kernel kept no comm for it.
+func (d *BinaryDecoder) appendComm(dst []byte, pid int) []byte {
+	if pid == 0 {
+		return append(dst, "<idle>"...)
+	}
+	if d.Comm != nil {
+		if c := d.Comm(pid); c != nil {
+			return append(dst, c...)
+		}
+	}
+	return append(dst, "<...>"...)
+}
+
+// appendIPName prints an address as seq_print_ip_sym does without sym-offset.
+func (d *BinaryDecoder) appendIPName(dst []byte, ip uint64) []byte {
+	if ip == 0 {
+		return append(dst, '0')
+	}
+	return d.Symbols.AppendName(dst, ip)
+}
+
+// appendIPOffset prints an address as seq_print_ip_sym does with sym-offset.
+func (d *BinaryDecoder) appendIPOffset(dst []byte, ip uint64) []byte {
+	if ip == 0 {
+		return append(dst, '0')
+	}
+	if name, _, _, _, ok := d.Symbols.Lookup(ip); !ok || len(name) == 0 {
+		return appendHex(append(dst, "0x"...), ip, 8)
+	}
+	return d.Symbols.AppendSymOffset(dst, ip)
+}
+
+// appendArg adds one probe argument to ev, printed as trace_probe_print_args does.
+func (d *BinaryDecoder) appendArg(ev *Event, a *binArg, data []byte) {
+	f := a.field
+	arg := Arg{Name: a.name}
+	start := len(d.buf)
+	switch {
+	case a.count > 0:
+		arg.Kind = ValueArray
+		size := f.Size / a.count
+		for i := range a.count {
+			if i > 0 {
+				d.buf = append(d.buf, ',')
+			}
+			d.buf, _ = d.appendValue(d.buf, a.print, data, f.Offset+i*size, size, f)
+		}
+	default:
+		d.buf, arg.Kind = d.appendValue(d.buf, a.print, data, f.Offset, f.Size, f)
+	}
+	arg.Value = d.buf[start:]
+	ev.Args = append(ev.Args, arg)
+}
+
+// appendValue prints one value as the kernel's print_type_* function does and says which kind
+// of value the line parser would have seen.
+func (d *BinaryDecoder) appendValue(dst []byte, p argPrint, data []byte, off, size int, f *Field) ([]byte, ValueKind) {
+	if off < 0 || off+size > len(data) {
+		return append(dst, "(fault)"...), ValueFault
+	}
+	v := loadUint(data[off:off+size], size)
+	switch p {
+	case argUnsigned:
+		return strconv.AppendUint(dst, v, 10), ValueNumber
+	case argSigned:
+		return strconv.AppendInt(dst, signExtend(v, size), 10), ValueNumber
+	case argHex:
+		return strconv.AppendUint(append(dst, "0x"...), v, 16), ValueOther
+	case argChar:
+		return append(dst, '\'', byte(v), '\''), ValueOther
+	case argSymbol:
+		return d.Symbols.AppendSymOffset(dst, v), ValueOther
+	case argString:
+		// __data_loc: offset (low 16 bits, from the entry's start) and length (high 16);
+		// length 0 is the kernel's "(fault)".
+		loc := uint32(v)
+		n, at := int(loc>>16), int(loc&0xffff)
+		if n == 0 || at+n > len(data) {
+			return append(dst, "(fault)"...), ValueFault
+		}
+		return append(dst, cString(data[at:at+n])...), ValueString
+	}
+	return dst, ValueOther
+}
+
+// appendFields lists an event's fields as "name=value" for an event ftctl does not format as
+// the kernel does: integers in decimal, strings quoted, other arrays in hex bytes.
+func appendFields(dst []byte, f *Format, data []byte) []byte {
+	for i := range f.Fields {
+		fl := &f.Fields[i]
+		if i > 0 {
+			dst = append(dst, ' ')
+		}
+		dst = append(dst, fl.Name...)
+		dst = append(dst, '=')
+		if fl.Offset < 0 || fl.Offset+fl.Size > len(data) {
+			dst = append(dst, "(fault)"...)
+			continue
+		}
+		raw := data[fl.Offset : fl.Offset+fl.Size]
+		switch {
+		case strings.HasPrefix(fl.Type, "__data_loc") && fl.Size == 4:
+			loc := binary.LittleEndian.Uint32(raw)
+			n, at := int(loc>>16), int(loc&0xffff)
+			if at+n > len(data) {
+				dst = append(dst, "(fault)"...)
+				continue
+			}
+			dst = append(dst, '"')
+			dst = append(dst, cString(data[at:at+n])...)
+			dst = append(dst, '"')
+		case fl.Array != 0 && (fl.Type == "char" || fl.Type == "unsigned char"):
+			dst = append(dst, '"')
+			dst = append(dst, cString(raw)...)
+			dst = append(dst, '"')
+		case fl.Array == 0 && (fl.Size == 1 || fl.Size == 2 || fl.Size == 4 || fl.Size == 8):
+			v := loadUint(raw, fl.Size)
+			if fl.Signed {
+				dst = strconv.AppendInt(dst, signExtend(v, fl.Size), 10)
+			} else {
+				dst = strconv.AppendUint(dst, v, 10)
+			}
+		default:
+			dst = append(dst, "0x"...)
+			for _, c := range raw {
+				dst = appendHex(dst, uint64(c), 2)
+			}
+		}
+	}
+	return dst
+}
+
+// appendLatFlags appends the irq-info flags as trace_print_lat_fmt prints them (kernel/trace/
+// trace_output.c): irqs-off/BH-off, need-resched, hardirq/softirq/NMI, preempt depth, migrate
+// disable.
+func appendLatFlags(dst []byte, flags, pc byte) []byte {
+	const (
+		irqsOff       = 0x01
+		irqsNoSupport = 0x02
+		needResched   = 0x04
+		hardirq       = 0x08
+		softirq       = 0x10
+		preemptResch  = 0x20
+		nmi           = 0x40
+		bhOff         = 0x80
+	)
+	var c byte
+	switch {
+	case flags&irqsOff != 0 && flags&bhOff != 0:
+		c = 'D'
+	case flags&irqsOff != 0:
+		c = 'd'
+	case flags&bhOff != 0:
+		c = 'b'
+	case flags&irqsNoSupport != 0:
+		c = 'X'
+	default:
+		c = '.'
+	}
+	dst = append(dst, c)
+	switch flags & (needResched | preemptResch) {
+	case needResched | preemptResch:
+		c = 'N'
+	case needResched:
+		c = 'n'
+	case preemptResch:
+		c = 'p'
+	default:
+		c = '.'
+	}
+	dst = append(dst, c)
+	switch {
+	case flags&nmi != 0 && flags&hardirq != 0:
+		c = 'Z'
+	case flags&nmi != 0:
+		c = 'z'
+	case flags&hardirq != 0 && flags&softirq != 0:
+		c = 'H'
+	case flags&hardirq != 0:
+		c = 'h'
+	case flags&softirq != 0:
+		c = 's'
+	default:
+		c = '.'
+	}
+	dst = append(dst, c)
+	const hex = "0123456789abcdef"
+	if pc&0xf != 0 {
+		dst = append(dst, hex[pc&0xf])
+	} else {
+		dst = append(dst, '.')
+	}
+	if pc&0xf0 != 0 {
+		dst = append(dst, hex[pc>>4])
+	} else {
+		dst = append(dst, '.')
+	}
+	return dst
+}
+
+// appendMicros appends a time in nanoseconds as trace_pipe prints it: seconds, a dot and six
+// digits of microseconds, rounded to the nearest (ns2usecs).
+func appendMicros(dst []byte, ns uint64) []byte {
+	us := (ns + 500) / 1000
+	dst = strconv.AppendUint(dst, us/1_000_000, 10)
+	frac := us % 1_000_000
+	var b [7]byte
+	b[0] = '.'
+	for i := 6; i >= 1; i-- {
+		b[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	return append(dst, b[:]...)
+}
+
+// uint reads an unsigned field of 1, 2, 4 or 8 bytes (0 when the data is short).
+func (f *Field) uint(data []byte) uint64 {
+	if f.Offset < 0 || f.Offset+f.Size > len(data) {
+		return 0
+	}
+	return loadUint(data[f.Offset:f.Offset+f.Size], f.Size)
+}
+
+func loadUint(b []byte, size int) uint64 {
+	switch size {
+	case 1:
+		return uint64(b[0])
+	case 2:
+		return uint64(binary.LittleEndian.Uint16(b))
+	case 4:
+		return uint64(binary.LittleEndian.Uint32(b))
+	case 8:
+		return binary.LittleEndian.Uint64(b)
+	}
+	return 0
+}
+
+func signExtend(v uint64, size int) int64 {
+	shift := 64 - 8*uint(size)
+	return int64(v<<shift) >> shift
+}
+
+// tail is data from off, or nothing.
+func tail(data []byte, off int) []byte {
+	if off < 0 || off > len(data) {
+		return nil
+	}
+	return data[off:]
+}
+
+// cString is b up to its first NUL.
+func cString(b []byte) []byte {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return b[:i]
+	}
+	return b
+}

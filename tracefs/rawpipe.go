@@ -1,0 +1,245 @@
+package tracefs
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// RawPipe reads an instance's ring buffer as the kernel keeps it: every CPU's
+// per_cpu/cpuN/trace_pipe_raw, a consuming read of whole ring-buffer pages (the events in
+// binary; stream.BinaryDecoder formats them). Like trace_pipe, what it reads is gone for every
+// other reader.
+//
+// Read waits in poll(2) on every CPU's file and on an eventfd that Close and the context
+// signal, then reads each CPU's pages until the kernel has no more (non-blocking). A CPU's
+// trace_pipe_raw only polls readable once its buffer is buffer_percent full (50 by default),
+// so Read also wakes every rawWait to collect what a slow trickle left. Unlike trace_pipe, a
+// trace_pipe_raw never ends; Read gives io.EOF as trace_pipe would: when every CPU is empty,
+// something was read, and tracing is off.
+type RawPipe struct {
+	dir      string
+	fs       *FS
+	ctx      context.Context
+	stop     func() bool
+	pageSize int
+
+	mu       sync.Mutex
+	fds      []int
+	cpus     []int
+	on       int
+	readSome bool
+	eof      bool
+
+	wmu    sync.Mutex
+	wake   int
+	closed bool
+	once   sync.Once
+}
+
+// rawWait is how long Read waits in poll before it looks at every CPU anyway.
+const rawWait = 50 // milliseconds
+
+// RawFrame is the header Read puts before each page: the CPU and the page's length, both
+// little-endian uint32.
+const RawFrame = 8
+
+// OpenRawPipe opens every CPU's trace_pipe_raw of the instance. Close it when done.
+func (i *Instance) OpenRawPipe(ctx context.Context) (*RawPipe, error) {
+	dir := i.Path("per_cpu")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, i.fs.opError("open", dir, "", unwrapPath(err))
+	}
+	var cpus []int
+	for _, e := range entries {
+		n, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "cpu"))
+		if err == nil && strings.HasPrefix(e.Name(), "cpu") {
+			cpus = append(cpus, n)
+		}
+	}
+	sort.Ints(cpus)
+	p := &RawPipe{dir: dir, fs: i.fs, ctx: ctx, pageSize: os.Getpagesize(), on: -1, wake: -1}
+	if b, err := i.ReadFile("buffer_subbuf_size_kb"); err == nil { // 6.8+: sub-buffers may be larger than a page
+		if kb, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && kb > 0 {
+			p.pageSize = kb << 10
+		}
+	}
+	for _, c := range cpus {
+		path := filepath.Join(dir, "cpu"+strconv.Itoa(c), "trace_pipe_raw")
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			p.closeFDs()
+			return nil, i.fs.opError("open", path, "", err)
+		}
+		p.fds = append(p.fds, fd)
+		p.cpus = append(p.cpus, c)
+	}
+	if len(p.fds) == 0 {
+		return nil, &Error{Op: "open", Path: dir, Class: ErrUnavailable, Errno: unix.ENOENT}
+	}
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		p.closeFDs()
+		return nil, &Error{Op: "eventfd", Path: dir, Class: ErrIO, Errno: err}
+	}
+	p.wake = wake
+	if on, err := unix.Open(i.Path("tracing_on"), unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+		p.on = on
+	}
+	p.stop = context.AfterFunc(ctx, p.signal)
+	return p, nil
+}
+
+// PageSize is the size of the pages Read returns (a sub-buffer of the ring buffer).
+func (p *RawPipe) PageSize() int { return p.pageSize }
+
+func (p *RawPipe) closeFDs() {
+	for _, fd := range p.fds {
+		unix.Close(fd)
+	}
+	p.fds = nil
+}
+
+func (p *RawPipe) signal() {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if p.wake >= 0 {
+		var one [8]byte
+		binary.NativeEndian.PutUint64(one[:], 1)
+		unix.Write(p.wake, one[:])
+	}
+}
+
+// Read fills b with pages, each behind a RawFrame header, blocking until some CPU has one:
+// every CPU is read until it has no more or b has no room for another page. It returns io.EOF
+// once tracing is off and everything was read (see RawPipe), ctx.Err() when the context ended,
+// ErrPipeClosed after Close. RawPages walks what it returned.
+func (p *RawPipe) Read(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	unit := RawFrame + p.pageSize
+	for {
+		if err := p.stopped(); err != nil {
+			return 0, err
+		}
+		if p.eof {
+			return 0, io.EOF
+		}
+		n := 0
+		for k, fd := range p.fds {
+			for len(b)-n >= unit {
+				m, err := rawRead(fd, b[n+RawFrame:n+unit])
+				if err == unix.EINTR {
+					continue
+				}
+				if err == unix.EAGAIN || (err == nil && m == 0) {
+					break
+				}
+				if err != nil {
+					return n, p.fs.opError("read", filepath.Join(p.dir, "cpu"+strconv.Itoa(p.cpus[k]), "trace_pipe_raw"), "", err)
+				}
+				binary.LittleEndian.PutUint32(b[n:], uint32(p.cpus[k]))
+				binary.LittleEndian.PutUint32(b[n+4:], uint32(m))
+				n += RawFrame + m
+				p.readSome = true
+			}
+		}
+		if n > 0 {
+			return n, nil
+		}
+		if len(b) < unit {
+			return 0, io.ErrShortBuffer
+		}
+		if p.readSome && p.tracingOff() {
+			p.eof = true
+			continue
+		}
+		if err := p.wait(); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// RawPages calls f for each page of what RawPipe.Read returned.
+func RawPages(b []byte, f func(cpu int, page []byte)) {
+	for len(b) >= RawFrame {
+		cpu := int(binary.LittleEndian.Uint32(b))
+		n := int(binary.LittleEndian.Uint32(b[4:]))
+		if RawFrame+n > len(b) {
+			return
+		}
+		f(cpu, b[RawFrame:RawFrame+n])
+		b = b[RawFrame+n:]
+	}
+}
+
+func (p *RawPipe) stopped() error {
+	p.wmu.Lock()
+	closed := p.closed
+	p.wmu.Unlock()
+	if closed {
+		return ErrPipeClosed
+	}
+	return p.ctx.Err()
+}
+
+func (p *RawPipe) tracingOff() bool {
+	if p.on < 0 {
+		return false
+	}
+	var b [4]byte
+	n, err := unix.Pread(p.on, b[:], 0)
+	return err == nil && n > 0 && b[0] == '0'
+}
+
+// wait blocks until a CPU's buffer is past buffer_percent, the pipe is signalled, or rawWait.
+func (p *RawPipe) wait() error {
+	fds := make([]unix.PollFd, 0, len(p.fds)+1)
+	for _, fd := range p.fds {
+		fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+	}
+	fds = append(fds, unix.PollFd{Fd: int32(p.wake), Events: unix.POLLIN})
+	for {
+		_, err := unix.Poll(fds, rawWait)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &Error{Op: "poll", Path: p.dir, Class: ErrIO, Errno: err}
+		}
+		return nil
+	}
+}
+
+// Close stops the reader (a Read blocked in another goroutine returns ErrPipeClosed) and
+// closes the descriptors. Calling it again does nothing.
+func (p *RawPipe) Close() error {
+	p.once.Do(func() {
+		p.stop()
+		p.wmu.Lock()
+		p.closed = true
+		p.wmu.Unlock()
+		p.signal()
+		p.mu.Lock()
+		p.closeFDs()
+		if p.on >= 0 {
+			unix.Close(p.on)
+			p.on = -1
+		}
+		p.mu.Unlock()
+		p.wmu.Lock()
+		unix.Close(p.wake)
+		p.wake = -1
+		p.wmu.Unlock()
+	})
+	return nil
+}

@@ -1,0 +1,129 @@
+//go:build vmtest
+
+package vmtest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/ftctl/ftctl/stream"
+)
+
+// TestStreamBinaryMatchesText records function calls (with and without stack traces), a kprobe
+// with arguments of every printing type, a kretprobe and markers into an instance, turns
+// tracing off, reads the kernel's own text of the events (the trace file, printed by the same
+// code as trace_pipe, and not consuming) through the line parser, then streams the same events
+// from trace_pipe_raw with --reader binary: the JSON of both must be the same, event for event.
+func TestStreamBinaryMatchesText(t *testing.T) {
+	const group = "ftctlrawtest"
+	inst := streamInstance(t, "st_raw")
+	write(t, inst+"/buffer_size_kb", "1024\n")
+	args := "dfd=%di:s32 path=+0(%si):string bad=+0(%ax):string how=%dx:x64 flags=+0(%dx):u32 sym=%ip:symbol arr=+0(%si):u8[4] neg=%di:s16"
+	chr := ""
+	if strings.Contains(read(t, "README"), "x8/16/32/64, char,") {
+		chr = " ch=+0(%si):char"
+	}
+	write(t, "kprobe_events", "p:"+group+"/open do_sys_openat2 "+args+chr+"\n")
+	removeProbeLater(t, group, "open")
+	write(t, "kprobe_events", "r:"+group+"/openret do_sys_openat2 ret=$retval:s64\n")
+	removeProbeLater(t, group, "openret")
+	write(t, inst+"/events/"+group+"/enable", "1\n")
+	write(t, inst+"/set_ftrace_filter", "vfs_read ksys_read vfs_write\n")
+	write(t, inst+"/current_tracer", "function\n")
+
+	name := "/tmp/ftctl-raw-\x1b[31mred\ttab"
+	if err := os.WriteFile(name, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(name)
+	// The workload: a shell the function tracer follows (set_ftrace_pid is per thread, and
+	// this test's goroutines move between threads), opening files and writing markers.
+	dir := filepath.Join(tracing, inst)
+	work := func() {
+		script := `echo $$ > ` + dir + `/set_ftrace_pid
+for i in 1 2 3; do cat "$1" /etc/motd /nonexistent 2>/dev/null; done
+printf 'raw marker\n' > ` + dir + `/trace_marker
+printf 'esc \033[2J tab\there\n' > ` + dir + `/trace_marker
+printf 'no newline' > ` + dir + `/trace_marker
+printf 'del \177 c1 \302\233 bad \377\n' > ` + dir + `/trace_marker
+echo > ` + dir + `/set_ftrace_pid`
+		if out, err := exec.Command("/bin/sh", "-c", script, "sh", name).CombinedOutput(); err != nil {
+			t.Fatalf("workload: %v: %s", err, out)
+		}
+	}
+	work()
+	write(t, inst+"/options/func_stack_trace", "1\n")
+	work()
+	write(t, inst+"/tracing_on", "0\n")
+	write(t, inst+"/options/func_stack_trace", "0\n")
+
+	text := read(t, inst+"/trace")
+	var want []string
+	var d stream.Decoder
+	emit := func(ev *stream.Event) error {
+		want = append(want, string(stream.AppendJSON(nil, ev, false)))
+		return nil
+	}
+	var body []string
+	for _, l := range strings.SplitAfter(text, "\n") {
+		if !strings.HasPrefix(l, "#") {
+			body = append(body, l)
+		}
+	}
+	if err := d.Feed([]byte(strings.Join(body, "")), emit); err != nil {
+		t.Fatal(err)
+	}
+	d.Flush(emit)
+
+	p := startStream(t, nil, "-B", "st_raw", "stream", "-o", "json", "--reader", "binary", "--summary")
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, p.errb)
+	}
+	var got []string
+	kinds := map[string]int{}
+	for _, line := range strings.SplitAfter(p.out.String(), "\n") {
+		if line == "" {
+			continue
+		}
+		if strings.Contains(line, `"event":"summary"`) {
+			if !strings.Contains(line, `"reader":"trace_pipe_raw"`) || !strings.Contains(line, `"end":"eof"`) {
+				t.Errorf("summary: %s", line)
+			}
+			continue
+		}
+		got = append(got, line)
+	}
+	for _, ev := range events(t, strings.Join(got, "")) {
+		kinds[fmt.Sprint(ev["event"])]++
+	}
+	t.Logf("%d events from trace_pipe_raw, %d from the trace file; kinds %v", len(got), len(want), kinds)
+	for _, k := range []string{"function", "stack", "open", "openret", "marker"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s event: the test did not test it", k)
+		}
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if strings.Join(got, "") != strings.Join(want, "") {
+		diff := 0
+		for i := 0; i < max(len(got), len(want)) && diff < 10; i++ {
+			g, w := "", ""
+			if i < len(got) {
+				g = got[i]
+			}
+			if i < len(want) {
+				w = want[i]
+			}
+			if g != w {
+				t.Errorf("event %d:\nbinary %stext   %s", i, g, w)
+				diff++
+			}
+		}
+		os.WriteFile(filepath.Join(os.TempDir(), "raw-trace.txt"), []byte(text), 0o644)
+	}
+}
