@@ -371,9 +371,9 @@ func TestSymbols(t *testing.T) {
 		{0xffffffff81200010, "vfs_read", "vfs_read+0x0/0x170"}, // the first alias listed
 		{0xffffffff8120017f, "vfs_read", "vfs_read+0x16f/0x170"},
 		{0xffffffff81200771, "some_data", "some_data+0x1/0xdff890"},
-		{0x7fffffff, "0x7fffffff", "0x7fffffff"},                         // below _text: the kernel's lookup fails
-		{0xffffffff82000001, "0xffffffff82000001", "0xffffffff82000001"}, // past _end
-		{0xffffffffc0600083, "0xffffffffc0600083", "0xffffffffc0600083"}, // an ftrace trampoline
+		{0x7fffffff, "0x7fffffff", "0x7fffffff"},                             // below _text: the kernel's lookup fails
+		{0xffffffff82000001, "0xffffffff82000001", "0xffffffff82000001"},     // past _end
+		{0xffffffffc0600083, "0xffffffffc0600083", "0xffffffffc0600083"},     // an ftrace trampoline
 		{0xffffffffc0500101, "dummy_init", "dummy_init+0x1/0xfff00 [dummy]"}, // a module's last: to the next listed (the kernel knows the section's end)
 		{0x10, "0x00000010", "0x10"},
 	} {
