@@ -55,9 +55,20 @@ func NewCmdStream(g *Globals, runF func(context.Context, *StreamOptions) error) 
 	opts := &StreamOptions{G: g, Now: time.Now}
 	c := &cobra.Command{
 		Use:   "stream",
-		Short: "Print trace events as they happen, parsed, safely (trace_pipe)",
-		Long: `Read the trace array's trace_pipe (-B for an instance) and print each event as it comes:
+		Short: "Print trace events as they happen, parsed, safely (trace_pipe or trace_pipe_raw)",
+		Long: `Read the trace array's ring buffer (-B for an instance) and print each event as it comes:
 aligned columns for people, or one JSON object per event with -o json.
+
+Two readers, the same output. trace_pipe gives lines the kernel formatted; each CPU's
+trace_pipe_raw gives the ring buffer's pages, which ftctl formats itself the way the kernel
+would (names from /proc/kallsyms, comms from saved_cmdlines), at a fraction of the CPU the
+kernel spends on text. --reader auto (the default) takes trace_pipe_raw when everything the
+trace array records prints the same that way: a clock counting nanoseconds, the nop or
+function tracer, kprobes, kretprobes, markers and stack traces, the display options at their
+defaults, and neither --raw nor --grep (both need the kernel's lines); otherwise trace_pipe.
+The summary says which it read and, with -o json --summary, why not trace_pipe_raw.
+--reader binary insists (an event it cannot format as the kernel would is shown as
+"name=value" fields); --reader text never reads trace_pipe_raw.
 
 stream only reads: it changes no tracing state. What appears is what the kernel already
 traces; turn things on first (a tracer, events, kprobes, 'ftctl filter set'). --event, --pid,
@@ -77,9 +88,9 @@ shown, whatever the filters: the kernel's LOST lines as they come, and at the en
 stderr comparing the per-CPU overrun and dropped counters before and after (--summary also
 prints it on stdout, as the last JSON object with -o json).
 
-stream ends after --count events or --duration, when the kernel ends trace_pipe (tracing turned
-off after something was read), on Ctrl-C (exit 130), or quietly when its output is closed
-(| head: exit 0). trace_pipe is read ahead, pages at a time, while the events read before are
+stream ends after --count events or --duration, when the buffer is empty and tracing off
+(after something was read), on Ctrl-C (exit 130), or quietly when its output is closed
+(| head: exit 0). The buffer is read ahead, pages at a time, while the events read before are
 printed: events past --count that were already read are consumed without being shown.`,
 		Example: `  # everything the top level traces, for people
   sudo ftctl stream
@@ -113,6 +124,7 @@ printed: events past --count that were already read are consumed without being s
 	f.StringVar(&opts.Reader, "reader", "auto", "`HOW` to read the ring buffer: text (trace_pipe, formatted by the kernel), binary (per-CPU trace_pipe_raw, formatted by ftctl: less CPU per event), auto (binary when it prints the same)")
 	f.BoolVar(&opts.Summary, "summary", false, "also print the end-of-stream summary on stdout (with -o json: as the last object)")
 	registerFlagCompletion(c, "event", completeEventNames(g))
+	registerFlagCompletion(c, "reader", cobra.FixedCompletions([]cobra.Completion{"auto", "text", "binary"}, noFiles))
 	return c
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench-stream.sh: the stream benchmarks of BENCHMARKS.md, in one VM boot per kernel: how many
 # trace_pipe lines per second `cat trace_pipe > /dev/null` reads, against `ftctl stream -o json`
-# and `ftctl stream` (text), each to /dev/null, in the same boot, on the same load.
+# (its default reader here: per-CPU trace_pipe_raw, "json") and `ftctl stream -o json --reader
+# text` (trace_pipe, "jsonpipe"), each to /dev/null, in the same boot, on the same load.
 #
 # Two measures, the readers in turn, each reader a fresh process:
 #   drain  100,000 trace_marker events of 64 bytes (dd writing 64-byte blocks: one event per
@@ -84,12 +85,12 @@ paced() { # paced LABEL COMMAND RATE
 
 cat=cat
 json="ftctl -q -B bench stream -o json"
-text="ftctl -q -B bench stream"
+jsonpipe="ftctl -q -B bench stream -o json --reader text"
 echo 16384 > \$I/buffer_size_kb
 for r in \$(seq $reps); do
 	drain cat "\$cat \$I/trace_pipe > /dev/null"
 	drain json "\$json > /dev/null"
-	drain text "\$text > /dev/null"
+	drain jsonpipe "\$jsonpipe > /dev/null"
 done
 echo ${PACED_KB:-512} > \$I/buffer_size_kb
 S=${PACED_SECONDS:-3}
@@ -97,7 +98,7 @@ for rate in $rates; do
 	for r in \$(seq ${PACED_REPS:-2}); do
 		paced cat "\$cat \$I/trace_pipe > /dev/null" \$rate
 		paced json "\$json > /dev/null" \$rate
-		paced text "\$text > /dev/null" \$rate
+		paced jsonpipe "\$jsonpipe > /dev/null" \$rate
 	done
 done
 rmdir \$I
