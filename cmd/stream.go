@@ -233,7 +233,11 @@ func streamPipe(ctx context.Context, o *StreamOptions, in *tracefs.Instance, fil
 	var pipe chunkReader
 	if bin != nil {
 		pipe, err = in.OpenRawPipe(runCtx)
-	} else {
+		if err != nil && o.Reader != "binary" {
+			sum.Reader, sum.ReaderWhy, bin = "trace_pipe", err.Error(), nil
+		}
+	}
+	if bin == nil {
 		pipe, err = in.OpenPipe(runCtx)
 	}
 	if err != nil {

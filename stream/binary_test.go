@@ -70,6 +70,7 @@ const testKallsyms = "0000000000000000 A fixed_percpu_data\n" +
 	"ffffffff81200500 T __x64_sys_openat\n" +
 	"ffffffff81200600 T do_sys_openat2\n" +
 	"ffffffff81200770 D some_data\n" +
+	"ffffffff81200800 T arch_rethook_trampoline\n" +
 	"ffffffff82000000 B _end\n" +
 	"ffffffffc0500000 t dummy_xmit\t[dummy]\n" +
 	"ffffffffc0500100 t dummy_init\t[dummy]\n" +
@@ -370,7 +371,9 @@ func TestSymbols(t *testing.T) {
 	}{
 		{0xffffffff81200010, "vfs_read", "vfs_read+0x0/0x170"}, // the first alias listed
 		{0xffffffff8120017f, "vfs_read", "vfs_read+0x16f/0x170"},
-		{0xffffffff81200771, "some_data", "some_data+0x1/0xdff890"},
+		{0xffffffff81200771, "some_data", "some_data+0x1/0x8f"},
+		{0xffffffff81200800, "[unknown/kretprobe'd]", "arch_rethook_trampoline+0x0/0xdff800"},
+		{0xffffffff81200801, "arch_rethook_trampoline", "arch_rethook_trampoline+0x1/0xdff800"},
 		{0x7fffffff, "0x7fffffff", "0x7fffffff"},                             // below _text: the kernel's lookup fails
 		{0xffffffff82000001, "0xffffffff82000001", "0xffffffff82000001"},     // past _end
 		{0xffffffffc0600083, "0xffffffffc0600083", "0xffffffffc0600083"},     // an ftrace trampoline

@@ -162,9 +162,9 @@ func (s *Symbols) Lookup(addr uint64) (name []byte, offset, size uint64, module 
 // AppendName appends addr as the kernel's function tracer prints it (seq_print_sym without
 // sym-offset): the symbol's name alone, or "0x%08lx" when there is none.
 func (s *Symbols) AppendName(dst []byte, addr uint64) []byte {
-	if name, _, _, _, ok := s.Lookup(addr); ok && len(name) > 0 {
-		if string(name) == "__kretprobe_trampoline" {
-			return append(dst, "[unknown/kretprobe'd]"...)
+	if name, off, _, _, ok := s.Lookup(addr); ok && len(name) > 0 {
+		if off == 0 && (string(name) == "__kretprobe_trampoline" || string(name) == "arch_rethook_trampoline") {
+			return append(dst, "[unknown/kretprobe'd]"...) // kretprobed(): a return diverted by a kretprobe
 		}
 		return append(dst, name...)
 	}
