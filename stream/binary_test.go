@@ -371,7 +371,7 @@ func TestSymbols(t *testing.T) {
 	}{
 		{0xffffffff81200010, "vfs_read", "vfs_read+0x0/0x170"}, // the first alias listed
 		{0xffffffff8120017f, "vfs_read", "vfs_read+0x16f/0x170"},
-		{0xffffffff81200771, "some_data", "some_data+0x1/0x8f"},
+		{0xffffffff81200771, "some_data", "some_data+0x1/0x90"},
 		{0xffffffff81200800, "[unknown/kretprobe'd]", "arch_rethook_trampoline+0x0/0xdff800"},
 		{0xffffffff81200801, "arch_rethook_trampoline", "arch_rethook_trampoline+0x1/0xdff800"},
 		{0x7fffffff, "0x7fffffff", "0x7fffffff"},                             // below _text: the kernel's lookup fails
