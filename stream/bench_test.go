@@ -103,3 +103,52 @@ func BenchmarkKallsyms(b *testing.B) {
 		}
 	}
 }
+
+// markerPages is the same load as markerLines in ring-buffer pages (what trace_pipe_raw
+// returns), spread over two CPUs.
+func markerPages(n int) []CPUPage {
+	var pages []CPUPage
+	var data [2][]byte
+	flush := func(cpu int) {
+		pages = append(pages, CPUPage{CPU: cpu, Data: page(20_000_000_000, 0, 0, data[cpu])})
+		data[cpu] = nil
+	}
+	for i := 0; i < n; i++ {
+		cpu := i % 2
+		text := fmt.Sprintf("bench marker %08d %s\n\x00", i, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx")
+		ev := rbEvent(1000, entry(5, 0, 0, int32(150+i%3), u64(0xffffffff81200300), []byte(text)))
+		if 16+len(data[cpu])+len(ev) > 4096 {
+			flush(cpu)
+		}
+		data[cpu] = append(data[cpu], ev...)
+	}
+	flush(0)
+	flush(1)
+	return pages
+}
+
+// BenchmarkMarkerBinaryJSON: the same markers decoded from ring-buffer pages and encoded as
+// NDJSON (ftctl stream -o json with the binary reader).
+func BenchmarkMarkerBinaryJSON(b *testing.B) {
+	d := testDecoder(b)
+	dd := []byte("dd")
+	d.Comm = func(pid int) []byte { return dd }
+	pages := markerPages(10000)
+	out := make([]byte, 0, 1<<20)
+	emit := func(ev *Event) error {
+		out = AppendJSON(out, ev, false)
+		if len(out) > 1<<19 {
+			out = out[:0]
+		}
+		return nil
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := 0; i < len(pages); i += 32 { // in read-ahead chunks of 32 pages
+			if err := d.Feed(pages[i:min(i+32, len(pages))], emit); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(10000*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+}

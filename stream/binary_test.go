@@ -76,7 +76,7 @@ const testKallsyms = "0000000000000000 A fixed_percpu_data\n" +
 	"ffffffffc0500100 t dummy_init\t[dummy]\n" +
 	"ffffffffc0600000 t ftrace_trampoline\t[__builtin__ftrace]\n"
 
-func testDecoder(t *testing.T) *BinaryDecoder {
+func testDecoder(t testing.TB) *BinaryDecoder {
 	t.Helper()
 	syms, err := ParseKallsyms([]byte(testKallsyms))
 	if err != nil {
