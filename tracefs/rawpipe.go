@@ -135,22 +135,14 @@ func (p *RawPipe) Read(b []byte) (int, error) {
 			return 0, io.EOF
 		}
 		n := 0
-		for k, fd := range p.fds {
-			for len(b)-n >= unit {
-				m, err := rawRead(fd, b[n+RawFrame:n+unit])
-				if err == unix.EINTR {
-					continue
+		// Two passes: first at most a fair share of b for each CPU, so that a busy CPU
+		// does not keep the others' older events waiting for the next Read; then the rest.
+		share := max(1, len(b)/unit/len(p.fds))
+		for pass := range 2 {
+			for k, fd := range p.fds {
+				if err := p.readCPU(k, fd, b, &n, unit, pass == 0, share); err != nil {
+					return n, err
 				}
-				if err == unix.EAGAIN || (err == nil && m == 0) {
-					break
-				}
-				if err != nil {
-					return n, p.fs.opError("read", filepath.Join(p.dir, "cpu"+strconv.Itoa(p.cpus[k]), "trace_pipe_raw"), "", err)
-				}
-				binary.LittleEndian.PutUint32(b[n:], uint32(p.cpus[k]))
-				binary.LittleEndian.PutUint32(b[n+4:], uint32(m))
-				n += RawFrame + m
-				p.readSome = true
 			}
 		}
 		if n > 0 {
@@ -167,6 +159,29 @@ func (p *RawPipe) Read(b []byte) (int, error) {
 			return 0, err
 		}
 	}
+}
+
+// readCPU reads CPU k's pages into b from *n on, each behind its frame, until the kernel has
+// none or b has no room (or, capped, share pages were read).
+func (p *RawPipe) readCPU(k, fd int, b []byte, n *int, unit int, capped bool, share int) error {
+	for read := 0; len(b)-*n >= unit && (!capped || read < share); read++ {
+		m, err := rawRead(fd, b[*n+RawFrame:*n+unit])
+		if err == unix.EINTR {
+			read--
+			continue
+		}
+		if err == unix.EAGAIN || (err == nil && m == 0) {
+			return nil
+		}
+		if err != nil {
+			return p.fs.opError("read", filepath.Join(p.dir, "cpu"+strconv.Itoa(p.cpus[k]), "trace_pipe_raw"), "", err)
+		}
+		binary.LittleEndian.PutUint32(b[*n:], uint32(p.cpus[k]))
+		binary.LittleEndian.PutUint32(b[*n+4:], uint32(m))
+		*n += RawFrame + m
+		p.readSome = true
+	}
+	return nil
 }
 
 // RawPages calls f for each page of what RawPipe.Read returned.
