@@ -195,7 +195,7 @@ func chooseReader(o *StreamOptions, in *tracefs.Instance, sum *stream.Summary) (
 		sum.ReaderWhy = err.Error()
 		return nil, nil
 	}
-	s, err := newBinarySetup(in)
+	s, err := newBinarySetup(o.G, in)
 	if err != nil {
 		if forced {
 			return nil, err
@@ -269,32 +269,39 @@ func streamPipe(ctx context.Context, o *StreamOptions, in *tracefs.Instance, fil
 		return nil
 	}
 	var dec stream.Decoder
-	var pages []stream.CPUPage
 	ra := startReadAhead(pipe)
 	defer ra.stop()
 	end := ""
 	for end == "" {
-		c := ra.next()
+		var c readChunk
+		var derr error
+		if loading := bin.loading(); loading != nil {
+			// kallsyms is loading: chunks wait in the backlog, the reads go on
+			select {
+			case err := <-loading:
+				derr = bin.loaded(err, emit)
+				c.b = c.b[:0]
+			case c = <-ra.full:
+				if c.b == nil && c.err == nil {
+					c.err = tracefs.ErrPipeClosed
+				}
+			}
+		} else {
+			c = ra.next()
+		}
 		rerr := c.err
 		if err := runCtx.Err(); err != nil && rerr == nil {
 			// Interrupted, or --duration is over: what was read ahead is not decoded.
 			c.b, rerr = c.b[:0], err
 		}
-		var derr error
-		if bin != nil {
-			if len(c.b) > 0 {
-				derr = bin.ready(runCtx, g) // kallsyms, still loading for the first pages
+		switch {
+		case derr != nil:
+		case bin != nil:
+			derr = bin.feed(c.b, emit)
+			if derr == nil && errors.Is(rerr, io.EOF) {
+				derr = bin.finish(runCtx, emit) // the backlog, once kallsyms is in
 			}
-			if derr != nil { // the context ended: what it says comes below
-				derr, rerr = nil, derr
-			} else if len(c.b) > 0 {
-				pages = pages[:0]
-				tracefs.RawPages(c.b, func(cpu int, page []byte) {
-					pages = append(pages, stream.CPUPage{CPU: cpu, Data: page})
-				})
-				derr = bin.dec.Feed(pages, emit)
-			}
-		} else {
+		default:
 			// The kernel prints an entry (a stack trace with all its frames too) within one
 			// read: whatever is pending after a read is complete.
 			derr = dec.Feed(c.b, emit)
@@ -302,12 +309,17 @@ func streamPipe(ctx context.Context, o *StreamOptions, in *tracefs.Instance, fil
 				derr = dec.Flush(emit)
 			}
 		}
-		ra.release(c.b)
+		if c.b != nil {
+			ra.release(c.b)
+		}
 		if len(out) > 0 {
 			if _, err := g.Out.Write(out); err != nil {
 				return err // EPIPE (| head) ends quietly with exit 0: see Run
 			}
 			out = out[:0]
+		}
+		if derr != nil && runCtx.Err() != nil && errors.Is(derr, runCtx.Err()) {
+			derr, rerr = nil, derr // interrupted (or out of time) while waiting for kallsyms
 		}
 		switch {
 		case errors.Is(derr, errCountReached):

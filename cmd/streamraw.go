@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"strconv"
@@ -36,9 +37,19 @@ var textOptions = []struct {
 
 // binarySetup is what the binary reader needs, read before streaming starts.
 type binarySetup struct {
+	g       *Globals
 	dec     *stream.BinaryDecoder
-	symbols chan error // the kallsyms load, in the background
+	symbols chan error // the kallsyms load, in the background; nil once done
+	pages   []stream.CPUPage
+
+	// While kallsyms loads (0.3-0.6 s of kernel time under TCG, milliseconds on hardware),
+	// what was read waits here, copied, so that the reads go on and the kernel's buffer does
+	// not overrun meanwhile; beyond maxBacklog the reads wait.
+	backlog      [][]byte
+	backlogBytes int
 }
+
+const maxBacklog = 256 << 20
 
 // binaryUnfit says why the binary reader would not print what trace_pipe prints (or nil):
 // a clock that does not count nanoseconds, a tracer other than function, a display option off
@@ -132,7 +143,7 @@ func readFormat(in *tracefs.Instance, sys, name string) (*stream.Format, error) 
 // newBinarySetup reads what the decoder needs: the page layout, ftrace's own formats, the
 // enabled events' formats, saved_cmdlines; kallsyms loads in the background (wait for it with
 // ready before decoding).
-func newBinarySetup(in *tracefs.Instance) (*binarySetup, error) {
+func newBinarySetup(g *Globals, in *tracefs.Instance) (*binarySetup, error) {
 	hp, err := in.ReadFile("events/header_page")
 	if err != nil {
 		return nil, err
@@ -160,36 +171,83 @@ func newBinarySetup(in *tracefs.Instance) (*binarySetup, error) {
 	comms := &commCache{in: in.FS().Top()} // saved_cmdlines is the top level's, for every instance
 	dec.Comm = comms.lookup
 	dec.Unknown = func(id int) *stream.Format { return findFormat(in, id) }
-	s := &binarySetup{dec: dec, symbols: make(chan error, 1)}
+	done := make(chan error, 1)
+	s := &binarySetup{g: g, dec: dec, symbols: done}
 	go func() {
-		b, err := os.ReadFile("/proc/kallsyms")
+		b, err := readProcFile("/proc/kallsyms", 8<<20)
 		if err == nil {
 			dec.Symbols, err = stream.ParseKallsyms(b)
 		}
 		if err != nil {
 			err = fmt.Errorf("/proc/kallsyms: %w", err)
 		}
-		s.symbols <- err
+		done <- err
 	}()
 	return s, nil
 }
 
-// ready waits for kallsyms, or for ctx. Without it addresses print as numbers: it says so,
-// once.
-func (s *binarySetup) ready(ctx context.Context, g *Globals) error {
+// loading is the channel that says kallsyms is loaded, nil once it is (or for trace_pipe).
+func (s *binarySetup) loading() <-chan error {
+	if s == nil {
+		return nil
+	}
+	return s.symbols
+}
+
+// loaded records the end of the kallsyms load (an error: addresses print as numbers, said
+// once) and decodes the backlog.
+func (s *binarySetup) loaded(err error, emit stream.Emit) error {
+	if err != nil {
+		s.g.Notice("stream: %v: addresses are printed as numbers", err)
+	}
+	s.symbols = nil
+	backlog := s.backlog
+	s.backlog, s.backlogBytes = nil, 0
+	for _, b := range backlog {
+		if err := s.decode(b, emit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// feed decodes a chunk Read returned, or keeps a copy while kallsyms loads.
+func (s *binarySetup) feed(b []byte, emit stream.Emit) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if s.symbols != nil && s.backlogBytes+len(b) <= maxBacklog {
+		s.backlog = append(s.backlog, bytes.Clone(b))
+		s.backlogBytes += len(b)
+		return nil
+	}
+	if s.symbols != nil { // the backlog is full: wait
+		if err := s.loaded(<-s.symbols, emit); err != nil {
+			return err
+		}
+	}
+	return s.decode(b, emit)
+}
+
+// finish waits for kallsyms (or ctx) and decodes the backlog: the end of the stream.
+func (s *binarySetup) finish(ctx context.Context, emit stream.Emit) error {
 	if s.symbols == nil {
 		return nil
 	}
 	select {
 	case err := <-s.symbols:
-		if err != nil {
-			g.Notice("stream: %v: addresses are printed as numbers", err)
-		}
-		s.symbols = nil
-		return nil
+		return s.loaded(err, emit)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+func (s *binarySetup) decode(b []byte, emit stream.Emit) error {
+	s.pages = s.pages[:0]
+	tracefs.RawPages(b, func(cpu int, page []byte) {
+		s.pages = append(s.pages, stream.CPUPage{CPU: cpu, Data: page})
+	})
+	return s.dec.Feed(s.pages, emit)
 }
 
 // findFormat looks for the event with this type ID among the enabled events and the dynamic
@@ -273,4 +331,29 @@ func parseSavedCmdlines(b []byte) map[int][]byte {
 		m[pid] = append([]byte(nil), line[sp+1:]...)
 	}
 	return m
+}
+
+// readProcFile reads a /proc file (which says its size is 0) into a buffer of about the size
+// expected, in large reads: os.ReadFile would start small and copy it as it doubles, which
+// costs page faults under emulation.
+func readProcFile(name string, expect int) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, 0, expect)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }

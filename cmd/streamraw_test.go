@@ -3,12 +3,17 @@ package cmd
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ftctl/ftctl/stream"
+	"github.com/ftctl/ftctl/tracefs"
 )
 
 // rawRoot is a fake tracing directory whose CPUs' trace_pipe_raw are regular files of
@@ -145,5 +150,55 @@ func TestParseSavedCmdlines(t *testing.T) {
 		if got := currentChoice(in); got != want {
 			t.Errorf("currentChoice(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// While kallsyms loads, chunks wait in the backlog (copied: the reader reuses its buffers),
+// then come out in order; at the end of the stream finish waits for kallsyms, or for the
+// context.
+func TestBinaryBacklog(t *testing.T) {
+	root := rawRoot(t, map[int][]string{0: {"one", "two"}, 1: {"three"}})
+	var chunks [][]byte
+	for cpu := range 2 {
+		page, err := os.ReadFile(filepath.Join(root, "per_cpu", "cpu"+strconv.Itoa(cpu), "trace_pipe_raw"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := binary.LittleEndian.AppendUint32(nil, uint32(cpu))
+		c = binary.LittleEndian.AppendUint32(c, uint32(len(page)))
+		chunks = append(chunks, append(c, page...))
+	}
+	g := &Globals{Out: new(bytes.Buffer), Err: new(bytes.Buffer)}
+	fs := &tracefs.FS{Mount: tracefs.Mount{Path: root}}
+	s, err := newBinarySetup(g, fs.Top())
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := s.symbols
+	pending := make(chan error, 1)
+	s.symbols = pending // kallsyms "still loading"
+	var got []string
+	emit := func(ev *stream.Event) error { got = append(got, string(ev.Text)); return nil }
+	for _, c := range chunks {
+		buf := bytes.Clone(c)
+		if err := s.feed(buf, emit); err != nil {
+			t.Fatal(err)
+		}
+		clear(buf) // the reader reuses its buffer
+	}
+	if len(got) != 0 || len(s.backlog) != 2 {
+		t.Fatalf("decoded before kallsyms: %q, backlog %d", got, len(s.backlog))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.finish(ctx, emit); !errors.Is(err, context.Canceled) {
+		t.Fatalf("finish with the context ended: %v", err)
+	}
+	pending <- <-real
+	if err := s.finish(context.Background(), emit); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, ",") != "one,two,three" || s.loading() != nil || s.backlog != nil {
+		t.Errorf("after kallsyms: %q", got)
 	}
 }
