@@ -7,6 +7,11 @@ import (
 	"github.com/ftctl/ftctl/cmd"
 )
 
+// profStop ends a CPU profile (builds with the profile tag, main_prof.go).
+var profStop = func() {}
+
 func main() {
-	os.Exit(cmd.Main())
+	code := cmd.Main()
+	profStop()
+	os.Exit(code)
 }

@@ -9,7 +9,6 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ftctl/ftctl/stream"
@@ -39,6 +38,7 @@ var textOptions = []struct {
 type binarySetup struct {
 	g       *Globals
 	dec     *stream.BinaryDecoder
+	comms   *commCache
 	symbols chan error // the kallsyms load, in the background; nil once done
 	pages   []stream.CPUPage
 
@@ -172,7 +172,7 @@ func newBinarySetup(g *Globals, in *tracefs.Instance) (*binarySetup, error) {
 	dec.Comm = comms.lookup
 	dec.Unknown = func(id int) *stream.Format { return findFormat(in, id) }
 	done := make(chan error, 1)
-	s := &binarySetup{g: g, dec: dec, symbols: done}
+	s := &binarySetup{g: g, dec: dec, comms: comms, symbols: done}
 	go func() {
 		b, err := readProcFile("/proc/kallsyms", 8<<20)
 		if err == nil {
@@ -243,6 +243,7 @@ func (s *binarySetup) finish(ctx context.Context, emit stream.Emit) error {
 }
 
 func (s *binarySetup) decode(b []byte, emit stream.Emit) error {
+	s.comms.tick()
 	s.pages = s.pages[:0]
 	tracefs.RawPages(b, func(cpu int, page []byte) {
 		s.pages = append(s.pages, stream.CPUPage{CPU: cpu, Data: page})
@@ -284,36 +285,50 @@ func findFormat(in *tracefs.Instance, id int) *stream.Format {
 	return nil
 }
 
-// commCache is saved_cmdlines, read again (at most every commRefresh) when a pid is missing:
-// trace_pipe looks the comm up in the same table when it formats a line.
+// commCache is saved_cmdlines, which trace_pipe looks comms up in when it formats a line. A
+// pid it lacks is looked for again when saved_cmdlines is read again: for a pid never seen,
+// after commRefresh; for one known missing, after commRetry. Time is taken once per chunk of
+// pages (tick), not per event: reading the clock costs microseconds under emulation. One
+// goroutine uses it.
 type commCache struct {
 	in    *tracefs.Instance
-	mu    sync.Mutex
-	comms map[int][]byte
-	read  time.Time
+	comms map[int][]byte // a nil value: not in saved_cmdlines when last read
+	read  time.Time      // when saved_cmdlines was last read
+	now   time.Time      // the current chunk's time
 }
 
-const commRefresh = 20 * time.Millisecond
+const (
+	commRefresh = 20 * time.Millisecond
+	commRetry   = time.Second
+)
+
+func (c *commCache) tick() { c.now = time.Now() }
 
 func (c *commCache) lookup(pid int) []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if comm, ok := c.comms[pid]; ok {
+	comm, seen := c.comms[pid]
+	if comm != nil {
 		return comm
 	}
-	if c.comms != nil && time.Since(c.read) < commRefresh {
-		return nil
-	}
-	c.read = time.Now()
-	b, err := c.in.ReadFile("saved_cmdlines")
-	if err != nil {
-		if c.comms == nil {
-			c.comms = map[int][]byte{}
+	if c.comms != nil {
+		age := c.now.Sub(c.read)
+		if seen && age < commRetry {
+			return nil
 		}
-		return nil
+		if !seen && age < commRefresh {
+			c.comms[pid] = nil
+			return nil
+		}
 	}
-	c.comms = parseSavedCmdlines(b)
-	return c.comms[pid]
+	c.read = c.now
+	c.comms = map[int][]byte{}
+	if b, err := c.in.ReadFile("saved_cmdlines"); err == nil {
+		c.comms = parseSavedCmdlines(b)
+	}
+	comm = c.comms[pid]
+	if comm == nil {
+		c.comms[pid] = nil
+	}
+	return comm
 }
 
 // parseSavedCmdlines reads "PID COMM" lines.

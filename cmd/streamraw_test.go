@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ftctl/ftctl/stream"
 	"github.com/ftctl/ftctl/tracefs"
@@ -201,4 +202,36 @@ func TestBinaryBacklog(t *testing.T) {
 	if strings.Join(got, ",") != "one,two,three" || s.loading() != nil || s.backlog != nil {
 		t.Errorf("after kallsyms: %q", got)
 	}
+}
+
+// saved_cmdlines is read again for a pid never seen after commRefresh, for one known missing
+// after commRetry, and never for a pid found.
+func TestCommCache(t *testing.T) {
+	root := t.TempDir()
+	file := filepath.Join(root, "saved_cmdlines")
+	os.WriteFile(file, []byte("10 ten\n"), 0o644)
+	c := &commCache{in: (&tracefs.FS{Mount: tracefs.Mount{Path: root}}).Top()}
+	t0 := time.Unix(1000, 0)
+	c.now = t0
+	if string(c.lookup(10)) != "ten" || c.lookup(11) != nil {
+		t.Fatal("first read")
+	}
+	os.WriteFile(file, []byte("10 TEN\n11 eleven\n12 twelve\n"), 0o644)
+	check := func(at time.Duration, pid int, want string) {
+		t.Helper()
+		c.now = t0.Add(at)
+		if got := string(c.lookup(pid)); got != want {
+			t.Errorf("at %v, pid %d: %q, want %q", at, pid, got, want)
+		}
+	}
+	check(10*time.Millisecond, 11, "")       // known missing, not retried yet
+	check(10*time.Millisecond, 12, "")       // never seen, but read 10 ms ago
+	check(30*time.Millisecond, 11, "")       // known missing: waits commRetry
+	check(30*time.Millisecond, 13, "")       // never seen, 30 ms: read again (12 and 11 now there)
+	check(30*time.Millisecond, 12, "twelve") // found by that read
+	check(30*time.Millisecond, 10, "TEN")    // the new table
+	os.WriteFile(file, []byte("13 thirteen\n"), 0o644)
+	check(1100*time.Millisecond, 10, "TEN")      // found: no read
+	check(1100*time.Millisecond, 13, "thirteen") // known missing, 1.07 s after the last read: read again
+	check(1100*time.Millisecond, 10, "")         // gone from the kernel's table too
 }
