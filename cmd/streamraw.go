@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -61,6 +62,9 @@ func binaryUnfit(in *tracefs.Instance, o *StreamOptions, forced bool) error {
 		return fmt.Errorf("--raw prints the kernel's lines, which only trace_pipe has")
 	case o.Grep != "":
 		return fmt.Errorf("--grep matches the kernel's lines, which only trace_pipe has")
+	}
+	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
+		return fmt.Errorf("ftctl decodes little-endian ring buffers only")
 	}
 	clock, err := in.ReadFile("trace_clock")
 	if err != nil {
