@@ -35,20 +35,98 @@ var ErrPipeClosed = errors.New("trace_pipe reader closed")
 type Pipe struct {
 	path string
 	fs   *FS
-	ctx  context.Context
-	stop func() bool // stops the context's AfterFunc
+	pipeControl
 
 	mu       sync.Mutex // held by Read while it uses fd; Close takes it before closing fd
 	fd       int
-	on       int  // tracing_on of the same trace array, -1 when it could not be opened
 	readSome bool // trace_pipe has returned something
 	drained  bool // the last read returned less than half a page: the buffer was (nearly) empty
 	eof      bool
+}
+
+// pipeControl is what Pipe and RawPipe share: the eventfd that Close and the end of the
+// context signal to wake a Read waiting in poll, the closed flag, and the trace array's
+// tracing_on (for the end of file).
+type pipeControl struct {
+	ctx  context.Context
+	stop func() bool // stops the context's AfterFunc
+	on   int         // tracing_on of the same trace array, -1 when it could not be opened
 
 	wmu    sync.Mutex // guards wake against a signal racing with Close
 	wake   int        // eventfd, -1 once closed
 	closed bool
 	once   sync.Once
+}
+
+// startControl makes the eventfd, opens tracing_on and ties the context to signal.
+func (c *pipeControl) startControl(ctx context.Context, i *Instance, path string) error {
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return &Error{Op: "eventfd", Path: path, Class: ErrIO, Errno: err}
+	}
+	c.ctx, c.wake, c.on = ctx, wake, -1
+	if on, err := unix.Open(i.Path("tracing_on"), unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+		c.on = on
+	}
+	c.stop = context.AfterFunc(ctx, c.signal)
+	return nil
+}
+
+// signal wakes a Read blocked in poll; the eventfd stays readable, so every later poll
+// returns at once too.
+func (c *pipeControl) signal() {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.wake >= 0 {
+		var one [8]byte
+		binary.NativeEndian.PutUint64(one[:], 1)
+		unix.Write(c.wake, one[:])
+	}
+}
+
+// stopped is the error a closed pipe or an ended context gives.
+func (c *pipeControl) stopped() error {
+	c.wmu.Lock()
+	closed := c.closed
+	c.wmu.Unlock()
+	if closed {
+		return ErrPipeClosed
+	}
+	return c.ctx.Err()
+}
+
+// tracingOff reads the trace array's tracing_on.
+func (c *pipeControl) tracingOff() bool {
+	if c.on < 0 {
+		return false
+	}
+	var b [4]byte
+	n, err := unix.Pread(c.on, b[:], 0)
+	return err == nil && n > 0 && b[0] == '0'
+}
+
+// shut closes once: it marks the pipe closed and wakes a Read in progress, lets closeFDs
+// (run under the reader's lock, so after that Read returned) close the reader's descriptors,
+// then closes its own.
+func (c *pipeControl) shut(mu *sync.Mutex, closeFDs func()) {
+	c.once.Do(func() {
+		c.stop()
+		c.wmu.Lock()
+		c.closed = true
+		c.wmu.Unlock()
+		c.signal()
+		mu.Lock()
+		closeFDs()
+		if c.on >= 0 {
+			unix.Close(c.on)
+			c.on = -1
+		}
+		mu.Unlock()
+		c.wmu.Lock()
+		unix.Close(c.wake)
+		c.wake = -1
+		c.wmu.Unlock()
+	})
 }
 
 // readUnit is the least each read(2) of trace_pipe asks for. The kernel formats whole entries
@@ -74,30 +152,12 @@ func (i *Instance) OpenPipe(ctx context.Context) (*Pipe, error) {
 	if err != nil {
 		return nil, i.fs.opError("open", path, "", err)
 	}
-	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
+	p := &Pipe{path: path, fs: i.fs, fd: fd}
+	if err := p.startControl(ctx, i, path); err != nil {
 		unix.Close(fd)
-		return nil, &Error{Op: "eventfd", Path: path, Class: ErrIO, Errno: err}
+		return nil, err
 	}
-	on, err := unix.Open(i.Path("tracing_on"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		on = -1
-	}
-	p := &Pipe{path: path, fs: i.fs, ctx: ctx, fd: fd, on: on, wake: wake}
-	p.stop = context.AfterFunc(ctx, p.signal)
 	return p, nil
-}
-
-// signal wakes a Read blocked in poll; the eventfd stays readable, so every later poll
-// returns at once too.
-func (p *Pipe) signal() {
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
-	if p.wake >= 0 {
-		var one [8]byte
-		binary.NativeEndian.PutUint64(one[:], 1)
-		unix.Write(p.wake, one[:])
-	}
 }
 
 // Read reads what trace_pipe has, blocking until it has something: several reads of up to a
@@ -165,17 +225,6 @@ func (p *Pipe) Read(b []byte) (int, error) {
 	}
 }
 
-// stopped is the error a closed pipe or an ended context gives.
-func (p *Pipe) stopped() error {
-	p.wmu.Lock()
-	closed := p.closed
-	p.wmu.Unlock()
-	if closed {
-		return ErrPipeClosed
-	}
-	return p.ctx.Err()
-}
-
 // rawRead is read(2) as a raw system call, without telling the Go scheduler: the descriptor is
 // non-blocking, so the call returns at once, with at most a page of lines the kernel formats
 // on the way. Handing the processor to another thread around each call, as unix.Read does,
@@ -189,16 +238,6 @@ func rawRead(fd int, b []byte) (int, error) {
 		return 0, errno
 	}
 	return int(n), nil
-}
-
-// tracingOff reads the trace array's tracing_on.
-func (p *Pipe) tracingOff() bool {
-	if p.on < 0 {
-		return false
-	}
-	var b [4]byte
-	n, err := unix.Pread(p.on, b[:], 0)
-	return err == nil && n > 0 && b[0] == '0'
 }
 
 // wait blocks until trace_pipe is readable or the pipe is signalled, or for eofCheck once the
@@ -225,27 +264,11 @@ func (p *Pipe) wait() error {
 // descriptors are closed. Calling it again does nothing.
 func (p *Pipe) Close() error {
 	var err error
-	p.once.Do(func() {
-		p.stop()
-		p.wmu.Lock()
-		p.closed = true
-		p.wmu.Unlock()
-		p.signal()
-		p.mu.Lock() // wait for a Read in progress to see the signal and return
-		err = unix.Close(p.fd)
-		p.fd = -1
-		if p.on >= 0 {
-			unix.Close(p.on)
-			p.on = -1
-		}
-		p.mu.Unlock()
-		p.wmu.Lock()
-		unix.Close(p.wake)
-		p.wake = -1
-		p.wmu.Unlock()
-		if err != nil {
+	p.shut(&p.mu, func() {
+		if err = unix.Close(p.fd); err != nil {
 			err = p.fs.opError("close", p.path, "", err)
 		}
+		p.fd = -1
 	})
 	return err
 }

@@ -28,21 +28,14 @@ import (
 type RawPipe struct {
 	dir      string
 	fs       *FS
-	ctx      context.Context
-	stop     func() bool
 	pageSize int
+	pipeControl
 
 	mu       sync.Mutex
 	fds      []int
 	cpus     []int
-	on       int
 	readSome bool
 	eof      bool
-
-	wmu    sync.Mutex
-	wake   int
-	closed bool
-	once   sync.Once
 }
 
 // rawWait is how long Read waits in poll before it looks at every CPU anyway.
@@ -67,7 +60,7 @@ func (i *Instance) OpenRawPipe(ctx context.Context) (*RawPipe, error) {
 		}
 	}
 	sort.Ints(cpus)
-	p := &RawPipe{dir: dir, fs: i.fs, ctx: ctx, pageSize: os.Getpagesize(), on: -1, wake: -1}
+	p := &RawPipe{dir: dir, fs: i.fs, pageSize: os.Getpagesize()}
 	if b, err := i.ReadFile("buffer_subbuf_size_kb"); err == nil { // 6.8+: sub-buffers may be larger than a page
 		if kb, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && kb > 0 {
 			p.pageSize = kb << 10
@@ -86,16 +79,10 @@ func (i *Instance) OpenRawPipe(ctx context.Context) (*RawPipe, error) {
 	if len(p.fds) == 0 {
 		return nil, &Error{Op: "open", Path: dir, Class: ErrUnavailable, Errno: unix.ENOENT}
 	}
-	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
+	if err := p.startControl(ctx, i, dir); err != nil {
 		p.closeFDs()
-		return nil, &Error{Op: "eventfd", Path: dir, Class: ErrIO, Errno: err}
+		return nil, err
 	}
-	p.wake = wake
-	if on, err := unix.Open(i.Path("tracing_on"), unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
-		p.on = on
-	}
-	p.stop = context.AfterFunc(ctx, p.signal)
 	return p, nil
 }
 
@@ -107,16 +94,6 @@ func (p *RawPipe) closeFDs() {
 		unix.Close(fd)
 	}
 	p.fds = nil
-}
-
-func (p *RawPipe) signal() {
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
-	if p.wake >= 0 {
-		var one [8]byte
-		binary.NativeEndian.PutUint64(one[:], 1)
-		unix.Write(p.wake, one[:])
-	}
 }
 
 // Read fills b with pages, each behind a RawFrame header, blocking until some CPU has one:
@@ -197,25 +174,6 @@ func RawPages(b []byte, f func(cpu int, page []byte)) {
 	}
 }
 
-func (p *RawPipe) stopped() error {
-	p.wmu.Lock()
-	closed := p.closed
-	p.wmu.Unlock()
-	if closed {
-		return ErrPipeClosed
-	}
-	return p.ctx.Err()
-}
-
-func (p *RawPipe) tracingOff() bool {
-	if p.on < 0 {
-		return false
-	}
-	var b [4]byte
-	n, err := unix.Pread(p.on, b[:], 0)
-	return err == nil && n > 0 && b[0] == '0'
-}
-
 // wait blocks until a CPU's buffer is past buffer_percent, the pipe is signalled, or rawWait.
 func (p *RawPipe) wait() error {
 	fds := make([]unix.PollFd, 0, len(p.fds)+1)
@@ -238,23 +196,6 @@ func (p *RawPipe) wait() error {
 // Close stops the reader (a Read blocked in another goroutine returns ErrPipeClosed) and
 // closes the descriptors. Calling it again does nothing.
 func (p *RawPipe) Close() error {
-	p.once.Do(func() {
-		p.stop()
-		p.wmu.Lock()
-		p.closed = true
-		p.wmu.Unlock()
-		p.signal()
-		p.mu.Lock()
-		p.closeFDs()
-		if p.on >= 0 {
-			unix.Close(p.on)
-			p.on = -1
-		}
-		p.mu.Unlock()
-		p.wmu.Lock()
-		unix.Close(p.wake)
-		p.wake = -1
-		p.wmu.Unlock()
-	})
+	p.shut(&p.mu, p.closeFDs)
 	return nil
 }
