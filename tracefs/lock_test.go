@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -45,8 +46,9 @@ func holdLock(t *testing.T, dir string) (*exec.Cmd, func()) {
 	if strings.TrimSpace(line) != "locked" {
 		t.Fatalf("helper: %q", line)
 	}
-	release := func() { stdin.Close(); cmd.Wait() }
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var waited sync.Once // release (from another goroutine) and the cleanup both wait
+	release := func() { stdin.Close(); waited.Do(func() { cmd.Wait() }) }
+	t.Cleanup(func() { cmd.Process.Kill(); waited.Do(func() { cmd.Wait() }) })
 	return cmd, release
 }
 
