@@ -390,12 +390,35 @@ func TestSymbols(t *testing.T) {
 	if _, err := ParseKallsyms([]byte("0000000000000000 T vfs_read\n0000000000000000 T ksys_read\n")); err == nil {
 		t.Error("hidden addresses: no error")
 	}
-	unsorted, err := ParseKallsyms([]byte("ffffffff81000200 T b\nffffffff81000100 T a\n"))
+	// modules' symbols come in no order
+	unsorted, err := ParseKallsyms([]byte("ffffffff81000000 T _stext\nffffffffc0000200 t b\t[m]\nffffffffc0000100 t a\t[m]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(unsorted.AppendSymOffset(nil, 0xffffffff81000150)); got != "a+0x50/0x100" {
-		t.Errorf("unsorted table: %q", got)
+	if got := string(unsorted.AppendSymOffset(nil, 0xffffffffc0000150)); got != "a+0x50/0x100 [m]" {
+		t.Errorf("unsorted modules: %q", got)
+	}
+	// the kernel's own: a binary search in the text, at every position
+	var big []byte
+	for i := range 1000 {
+		big = fmt.Appendf(big, "%016x T f%d\n", 0xffffffff81000000+uint64(i/2)*0x100, i) // pairs of aliases
+	}
+	bs, err := ParseKallsyms(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 500; i++ {
+		addr := 0xffffffff81000000 + uint64(i)*0x100 + uint64(i%0x100)
+		want := fmt.Sprintf("f%d+0x%x/0x100", 2*i, i%0x100)
+		if i == 499 {
+			want = fmt.Sprintf("f%d+0x%x/0x0", 2*i, i%0x100)
+		}
+		if got := string(bs.AppendSymOffset(nil, addr)); got != want {
+			t.Fatalf("%#x: %q, want %q", addr, got, want)
+		}
+	}
+	if got := string(bs.AppendSymOffset(nil, 0xffffffff80000000)); got != "0xffffffff80000000" {
+		t.Errorf("below the first: %q", got)
 	}
 }
 
@@ -435,5 +458,22 @@ func FuzzBinaryPage(f *testing.F) {
 			AppendText(nil, ev, TextOptions{})
 			return nil
 		})
+	})
+}
+
+// FuzzKallsyms: whatever the table holds, parsing it and looking addresses up never panics.
+func FuzzKallsyms(f *testing.F) {
+	f.Add([]byte(testKallsyms), uint64(0xffffffff81200010))
+	f.Add([]byte("ffffffff81000000 T a\nzz\n\nffffffff81000100 T b\n"), uint64(0xffffffff81000101))
+	f.Add([]byte("ffffffff81000000 T a\tx\n"), uint64(1))
+	f.Fuzz(func(t *testing.T, text []byte, addr uint64) {
+		s, err := ParseKallsyms(text)
+		if err != nil {
+			return
+		}
+		for _, a := range []uint64{addr, addr + 1, addr - 1, 0, ^uint64(0)} {
+			s.AppendSymOffset(nil, a)
+			s.AppendName(nil, a)
+		}
 	})
 }

@@ -11,27 +11,120 @@ import (
 // formats trace_pipe (kernel/kallsyms.c): the symbol is the one with the greatest address not
 // above the address (the first listed, among aliases), its size runs to the next higher
 // address listed, and a module's symbol is followed by " [module]" where the kernel prints one.
+//
+// The kernel's own symbols come first in the file, sorted by address (the kernel's lookup
+// binary-searches the same table): they are searched in the text itself, with nothing parsed
+// ahead, since parsing 100,000-170,000 lines costs more than the whole of a short stream under
+// emulation. Modules' symbols, after them and in no order, are parsed and sorted. Lookups are
+// cached by address.
 type Symbols struct {
 	// The kernel's own symbols are looked up only between _text and _end (is_ksym_addr), when
 	// the table has them; 0 when not.
 	coreLo, coreHi uint64
 
-	text    []byte   // the file: names point into it
+	text []byte // the file: names point into it
+	core int    // text[:core] is the kernel's own symbols, sorted by address
+
+	// modules' symbols (and ftrace's trampolines)
 	addrs   []uint64 // sorted
 	names   []uint64 // start<<32 | end of each name in text
-	mods    []uint16 // index into modules, 0 for the kernel itself
+	mods    []uint16 // index into modules
 	modules [][]byte // modules[0] is nil
+
+	cache [symCacheSize]symCached
+}
+
+const symCacheSize = 1024
+
+// symCached is one cached lookup.
+type symCached struct {
+	addr, offset, size uint64
+	name, module       []byte
+	ok, valid          bool
 }
 
 // ParseKallsyms reads /proc/kallsyms ("ffffffff8f857340 T vfs_read", then "\t[module]" for a
 // module's). It refuses a table whose addresses are all zero: the kernel hid them
 // (kptr_restrict), and nothing could be looked up.
 func ParseKallsyms(text []byte) (*Symbols, error) {
-	s := &Symbols{text: text, modules: [][]byte{nil}}
-	n := bytes.Count(text, []byte{'\n'}) + 1
-	s.addrs = make([]uint64, 0, n)
-	s.names = make([]uint64, 0, n)
-	s.mods = make([]uint16, 0, n)
+	s := &Symbols{text: text, core: moduleLines(text), modules: [][]byte{nil}}
+	nonzero := s.parseModules(text[s.core:], s.core)
+	if last := bytes.LastIndexByte(text[:max(s.core-1, 0)], '\n') + 1; s.core > 0 {
+		// sorted: the last line of the kernel's own has the highest address
+		if a, _, _, ok := s.coreLine(last); ok && a != 0 {
+			nonzero = true
+		}
+	}
+	if !nonzero {
+		return nil, errors.New("kallsyms lists no addresses (kptr_restrict hides them)")
+	}
+	s.coreLo = s.coreAddrOf(" _text\n")
+	s.coreHi = s.coreAddrOf(" _end\n")
+	return s, nil
+}
+
+// moduleLines finds where the modules' lines (those with a tab) start: they all come after the
+// kernel's own, so a binary search over the lines finds the first, without scanning the file.
+func moduleLines(text []byte) int {
+	lo, hi := 0, len(text) // the first module line starts in [lo, hi]
+	for lo < hi {
+		mid := max(bytes.LastIndexByte(text[:(lo+hi)/2], '\n')+1, lo)
+		end := bytes.IndexByte(text[mid:], '\n')
+		if end < 0 {
+			end = len(text) - mid
+		}
+		if bytes.IndexByte(text[mid:mid+end], '\t') >= 0 {
+			hi = mid
+		} else {
+			lo = mid + end + 1
+		}
+	}
+	return min(lo, len(text))
+}
+
+// coreAddrOf finds the address of a kernel symbol by the end of its line, 0 when absent. _text
+// comes among the first lines and _end among the last: those are looked at first.
+func (s *Symbols) coreAddrOf(suffix string) uint64 {
+	t := s.text[:s.core]
+	const near = 64 << 10
+	i := bytes.Index(t[:min(near, len(t))], []byte(suffix))
+	if i < 0 && len(t) > near {
+		if j := bytes.Index(t[len(t)-near:], []byte(suffix)); j >= 0 {
+			i = len(t) - near + j
+		} else {
+			i = bytes.Index(t, []byte(suffix))
+		}
+	}
+	if i < 0 {
+		return 0
+	}
+	a, _, _, _ := s.coreLine(bytes.LastIndexByte(s.text[:i], '\n') + 1)
+	return a
+}
+
+// coreLine parses the line at pos: its address, where its name starts and ends (the name
+// runs to the end of the line), and where the next line starts.
+func (s *Symbols) coreLine(pos int) (addr uint64, name [2]int, next int, ok bool) {
+	t := s.text[:s.core]
+	end := bytes.IndexByte(t[pos:], '\n')
+	if end < 0 {
+		end = len(t)
+	} else {
+		end += pos
+	}
+	next = end + 1
+	line := t[pos:end]
+	if len(line) < 20 || line[16] != ' ' || line[18] != ' ' {
+		return 0, name, next, false
+	}
+	addr, ok = parseHex16(line[:16])
+	return addr, [2]int{pos + 19, end}, next, ok
+}
+
+// parseModules parses the modules' lines (text starts at byte base of the file), sorted by
+// address, keeping the listed order among equal addresses. It says whether any address was
+// not zero.
+func (s *Symbols) parseModules(text []byte, base int) bool {
 	modIndex := map[string]uint16{}
 	nonzero := false
 	for pos := 0; pos < len(text); {
@@ -44,7 +137,7 @@ func ParseKallsyms(text []byte) (*Symbols, error) {
 		line := text[pos:end]
 		start := pos
 		pos = end + 1
-		// "ADDR T NAME" or "ADDR t NAME\t[MOD]"
+		// "ADDR t NAME\t[MOD]"
 		if len(line) < 20 || line[16] != ' ' || line[18] != ' ' {
 			continue
 		}
@@ -52,8 +145,8 @@ func ParseKallsyms(text []byte) (*Symbols, error) {
 		if !ok {
 			continue
 		}
-		nameStart := start + 19
-		nameEnd := end
+		nameStart := base + start + 19
+		nameEnd := base + end
 		var mod uint16
 		if tab := bytes.IndexByte(line[19:], '\t'); tab >= 0 {
 			nameEnd = nameStart + tab
@@ -72,13 +165,6 @@ func ParseKallsyms(text []byte) (*Symbols, error) {
 				}
 				mod = idx
 			}
-		} else {
-			switch string(line[19:]) {
-			case "_text":
-				s.coreLo = addr
-			case "_end":
-				s.coreHi = addr
-			}
 		}
 		if addr != 0 {
 			nonzero = true
@@ -87,16 +173,13 @@ func ParseKallsyms(text []byte) (*Symbols, error) {
 		s.names = append(s.names, uint64(nameStart)<<32|uint64(nameEnd))
 		s.mods = append(s.mods, mod)
 	}
-	if !nonzero {
-		return nil, errors.New("kallsyms lists no addresses (kptr_restrict hides them)")
-	}
 	if !slices.IsSorted(s.addrs) {
 		s.sort()
 	}
-	return s, nil
+	return nonzero
 }
 
-// sort orders the table by address, keeping the listed order among equal addresses.
+// sort orders the modules' table by address, keeping the listed order among equal addresses.
 func (s *Symbols) sort() {
 	idx := make([]int, len(s.addrs))
 	for i := range idx {
@@ -129,6 +212,66 @@ func (s *Symbols) Lookup(addr uint64) (name []byte, offset, size uint64, module 
 	if s == nil {
 		return nil, 0, 0, nil, false
 	}
+	c := &s.cache[(addr^addr>>10)%symCacheSize]
+	if !c.valid || c.addr != addr {
+		*c = symCached{addr: addr, valid: true}
+		c.name, c.offset, c.size, c.module, c.ok = s.lookup(addr)
+	}
+	return c.name, c.offset, c.size, c.module, c.ok
+}
+
+func (s *Symbols) lookup(addr uint64) (name []byte, offset, size uint64, module []byte, ok bool) {
+	cname, cstart, csize, cok := s.lookupCore(addr)
+	mname, mstart, msize, mod, mok := s.lookupModules(addr)
+	switch {
+	case mok && (!cok || mstart > cstart):
+		return mname, addr - mstart, msize, mod, true
+	case cok:
+		return cname, addr - cstart, csize, nil, true
+	}
+	return nil, 0, 0, nil, false
+}
+
+// lookupCore binary-searches the kernel's own symbols, in the text.
+func (s *Symbols) lookupCore(addr uint64) (name []byte, start, size uint64, ok bool) {
+	if s.coreLo != 0 && s.coreHi != 0 && (addr < s.coreLo || addr >= s.coreHi) {
+		return nil, 0, 0, false
+	}
+	best := -1
+	for lo, hi := 0, s.core; lo < hi; {
+		mid := max(bytes.LastIndexByte(s.text[:(lo+hi)/2], '\n')+1, lo)
+		a, _, next, ok := s.coreLine(mid)
+		if ok && a <= addr {
+			best, lo = mid, next
+		} else {
+			hi = mid
+		}
+	}
+	if best < 0 {
+		return nil, 0, 0, false
+	}
+	start, nm, next, _ := s.coreLine(best)
+	for best > 0 { // the first alias listed
+		prev := bytes.LastIndexByte(s.text[:best-1], '\n') + 1
+		a, pnm, _, ok := s.coreLine(prev)
+		if !ok || a != start {
+			break
+		}
+		best, nm = prev, pnm
+	}
+	for next < s.core { // the next higher address
+		a, _, n, ok := s.coreLine(next)
+		if ok && a > start {
+			size = a - start
+			break
+		}
+		next = n
+	}
+	return s.text[nm[0]:nm[1]], start, size, true
+}
+
+// lookupModules searches the modules' table.
+func (s *Symbols) lookupModules(addr uint64) (name []byte, start, size uint64, module []byte, ok bool) {
 	// the first index whose address is above addr, less one, is the last at or below it
 	i, _ := slices.BinarySearch(s.addrs, addr+1)
 	if addr == ^uint64(0) {
@@ -138,14 +281,11 @@ func (s *Symbols) Lookup(addr uint64) (name []byte, offset, size uint64, module 
 	if i < 0 {
 		return nil, 0, 0, nil, false
 	}
-	start := s.addrs[i]
+	start = s.addrs[i]
 	for i > 0 && s.addrs[i-1] == start { // the first alias listed
 		i--
 	}
-	switch mod := s.mods[i]; {
-	case mod == noSymbol:
-		return nil, 0, 0, nil, false
-	case mod == 0 && s.coreLo != 0 && s.coreHi != 0 && (addr < s.coreLo || addr >= s.coreHi):
+	if s.mods[i] == noSymbol {
 		return nil, 0, 0, nil, false
 	}
 	j := i + 1
@@ -156,7 +296,7 @@ func (s *Symbols) Lookup(addr uint64) (name []byte, offset, size uint64, module 
 		size = s.addrs[j] - start
 	}
 	n := s.names[i]
-	return s.text[n>>32 : uint32(n)], addr - start, size, s.modules[s.mods[i]], true
+	return s.text[n>>32 : uint32(n)], start, size, s.modules[s.mods[i]], true
 }
 
 // AppendName appends addr as the kernel's function tracer prints it (seq_print_sym without
