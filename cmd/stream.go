@@ -65,7 +65,7 @@ would (names from /proc/kallsyms, comms from saved_cmdlines), at a fraction of t
 kernel spends on text. --reader auto (the default) takes trace_pipe_raw when everything the
 trace array records prints the same that way: a clock counting nanoseconds, the nop or
 function tracer, kprobes, kretprobes, markers and stack traces, the display options at their
-defaults, and neither --raw nor --grep (both need the kernel's lines); otherwise trace_pipe.
+defaults (print-parent, sym-offset and record-tgid it follows), and neither --raw nor --grep (both need the kernel's lines); otherwise trace_pipe.
 The summary says which it read and, with -o json --summary, why not trace_pipe_raw.
 --reader binary insists (an event it cannot format as the kernel would is shown as
 "name=value" fields); --reader text never reads trace_pipe_raw.

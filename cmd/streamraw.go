@@ -26,13 +26,14 @@ import (
 var nsClocks = map[string]bool{"local": true, "global": true, "mono": true, "mono_raw": true, "boot": true, "perf": true, "tai": true}
 
 // textOptions are the options that change how trace_pipe prints what it prints, with their
-// default: the binary reader formats as the defaults do. print-parent it follows.
+// default: the binary reader formats as the defaults do. print-parent, sym-offset and
+// record-tgid it follows.
 var textOptions = []struct {
 	name string
 	def  byte
 }{
-	{"sym-offset", '0'}, {"sym-addr", '0'}, {"context-info", '1'}, {"irq-info", '1'},
-	{"record-tgid", '0'}, {"latency-format", '0'}, {"verbose", '0'}, {"raw", '0'},
+	{"sym-addr", '0'}, {"context-info", '1'}, {"irq-info", '1'},
+	{"latency-format", '0'}, {"verbose", '0'}, {"raw", '0'},
 	{"hex", '0'}, {"bin", '0'}, {"func-no-repeats", '0'}, {"userstacktrace", '0'},
 	{"display-graph", '0'}, {"fields", '0'},
 }
@@ -41,7 +42,7 @@ var textOptions = []struct {
 type binarySetup struct {
 	g       *Globals
 	dec     *stream.BinaryDecoder
-	comms   *commCache
+	comms   *pidTable
 	symbols chan error // the kallsyms load, in the background; nil once done
 	pages   []stream.CPUPage
 
@@ -158,10 +159,13 @@ func newBinarySetup(g *Globals, in *tracefs.Instance) (*binarySetup, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec := &stream.BinaryDecoder{Layout: layout, PrintParent: true}
-	if b, err := in.ReadFile("options/print-parent"); err == nil && len(b) > 0 && b[0] == '0' {
-		dec.PrintParent = false
+	option := func(name string, def bool) bool {
+		if b, err := in.ReadFile("options/" + name); err == nil && len(b) > 0 {
+			return b[0] == '1'
+		}
+		return def
 	}
+	dec := &stream.BinaryDecoder{Layout: layout, PrintParent: option("print-parent", true), SymOffset: option("sym-offset", false)}
 	for _, name := range []string{"function", "print", "kernel_stack"} {
 		if f, err := readFormat(in, "ftrace", name); err == nil {
 			dec.Add(f)
@@ -174,8 +178,16 @@ func newBinarySetup(g *Globals, in *tracefs.Instance) (*binarySetup, error) {
 	for _, f := range formats {
 		dec.Add(f) // an error: decoded field by field (--reader binary chose that)
 	}
-	comms := &commCache{in: in.FS().Top()} // saved_cmdlines is the top level's, for every instance
+	// saved_cmdlines and saved_tgids are the top level's, for every instance
+	comms := &pidTable{in: in.FS().Top(), file: "saved_cmdlines"}
 	dec.Comm = comms.lookup
+	if option("record-tgid", false) {
+		tgids := &pidTable{in: in.FS().Top(), file: "saved_tgids", now: comms}
+		dec.TGID = func(pid int) int {
+			n, _ := strconv.Atoi(string(tgids.lookup(pid)))
+			return n
+		}
+	}
 	dec.Unknown = func(id int) *stream.Format { return findFormat(in, id) }
 	done := make(chan error, 1)
 	s := &binarySetup{g: g, dec: dec, comms: comms, symbols: done}
@@ -291,53 +303,59 @@ func findFormat(in *tracefs.Instance, id int) *stream.Format {
 	return nil
 }
 
-// commCache is saved_cmdlines, which trace_pipe looks comms up in when it formats a line. A
-// pid it lacks is looked for again when saved_cmdlines is read again: for a pid never seen,
-// after commRefresh; for one known missing, after commRetry. Time is taken once per chunk of
-// pages (tick), not per event: reading the clock costs microseconds under emulation. One
-// goroutine uses it.
-type commCache struct {
-	in    *tracefs.Instance
-	comms map[int][]byte // a nil value: not in saved_cmdlines when last read
-	read  time.Time      // when saved_cmdlines was last read
-	now   time.Time      // the current chunk's time
+// pidTable is saved_cmdlines (comms) or saved_tgids, which trace_pipe looks pids up in when
+// it formats a line. A pid it lacks is looked for again when the file is read again: for a pid
+// never seen, after pidRefresh; for one known missing, after pidRetry. Time is taken once per
+// chunk of pages (tick), not per event: reading the clock costs microseconds under emulation.
+// One goroutine uses it.
+type pidTable struct {
+	in   *tracefs.Instance
+	file string
+	vals map[int][]byte // a nil value: not in the file when last read
+	read time.Time      // when the file was last read
+	t    time.Time      // the current chunk's time
+	now  *pidTable      // the table whose tick gives the time, when not this one
 }
 
 const (
-	commRefresh = 20 * time.Millisecond
-	commRetry   = time.Second
+	pidRefresh = 20 * time.Millisecond
+	pidRetry   = time.Second
 )
 
-func (c *commCache) tick() { c.now = time.Now() }
+func (c *pidTable) tick() { c.t = time.Now() }
 
-func (c *commCache) lookup(pid int) []byte {
-	comm, seen := c.comms[pid]
-	if comm != nil {
-		return comm
+func (c *pidTable) lookup(pid int) []byte {
+	v, seen := c.vals[pid]
+	if v != nil {
+		return v
 	}
-	if c.comms != nil {
-		age := c.now.Sub(c.read)
-		if seen && age < commRetry {
+	now := c.t
+	if c.now != nil {
+		now = c.now.t
+	}
+	if c.vals != nil {
+		age := now.Sub(c.read)
+		if seen && age < pidRetry {
 			return nil
 		}
-		if !seen && age < commRefresh {
-			c.comms[pid] = nil
+		if !seen && age < pidRefresh {
+			c.vals[pid] = nil
 			return nil
 		}
 	}
-	c.read = c.now
-	c.comms = map[int][]byte{}
-	if b, err := c.in.ReadFile("saved_cmdlines"); err == nil {
-		c.comms = parseSavedCmdlines(b)
+	c.read = now
+	c.vals = map[int][]byte{}
+	if b, err := c.in.ReadFile(c.file); err == nil {
+		c.vals = parseSavedCmdlines(b)
 	}
-	comm = c.comms[pid]
-	if comm == nil {
-		c.comms[pid] = nil
+	v = c.vals[pid]
+	if v == nil {
+		c.vals[pid] = nil
 	}
-	return comm
+	return v
 }
 
-// parseSavedCmdlines reads "PID COMM" lines.
+// parseSavedCmdlines reads "PID COMM" (or "PID TGID") lines.
 func parseSavedCmdlines(b []byte) map[int][]byte {
 	m := map[int][]byte{}
 	for _, line := range bytes.Split(b, []byte{'\n'}) {

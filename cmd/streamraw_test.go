@@ -204,29 +204,29 @@ func TestBinaryBacklog(t *testing.T) {
 	}
 }
 
-// saved_cmdlines is read again for a pid never seen after commRefresh, for one known missing
-// after commRetry, and never for a pid found.
-func TestCommCache(t *testing.T) {
+// saved_cmdlines is read again for a pid never seen after pidRefresh, for one known missing
+// after pidRetry, and never for a pid found.
+func TestPidTable(t *testing.T) {
 	root := t.TempDir()
 	file := filepath.Join(root, "saved_cmdlines")
 	os.WriteFile(file, []byte("10 ten\n"), 0o644)
-	c := &commCache{in: (&tracefs.FS{Mount: tracefs.Mount{Path: root}}).Top()}
+	c := &pidTable{in: (&tracefs.FS{Mount: tracefs.Mount{Path: root}}).Top(), file: "saved_cmdlines"}
 	t0 := time.Unix(1000, 0)
-	c.now = t0
+	c.t = t0
 	if string(c.lookup(10)) != "ten" || c.lookup(11) != nil {
 		t.Fatal("first read")
 	}
 	os.WriteFile(file, []byte("10 TEN\n11 eleven\n12 twelve\n"), 0o644)
 	check := func(at time.Duration, pid int, want string) {
 		t.Helper()
-		c.now = t0.Add(at)
+		c.t = t0.Add(at)
 		if got := string(c.lookup(pid)); got != want {
 			t.Errorf("at %v, pid %d: %q, want %q", at, pid, got, want)
 		}
 	}
 	check(10*time.Millisecond, 11, "")       // known missing, not retried yet
 	check(10*time.Millisecond, 12, "")       // never seen, but read 10 ms ago
-	check(30*time.Millisecond, 11, "")       // known missing: waits commRetry
+	check(30*time.Millisecond, 11, "")       // known missing: waits pidRetry
 	check(30*time.Millisecond, 13, "")       // never seen, 30 ms: read again (12 and 11 now there)
 	check(30*time.Millisecond, 12, "twelve") // found by that read
 	check(30*time.Millisecond, 10, "TEN")    // the new table

@@ -26,6 +26,11 @@ type BinaryDecoder struct {
 	Comm func(pid int) []byte
 	// PrintParent: the print-parent option (a function event shows its caller).
 	PrintParent bool
+	// SymOffset: the sym-offset option (functions and stack frames as "name+0xoff/0xsize").
+	SymOffset bool
+	// TGID, when set (the record-tgid option), gives a pid's tgid as saved_tgids has it, 0
+	// when it has none.
+	TGID func(pid int) int
 	// Unknown is called once for an event type without a format; it may return one.
 	Unknown func(id int) *Format
 
@@ -271,6 +276,12 @@ func (d *BinaryDecoder) Decode(ev *Event, cpu int, ts uint64, data []byte) {
 
 	ev.HasContext = true
 	ev.PID = pid
+	if d.TGID != nil {
+		ev.TGID = d.TGID(pid)
+		if ev.TGID == 0 {
+			ev.TGID = -1 // "(-------)"
+		}
+	}
 	start := len(d.buf)
 	d.buf = d.appendComm(d.buf, pid)
 	ev.Comm = d.buf[start:]
@@ -304,17 +315,13 @@ func (d *BinaryDecoder) Decode(ev *Event, cpu int, ts uint64, data []byte) {
 	switch e.kind {
 	case binFunction:
 		ev.Kind = KindFunction
-		start = len(d.buf)
-		d.buf = d.appendIPName(d.buf, e.ip.uint(data))
-		ev.Func.Name = d.buf[start:]
+		d.sym(&ev.Func, e.ip.uint(data))
 		if parent := e.parent.uint(data); d.PrintParent && parent != 0 {
-			start = len(d.buf)
-			d.buf = d.appendIPName(d.buf, parent)
-			ev.Parent.Name = d.buf[start:]
+			d.sym(&ev.Parent, parent)
 		}
 	case binPrint:
 		start = len(d.buf)
-		d.buf = d.appendIPName(d.buf, e.ip.uint(data))
+		d.buf = d.appendIP(d.buf, e.ip.uint(data), false)
 		ev.Name = d.buf[start:]
 		ev.Kind = KindPrint
 		if bytes.Equal(ev.Name, markSym) {
@@ -335,7 +342,7 @@ func (d *BinaryDecoder) Decode(ev *Event, cpu int, ts uint64, data []byte) {
 			if addr == ftraceTrampolineMarker {
 				d.buf = append(d.buf, "[FTRACE TRAMPOLINE]"...)
 			} else {
-				d.buf = d.appendIPName(d.buf, addr)
+				d.buf = d.appendIP(d.buf, addr, d.SymOffset)
 			}
 			ev.Frames = append(ev.Frames, d.buf[start:])
 		}
@@ -344,13 +351,13 @@ func (d *BinaryDecoder) Decode(ev *Event, cpu int, ts uint64, data []byte) {
 		ev.Name = e.name
 		start = len(d.buf)
 		if e.kind == binKretprobe {
-			d.buf = d.appendIPOffset(d.buf, e.parent.uint(data))
+			d.buf = d.appendIP(d.buf, e.parent.uint(data), true)
 			ev.Loc = d.buf[start:]
 			start = len(d.buf)
-			d.buf = d.appendIPName(d.buf, e.ip.uint(data))
+			d.buf = d.appendIP(d.buf, e.ip.uint(data), false)
 			ev.RetFrom = d.buf[start:]
 		} else {
-			d.buf = d.appendIPOffset(d.buf, e.ip.uint(data))
+			d.buf = d.appendIP(d.buf, e.ip.uint(data), true)
 			ev.Loc = d.buf[start:]
 		}
 		ev.ArgsOK = true
@@ -384,23 +391,38 @@ func (d *BinaryDecoder) appendComm(dst []byte, pid int) []byte {
 	return append(dst, "<...>"...)
 }
 
-// appendIPName prints an address as seq_print_ip_sym does without sym-offset.
-func (d *BinaryDecoder) appendIPName(dst []byte, ip uint64) []byte {
-	if ip == 0 {
+// appendIP prints an address as seq_print_ip_sym does (kernel/trace/trace_output.c): "0" for
+// 0; with offset, as %pS ("name+0xoff/0xsize [module]", or "0x..." when no symbol holds it);
+// without, the name alone or "0x%08lx".
+func (d *BinaryDecoder) appendIP(dst []byte, ip uint64, offset bool) []byte {
+	switch {
+	case ip == 0:
 		return append(dst, '0')
-	}
-	return d.Symbols.AppendName(dst, ip)
-}
-
-// appendIPOffset prints an address as seq_print_ip_sym does with sym-offset.
-func (d *BinaryDecoder) appendIPOffset(dst []byte, ip uint64) []byte {
-	if ip == 0 {
-		return append(dst, '0')
-	}
-	if name, _, _, _, ok := d.Symbols.Lookup(ip); !ok || len(name) == 0 {
-		return appendHex(append(dst, "0x"...), ip, 8)
+	case !offset:
+		return d.Symbols.AppendName(dst, ip)
+	case d.Symbols.Kretprobed(ip):
+		return append(dst, kretprobedMsg...)
 	}
 	return d.Symbols.AppendSymOffset(dst, ip)
+}
+
+// sym fills a function event's Sym as the line parser would from what appendIP prints: with
+// sym-offset, the name, "0xoff/0xsize" and the module apart.
+func (d *BinaryDecoder) sym(sym *Sym, ip uint64) {
+	start := len(d.buf)
+	if name, off, size, mod, ok := d.Symbols.Lookup(ip); d.SymOffset && ok && len(name) > 0 && !d.Symbols.Kretprobed(ip) {
+		d.buf = append(d.buf, name...)
+		sym.Name = d.buf[start:]
+		start = len(d.buf)
+		d.buf = appendOffsetSize(d.buf, off, size)
+		sym.Offset = d.buf[start:]
+		if mod != nil {
+			sym.Module = mod
+		}
+		return
+	}
+	d.buf = d.appendIP(d.buf, ip, d.SymOffset)
+	sym.Name = d.buf[start:]
 }
 
 // appendArg adds one probe argument to ev, printed as trace_probe_print_args does.

@@ -190,6 +190,42 @@ func TestBinaryMatchesText(t *testing.T) {
 	}
 }
 
+// The sym-offset and record-tgid options, as the kernel prints them.
+func TestBinaryOptionsMatchText(t *testing.T) {
+	d := testDecoder(t)
+	d.SymOffset = true
+	d.TGID = func(pid int) int {
+		if pid == 154 {
+			return 150
+		}
+		return 0
+	}
+	cases := []struct {
+		data []byte
+		line string
+	}{
+		{entry(1, 0, 0, 154, u64(0xffffffffc0500004), u64(0xffffffff81200010)),
+			"             cat-154     (    150) [001] .....     4.634804: dummy_xmit+0x4/0x100 [dummy] <-vfs_read+0x0/0x170"},
+		{entry(1, 0, 0, 155, u64(0x1234), u64(0xffffffff81200800)),
+			"       my prog-1-155     (-------) [001] .....     4.634804: 0x1234 <-[unknown/kretprobe'd]"},
+		{entry(1497, 0, 0, 154, u64(0xffffffff81200600), u64(0xffffffff8120056a), u64(3)),
+			"             cat-154     (    150) [001] .....     4.634804: t2: (__x64_sys_openat+0x6a/0x100 <- do_sys_openat2) ret=3"},
+	}
+	for _, c := range cases {
+		var got, want Event
+		d.Decode(&got, 1, 4634804123, c.data)
+		ParseLine(&want, []byte(c.line))
+		if g, w := string(AppendJSON(nil, &got, false)), string(AppendJSON(nil, &want, false)); g != w {
+			t.Errorf("binary %stext   %s", g, w)
+		}
+	}
+	var ev Event
+	d.Decode(&ev, 0, 1e9, entry(4, 0, 0, 154, u32(2), u32(0), u64(0xffffffff81200012), u64(0xffffffffc0500104), u64(^uint64(0))))
+	if got := strings.Join([]string{string(ev.Frames[0]), string(ev.Frames[1])}, " "); got != "vfs_read+0x2/0x170 dummy_init+0x4/0xfff00 [dummy]" {
+		t.Errorf("stack frames with sym-offset: %s", got)
+	}
+}
+
 func TestBinaryStackAndGeneric(t *testing.T) {
 	d := testDecoder(t)
 	var ev Event

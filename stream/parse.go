@@ -202,6 +202,9 @@ func parseBody(ev *Event, body []byte) {
 }
 
 // parseParent reads " <-parent" (from after "<-"), then the func-no-repeats note.
+// kretprobedSym is what the kernel prints for a return address a kretprobe diverted.
+var kretprobedSym = []byte(kretprobedMsg)
+
 func parseParent(ev *Event, b []byte, i int) bool {
 	parent, i, ok := parseSym(b, i)
 	if !ok {
@@ -233,6 +236,10 @@ func parseParent(ev *Event, b []byte, i int) bool {
 func parseSym(b []byte, i int) (Sym, int, bool) {
 	var s Sym
 	start := i
+	if bytes.HasPrefix(b[i:], kretprobedSym) { // a return address a kretprobe diverted
+		s.Name = b[i : i+len(kretprobedSym)]
+		return s, i + len(kretprobedSym), true
+	}
 	for i+8 <= len(b) && symWord(binary.LittleEndian.Uint64(b[i:])) {
 		i += 8
 	}

@@ -299,13 +299,23 @@ func (s *Symbols) lookupModules(addr uint64) (name []byte, start, size uint64, m
 	return s.text[n>>32 : uint32(n)], start, size, s.modules[s.mods[i]], true
 }
 
+// kretprobedMsg is what the kernel prints for a return address a kretprobe diverted
+// (kretprobed() in kernel/trace/trace_output.c).
+const kretprobedMsg = "[unknown/kretprobe'd]"
+
+// Kretprobed says whether addr is the kretprobe (rethook) trampoline's.
+func (s *Symbols) Kretprobed(addr uint64) bool {
+	name, off, _, _, ok := s.Lookup(addr)
+	return ok && off == 0 && (string(name) == "__kretprobe_trampoline" || string(name) == "arch_rethook_trampoline")
+}
+
 // AppendName appends addr as the kernel's function tracer prints it (seq_print_sym without
 // sym-offset): the symbol's name alone, or "0x%08lx" when there is none.
 func (s *Symbols) AppendName(dst []byte, addr uint64) []byte {
-	if name, off, _, _, ok := s.Lookup(addr); ok && len(name) > 0 {
-		if off == 0 && (string(name) == "__kretprobe_trampoline" || string(name) == "arch_rethook_trampoline") {
-			return append(dst, "[unknown/kretprobe'd]"...) // kretprobed(): a return diverted by a kretprobe
-		}
+	if s.Kretprobed(addr) {
+		return append(dst, kretprobedMsg...)
+	}
+	if name, _, _, _, ok := s.Lookup(addr); ok && len(name) > 0 {
 		return append(dst, name...)
 	}
 	return appendHex(append(dst, "0x"...), addr, 8)
@@ -319,16 +329,22 @@ func (s *Symbols) AppendSymOffset(dst []byte, addr uint64) []byte {
 		return appendHex(append(dst, "0x"...), addr, 1)
 	}
 	dst = append(dst, name...)
-	dst = append(dst, "+0x"...)
-	dst = strconv.AppendUint(dst, off, 16)
-	dst = append(dst, "/0x"...)
-	dst = strconv.AppendUint(dst, size, 16)
+	dst = append(dst, '+')
+	dst = appendOffsetSize(dst, off, size)
 	if mod != nil {
 		dst = append(dst, " ["...)
 		dst = append(dst, mod...)
 		dst = append(dst, ']')
 	}
 	return dst
+}
+
+// appendOffsetSize appends "0xoff/0xsize".
+func appendOffsetSize(dst []byte, off, size uint64) []byte {
+	dst = append(dst, "0x"...)
+	dst = strconv.AppendUint(dst, off, 16)
+	dst = append(dst, "/0x"...)
+	return strconv.AppendUint(dst, size, 16)
 }
 
 // appendHex appends v in lower-case hex, zero-padded to at least width digits.

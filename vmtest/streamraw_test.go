@@ -56,12 +56,33 @@ echo > ` + dir + `/set_ftrace_pid`
 			t.Fatalf("workload: %v: %s", err, out)
 		}
 	}
-	work()
-	write(t, inst+"/options/func_stack_trace", "1\n")
-	work()
-	write(t, inst+"/tracing_on", "0\n")
-	write(t, inst+"/options/func_stack_trace", "0\n")
+	// Twice: the default options with --reader binary, then sym-offset and record-tgid (which
+	// the binary reader follows) with --reader auto, which must still choose trace_pipe_raw.
+	for _, pass := range []struct {
+		options []string
+		reader  string
+	}{{nil, "binary"}, {[]string{"sym-offset", "record-tgid"}, "auto"}} {
+		for _, o := range pass.options {
+			write(t, inst+"/options/"+o, "1\n")
+		}
+		truncate(t, inst+"/trace")
+		write(t, inst+"/tracing_on", "1\n")
+		work()
+		write(t, inst+"/options/func_stack_trace", "1\n")
+		work()
+		write(t, inst+"/tracing_on", "0\n")
+		write(t, inst+"/options/func_stack_trace", "0\n")
+		compareReaders(t, inst, pass.reader, pass.options)
+		for _, o := range pass.options {
+			write(t, inst+"/options/"+o, "0\n")
+		}
+	}
+}
 
+// compareReaders reads the instance's trace file through the line parser, then streams the
+// same events with --reader, and compares the JSON.
+func compareReaders(t *testing.T, inst, reader string, options []string) {
+	t.Helper()
 	text := read(t, inst+"/trace")
 	var want []string
 	var d stream.Decoder
@@ -80,7 +101,7 @@ echo > ` + dir + `/set_ftrace_pid`
 	}
 	d.Flush(emit)
 
-	p := startStream(t, nil, "-B", "st_raw", "stream", "-o", "json", "--reader", "binary", "--summary")
+	p := startStream(t, nil, "-B", filepath.Base(inst), "stream", "-o", "json", "--reader", reader, "--summary")
 	if code := p.wait(t); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, p.errb)
 	}
@@ -98,10 +119,20 @@ echo > ` + dir + `/set_ftrace_pid`
 		}
 		got = append(got, line)
 	}
+	withTGID, withOffset := 0, 0
 	for _, ev := range events(t, strings.Join(got, "")) {
 		kinds[fmt.Sprint(ev["event"])]++
+		if ev["tgid"] != nil {
+			withTGID++
+		}
+		if ev["func_offset"] != nil {
+			withOffset++
+		}
 	}
-	t.Logf("%d events from trace_pipe_raw, %d from the trace file; kinds %v", len(got), len(want), kinds)
+	if opts := strings.Join(options, " "); strings.Contains(opts, "record-tgid") != (withTGID > 0) || strings.Contains(opts, "sym-offset") != (withOffset > 0) {
+		t.Errorf("options %v: %d events with a tgid, %d functions with an offset", options, withTGID, withOffset)
+	}
+	t.Logf("options %v: %d events from trace_pipe_raw, %d from the trace file; kinds %v", options, len(got), len(want), kinds)
 	for _, k := range []string{"function", "stack", "open", "openret", "marker"} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s event: the test did not test it", k)
