@@ -27,7 +27,7 @@ type CPULoss struct {
 // with --summary).
 type Summary struct {
 	Event   string  `json:"event"`   // always "summary", for NDJSON readers
-	Lines   int64   `json:"lines"`   // lines read from trace_pipe and parsed
+	Lines   int64   `json:"lines"`   // lines read from trace_pipe (trace_pipe_raw: that it would have printed)
 	Events  int64   `json:"events"`  // events they made (a stack trace is one event)
 	Shown   int64   `json:"shown"`   // events that passed the filters
 	Raw     int64   `json:"raw"`     // lines not understood (kept and shown raw)
