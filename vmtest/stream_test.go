@@ -356,12 +356,23 @@ func TestStreamOverrunReported(t *testing.T) {
 // events. The flow is paced (bursts, then 2 ms of sleep): under single-threaded TCG the two
 // vCPUs take turns on one host thread, and a vCPU that never idles keeps the other waiting for
 // up to qemu's round-robin kick period (100 ms) at each wake-up, which measures qemu, not ftctl.
+// The binary reader's start-up is such a vCPU: the kernel formats /proc/kallsyms for 0.3-0.4 s
+// (40-50 ms without emulation), so an interrupt during it is measured apart, against 1 s, and
+// the others after it (settle).
 func TestStreamInterruptLatency(t *testing.T) {
 	inst := streamInstance(t, "st_int")
 	for _, c := range []struct {
 		reader string
 		busy   bool
-	}{{"text", false}, {"text", true}, {"binary", false}, {"binary", true}} {
+		settle time.Duration
+		limit  time.Duration
+	}{
+		{"text", false, 200 * time.Millisecond, 200 * time.Millisecond},
+		{"text", true, 200 * time.Millisecond, 200 * time.Millisecond},
+		{"binary", false, 100 * time.Millisecond, time.Second}, // during the start-up
+		{"binary", false, 1500 * time.Millisecond, 200 * time.Millisecond},
+		{"binary", true, 200 * time.Millisecond, 200 * time.Millisecond},
+	} {
 		busy := c.busy
 		var worst time.Duration
 		for i := 0; i < 5; i++ {
@@ -387,7 +398,7 @@ func TestStreamInterruptLatency(t *testing.T) {
 				}()
 			}
 			p := startStream(t, nil, "-B", "st_int", "stream", "--reader", c.reader)
-			time.Sleep(200 * time.Millisecond)
+			time.Sleep(c.settle)
 			// busy: until it is printing (the binary reader loads kallsyms first, ~0.3 s
 			// under TCG)
 			for deadline := time.Now().Add(10 * time.Second); busy && p.out.String() == "" && time.Now().Before(deadline); {
@@ -409,9 +420,9 @@ func TestStreamInterruptLatency(t *testing.T) {
 				t.Errorf("busy: the stream read nothing before the interrupt; stderr:\n%s", p.errb)
 			}
 		}
-		t.Logf("%s, busy %v: SIGINT to exit, worst of 5: %v", c.reader, busy, worst)
-		if worst > 200*time.Millisecond {
-			t.Errorf("%s, busy %v: ftctl stream took %v to end after SIGINT (limit 200ms)", c.reader, busy, worst)
+		t.Logf("%s, busy %v, SIGINT %v after the start: to exit, worst of 5: %v", c.reader, busy, c.settle, worst)
+		if worst > c.limit {
+			t.Errorf("%s, busy %v, SIGINT %v after the start: ftctl stream took %v to end after SIGINT (limit %v)", c.reader, busy, c.settle, worst, c.limit)
 		}
 	}
 }
