@@ -188,14 +188,15 @@ func chooseReader(o *StreamOptions, in *tracefs.Instance, sum *stream.Summary) (
 		return nil, nil
 	}
 	forced := o.Reader == "binary"
-	if err := binaryUnfit(in, o, forced); err != nil {
+	formats, err := binaryUnfit(in, o, forced)
+	if err != nil {
 		if forced {
 			return nil, InvalidInput(fmt.Errorf("--reader binary: %w", err))
 		}
 		sum.ReaderWhy = err.Error()
 		return nil, nil
 	}
-	s, err := newBinarySetup(o.G, in)
+	s, err := newBinarySetup(o.G, in, formats)
 	if err != nil {
 		if forced {
 			return nil, err

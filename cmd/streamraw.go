@@ -46,7 +46,8 @@ type binarySetup struct {
 	symbols chan error // the kallsyms load, in the background; nil once done
 	pages   []stream.CPUPage
 
-	// While kallsyms loads (0.3-0.6 s of kernel time under TCG, milliseconds on hardware),
+	// While kallsyms loads (0.3-0.4 s of kernel time under TCG, 40-50 ms on the development
+	// host),
 	// what was read waits here, copied, so that the reads go on and the kernel's buffer does
 	// not overrun meanwhile; beyond maxBacklog the reads wait.
 	backlog      [][]byte
@@ -58,33 +59,34 @@ const maxBacklog = 256 << 20
 // binaryUnfit says why the binary reader would not print what trace_pipe prints (or nil):
 // a clock that does not count nanoseconds, a tracer other than function, a display option off
 // its default, or an enabled event that is neither a kprobe, a kretprobe nor one of ftrace's.
-// forced (--reader binary) checks only what the binary reader cannot do at all.
-func binaryUnfit(in *tracefs.Instance, o *StreamOptions, forced bool) error {
+// forced (--reader binary) checks only what the binary reader cannot do at all. The enabled
+// events' formats it read come back, for newBinarySetup (nil when forced).
+func binaryUnfit(in *tracefs.Instance, o *StreamOptions, forced bool) ([]*stream.Format, error) {
 	switch {
 	case o.Raw:
-		return fmt.Errorf("--raw prints the kernel's lines, which only trace_pipe has")
+		return nil, fmt.Errorf("--raw prints the kernel's lines, which only trace_pipe has")
 	case o.Grep != "":
-		return fmt.Errorf("--grep matches the kernel's lines, which only trace_pipe has")
+		return nil, fmt.Errorf("--grep matches the kernel's lines, which only trace_pipe has")
 	}
 	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
-		return fmt.Errorf("ftctl decodes little-endian ring buffers only")
+		return nil, fmt.Errorf("ftctl decodes little-endian ring buffers only")
 	}
 	clock, err := in.ReadFile("trace_clock")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if c := currentChoice(string(clock)); !nsClocks[c] {
-		return fmt.Errorf("the trace clock %q does not count nanoseconds", c)
+		return nil, fmt.Errorf("the trace clock %q does not count nanoseconds", c)
 	}
 	if forced {
-		return nil
+		return nil, nil
 	}
 	tracer, err := in.ReadFile("current_tracer")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if t := strings.TrimSpace(string(tracer)); t != "nop" && t != "function" {
-		return fmt.Errorf("the %s tracer's lines are formatted by the kernel only", t)
+		return nil, fmt.Errorf("the %s tracer's lines are formatted by the kernel only", t)
 	}
 	for _, opt := range textOptions {
 		b, err := in.ReadFile("options/" + opt.name)
@@ -92,20 +94,20 @@ func binaryUnfit(in *tracefs.Instance, o *StreamOptions, forced bool) error {
 			continue // an option this kernel lacks
 		}
 		if len(b) > 0 && b[0] != opt.def {
-			return fmt.Errorf("option %s is %c", opt.name, b[0])
+			return nil, fmt.Errorf("option %s is %c", opt.name, b[0])
 		}
 	}
 	formats, err := enabledFormats(in)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var probe stream.BinaryDecoder
 	for _, f := range formats {
 		if err := probe.Add(f); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return formats, nil
 }
 
 // currentChoice is the bracketed choice of a file like trace_clock ("local [global] counter").
@@ -118,19 +120,30 @@ func currentChoice(s string) string {
 	return strings.TrimSpace(s)
 }
 
-// enabledFormats reads the formats of the events set_event lists.
-func enabledFormats(in *tracefs.Instance) ([]*stream.Format, error) {
+// enabledEvents lists set_event: SYSTEM and EVENT of each enabled event.
+func enabledEvents(in *tracefs.Instance) ([][2]string, error) {
 	b, err := in.ReadFile("set_event")
 	if err != nil {
 		return nil, err
 	}
-	var out []*stream.Format
+	var out [][2]string
 	for _, line := range strings.Split(string(b), "\n") {
-		sys, name, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok {
-			continue
+		if sys, name, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			out = append(out, [2]string{sys, name})
 		}
-		f, err := readFormat(in, sys, name)
+	}
+	return out, nil
+}
+
+// enabledFormats reads the formats of the events set_event lists.
+func enabledFormats(in *tracefs.Instance) ([]*stream.Format, error) {
+	events, err := enabledEvents(in)
+	if err != nil {
+		return nil, err
+	}
+	var out []*stream.Format
+	for _, e := range events {
+		f, err := readFormat(in, e[0], e[1])
 		if err != nil {
 			return nil, err
 		}
@@ -148,9 +161,10 @@ func readFormat(in *tracefs.Instance, sys, name string) (*stream.Format, error) 
 }
 
 // newBinarySetup reads what the decoder needs: the page layout, ftrace's own formats, the
-// enabled events' formats, saved_cmdlines; kallsyms loads in the background (wait for it with
-// ready before decoding).
-func newBinarySetup(g *Globals, in *tracefs.Instance) (*binarySetup, error) {
+// enabled events' formats (those binaryUnfit read, or read here when it read none), the
+// options it follows; saved_cmdlines and saved_tgids are read as pids come, and kallsyms loads
+// in the background (loading, loaded, finish).
+func newBinarySetup(g *Globals, in *tracefs.Instance, formats []*stream.Format) (*binarySetup, error) {
 	hp, err := in.ReadFile("events/header_page")
 	if err != nil {
 		return nil, err
@@ -171,9 +185,10 @@ func newBinarySetup(g *Globals, in *tracefs.Instance) (*binarySetup, error) {
 			dec.Add(f)
 		}
 	}
-	formats, err := enabledFormats(in)
-	if err != nil {
-		return nil, err
+	if formats == nil {
+		if formats, err = enabledFormats(in); err != nil {
+			return nil, err
+		}
 	}
 	for _, f := range formats {
 		dec.Add(f) // an error: decoded field by field (--reader binary chose that)
@@ -272,14 +287,7 @@ func (s *binarySetup) decode(b []byte, emit stream.Emit) error {
 // findFormat looks for the event with this type ID among the enabled events and the dynamic
 // events (an event enabled after the stream started).
 func findFormat(in *tracefs.Instance, id int) *stream.Format {
-	var names [][2]string
-	if b, err := in.ReadFile("set_event"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if sys, name, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
-				names = append(names, [2]string{sys, name})
-			}
-		}
-	}
+	names, _ := enabledEvents(in)
 	if b, err := in.FS().Top().ReadFile("dynamic_events"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			head, _, _ := strings.Cut(line, " ")

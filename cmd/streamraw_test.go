@@ -171,7 +171,7 @@ func TestBinaryBacklog(t *testing.T) {
 	}
 	g := &Globals{Out: new(bytes.Buffer), Err: new(bytes.Buffer)}
 	fs := &tracefs.FS{Mount: tracefs.Mount{Path: root}}
-	s, err := newBinarySetup(g, fs.Top())
+	s, err := newBinarySetup(g, fs.Top(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
