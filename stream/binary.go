@@ -250,12 +250,12 @@ func (d *BinaryDecoder) Feed(pages []CPUPage, emit Emit) error {
 
 func (d *BinaryDecoder) emitRec(cpu int, r *rec, emit Emit) error {
 	ev := &d.ev
-	ev.reset()
 	if r.data == nil {
+		ev.reset()
 		ev.Kind, ev.CPU, ev.Lost = KindLost, cpu, r.lost
 		return emit(ev)
 	}
-	d.Decode(ev, cpu, r.ts, r.data)
+	d.Decode(ev, cpu, r.ts, r.data) // it resets ev
 	return emit(ev)
 }
 
