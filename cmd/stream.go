@@ -65,16 +65,17 @@ would (names from /proc/kallsyms, comms from saved_cmdlines), at a fraction of t
 kernel spends on text. --reader auto (the default) takes trace_pipe_raw when everything the
 trace array records prints the same that way: a clock counting nanoseconds, the nop or
 function tracer, kprobes, kretprobes, markers and stack traces, the display options at their
-defaults (print-parent, sym-offset and record-tgid it follows), and neither --raw nor --grep (both need the kernel's lines); otherwise trace_pipe.
-The summary says which it read and, with -o json --summary, why not trace_pipe_raw.
+defaults (print-parent, sym-offset and record-tgid it follows), and neither --raw nor --grep
+(both need the kernel's lines); otherwise trace_pipe. The summary says which it read and,
+with -o json --summary, why not trace_pipe_raw.
 --reader binary insists (an event it cannot format as the kernel would is shown as
 "name=value" fields); --reader text never reads trace_pipe_raw.
 
 stream only reads: it changes no tracing state. What appears is what the kernel already
 traces; turn things on first (a tracer, events, kprobes, 'ftctl filter set'). --event, --pid,
 --comm and --grep choose what is shown, here, after the kernel recorded it: the kernel still
-records everything else, and trace_pipe is a consuming read, so the events not shown are gone
-from the buffer too (for 'cat trace', and for any other reader of trace_pipe). To have the
+records everything else, and both readers consume what they read, so the events not shown are
+gone from the buffer too (for 'cat trace', and for any other reader of trace_pipe). To have the
 kernel record less, narrow the tracing itself (set_event_pid, set_ftrace_pid, filters).
 
 Trace data is untrusted: a process chooses its own comm, a probe records whatever file name it
