@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -321,6 +322,18 @@ func startGated(argv0 string, command []string, g *Globals) (*exec.Cmd, *os.File
 	}
 	r.Close()
 	return cmd, w, nil
+}
+
+// `ftctl __exec` waits and execs on the main thread, the thread group's leader.
+// An execve from another thread takes the leader's pid over, but the per-CPU pid filters of
+// tracing (set_event_pid, set_ftrace_pid) were decided at that CPU's last context switch, by the
+// thread's own pid: until its next one, the command was ignored, and a quick command (cat of a
+// small file) lost every event (the demo showed it; TestTraceCommand repeats such a command).
+// From the leader, the pid the filter was decided by is the command's.
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == "__exec" {
+		runtime.LockOSThread() // init runs on the main thread; so does main, and the gate's RunE
+	}
 }
 
 // NewCmdExecGate is the hidden helper of `ftctl trace -- COMMAND`: wait for the go-ahead on

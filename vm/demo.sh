@@ -26,6 +26,8 @@ run ftctl -B incident42 filter remove 'tcp_v4_*'
 run ftctl -B incident42 notrace show
 run ftctl -B incident42 filter clear
 
+run ftctl trace -p 'p:open do_sys_openat2 path=+0(%si):string' -o json -- cat /proc/version
+run ftctl trace -f vfs_read -f ksys_read -- head -n1 /proc/version
 run ftctl --dry-run instance remove incident42
 run ftctl instance remove incident42
 run ftctl instance list
