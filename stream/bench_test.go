@@ -22,17 +22,22 @@ func benchDecode(b *testing.B, render func(dst []byte, ev *Event) []byte) {
 	benchFeed(b, data, lines, render)
 }
 
-// benchFeed decodes data (lines lines) through render, b.N times, reporting lines per second.
-func benchFeed(b *testing.B, data []byte, lines int, render func(dst []byte, ev *Event) []byte) {
-	var d Decoder
+// sink renders each event into a reused buffer, as the stream does before each write.
+func sink(render func(dst []byte, ev *Event) []byte) Emit {
 	out := make([]byte, 0, 1<<20)
-	emit := func(ev *Event) error {
+	return func(ev *Event) error {
 		out = render(out, ev)
 		if len(out) > 1<<19 {
 			out = out[:0]
 		}
 		return nil
 	}
+}
+
+// benchFeed decodes data (lines lines) through render, b.N times, reporting lines per second.
+func benchFeed(b *testing.B, data []byte, lines int, render func(dst []byte, ev *Event) []byte) {
+	var d Decoder
+	emit := sink(render)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -134,14 +139,7 @@ func BenchmarkMarkerBinaryJSON(b *testing.B) {
 	dd := []byte("dd")
 	d.Comm = func(pid int) []byte { return dd }
 	pages := markerPages(10000)
-	out := make([]byte, 0, 1<<20)
-	emit := func(ev *Event) error {
-		out = AppendJSON(out, ev, false)
-		if len(out) > 1<<19 {
-			out = out[:0]
-		}
-		return nil
-	}
+	emit := sink(func(dst []byte, ev *Event) []byte { return AppendJSON(dst, ev, false) })
 	b.ReportAllocs()
 	for b.Loop() {
 		for i := 0; i < len(pages); i += 32 { // in read-ahead chunks of 32 pages

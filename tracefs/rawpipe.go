@@ -34,6 +34,7 @@ type RawPipe struct {
 	mu       sync.Mutex
 	fds      []int
 	cpus     []int
+	pollFDs  []unix.PollFd
 	readSome bool
 	eof      bool
 }
@@ -176,13 +177,14 @@ func RawPages(b []byte, f func(cpu int, page []byte)) {
 
 // wait blocks until a CPU's buffer is past buffer_percent, the pipe is signalled, or rawWait.
 func (p *RawPipe) wait() error {
-	fds := make([]unix.PollFd, 0, len(p.fds)+1)
-	for _, fd := range p.fds {
-		fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+	if p.pollFDs == nil { // every CPU's file and the eventfd, made once
+		for _, fd := range p.fds {
+			p.pollFDs = append(p.pollFDs, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+		}
+		p.pollFDs = append(p.pollFDs, unix.PollFd{Fd: int32(p.wake), Events: unix.POLLIN})
 	}
-	fds = append(fds, unix.PollFd{Fd: int32(p.wake), Events: unix.POLLIN})
 	for {
-		_, err := unix.Poll(fds, rawWait)
+		_, err := unix.Poll(p.pollFDs, rawWait)
 		if err == unix.EINTR {
 			continue
 		}
