@@ -29,11 +29,13 @@ var ManSections = []DocSection{
 // together there.
 const AnnotationJSON = "ftctl/json"
 
-// Environment lists the environment variables ftctl reads: FTCTL_TRACEFS in Globals.FS,
+// Environment lists the environment variables ftctl reads: FTCTL_TRACEFS and FTCTL_KALLSYMS in Globals.FS,
 // FTCTL_TIMING in applyChanges, FTCTL_ACTIVE_HELP in cobra's completion.
 var Environment = []DocItem{
 	{"FTCTL_TRACEFS", "The tracing directory to use when `--tracefs` is not given, instead of " +
 		"looking for tracefs in /proc/self/mountinfo."},
+	{"FTCTL_KALLSYMS", "A copy of /proc/kallsyms to name code addresses by in the stream's binary " +
+		"reader, instead of the running kernel's own (e.g. the host's, from a container that cannot read it)."},
 	{"FTCTL_TIMING", "When not empty, filter commands print how long each phase took (reading " +
 		"the index and the list, planning, writing, verifying) on stderr."},
 	{"FTCTL_ACTIVE_HELP", "Set to 0 to hide the notes that shell completion prints below the " +
@@ -53,4 +55,7 @@ var Files = []DocItem{
 	{"/proc/modules", "Compared before a filter is written: a module loaded or unloaded since the " +
 		"function index was read makes ftctl plan again."},
 	{"/sys/kernel/security/lockdown", "The lockdown level, to explain an EPERM from tracefs."},
+	{"/proc/kallsyms", "The kernel's symbols, by which the binary reader of the stream prints code " +
+		"addresses (FTCTL_KALLSYMS names another copy)."},
+	{"/proc/self/task", "ftctl's own threads, whose events the stream leaves out."},
 }

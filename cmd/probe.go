@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ftctl/ftctl/probes"
+	"github.com/ftctl/ftctl/session"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -309,8 +310,9 @@ must be named with its group. Each probe is first disabled in every trace array 
 enabled (the kernel refuses to delete an enabled probe), then deleted with "-:GROUP/EVENT".
 A probe that does not exist (any more) is reported and counts as removed.
 
---all-owned removes the probes of group ftctl and those of ftctl trace sessions whose process
-is gone (groups ftctl_PID); a live session's probes are left to it.`,
+--all-owned removes the probes of group ftctl and those of ftctl sessions that are gone (groups
+ftctl_PID_ID whose instance ftctl-PID-ID is gone); a session whose instance exists may be
+running, so its probes are left to it ('ftctl reset' tells, and removes both when it is not).`,
 		Example: `  sudo ftctl probe remove myopen
   sudo ftctl probe remove kprobes/theirs      # another group: only when named
   sudo ftctl probe remove --all-owned`,
@@ -329,12 +331,12 @@ is gone (groups ftctl_PID); a live session's probes are left to it.`,
 			if allOwned {
 				seen := map[string]bool{}
 				for _, p := range list {
-					if seen[p.Name()] || !tracefs.OwnedGroup(p.Group) {
+					if seen[p.Name()] || !session.OwnedGroup(p.Group) {
 						continue
 					}
 					seen[p.Name()] = true
-					if p.Group != probes.DefaultGroup && sessionAlive(p.Group) {
-						g.Notice("leaving %s: its trace session (pid %s) is running", safe(p.Name()), strings.TrimPrefix(p.Group, "ftctl_"))
+					if session.GroupAlive(m.FS, p.Group) {
+						g.Notice("leaving %s: its session's instance exists, so the session may be running ('ftctl reset' removes both if it is not)", safe(p.Name()))
 						continue
 					}
 					targets = append(targets, probeTarget{p.Group, p.Event})
@@ -486,10 +488,4 @@ func lockedProbes(ctx context.Context, g *Globals) (*probes.Manager, []probes.Pr
 		return nil, nil, nil, err
 	}
 	return m, list, func() { lock.Unlock() }, nil
-}
-
-// sessionAlive says whether the trace session owning group ftctl_PID is still running.
-func sessionAlive(group string) bool {
-	pid := strings.TrimPrefix(group, "ftctl_")
-	return tracefs.ProcessAlive(pid)
 }

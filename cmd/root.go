@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ftctl/ftctl/filters"
+	"github.com/ftctl/ftctl/session"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -62,6 +63,7 @@ func (g *Globals) FS() (*tracefs.FS, error) {
 	if err != nil {
 		return nil, err
 	}
+	fs.KallsymsFile = os.Getenv("FTCTL_KALLSYMS")
 	if g.DryRun {
 		// The plan is the output of a dry run, except with -o json, where stdout is one JSON
 		// document for scripts and the plan goes to stderr.
@@ -190,8 +192,7 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 		NewCmdProbe(g),
 		NewCmdTrace(g, nil),
 		NewCmdTUI(g, nil),
-		NewCmdReset(g),
-		NewCmdExecGate(),
+		NewCmdReset(g, nil),
 	)
 	return root
 }
@@ -212,6 +213,9 @@ func version() string {
 
 // Main runs ftctl with the process's arguments and returns its exit code.
 func Main() int {
+	if len(os.Args) > 1 && os.Args[1] == session.GateArg { // ftctl trace -- COMMAND's gate
+		return session.Gate(os.Args[2:])
+	}
 	return Run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }
 

@@ -31,6 +31,8 @@ type StreamOptions struct {
 	Raw      bool          // --raw
 	Summary  bool          // --summary: the final summary also on stdout
 	Reader   string        // --reader: auto, text (trace_pipe) or binary (trace_pipe_raw)
+	// IncludeSelf: --include-self, show the events of ftctl's own threads
+	IncludeSelf bool
 
 	Color bool             // colour the text output (a terminal, and NO_COLOR unset)
 	Now   func() time.Time // the clock, for the summary's duration
@@ -47,7 +49,7 @@ string printed) or ` + "`text`" + ` when the arguments could not be split; or ` 
 frames); or ` + "`type`" + ` (entry, exit, call), ` + "`func`, `depth`, `duration_us`, `comment`" + ` for
 function_graph; or ` + "`text`" + `. LOST lines give ` + "`{\"event\":\"lost\",\"cpu\":N,\"lost\":M}`" + ` (M null when the
 kernel did not count). --raw adds ` + "`raw`" + `, the line as read. --summary ends the stream with
-` + "`{\"event\":\"summary\", \"lines\", \"events\", \"shown\", \"raw\", \"seconds\", \"end\", \"reader\" (trace_pipe or trace_pipe_raw), \"reader_why\" (why not trace_pipe_raw, with --reader auto), \"lost_reported\", \"lost_uncounted\", \"overrun\", \"dropped\", \"cpus\": [{\"cpu\", \"overrun\", \"dropped\", \"reported\"}]}`" + `.
+` + "`{\"event\":\"summary\", \"lines\", \"events\", \"shown\", \"raw\", \"own\" (events of ftctl's own threads left out), \"seconds\", \"end\", \"reader\" (trace_pipe or trace_pipe_raw), \"reader_why\" (why not trace_pipe_raw, with --reader auto), \"lost_reported\", \"lost_uncounted\", \"overrun\", \"dropped\", \"cpus\": [{\"cpu\", \"overrun\", \"dropped\", \"reported\"}]}`" + `.
 Strings are valid UTF-8 (invalid bytes become U+FFFD) with every control character escaped.`
 
 // NewCmdStream builds `ftctl stream`. runF replaces the run function in tests.
@@ -65,11 +67,17 @@ would (names from /proc/kallsyms, comms from saved_cmdlines), at a fraction of t
 kernel spends on text. --reader auto (the default) takes trace_pipe_raw when everything the
 trace array records prints the same that way: a clock counting nanoseconds, the nop or
 function tracer, kprobes, kretprobes, markers and stack traces, the display options at their
-defaults (print-parent, sym-offset and record-tgid it follows), and neither --raw nor --grep
-(both need the kernel's lines); otherwise trace_pipe. The summary says which it read and,
+defaults (print-parent, sym-offset and record-tgid it follows), and no --raw (which shows the
+kernel's lines); otherwise trace_pipe. The summary says which it read and,
 with -o json --summary, why not trace_pipe_raw.
 --reader binary insists (an event it cannot format as the kernel would is shown as
 "name=value" fields); --reader text never reads trace_pipe_raw.
+
+ftctl's own events are left out: every read of the ring buffer is a read(2) like any other,
+and under a filter on read paths (vfs_read, a kprobe on do_sys_openat2) ftctl would mostly see
+itself. Each of its threads has a pid of its own; an event of any of them is dropped as it is
+decoded and counted in the summary ("own"). --include-self shows them, as trace-cmd's
+--no-filter does.
 
 stream only reads: it changes no tracing state. What appears is what the kernel already
 traces; turn things on first (a tracer, events, kprobes, 'ftctl filter set'). --event, --pid,
@@ -118,11 +126,12 @@ printed: events past --count that were already read are consumed without being s
 	f.StringArrayVar(&opts.Events, "event", nil, "show only events whose name matches `NAME|GLOB` (function, marker, a probe's or tracepoint's name, stack, graph...; SYSTEM:NAME accepted, the system is not compared); repeatable")
 	f.IntVar(&opts.PID, "pid", 0, "show only events of this `PID` (the thread's, or its process's with the record-tgid option)")
 	f.StringVar(&opts.Comm, "comm", "", "show only events of processes whose comm matches `NAME|GLOB`")
-	f.StringVar(&opts.Grep, "grep", "", "show only events whose line, as the kernel printed it, matches `REGEXP` (Go syntax)")
+	f.StringVar(&opts.Grep, "grep", "", "show only events whose text line, as ftctl prints it (escaped, no colour), matches `REGEXP` (Go syntax)")
 	f.IntVar(&opts.Count, "count", 0, "stop after `N` events shown (0: no limit)")
 	f.DurationVar(&opts.Duration, "duration", 0, "stop after `D` (e.g. 30s, 5m; 0: no limit)")
 	f.BoolVar(&opts.Raw, "raw", false, "text: print the kernel's lines as they are (still escaped); JSON: add each line as \"raw\"")
 	f.StringVar(&opts.Reader, "reader", "auto", "`HOW` to read the ring buffer: text (trace_pipe, formatted by the kernel), binary (per-CPU trace_pipe_raw, formatted by ftctl: less CPU per event), auto (binary when it prints the same)")
+	f.BoolVar(&opts.IncludeSelf, "include-self", false, "also show the events of ftctl's own threads (left out by default)")
 	f.BoolVar(&opts.Summary, "summary", false, "also print the end-of-stream summary on stdout (with -o json: as the last object)")
 	registerFlagCompletion(c, "event", completeEventNames(g))
 	registerFlagCompletion(c, "reader", cobra.FixedCompletions([]cobra.Completion{"auto", "text", "binary"}, noFiles))
@@ -152,7 +161,7 @@ func (o *StreamOptions) filter() (stream.Filter, error) {
 		return f, InvalidInput(err)
 	}
 	switch {
-	case o.Reader != "auto" && o.Reader != "text" && o.Reader != "binary":
+	case o.Reader != stream.ReaderAuto && o.Reader != stream.ReaderText && o.Reader != stream.ReaderBinary:
 		return f, InvalidInput(fmt.Errorf("--reader must be auto, text or binary, not %q", o.Reader))
 	case o.HasPID && o.PID < 0:
 		return f, InvalidInput(fmt.Errorf("--pid must not be negative"))
@@ -163,9 +172,6 @@ func (o *StreamOptions) filter() (stream.Filter, error) {
 	}
 	return f, nil
 }
-
-// errCountReached stops the decoding once --count events were shown.
-var errCountReached = errors.New("count reached")
 
 func streamRun(ctx context.Context, o *StreamOptions) error {
 	g := o.G
@@ -178,257 +184,35 @@ func streamRun(ctx context.Context, o *StreamOptions) error {
 		return err
 	}
 	warnIfIdle(g, in)
-	return streamPipe(ctx, o, in, filter)
+	so := stream.Options{Reader: o.Reader, Duration: o.Duration, IncludeSelf: o.IncludeSelf}
+	if o.Raw {
+		so.Lines = "--raw prints the kernel's lines, which only trace_pipe has"
+	}
+	out := stream.Output{W: g.Out, JSON: g.JSON(), Text: stream.TextOptions{Color: o.Color && !g.JSON(), Raw: o.Raw},
+		Filter: filter, Count: o.Count}
+	return printStream(ctx, g, in, so, out, o.Summary)
 }
 
-// chooseReader decides between trace_pipe and trace_pipe_raw (--reader), and reads what the
-// binary reader needs. nil: trace_pipe.
-func chooseReader(o *StreamOptions, in *tracefs.Instance, sum *stream.Summary) (*binarySetup, error) {
-	sum.Reader = "trace_pipe"
-	if o.Reader == "text" {
-		return nil, nil
-	}
-	forced := o.Reader == "binary"
-	formats, err := binaryUnfit(in, o, forced)
+// printStream streams the trace array in through the stream engine to out, then prints the
+// loss summary (with summary, on stdout too). An interruption returns ctx's error (exit 130)
+// after the summary; a stream ended by a stream.EndCause returns nil.
+func printStream(ctx context.Context, g *Globals, in *tracefs.Instance, so stream.Options, out stream.Output, summary bool) error {
+	so.Notice = g.Notice
+	src, err := stream.Open(ctx, in, so)
 	if err != nil {
-		if forced {
-			return nil, InvalidInput(fmt.Errorf("--reader binary: %w", err))
+		if errors.Is(err, stream.ErrReader) {
+			return InvalidInput(err)
 		}
-		sum.ReaderWhy = err.Error()
-		return nil, nil
-	}
-	s, err := newBinarySetup(o.G, in, formats)
-	if err != nil {
-		if forced {
-			return nil, err
-		}
-		sum.ReaderWhy = err.Error()
-		return nil, nil
-	}
-	sum.Reader = "trace_pipe_raw"
-	return s, nil
-}
-
-// endCause, as the cause of a cancelled context (context.WithCancelCause), ends a stream
-// normally and names why; any other cancellation is an interruption (exit 130).
-type endCause string
-
-func (e endCause) Error() string { return string(e) }
-
-// streamPipe streams an instance's trace_pipe with o's output options until o.Count,
-// o.Duration, the kernel's end of file or ctx ends it, then prints the loss summary.
-func streamPipe(ctx context.Context, o *StreamOptions, in *tracefs.Instance, filter stream.Filter) error {
-	g := o.G
-	before, _ := in.CPUStats()
-	sum := stream.NewSummary(before)
-
-	runCtx := ctx
-	if o.Duration > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, o.Duration)
-		defer cancel()
-	}
-	bin, err := chooseReader(o, in, sum)
-	if err != nil {
 		return err
 	}
-	var pipe chunkReader
-	if bin != nil {
-		pipe, err = in.OpenRawPipe(runCtx)
-		if err != nil && o.Reader != "binary" {
-			sum.Reader, sum.ReaderWhy, bin = "trace_pipe", err.Error(), nil
+	defer src.Close()
+	sum, err := stream.Copy(src, out)
+	if sum != nil {
+		if perr := printSummary(g, summary, sum); perr != nil {
+			return perr
 		}
 	}
-	if bin == nil {
-		pipe, err = in.OpenPipe(runCtx)
-	}
-	if err != nil {
-		return err
-	}
-	defer pipe.Close()
-	start := o.Now()
-
-	out := make([]byte, 0, 256<<10)
-	textOpts := stream.TextOptions{Color: o.Color && !g.JSON(), Raw: o.Raw}
-	shown := 0
-	emit := func(ev *stream.Event) error {
-		ok := filter.Match(ev)
-		sum.Count(ev, ok)
-		if !ok {
-			return nil
-		}
-		if g.JSON() {
-			out = stream.AppendJSON(out, ev, o.Raw)
-		} else {
-			out = stream.AppendText(out, ev, textOpts)
-		}
-		if ev.Kind != stream.KindLost {
-			shown++
-			if o.Count > 0 && shown >= o.Count {
-				return errCountReached
-			}
-		}
-		return nil
-	}
-	var dec stream.Decoder
-	ra := startReadAhead(pipe)
-	defer ra.stop()
-	end := ""
-	for end == "" {
-		var c readChunk
-		var derr error
-		if loading := bin.loading(); loading != nil {
-			// kallsyms is loading: chunks wait in the backlog, the reads go on
-			select {
-			case err := <-loading:
-				derr = bin.loaded(err, emit)
-				c.b = c.b[:0]
-			case c = <-ra.full:
-				if c.b == nil && c.err == nil {
-					c.err = tracefs.ErrPipeClosed
-				}
-			}
-		} else {
-			c = ra.next()
-		}
-		rerr := c.err
-		if err := runCtx.Err(); err != nil && rerr == nil {
-			// Interrupted, or --duration is over: what was read ahead is not decoded.
-			c.b, rerr = c.b[:0], err
-		}
-		switch {
-		case derr != nil:
-		case bin != nil:
-			derr = bin.feed(c.b, emit)
-			if derr == nil && errors.Is(rerr, io.EOF) {
-				derr = bin.finish(runCtx, emit) // the backlog, once kallsyms is in
-			}
-		default:
-			// The kernel prints an entry (a stack trace with all its frames too) within one
-			// read: whatever is pending after a read is complete.
-			derr = dec.Feed(c.b, emit)
-			if derr == nil {
-				derr = dec.Flush(emit)
-			}
-		}
-		if c.b != nil {
-			ra.release(c.b)
-		}
-		if len(out) > 0 {
-			if _, err := g.Out.Write(out); err != nil {
-				return err // EPIPE (| head) ends quietly with exit 0: see Run
-			}
-			out = out[:0]
-		}
-		if derr != nil && runCtx.Err() != nil && errors.Is(derr, runCtx.Err()) {
-			derr, rerr = nil, derr // interrupted (or out of time) while waiting for kallsyms
-		}
-		switch {
-		case errors.Is(derr, errCountReached):
-			end = "count"
-		case derr != nil:
-			return derr
-		case rerr == nil:
-		case ctx.Err() != nil: // before EOF: a cancelled reader may also see the end of file
-			end = "interrupted"
-			var ec endCause
-			if errors.As(context.Cause(ctx), &ec) {
-				end = string(ec)
-			}
-		case errors.Is(rerr, io.EOF):
-			end = "eof"
-		case errors.Is(rerr, context.DeadlineExceeded):
-			end = "duration"
-		default:
-			return rerr
-		}
-	}
-	ra.stop()
-	after, _ := in.CPUStats()
-	sum.Finish(after, o.Now().Sub(start).Seconds(), end)
-	if err := printSummary(g, o, sum); err != nil {
-		return err
-	}
-	if end == "interrupted" {
-		return ctx.Err() // exit 130
-	}
-	if ctx.Err() != nil {
-		return context.Cause(ctx) // an endCause: the caller knows it
-	}
-	return nil
-}
-
-// readAhead reads trace_pipe in a goroutine of its own while the caller parses and prints what
-// was read before: the kernel formats the next lines while ftctl formats the last ones, so with
-// a CPU to spare ftctl reads trace_pipe about as fast as cat does (BENCHMARKS.md, "Stream"). It hands out its few buffers in order; the goroutine ends when the pipe
-// does, and stop waits for it.
-type readAhead struct {
-	pipe chunkReader
-	free chan []byte    // buffers to read into
-	full chan readChunk // what was read, in order; closed when the goroutine ends
-}
-
-// readChunk is one Read: its bytes and its error (the last chunk has one).
-type readChunk struct {
-	b   []byte
-	err error
-}
-
-// readAheadBuffers and readAheadSize: the kernel returns at most a page per read(2); a chunk
-// gathers up to readAheadSize of them.
-const (
-	readAheadBuffers = 3
-	readAheadSize    = 128 << 10
-)
-
-// chunkReader is tracefs.Pipe or tracefs.RawPipe.
-type chunkReader interface {
-	Read([]byte) (int, error)
-	Close() error
-}
-
-func startReadAhead(p chunkReader) *readAhead {
-	r := &readAhead{pipe: p, free: make(chan []byte, readAheadBuffers), full: make(chan readChunk, readAheadBuffers)}
-	for range readAheadBuffers {
-		r.free <- make([]byte, readAheadSize)
-	}
-	go r.run()
-	return r
-}
-
-func (r *readAhead) run() {
-	defer close(r.full)
-	for b := range r.free {
-		n, err := r.pipe.Read(b[:cap(b)])
-		r.full <- readChunk{b[:n], err} // never blocks: full holds as many as there are buffers
-		if err != nil {
-			return
-		}
-	}
-}
-
-// next waits for the next chunk. Give its buffer back with release once done with it.
-func (r *readAhead) next() readChunk {
-	c, ok := <-r.full
-	if !ok {
-		return readChunk{err: tracefs.ErrPipeClosed}
-	}
-	return c
-}
-
-func (r *readAhead) release(b []byte) { r.free <- b }
-
-// stop closes the pipe (a Read in progress returns), ends the goroutine and waits for it; what
-// it read meanwhile is dropped. Calling it again does nothing.
-func (r *readAhead) stop() {
-	if r.free == nil {
-		return
-	}
-	r.pipe.Close()
-	close(r.free)
-	for range r.full {
-	}
-	r.free = nil
+	return err // EPIPE (| head) ends quietly with exit 0: see Run
 }
 
 // warnIfIdle says on stderr when nothing will come: tracing off, or nothing enabled.
@@ -445,11 +229,11 @@ func warnIfIdle(g *Globals, in *tracefs.Instance) {
 
 // printSummary prints the end-of-stream summary: on stderr for people (unless -q, and then
 // still when events were lost), and with --summary on stdout too.
-func printSummary(g *Globals, o *StreamOptions, sum *stream.Summary) error {
+func printSummary(g *Globals, summary bool, sum *stream.Summary) error {
 	if !g.Quiet || sum.Lost() {
 		fmt.Fprintf(g.Err, "ftctl: stream: %s\n", sum)
 	}
-	if !o.Summary {
+	if !summary {
 		return nil
 	}
 	if g.JSON() {

@@ -7,9 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,9 +31,11 @@ type TraceOptions struct {
 	Duration time.Duration
 	Count    int
 	Command  []string
+	// IncludeSelf: --include-self, show the events of ftctl's own threads
+	IncludeSelf bool
 }
 
-const errCommandExited = endCause("the command exited")
+const errCommandExited = stream.EndCause("the command exited")
 
 // CommandExit carries the exit status of the command `ftctl trace -- COMMAND` ran: ftctl
 // exits with it.
@@ -103,126 +103,160 @@ ready, so its first calls are seen), stops when it exits, and exits with its sta
 	f.IntSliceVar(&opts.PID, "pid", nil, "trace only these processes and their children")
 	f.DurationVar(&opts.Duration, "duration", 0, "end the session after this long (e.g. 30s)")
 	f.IntVar(&opts.Count, "count", 0, "end the session after N events")
+	f.BoolVar(&opts.IncludeSelf, "include-self", false, "also show the events of ftctl's own threads (left out by default)")
 	return c
 }
 
 func traceRun(ctx context.Context, opts *TraceOptions) error {
 	g := opts.G
-	if g.Instance != "" {
-		return InvalidInput(errors.New("ftctl trace runs in its own instance; -B is not for trace"))
-	}
-	if opts.Duration < 0 || opts.Count < 0 {
-		return InvalidInput(errors.New("--duration and --count must not be negative"))
-	}
-	spec := session.Spec{Probes: opts.Probes, Events: opts.Events, Tracer: opts.Tracer, PIDs: opts.PID}
-	for _, p := range opts.PID {
-		if p <= 0 {
-			return InvalidInput(fmt.Errorf("--pid %d: not a process id", p))
-		}
-	}
-	var err error
-	if spec.Filters, err = compileAll(opts.Filters); err != nil {
+	spec, argv0, err := opts.spec()
+	if err != nil {
 		return err
-	}
-	if spec.Notrace, err = compileAll(opts.Notrace); err != nil {
-		return err
-	}
-	var argv0 string
-	if len(opts.Command) > 0 {
-		if argv0, err = exec.LookPath(opts.Command[0]); err != nil {
-			return InvalidInput(fmt.Errorf("cannot run %q: %w", opts.Command[0], err))
-		}
 	}
 	fs, err := g.FS()
 	if err != nil {
 		return err
 	}
-	s, err := session.New(fs, os.Getpid(), spec)
+	s, err := session.New(fs, session.NewID(os.Getpid()), spec)
 	if err != nil {
 		return sessionError(err)
 	}
 	s.Notice = g.Notice
-	if left, err := session.Leftovers(fs); err == nil && len(left) > 0 {
-		var what []string
-		for _, l := range left {
-			if l.Instance != "" {
-				what = append(what, "instance "+l.Instance)
-			}
-			if l.Group != "" {
-				what = append(what, "probe group "+l.Group)
-			}
-		}
-		g.Notice("leftovers of %s whose process is gone: %s; 'ftctl reset' removes them",
-			plural(len(left), "ftctl session"), safe(strings.Join(what, ", ")))
-	}
+	noticeLeftovers(g, fs, s.ID)
 	if g.DryRun {
 		return InvalidInput(errors.New("ftctl trace has no --dry-run: everything it sets up lives in its own instance and is removed at the end"))
 	}
+	// The command starts first, held at its gate: forked before ftctl's own threads are
+	// excluded from the instance (a fork of an excluded thread would be excluded too), and
+	// traced from its first instruction.
+	var command *session.Command
+	if argv0 != "" {
+		stdout := io.Writer(os.Stdout)
+		if f, ok := g.Out.(*os.File); ok {
+			stdout = f
+		}
+		if command, err = session.StartCommand(argv0, opts.Command, os.Stdin, stdout, os.Stderr); err != nil {
+			return err
+		}
+		s.TraceCommand(command.PID())
+	}
+	if err := traceSetup(ctx, g, s); err != nil {
+		if command != nil {
+			command.Abort()
+		}
+		return err
+	}
+	defer traceTeardown(g, fs, s)
+	if err := s.Begin(); err != nil {
+		if command != nil {
+			command.Abort()
+		}
+		return err
+	}
+	return traceStream(ctx, g, opts, s, command)
+}
 
-	// Set up under the lock; stream without it (other ftctl writers may work meanwhile);
-	// tear down under it if it can be had, and in any case.
+// spec checks the options and turns them into a session spec (exit 2 for a mistake), with the
+// command's resolved path.
+func (opts *TraceOptions) spec() (spec session.Spec, argv0 string, err error) {
+	g := opts.G
+	if g.Instance != "" {
+		return spec, "", InvalidInput(errors.New("ftctl trace runs in its own instance; -B is not for trace"))
+	}
+	if opts.Duration < 0 || opts.Count < 0 {
+		return spec, "", InvalidInput(errors.New("--duration and --count must not be negative"))
+	}
+	spec = session.Spec{Probes: opts.Probes, Events: opts.Events, Tracer: opts.Tracer, PIDs: opts.PID}
+	for _, p := range opts.PID {
+		if p <= 0 {
+			return spec, "", InvalidInput(fmt.Errorf("--pid %d: not a process id", p))
+		}
+	}
+	if spec.Filters, err = compileAll(opts.Filters); err != nil {
+		return spec, "", err
+	}
+	if spec.Notrace, err = compileAll(opts.Notrace); err != nil {
+		return spec, "", err
+	}
+	if len(opts.Command) > 0 {
+		if argv0, err = exec.LookPath(opts.Command[0]); err != nil {
+			return spec, "", InvalidInput(fmt.Errorf("cannot run %q: %w", opts.Command[0], err))
+		}
+	}
+	return spec, argv0, nil
+}
+
+// noticeLeftovers says when other sessions' instances or probes are around.
+func noticeLeftovers(g *Globals, fs *tracefs.FS, self session.ID) {
+	left, err := session.Leftovers(fs, self)
+	if err != nil || len(left) == 0 {
+		return
+	}
+	var what []string
+	for _, l := range left {
+		if l.Instance != "" {
+			what = append(what, "instance "+l.Instance)
+		}
+		if l.Group != "" {
+			what = append(what, "probe group "+l.Group)
+		}
+	}
+	g.Notice("instances or probes of %s (running or left behind): %s; 'ftctl reset' removes those whose session is gone",
+		plural(len(left), "other ftctl session"), safe(strings.Join(what, ", ")))
+}
+
+// traceSetup sets the session up under the lock. The setup is never half-interrupted: a signal
+// during it ends the session right after.
+func traceSetup(ctx context.Context, g *Globals, s *session.Session) error {
 	_, lock, err := g.BeginWrite(ctx)
 	if err != nil {
 		return err
 	}
-	// The setup must not be half-interrupted: a signal during it ends the session right after.
-	setupErr := s.Start(context.WithoutCancel(ctx))
+	err = s.Start(context.WithoutCancel(ctx))
 	lock.Unlock()
-	if setupErr != nil {
-		return sessionError(setupErr)
+	if err != nil {
+		return sessionError(err)
 	}
-	defer func() {
-		if l, err := fs.Lock(context.Background(), 2*time.Second, nil); err == nil {
-			defer l.Unlock()
-		}
-		for _, e := range s.Teardown() {
-			fmt.Fprintf(g.Err, "ftctl: teardown: %v\n", e)
-		}
-	}()
 	for _, p := range s.Probes {
 		g.Notice("probe %s/%s", s.Group, p)
 	}
+	return nil
+}
 
-	var child *exec.Cmd
-	var gate *os.File
-	if argv0 != "" {
-		child, gate, err = startGated(argv0, opts.Command, g)
-		if err != nil {
-			return err
-		}
-		if err := s.SetPIDs([]int{child.Process.Pid}); err != nil {
-			child.Process.Kill()
-			child.Wait()
-			return err
-		}
+// traceTeardown tears the session down, under the lock if it can be had within 2 s, and in any
+// case; what failed is said.
+func traceTeardown(g *Globals, fs *tracefs.FS, s *session.Session) {
+	if l, err := fs.Lock(context.Background(), 2*time.Second, nil); err == nil {
+		defer l.Unlock()
 	}
-	if err := s.Begin(); err != nil {
-		if child != nil {
-			child.Process.Kill()
-			child.Wait()
-		}
-		return err
+	for _, e := range s.Teardown() {
+		fmt.Fprintf(g.Err, "ftctl: teardown: %v\n", e)
 	}
+}
 
+// traceStream streams the session's instance until the session ends (--duration, --count,
+// the command's exit, a signal, stdout closed), then ends the command if it still runs, and
+// returns what ftctl exits with: the command's status when there is one.
+func traceStream(ctx context.Context, g *Globals, opts *TraceOptions, s *session.Session, command *session.Command) error {
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	so := &StreamOptions{G: g, Count: opts.Count, Duration: opts.Duration, Color: colorFor(g.Out), Now: time.Now}
-	childDone := make(chan error, 1)
-	if child != nil {
-		gate.Write([]byte{1}) // let it exec
-		gate.Close()
-		go func() { childDone <- child.Wait() }()
+	so := stream.Options{Duration: opts.Duration, IncludeSelf: opts.IncludeSelf}
+	out := stream.Output{W: g.Out, JSON: g.JSON(), Text: stream.TextOptions{Color: colorFor(g.Out) && !g.JSON()}, Count: opts.Count}
+	var commandDone <-chan error
+	if command != nil {
+		command.Release()
+		commandDone = command.Done()
 	}
 	streamDone := make(chan error, 1)
-	go func() { streamDone <- streamPipe(sctx, so, s.Instance, stream.Filter{}) }()
+	go func() { streamDone <- printStream(sctx, g, s.Instance, so, out, false) }()
 
-	var childErr error
-	childExited := false
+	var err, commandErr error
+	commandEnded := false
 	select {
 	case err = <-streamDone:
-	case childErr = <-childDone:
-		childExited = true
-		// With tracing off, the kernel ends trace_pipe once what was recorded has been read
+	case commandErr = <-commandDone:
+		commandEnded = true
+		// With tracing off, the kernel ends the stream once what was recorded has been read
 		// (if anything was read at all: else the reader is told after 2 s).
 		s.Instance.Write("tracing_on", "0")
 		select {
@@ -232,38 +266,24 @@ func traceRun(ctx context.Context, opts *TraceOptions) error {
 			err = <-streamDone
 		}
 	}
-	if child != nil && !childExited {
+	if command != nil && !commandEnded {
 		// The session ended first (Ctrl-C, --duration, --count, stdout closed): the command
 		// gets SIGINT (if the terminal has not sent it already), then SIGKILL after 2 s.
-		child.Process.Signal(os.Interrupt)
-		select {
-		case childErr = <-childDone:
-		case <-time.After(2 * time.Second):
-			child.Process.Kill()
-			childErr = <-childDone
-		}
-		childExited = true
+		commandErr = command.Stop(2 * time.Second)
 	}
 	switch {
 	case ctx.Err() != nil:
 		return ErrInterrupted
-	case err != nil && !errors.Is(err, errCommandExited):
+	case err != nil:
 		return err
 	}
-	if child != nil {
-		var ee *exec.ExitError
-		if errors.As(childErr, &ee) {
-			code := ee.ExitCode()
-			if code < 0 { // killed by a signal
-				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-					code = 128 + int(ws.Signal())
-				}
-			}
-			if code != 0 {
-				return &CommandExit{Code: code}
-			}
-		} else if childErr != nil {
-			return childErr
+	if command != nil {
+		code, ok := session.ExitStatus(commandErr)
+		switch {
+		case !ok:
+			return commandErr
+		case code != 0:
+			return &CommandExit{Code: code}
 		}
 	}
 	return nil
@@ -295,171 +315,6 @@ func sessionError(err error) error {
 		return InvalidInput(syntaxError(err))
 	}
 	return err
-}
-
-// startGated starts COMMAND held before its exec: `ftctl __exec` waits for one byte on fd 3,
-// so that ftctl can point set_ftrace_pid at the pid before the command runs a single
-// instruction of its own.
-func startGated(argv0 string, command []string, g *Globals) (*exec.Cmd, *os.File, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, nil, err
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, nil, err
-	}
-	cmd := exec.Command(self, append([]string{"__exec", "--", argv0}, command[1:]...)...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if f, ok := g.Out.(*os.File); ok {
-		cmd.Stdout = f
-	}
-	cmd.ExtraFiles = []*os.File{r}
-	if err := cmd.Start(); err != nil {
-		r.Close()
-		w.Close()
-		return nil, nil, err
-	}
-	r.Close()
-	return cmd, w, nil
-}
-
-// `ftctl __exec` waits and execs on the main thread, the thread group's leader.
-// An execve from another thread takes the leader's pid over, but the per-CPU pid filters of
-// tracing (set_event_pid, set_ftrace_pid) were decided at that CPU's last context switch, by the
-// thread's own pid: until its next one, the command was ignored, and a quick command (cat of a
-// small file) lost every event (the demo showed it; TestTraceCommand repeats such a command).
-// From the leader, the pid the filter was decided by is the command's.
-func init() {
-	if len(os.Args) > 1 && os.Args[1] == "__exec" {
-		runtime.LockOSThread() // init runs on the main thread; so does main, and the gate's RunE
-	}
-}
-
-// NewCmdExecGate is the hidden helper of `ftctl trace -- COMMAND`: wait for the go-ahead on
-// fd 3, then exec the command in place (same pid). No go-ahead (ftctl died): exit 127.
-func NewCmdExecGate() *cobra.Command {
-	return &cobra.Command{
-		Use:    "__exec -- PATH ARGS...",
-		Short:  "internal: the gate ftctl trace starts a traced command through",
-		Hidden: true,
-		Args:   cobra.MinimumNArgs(1),
-		RunE: func(c *cobra.Command, a []string) error {
-			gate := os.NewFile(3, "gate")
-			var b [1]byte
-			if n, _ := io.ReadFull(gate, b[:]); n != 1 {
-				os.Exit(127)
-			}
-			gate.Close()
-			argv := append([]string{a[0]}, a[1:]...)
-			err := syscall.Exec(a[0], argv, os.Environ())
-			fmt.Fprintf(os.Stderr, "ftctl: exec %s: %v\n", a[0], err)
-			os.Exit(127)
-			return nil
-		},
-	}
-}
-
-const resetJSON = `Without --all, one object: "removed", an array with one object per dead session whose
-leftovers were removed (or would be, with --dry-run): "pid", "instance" (ftctl-PID), "group"
-(ftctl_PID) and "probes" (its event names); instance or group is absent when that part was
-already gone.`
-
-// NewCmdReset builds `ftctl reset`.
-func NewCmdReset(g *Globals) *cobra.Command {
-	var all, yes bool
-	c := &cobra.Command{
-		Use:   "reset",
-		Short: "Remove what dead ftctl sessions left behind (--all: everything, to boot defaults)",
-		Long: `Without --all, remove only the leftovers of ftctl trace sessions whose process is gone
-(killed with SIGKILL, say): their instances ftctl-PID and probe groups ftctl_PID, saying what
-it removes. Running sessions, other users' probes and instances, and the top level are not
-touched. 'trace-cmd reset' by contrast wipes every kprobe on the system.
-
-With --all, return the whole tracing state to boot defaults: every instance removed, every
-kprobe and uprobe removed (each disabled first), the top-level tracer, function filters,
-notrace/graph/pid lists, events, event filters and triggers cleared, the buffer emptied,
-tracing on. It asks for confirmation on a terminal; scripts pass --yes.
---dry-run prints what either would do.`,
-		Example: `  sudo ftctl reset
-  sudo ftctl reset --dry-run
-  sudo ftctl reset --all --yes`,
-		Args:        args(cobra.NoArgs),
-		Annotations: map[string]string{AnnotationJSON: resetJSON},
-		RunE: func(c *cobra.Command, _ []string) error {
-			fs, err := g.FS()
-			if err != nil {
-				return err
-			}
-			if all {
-				if !yes && !g.DryRun {
-					if !isTerminal(g.In) {
-						return InvalidInput(errors.New("reset --all changes the whole tracing state: confirm with --yes"))
-					}
-					fmt.Fprint(g.Err, "Return ALL tracing state to boot defaults (every instance, kprobe, filter and event of every user)? [y/N] ")
-					var answer string
-					fmt.Fscanln(g.In, &answer)
-					if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-						return InvalidInput(errors.New("not confirmed; nothing changed"))
-					}
-				}
-				_, lock, err := g.BeginWrite(c.Context())
-				if err != nil {
-					return err
-				}
-				defer lock.Unlock()
-				errs := session.ResetAll(fs, g.Notice)
-				if len(errs) > 0 {
-					return fmt.Errorf("reset --all: %w", errors.Join(errs...))
-				}
-				return nil
-			}
-			_, lock, err := g.BeginWrite(c.Context())
-			if err != nil {
-				return err
-			}
-			defer lock.Unlock()
-			left, err := session.Leftovers(fs)
-			if err != nil {
-				return err
-			}
-			var errs []error
-			for _, l := range left {
-				errs = append(errs, session.RemoveLeftover(fs, l)...)
-				if !g.JSON() {
-					var what []string
-					if l.Instance != "" {
-						what = append(what, "instance "+l.Instance)
-					}
-					if l.Group != "" {
-						what = append(what, "probes "+l.Group+"/{"+strings.Join(l.Probes, ",")+"}")
-					}
-					verb := "removed"
-					if g.DryRun {
-						verb = "would remove"
-					}
-					fmt.Fprintf(g.Out, "%s leftovers of session %d: %s\n", verb, l.PID, safe(strings.Join(what, ", ")))
-				}
-			}
-			if g.JSON() {
-				if left == nil {
-					left = []session.Leftover{}
-				}
-				if err := writeJSON(g.Out, map[string]any{"removed": left}); err != nil {
-					return err
-				}
-			} else if len(left) == 0 {
-				g.Notice("no leftovers of dead ftctl sessions")
-			}
-			if len(errs) > 0 {
-				return fmt.Errorf("reset: %w", errors.Join(errs...))
-			}
-			return nil
-		},
-	}
-	c.Flags().BoolVar(&all, "all", false, "return ALL tracing state to boot defaults (every user's)")
-	c.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation (--all)")
-	return c
 }
 
 func isTerminal(r io.Reader) bool {

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 	"github.com/spf13/cobra"
 
-	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/session"
 	"github.com/ftctl/ftctl/tracefs"
 	"github.com/ftctl/ftctl/tui"
@@ -94,46 +92,41 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 		return err
 	}
 
-	pid := os.Getpid()
-	group := probes.DefaultGroup
+	group := session.SharedGroup
 	var inst *tracefs.Instance
 	if g.Instance != "" {
 		if inst, err = fs.Lookup(g.Instance); err != nil {
 			return err
 		}
 	} else {
-		name := session.InstanceName(pid)
-		group = session.GroupName(pid)
-		_, lock, err := g.BeginWrite(ctx)
+		// A private instance: a session with nothing to set up, but the instance and its group,
+		// ftctl's own threads kept out of it, held while the console runs.
+		s, err := session.New(fs, session.NewID(os.Getpid()), session.Spec{})
 		if err != nil {
 			return err
 		}
-		var created bool
-		inst, created, err = fs.Ensure(name)
-		lock.Unlock()
-		if err != nil {
+		s.Notice = g.Notice
+		if err := traceSetup(ctx, g, s); err != nil {
 			return err
 		}
-		if !created {
-			return fmt.Errorf("instance %s already exists: another console of this pid? (ftctl reset removes leftovers)", name)
+		if err := s.Begin(); err != nil {
+			traceTeardown(g, fs, s)
+			return err
 		}
+		inst, group = s.Instance, s.Group
 		defer func() {
 			if opts.Keep {
-				fmt.Fprintf(g.Err, "ftctl: kept %s and its probes (group %s): ftctl -B %s tui attaches to it; ftctl reset removes both\n", inst.Label(), group, name)
+				s.Release()
+				fmt.Fprintf(g.Err, "ftctl: kept %s and its probes (group %s): ftctl -B %s tui attaches to it; ftctl reset removes both\n", safe(inst.Label()), group, safe(inst.Name))
 				return
 			}
-			if l, err := fs.Lock(context.Background(), 2*time.Second, nil); err == nil {
-				defer l.Unlock()
-			}
-			s := &session.Session{FS: fs, PID: pid, Group: group}
-			for _, e := range s.Teardown() {
-				fmt.Fprintf(g.Err, "ftctl: teardown: %v\n", e)
-			}
+			traceTeardown(g, fs, s)
 		}()
 	}
 
 	backend := tui.NewKernelBackend(fs, inst, group, g.LockTimeout)
-	src, err := tui.NewPipeSource(ctx, backend.OpenPipe, opts.RingSize)
+	defer backend.Close()
+	src, err := tui.NewPipeSource(ctx, backend.OpenStream, opts.RingSize)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/ftctl/ftctl/probes"
@@ -26,8 +27,22 @@ func ResetAll(fs *tracefs.FS, notice func(string, ...any)) []error {
 	}
 	names, _ := fs.Instances()
 	for _, n := range names {
-		errs = append(errs, teardown(fs, n, "")...)
-		notice("removed instance %s", n)
+		in, err := fs.Existing(n)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if e := teardown(fs, in, "", nil); len(e) > 0 {
+			errs = append(errs, fmt.Errorf("instance %s: %w", strconv.Quote(n), errors.Join(e...)))
+			continue
+		}
+		if fs.DryRun == nil && in.Exists() {
+			errs = append(errs, fmt.Errorf("instance %s is still there after its rmdir", strconv.Quote(n)))
+			continue
+		}
+		if fs.DryRun == nil {
+			notice("removed instance %s", strconv.Quote(n))
+		}
 	}
 	top := fs.Top()
 	write := func(file, data string) {
@@ -62,8 +77,11 @@ func ResetAll(fs *tracefs.FS, notice func(string, ...any)) []error {
 				continue
 			}
 			done[p.Name()] = true
-			step("removing kprobe "+p.Name(), m.Remove(context.Background(), p.Group, p.Event))
-			notice("removed kprobe %s", p.Name())
+			err := m.Remove(context.Background(), p.Group, p.Event)
+			step("removing kprobe "+strconv.Quote(p.Name()), err)
+			if err == nil && fs.DryRun == nil {
+				notice("removed kprobe %s", strconv.Quote(p.Name()))
+			}
 		}
 	}
 	trunc("uprobe_events") // every event is disabled by now, so the kernel takes it

@@ -1,9 +1,15 @@
-// Package session runs one-shot tracing sessions (ftctl trace) that leave the system exactly as
-// they found it: everything lives in a private instance ftctl-PID and a private probe group
-// ftctl_PID, so nothing of another user or session is touched, and the teardown removes both,
-// step by step, each step idempotent and attempted even when an earlier one failed. Leftovers of
-// sessions whose process is gone (SIGKILL, power loss) are found by those names and removed by
-// `ftctl reset`.
+// Package session owns what ftctl owns in the kernel: the names it gives (names.go), how it proves
+// an owner alive or gone, what is whose among the instances and probe groups found there, the
+// private instances of `ftctl trace` and the console, and their set-up and teardown.
+//
+// A session (ftctl trace, or the console in its private instance) lives in an instance
+// ftctl-PID-NONCE with a probe group ftctl_PID_NONCE, so nothing of another user or session is
+// touched, and the teardown removes both, step by step, each step idempotent and attempted even
+// when an earlier one failed. While it runs, it holds a file of its instance open, so the
+// kernel refuses to remove the instance (EBUSY): an rmdir that succeeds proves the owner gone,
+// whatever pid namespace it ran in. Leftovers of sessions that are gone (SIGKILL, power loss)
+// are found by their names and removed by `ftctl reset`, the instance first: only when the
+// kernel lets it go is the rest torn down (leftovers.go).
 package session
 
 import (
@@ -11,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -20,12 +25,6 @@ import (
 	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/tracefs"
 )
-
-// InstanceName is the private instance of the session run by process pid.
-func InstanceName(pid int) string { return "ftctl-" + strconv.Itoa(pid) }
-
-// GroupName is the private probe group of the session run by process pid.
-func GroupName(pid int) string { return "ftctl_" + strconv.Itoa(pid) }
 
 // ErrInvalid marks a spec refused before anything was changed.
 var ErrInvalid = errors.New("invalid session")
@@ -45,23 +44,27 @@ type Spec struct {
 // Session is a running session.
 type Session struct {
 	FS       *tracefs.FS
-	PID      int // the owning process: names the instance and the group
+	ID       ID // names the instance and the group
 	Instance *tracefs.Instance
 	Group    string
 	Notice   func(format string, args ...any)
 	// Probes are the events the session defined in its group.
 	Probes []string
+	// SelfExcluded says the kernel leaves ftctl's own threads out of the instance
+	// (set_ftrace_notrace_pid, set_event_notrace_pid: Linux 5.8).
+	SelfExcluded bool
 
 	spec   Spec
 	defs   []*probes.Definition
 	tracer string
+	hold   *tracefs.Hold
 }
 
 // New validates spec against the running kernel and returns a session ready to Start. Nothing
 // is changed: a refused spec (ErrInvalid, filters.ErrPattern, probe syntax errors) leaves the
 // system as it was.
-func New(fs *tracefs.FS, pid int, spec Spec) (*Session, error) {
-	s := &Session{FS: fs, PID: pid, Group: GroupName(pid), spec: spec, Notice: func(string, ...any) {}}
+func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
+	s := &Session{FS: fs, ID: id, Group: id.Group(), spec: spec, Notice: func(string, ...any) {}}
 	top := fs.Top()
 	if !top.Has("instances") {
 		return nil, &tracefs.Error{Op: "open", Path: fs.Path("instances"), Class: tracefs.ErrUnavailable,
@@ -95,8 +98,7 @@ func New(fs *tracefs.FS, pid int, spec Spec) (*Session, error) {
 		return nil, fmt.Errorf("%w: -f/-n select functions for the function tracers, not for --tracer nop", ErrInvalid)
 	}
 	if len(spec.Filters)+len(spec.Notrace) > 0 {
-		ap := &filters.Applier{Top: top}
-		ix, err := ap.Index()
+		ix, err := (&filters.Applier{Top: top}).Index()
 		if err != nil {
 			return nil, err
 		}
@@ -158,6 +160,10 @@ func eventDir(e string) (string, error) {
 	return "events/" + sys + "/" + ev, nil
 }
 
+// TraceCommand adds the pid of the command the session traces (held at its gate) to Spec.PIDs:
+// call it before Start.
+func (s *Session) TraceCommand(pid int) { s.spec.PIDs = append(s.spec.PIDs, pid) }
+
 // Tracer is the tracer the session runs.
 func (s *Session) Tracer() string { return s.tracer }
 
@@ -172,14 +178,18 @@ func (s *Session) Start(ctx context.Context) (err error) {
 			}
 		}
 	}()
-	in, created, err := s.FS.Ensure(InstanceName(s.PID))
+	name := s.ID.Instance()
+	in, created, err := s.FS.Ensure(name)
 	if err != nil {
 		return err
 	}
 	if !created {
-		return fmt.Errorf("instance %s already exists: another session of this pid? (ftctl reset removes leftovers)", InstanceName(s.PID))
+		return fmt.Errorf("instance %s already exists: a session of the same pid and random id?", name)
 	}
 	s.Instance = in
+	if s.hold, err = in.Hold(); err != nil {
+		return err
+	}
 	if s.tracer != "nop" {
 		// An instance lists only the tracers it can run: function_graph in instances came
 		// with Linux 6.11 (seen: 6.1 lists "function nop" there, and refuses with EINVAL).
@@ -194,6 +204,9 @@ func (s *Session) Start(ctx context.Context) (err error) {
 	}
 	// The instance starts with tracing on and the nop tracer; keep it off until ready.
 	if err := in.Write("tracing_on", "0"); err != nil {
+		return err
+	}
+	if err := s.excludeSelf(); err != nil {
 		return err
 	}
 	m := probes.NewManager(s.FS)
@@ -218,7 +231,7 @@ func (s *Session) Start(ctx context.Context) (err error) {
 		}
 	}
 	if len(s.spec.PIDs) > 0 {
-		if err := s.SetPIDs(s.spec.PIDs); err != nil {
+		if err := s.setPIDs(s.spec.PIDs); err != nil {
 			return err
 		}
 	}
@@ -241,15 +254,16 @@ func (s *Session) Start(ctx context.Context) (err error) {
 	return nil
 }
 
-// SetPIDs restricts functions and events to the processes and, through function-fork and
-// event-fork, their future children.
-func (s *Session) SetPIDs(pids []int) error {
+// setPIDs restricts functions and events to the processes and, through function-fork and
+// event-fork, their future children. set_ftrace_pid is written only for a function tracer: an
+// events-only session needs none (and a locked-down kernel refuses it with EPERM).
+func (s *Session) setPIDs(pids []int) error {
 	in := s.Instance
 	var b strings.Builder
 	for _, p := range pids {
 		b.WriteString(strconv.Itoa(p) + "\n")
 	}
-	if in.Has("set_ftrace_pid") {
+	if s.tracer != "nop" && in.Has("set_ftrace_pid") {
 		if err := in.Write("set_ftrace_pid", b.String()); err != nil {
 			return err
 		}
@@ -272,26 +286,69 @@ func (s *Session) SetPIDs(pids []int) error {
 	return nil
 }
 
+// excludeSelf keeps ftctl's own threads out of the instance in the kernel: their pids in
+// set_ftrace_notrace_pid and set_event_notrace_pid, with function-fork and event-fork so that
+// the threads started later (Go starts them as it needs) are added by the kernel as they are
+// created. A command ftctl starts must be started before (its pid would be added too). Kernels
+// before 5.8 lack the files: the stream then drops ftctl's events as it decodes them, as it
+// does anyway for the threads it starts between the listing and the writes.
+func (s *Session) excludeSelf() error {
+	in := s.Instance
+	if !in.Has("set_ftrace_notrace_pid") || !in.Has("set_event_notrace_pid") {
+		return nil
+	}
+	var b strings.Builder
+	for _, tid := range tracefs.OwnThreads() {
+		b.WriteString(strconv.Itoa(tid) + "\n")
+	}
+	for _, f := range []string{"options/function-fork", "options/event-fork"} {
+		if in.Has(f) {
+			if err := in.Write(f, "1"); err != nil {
+				return err
+			}
+		}
+	}
+	for _, f := range []string{"set_ftrace_notrace_pid", "set_event_notrace_pid"} {
+		if err := in.Write(f, b.String()); err != nil {
+			return err
+		}
+	}
+	s.SelfExcluded = true
+	return nil
+}
+
 // Begin turns tracing on.
 func (s *Session) Begin() error { return s.Instance.Write("tracing_on", "1") }
 
 // Teardown undoes the session: tracing off, tracer nop, events disabled, the session's probes
-// removed, the instance removed. Every step runs even when an earlier one failed; each is
-// idempotent, so a second teardown (or `ftctl reset`) finishes what the first could not. The
-// instance's trace_pipe must be closed first (an open file keeps the instance busy).
+// removed, the hold on the instance let go, the instance removed. Every step runs even when an
+// earlier one failed; each is idempotent, so a second teardown (or `ftctl reset`) finishes what
+// the first could not. The instance's pipes must be closed first (an open file keeps the
+// instance busy).
 func (s *Session) Teardown() []error {
-	return teardown(s.FS, InstanceName(s.PID), s.Group)
+	in, err := s.FS.Instance(s.ID.Instance())
+	if err != nil {
+		return []error{err}
+	}
+	return teardown(s.FS, in, s.Group, s.hold)
 }
 
-func teardown(fs *tracefs.FS, instance, group string) []error {
+// Release lets go of the instance without tearing it down (the console's --keep): it is then
+// a leftover, which `ftctl reset` removes.
+func (s *Session) Release() {
+	if s.hold != nil {
+		s.hold.Close()
+	}
+}
+
+func teardown(fs *tracefs.FS, in *tracefs.Instance, group string, hold *tracefs.Hold) []error {
 	var errs []error
 	step := func(what string, err error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", what, err))
 		}
 	}
-	in, err := fs.Instance(instance)
-	exists := err == nil && in.Has("tracing_on")
+	exists := in.Has("tracing_on")
 	if exists {
 		step("stopping tracing", in.Write("tracing_on", "0"))
 		step("setting the tracer to nop", in.Write("current_tracer", "nop"))
@@ -300,16 +357,19 @@ func teardown(fs *tracefs.FS, instance, group string) []error {
 		}
 	}
 	step("removing the session's probes", removeGroup(fs, group))
+	if hold != nil {
+		hold.Close()
+	}
 	if exists {
 		// rmdir is EBUSY while a reader still holds trace_pipe; give a closing reader a moment.
 		var err error
 		for i := 0; i < 20; i++ {
-			if err = fs.Remove(instance); err == nil || !errors.Is(err, tracefs.ErrBusy) {
+			if err = in.Remove(); err == nil || !errors.Is(err, tracefs.ErrBusy) {
 				break
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		step("removing instance "+instance, err)
+		step("removing instance "+in.Name, err)
 	}
 	return errs
 }
@@ -336,70 +396,4 @@ func removeGroup(fs *tracefs.FS, group string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Leftover is what a dead session left behind.
-type Leftover struct {
-	PID      int      `json:"pid"`
-	Instance string   `json:"instance,omitempty"` // "" when the instance is gone
-	Group    string   `json:"group,omitempty"`    // "" when it has no probes left
-	Probes   []string `json:"probes"`
-}
-
-// Leftovers finds instances ftctl-PID and probe groups ftctl_PID of processes that are gone.
-// Sessions still running are not leftovers.
-func Leftovers(fs *tracefs.FS) ([]Leftover, error) {
-	by := map[int]*Leftover{}
-	get := func(pid int) *Leftover {
-		if by[pid] == nil {
-			by[pid] = &Leftover{PID: pid, Probes: []string{}}
-		}
-		return by[pid]
-	}
-	names, err := fs.Instances()
-	if err != nil && !errors.Is(err, tracefs.ErrUnavailable) {
-		return nil, err
-	}
-	for _, n := range names {
-		pid, ok := pidOf(n, "ftctl-")
-		if ok && !tracefs.ProcessAlive(strconv.Itoa(pid)) {
-			get(pid).Instance = n
-		}
-	}
-	if fs.Top().Has("kprobe_events") {
-		list, err := (&probes.Manager{FS: fs}).List()
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range list {
-			pid, ok := pidOf(p.Group, "ftctl_")
-			if ok && !tracefs.ProcessAlive(strconv.Itoa(pid)) {
-				l := get(pid)
-				l.Group = p.Group
-				if len(l.Probes) == 0 || l.Probes[len(l.Probes)-1] != p.Event {
-					l.Probes = append(l.Probes, p.Event)
-				}
-			}
-		}
-	}
-	var out []Leftover
-	for _, l := range by {
-		out = append(out, *l)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
-	return out, nil
-}
-
-func pidOf(name, prefix string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, prefix)
-	if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(rest)
-	return pid, err == nil && pid > 0
-}
-
-// RemoveLeftover tears down what a dead session left.
-func RemoveLeftover(fs *tracefs.FS, l Leftover) []error {
-	return teardown(fs, InstanceName(l.PID), GroupName(l.PID))
 }

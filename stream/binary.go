@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/ftctl/ftctl/tracefs"
 )
 
 // BinaryDecoder turns ring-buffer pages (per_cpu/cpuN/trace_pipe_raw) into the same events the
@@ -20,7 +22,7 @@ import (
 // event whose text lists the fields as "name=value" (numbers in decimal, strings quoted):
 // still typed, never dropped, but not what trace_pipe would have printed.
 type BinaryDecoder struct {
-	Layout  PageLayout
+	Layout  tracefs.PageLayout
 	Symbols *Symbols
 	// Comm gives a pid's comm as the kernel's saved_cmdlines has it, nil when it has none.
 	Comm func(pid int) []byte
@@ -32,7 +34,7 @@ type BinaryDecoder struct {
 	// when it has none.
 	TGID func(pid int) int
 	// Unknown is called once for an event type without a format; it may return one.
-	Unknown func(id int) *Format
+	Unknown func(id int) *tracefs.Format
 
 	events map[int]*binEvent
 	ev     Event
@@ -68,17 +70,17 @@ const (
 
 type binEvent struct {
 	kind   binKind
-	format *Format
+	format *tracefs.Format
 	name   []byte
-	ip     *Field // function, print, kprobe
-	parent *Field // function: parent_ip; kretprobe: the return address
-	buf    *Field // print: buf; kernel_stack: caller
+	ip     *tracefs.Field // function, print, kprobe
+	parent *tracefs.Field // function: parent_ip; kretprobe: the return address
+	buf    *tracefs.Field // print: buf; kernel_stack: caller
 	args   []binArg
 }
 
 // binArg is one probe argument: its field and how the kernel prints it.
 type binArg struct {
-	field *Field
+	field *tracefs.Field
 	name  []byte
 	print argPrint
 	count int // array elements, 0 for a scalar
@@ -107,7 +109,7 @@ var probeArgPrint = map[string]argPrint{
 
 // Add registers an event type's format. It says why the event would not print as trace_pipe
 // prints it (it then decodes it field by field), or nil.
-func (d *BinaryDecoder) Add(f *Format) error {
+func (d *BinaryDecoder) Add(f *tracefs.Format) error {
 	if d.events == nil {
 		d.events = map[int]*binEvent{}
 	}
@@ -116,7 +118,7 @@ func (d *BinaryDecoder) Add(f *Format) error {
 	return err
 }
 
-func newBinEvent(f *Format) (*binEvent, error) {
+func newBinEvent(f *tracefs.Format) (*binEvent, error) {
 	e := &binEvent{format: f, name: []byte(f.Name)}
 	field := func(names ...string) bool {
 		for _, n := range names {
@@ -149,7 +151,7 @@ func newBinEvent(f *Format) (*binEvent, error) {
 
 // probeArgs reads the arguments' printers from the print fmt the kernel wrote for the probe
 // ("(%lx) a=%u b=0x%Lx s=\"%s\" f={%u,%u}"), in the order of the fields after the first skip.
-func (e *binEvent) probeArgs(f *Format, skip int) error {
+func (e *binEvent) probeArgs(f *tracefs.Format, skip int) error {
 	fmtArgs := f.PrintFmt
 	if i := strings.IndexByte(fmtArgs, ')'); i >= 0 {
 		fmtArgs = fmtArgs[i+1:]
@@ -209,7 +211,7 @@ func (d *BinaryDecoder) Feed(pages []CPUPage, emit Emit) error {
 		d.recs[i] = d.recs[i][:0]
 	}
 	for _, pg := range pages {
-		p, err := d.Layout.ParsePage(pg.Data)
+		p, err := ParsePage(d.Layout, pg.Data)
 		if err != nil {
 			return fmt.Errorf("cpu %d: %w", pg.CPU, err)
 		}
@@ -315,13 +317,13 @@ func (d *BinaryDecoder) Decode(ev *Event, cpu int, ts uint64, data []byte) {
 	switch e.kind {
 	case binFunction:
 		ev.Kind = KindFunction
-		d.sym(&ev.Func, e.ip.uint(data))
-		if parent := e.parent.uint(data); d.PrintParent && parent != 0 {
+		d.sym(&ev.Func, fieldUint(e.ip, data))
+		if parent := fieldUint(e.parent, data); d.PrintParent && parent != 0 {
 			d.sym(&ev.Parent, parent)
 		}
 	case binPrint:
 		start = len(d.buf)
-		d.buf = d.appendIP(d.buf, e.ip.uint(data), false)
+		d.buf = d.appendIP(d.buf, fieldUint(e.ip, data), false)
 		ev.Name = d.buf[start:]
 		ev.Kind = KindPrint
 		if bytes.Equal(ev.Name, markSym) {
@@ -351,13 +353,13 @@ func (d *BinaryDecoder) Decode(ev *Event, cpu int, ts uint64, data []byte) {
 		ev.Name = e.name
 		start = len(d.buf)
 		if e.kind == binKretprobe {
-			d.buf = d.appendIP(d.buf, e.parent.uint(data), true)
+			d.buf = d.appendIP(d.buf, fieldUint(e.parent, data), true)
 			ev.Loc = d.buf[start:]
 			start = len(d.buf)
-			d.buf = d.appendIP(d.buf, e.ip.uint(data), false)
+			d.buf = d.appendIP(d.buf, fieldUint(e.ip, data), false)
 			ev.RetFrom = d.buf[start:]
 		} else {
-			d.buf = d.appendIP(d.buf, e.ip.uint(data), true)
+			d.buf = d.appendIP(d.buf, fieldUint(e.ip, data), true)
 			ev.Loc = d.buf[start:]
 		}
 		ev.ArgsOK = true
@@ -449,7 +451,7 @@ func (d *BinaryDecoder) appendArg(ev *Event, a *binArg, data []byte) {
 
 // appendValue prints one value as the kernel's print_type_* function does and says which kind
 // of value the line parser would have seen.
-func (d *BinaryDecoder) appendValue(dst []byte, p argPrint, data []byte, off, size int, f *Field) ([]byte, ValueKind) {
+func (d *BinaryDecoder) appendValue(dst []byte, p argPrint, data []byte, off, size int, f *tracefs.Field) ([]byte, ValueKind) {
 	if off < 0 || off+size > len(data) {
 		return append(dst, "(fault)"...), ValueFault
 	}
@@ -480,7 +482,7 @@ func (d *BinaryDecoder) appendValue(dst []byte, p argPrint, data []byte, off, si
 
 // appendFields lists an event's fields as "name=value" for an event ftctl does not format as
 // the kernel does: integers in decimal, strings quoted, other arrays in hex bytes.
-func appendFields(dst []byte, f *Format, data []byte) []byte {
+func appendFields(dst []byte, f *tracefs.Format, data []byte) []byte {
 	for i := range f.Fields {
 		fl := &f.Fields[i]
 		if i > 0 {
@@ -609,7 +611,7 @@ func appendMicros(dst []byte, ns uint64) []byte {
 }
 
 // uint reads an unsigned field of 1, 2, 4 or 8 bytes (0 when the data is short).
-func (f *Field) uint(data []byte) uint64 {
+func fieldUint(f *tracefs.Field, data []byte) uint64 {
 	if f.Offset < 0 || f.Offset+f.Size > len(data) {
 		return 0
 	}

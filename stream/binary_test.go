@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/ftctl/ftctl/tracefs"
 )
 
 // Formats as the 6.12 VM kernel wrote them (6.1's are the same but for the char type, which it
@@ -82,12 +84,12 @@ func testDecoder(t testing.TB) *BinaryDecoder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layout, err := ParsePageLayout(headerPage612)
+	layout, err := tracefs.ParsePageLayout(headerPage612)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if layout != DefaultPageLayout {
-		t.Fatalf("layout %+v, want %+v", layout, DefaultPageLayout)
+	if layout != tracefs.DefaultPageLayout {
+		t.Fatalf("layout %+v, want %+v", layout, tracefs.DefaultPageLayout)
 	}
 	d := &BinaryDecoder{Layout: layout, Symbols: syms, PrintParent: true, Comm: func(pid int) []byte {
 		switch pid {
@@ -99,7 +101,7 @@ func testDecoder(t testing.TB) *BinaryDecoder {
 		return nil
 	}}
 	for sys, text := range map[string]string{"ftrace:1": functionFormat, "ftrace:5": printFormat, "ftrace:4": stackFormat, "ftctl:1496": kprobeFormat, "ftctl:1497": kretprobeFormat, "sched:300": tracepointFormat} {
-		f, err := ParseFormat(strings.Split(sys, ":")[0], text)
+		f, err := tracefs.ParseFormat(strings.Split(sys, ":")[0], text)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +246,7 @@ func TestBinaryStackAndGeneric(t *testing.T) {
 		t.Errorf("tracepoint:\n got %s\nwant %s", got, want)
 	}
 	unknownAsked := 0
-	d.Unknown = func(id int) *Format { unknownAsked++; return nil }
+	d.Unknown = func(id int) *tracefs.Format { unknownAsked++; return nil }
 	for range 2 {
 		d.Decode(&ev, 0, 1e9, entry(777, 0, 0, 154))
 		if ev.Kind != KindRaw || string(ev.Text) != "event type 777 (no format known)" {
@@ -307,7 +309,7 @@ func TestPageEvents(t *testing.T) {
 		rbEvent(10, small), rbEvent(20, big), ext, rbEvent(1, small), discarded, abs, rbEvent(3, small),
 		u32(rbTypePadding), // time_delta 0: the rest is empty
 	)
-	pg, err := DefaultPageLayout.ParsePage(p)
+	pg, err := ParsePage(tracefs.DefaultPageLayout, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,22 +337,22 @@ func TestPageEvents(t *testing.T) {
 	// 6.1 adds the flag as a negative int to the 64-bit commit: the high half is all ones
 	signExt := page(1000, 0, 0, rbEvent(10, small))
 	binary.LittleEndian.PutUint64(signExt[8:], uint64(int64(len(rbEvent(10, small)))+int64(int32(-1<<31))))
-	if pg, err := DefaultPageLayout.ParsePage(signExt); err != nil || !pg.Missed || pg.Lost != -1 || len(pg.Data) != 28 {
+	if pg, err := ParsePage(tracefs.DefaultPageLayout, signExt); err != nil || !pg.Missed || pg.Lost != -1 || len(pg.Data) != 28 {
 		t.Errorf("sign-extended commit: %+v %v", pg, err)
 	}
 
 	// missed, count not stored; malformed data
-	pg, _ = DefaultPageLayout.ParsePage(page(0, rbMissedEvents, 0))
+	pg, _ = ParsePage(tracefs.DefaultPageLayout, page(0, rbMissedEvents, 0))
 	if !pg.Missed || pg.Lost != -1 {
 		t.Errorf("uncounted loss: %+v", pg)
 	}
 	bad := page(0, 0, 0, rbEvent(0, small))
 	binary.LittleEndian.PutUint64(bad[8:], 4090)
-	if _, err := DefaultPageLayout.ParsePage(bad); err == nil {
+	if _, err := ParsePage(tracefs.DefaultPageLayout, bad); err == nil {
 		t.Error("commit past the page: no error")
 	}
 	cut := page(0, 0, 0, append(u32(0), u32(400)...))
-	pg, _ = DefaultPageLayout.ParsePage(cut)
+	pg, _ = ParsePage(tracefs.DefaultPageLayout, cut)
 	if err := pg.Events(func(uint64, []byte) error { return nil }); err == nil {
 		t.Error("event past the page: no error")
 	}
@@ -467,7 +469,7 @@ func TestAppendMicros(t *testing.T) {
 }
 
 func TestProbeArgsRefused(t *testing.T) {
-	f, err := ParseFormat("ftctl", strings.Replace(kprobeFormat, "a=%u", "a=%q", 1))
+	f, err := tracefs.ParseFormat("ftctl", strings.Replace(kprobeFormat, "a=%u", "a=%q", 1))
 	if err != nil {
 		t.Fatal(err)
 	}

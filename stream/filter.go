@@ -14,7 +14,11 @@ type Filter struct {
 	PID    int            // with HasPID: the pid, or the tgid when the line has one
 	HasPID bool           //
 	Comm   string         // a glob on the comm ("" for any)
-	Grep   *regexp.Regexp // on the line as the kernel printed it (all lines of a stack trace)
+	// Grep is matched against the event as ftctl prints it in text (AppendText, without
+	// colour: escaped, every frame of a stack trace on its own line), whichever reader read it.
+	Grep *regexp.Regexp
+
+	line []byte // Grep's rendering of the event
 }
 
 // ErrGlob says a glob is malformed (an unterminated '[' or a trailing '\').
@@ -58,8 +62,11 @@ func (f *Filter) Match(ev *Event) bool {
 			return false
 		}
 	}
-	if f.Grep != nil && !f.Grep.Match(ev.Line) {
-		return false
+	if f.Grep != nil {
+		f.line = AppendText(f.line[:0], ev, TextOptions{})
+		if !f.Grep.Match(f.line[:len(f.line)-1]) { // without the newline
+			return false
+		}
 	}
 	return true
 }

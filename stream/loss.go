@@ -26,11 +26,13 @@ type CPULoss struct {
 // Summary is what a stream did, printed when it ends (on stderr, or as the last JSON object
 // with --summary).
 type Summary struct {
-	Event   string  `json:"event"`   // always "summary", for NDJSON readers
-	Lines   int64   `json:"lines"`   // lines read from trace_pipe (trace_pipe_raw: that it would have printed)
-	Events  int64   `json:"events"`  // events they made (a stack trace is one event)
-	Shown   int64   `json:"shown"`   // events that passed the filters
-	Raw     int64   `json:"raw"`     // lines not understood (kept and shown raw)
+	Event  string `json:"event"`  // always "summary", for NDJSON readers
+	Lines  int64  `json:"lines"`  // lines read from trace_pipe (trace_pipe_raw: that it would have printed)
+	Events int64  `json:"events"` // events they made (a stack trace is one event)
+	Shown  int64  `json:"shown"`  // events that passed the filters
+	Raw    int64  `json:"raw"`    // lines not understood (kept and shown raw)
+	// Own counts the events of ftctl's own threads that were left out (not in Events).
+	Own     int64   `json:"own"`
 	Seconds float64 `json:"seconds"` // how long the stream ran
 	End     string  `json:"end"`     // why it ended: count, duration, interrupted, eof, closed
 	// Reader is what was read: "trace_pipe" (lines the kernel formatted) or "trace_pipe_raw"
@@ -151,6 +153,9 @@ func (s *Summary) String() string {
 	}
 	if s.Raw > 0 {
 		fmt.Fprintf(&b, ", %d not understood (shown raw)", s.Raw)
+	}
+	if s.Own > 0 {
+		fmt.Fprintf(&b, ", %d of ftctl's own left out", s.Own)
 	}
 	switch {
 	case s.Overrun == nil:

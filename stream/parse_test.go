@@ -562,3 +562,49 @@ func TestFilter(t *testing.T) {
 		t.Error("malformed glob accepted")
 	}
 }
+
+// A probe string holding a newline continues on the next line, which may look like any event
+// (a forged trace_marker line of another comm): the decoder joins the lines while the string
+// is open, and a string that never closes leaves the lines as they were.
+func TestDecoderJoinsProbeStringOverLines(t *testing.T) {
+	forged := "  sshd-4242 [000] ..... 12345.678901: tracing_mark_write: forged"
+	text := "             cat-154     [001] ..... 10.000001: open: (do_sys_openat2+0x0/0x120) dfd=-100 path=\"/tmp/x\n" + forged + "\" flags=0\n" +
+		"             cat-154     [001] ..... 10.000002: tracing_mark_write: after\n"
+	for _, chunks := range [][]string{{text}, {text[:60], text[60:130], text[130:]}} {
+		var d Decoder
+		var got []string
+		emit := func(ev *Event) error {
+			s := string(ev.Comm) + "|" + ev.Kind.String()
+			for _, a := range ev.Args {
+				s += "|" + string(a.Name) + "=" + string(a.Value)
+			}
+			got = append(got, s)
+			return nil
+		}
+		for _, c := range chunks {
+			if err := d.Feed([]byte(c), emit); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d.Flush(emit)
+		want := []string{"cat|probe|dfd=-100|path=/tmp/x\n" + forged + "|flags=0", "cat|marker"}
+		if strings.Join(got, "\n~\n") != strings.Join(want, "\n~\n") {
+			t.Errorf("chunks %d: got\n%q\nwant\n%q", len(chunks), got, want)
+		}
+	}
+
+	// never closed: the first line as printed, the next one as its own event
+	unclosed := "             cat-154     [001] ..... 10.000001: open: (do_sys_openat2+0x0/0x120) path=\"/tmp/x\n" +
+		"             cat-154     [001] ..... 10.000002: tracing_mark_write: next\n"
+	var d Decoder
+	var kinds []string
+	emit := func(ev *Event) error { kinds = append(kinds, ev.Kind.String()+":"+string(ev.Text)); return nil }
+	d.Feed([]byte(unclosed), emit)
+	if len(kinds) != 0 {
+		t.Fatalf("emitted before the read ended: %q", kinds)
+	}
+	d.Flush(emit)
+	if strings.Join(kinds, ",") != `probe:path="/tmp/x,marker:next` {
+		t.Errorf("unclosed: %q", kinds)
+	}
+}

@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
+
+	"github.com/ftctl/ftctl/tracefs"
 )
 
 // The binary side of the stream: what per_cpu/cpuN/trace_pipe_raw returns is ring-buffer pages,
@@ -33,38 +33,6 @@ const (
 	rbTSMSBShift = 59
 )
 
-// PageLayout is where a ring-buffer page keeps its header fields (events/header_page).
-type PageLayout struct {
-	TSOffset, CommitOffset, CommitSize, DataOffset int
-}
-
-// DefaultPageLayout is the 64-bit layout both VM kernels report: timestamp u64 at 0, commit
-// (a local_t) at 8, data from 16.
-var DefaultPageLayout = PageLayout{TSOffset: 0, CommitOffset: 8, CommitSize: 8, DataOffset: 16}
-
-// ParsePageLayout reads events/header_page.
-func ParsePageLayout(text string) (PageLayout, error) {
-	l := PageLayout{TSOffset: -1, CommitOffset: -1, DataOffset: -1}
-	for _, line := range strings.Split(text, "\n") {
-		f, err := parseFieldLine(line)
-		if err != nil {
-			continue
-		}
-		switch f.Name {
-		case "timestamp":
-			l.TSOffset = f.Offset
-		case "commit":
-			l.CommitOffset, l.CommitSize = f.Offset, f.Size
-		case "data":
-			l.DataOffset = f.Offset
-		}
-	}
-	if l.TSOffset < 0 || l.CommitOffset < 0 || l.DataOffset < 0 || (l.CommitSize != 4 && l.CommitSize != 8) {
-		return l, errors.New("header_page: no timestamp, commit or data field")
-	}
-	return l, nil
-}
-
 // Page is one decoded ring-buffer page header.
 type Page struct {
 	TS     uint64 // the time stamp the page's first delta counts from
@@ -75,7 +43,7 @@ type Page struct {
 
 // ParsePage reads a page's header: its time stamp, its data, and whether (and how many)
 // events were lost before it.
-func (l PageLayout) ParsePage(b []byte) (Page, error) {
+func ParsePage(l tracefs.PageLayout, b []byte) (Page, error) {
 	var p Page
 	if len(b) < l.DataOffset || len(b) < l.CommitOffset+l.CommitSize {
 		return p, fmt.Errorf("ring-buffer page of %d bytes: shorter than its header", len(b))
@@ -172,143 +140,4 @@ func (p Page) Events(f func(ts uint64, data []byte) error) error {
 		}
 	}
 	return nil
-}
-
-// Field is one field of an event's format (events/SYSTEM/EVENT/format).
-type Field struct {
-	Type   string // "unsigned long", "u32", "__data_loc char[]", "char buf[]"'s "char"...
-	Name   string // without any [N]
-	Array  int    // N of "name[N]", -1 for "name[]", 0 when not an array
-	Offset int
-	Size   int
-	Signed bool
-}
-
-// Format is an event's format file, parsed.
-type Format struct {
-	System, Name string
-	ID           int
-	Fields       []Field // the event's own fields (the common_ ones are left out)
-	PrintFmt     string  // the format string of "print fmt", unquoted
-}
-
-// Field finds a field by name.
-func (f *Format) Field(name string) *Field {
-	for i := range f.Fields {
-		if f.Fields[i].Name == name {
-			return &f.Fields[i]
-		}
-	}
-	return nil
-}
-
-// ParseFormat parses an event's format file; system is the directory it came from.
-func ParseFormat(system, text string) (*Format, error) {
-	f := &Format{System: system, ID: -1}
-	for _, line := range strings.Split(text, "\n") {
-		switch {
-		case strings.HasPrefix(line, "name: "):
-			f.Name = strings.TrimSpace(line[len("name: "):])
-		case strings.HasPrefix(line, "ID: "):
-			id, err := strconv.Atoi(strings.TrimSpace(line[len("ID: "):]))
-			if err != nil {
-				return nil, fmt.Errorf("format of %s/%s: bad ID line %q", system, f.Name, line)
-			}
-			f.ID = id
-		case strings.HasPrefix(line, "print fmt: "):
-			f.PrintFmt = unquoteFmt(line[len("print fmt: "):])
-		case strings.Contains(line, "field:"):
-			fl, err := parseFieldLine(line)
-			if err != nil {
-				return nil, fmt.Errorf("format of %s/%s: %w", system, f.Name, err)
-			}
-			if !strings.HasPrefix(fl.Name, "common_") {
-				f.Fields = append(f.Fields, fl)
-			}
-		}
-	}
-	if f.Name == "" || f.ID < 0 {
-		return nil, fmt.Errorf("format of %s: no name or ID", system)
-	}
-	return f, nil
-}
-
-// parseFieldLine parses "\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;" (and the
-// header files' "field: u64 timestamp;").
-func parseFieldLine(line string) (Field, error) {
-	var f Field
-	_, rest, ok := strings.Cut(line, "field:")
-	if !ok {
-		return f, fmt.Errorf("no field in %q", line)
-	}
-	decl, rest, ok := strings.Cut(rest, ";")
-	if !ok {
-		return f, fmt.Errorf("no ';' in %q", line)
-	}
-	decl = strings.TrimSpace(decl)
-	sp := strings.LastIndexByte(decl, ' ')
-	if sp < 0 {
-		return f, fmt.Errorf("no type in %q", line)
-	}
-	f.Type, f.Name = strings.TrimSpace(decl[:sp]), decl[sp+1:]
-	if i := strings.IndexByte(f.Name, '['); i >= 0 {
-		n := strings.TrimSuffix(f.Name[i+1:], "]")
-		f.Name = f.Name[:i]
-		f.Array = -1
-		if v, err := strconv.Atoi(n); err == nil {
-			f.Array = v
-		}
-	}
-	seen := 0
-	for _, kv := range strings.Split(rest, ";") {
-		k, v, ok := strings.Cut(strings.TrimSpace(kv), ":")
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return f, fmt.Errorf("bad %s in %q", k, line)
-		}
-		switch k {
-		case "offset":
-			f.Offset, seen = n, seen|1
-		case "size":
-			f.Size, seen = n, seen|2
-		case "signed":
-			f.Signed = n != 0
-		}
-	}
-	if seen != 3 {
-		return f, fmt.Errorf("no offset or size in %q", line)
-	}
-	return f, nil
-}
-
-// unquoteFmt takes the format string out of a print fmt line: `"a=%u b=\"%s\"", REC->a, ...`
-// gives `a=%u b="%s"`. Adjacent strings are joined.
-func unquoteFmt(s string) string {
-	var b strings.Builder
-	for {
-		s = strings.TrimLeft(s, " ")
-		if len(s) == 0 || s[0] != '"' {
-			return b.String()
-		}
-		i := 1
-		for ; i < len(s) && s[i] != '"'; i++ {
-			if s[i] == '\\' && i+1 < len(s) {
-				i++
-				switch s[i] {
-				case 'n':
-					b.WriteByte('\n')
-				case 't':
-					b.WriteByte('\t')
-				default:
-					b.WriteByte(s[i])
-				}
-				continue
-			}
-			b.WriteByte(s[i])
-		}
-		s = s[min(i+1, len(s)):]
-	}
 }

@@ -52,6 +52,11 @@ var kindColor = [KindLost + 1]string{
 //
 //	4.634804   1 cat-154                .....  function     ksys_write <- do_syscall_64
 func AppendText(dst []byte, ev *Event, o TextOptions) []byte {
+	if o.Raw && ev.Kind != KindStack && ev.Kind != KindUserStack {
+		// One line, whatever it holds: a probe string may carry a newline (escaped here).
+		dst = AppendEscaped(dst, ev.Line)
+		return append(dst, '\n')
+	}
 	if o.Raw {
 		for i, line := range bytes.Split(ev.Line, []byte{'\n'}) {
 			if i > 0 {

@@ -21,6 +21,8 @@ type FS struct {
 	// DryRun, when set, receives a line for each write, mkdir or rmdir that would happen, in
 	// order, and the operation is not performed. Reads still happen.
 	DryRun io.Writer
+	// KallsymsFile replaces /proc/kallsyms for Kallsyms: a fixture in tests.
+	KallsymsFile string
 }
 
 // Open locates tracefs (see Locate) and returns an FS for it.

@@ -8,7 +8,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 )
 
 // MaxInstanceName is the longest instance name ftctl accepts: one path component (NAME_MAX).
@@ -108,17 +111,74 @@ func (f *FS) Remove(name string) error {
 	if err != nil {
 		return err
 	}
-	if name == "" {
+	return in.Remove()
+}
+
+// Existing is the instance called name as the kernel listed it (Instances): any name the
+// kernel accepted is handled, control characters and ".." inside included (ValidateInstanceName
+// is for names ftctl is asked to create). Only what is not a single directory name is refused.
+func (f *FS) Existing(name string) (*Instance, error) {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		return nil, &Error{Path: "instance " + quoteData(name), Class: ErrBadInstance, Reason: "not a directory name under instances/"}
+	}
+	return &Instance{fs: f, Name: name, dir: filepath.Join(f.Mount.Path, "instances", name)}, nil
+}
+
+// Remove deletes the instance (rmdir). A missing instance is not an error: removal is
+// idempotent. The kernel refuses (ErrBusy) while a file of the instance is open (Hold).
+func (i *Instance) Remove() error {
+	f := i.fs
+	if i.Name == "" {
 		return &Error{Op: "rmdir", Path: f.Root(), Class: ErrBadInstance, Reason: "the top level cannot be removed"}
 	}
 	if f.DryRun != nil {
-		fmt.Fprintf(f.DryRun, "dry-run: rmdir %s\n", in.dir)
+		fmt.Fprintf(f.DryRun, "dry-run: rmdir %s\n", i.dir)
 		return nil
 	}
-	if err := os.Remove(in.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return f.opError("rmdir", in.dir, "", err)
+	if err := os.Remove(i.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return f.opError("rmdir", i.dir, "", err)
 	}
 	return nil
+}
+
+// Exists says whether the instance's directory is there.
+func (i *Instance) Exists() bool {
+	st, err := os.Stat(i.dir)
+	return err == nil && st.IsDir()
+}
+
+// Hold keeps a file of the instance open (tracing_on: its open takes a reference on the trace
+// array, kernel/trace/trace.c tracing_open_generic_tr) until Close: meanwhile the kernel refuses
+// to remove the instance (rmdir: EBUSY, __remove_instance checks tr->ref). A live owner holds
+// its instance, so that an rmdir that succeeds proves the owner gone, in whatever pid namespace
+// it ran.
+type Hold struct {
+	f    *os.File
+	once sync.Once
+}
+
+// Hold opens the instance's tracing_on and keeps it open. In dry-run mode nothing is held.
+func (i *Instance) Hold() (*Hold, error) {
+	if i.fs.DryRun != nil {
+		return &Hold{}, nil
+	}
+	p := i.Path("tracing_on")
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, i.fs.opError("open", p, "", err)
+	}
+	return &Hold{f: f}, nil
+}
+
+// Close lets go of the instance. Calling it again does nothing.
+func (h *Hold) Close() error {
+	var err error
+	h.once.Do(func() {
+		if h.f != nil {
+			err = h.f.Close()
+		}
+	})
+	return err
 }
 
 // Instances lists the names of the existing instances, sorted; nil when the kernel has none.

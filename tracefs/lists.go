@@ -78,8 +78,9 @@ func ParseProbeList(text string) []ProbeListEntry {
 	return out
 }
 
-// OwnedGroup says whether a probe group belongs to ftctl: "ftctl" (probe add) or "ftctl_<pid>"
-// (a trace session's private group).
+// OwnedGroup says whether a probe group belongs to ftctl: "ftctl" (probe add) or a session's
+// "ftctl_PID_NONCE" ("ftctl_PID" before November 2026). session.OwnedGroup is the rule; this
+// copy serves tracefs.Status and probes.Manager.List until they take it from there.
 func OwnedGroup(group string) bool {
 	if group == "ftctl" {
 		return true
@@ -88,7 +89,11 @@ func OwnedGroup(group string) bool {
 	if !ok || rest == "" {
 		return false
 	}
-	_, err := strconv.ParseUint(rest, 10, 32)
+	pid, nonce, hasNonce := strings.Cut(rest, "_")
+	if hasNonce && (len(nonce) != 8 || strings.Trim(nonce, "0123456789abcdef") != "") {
+		return false
+	}
+	_, err := strconv.ParseUint(pid, 10, 32)
 	return err == nil
 }
 

@@ -1,6 +1,7 @@
 package tracefs
 
 import (
+	"bytes"
 	"reflect"
 	"strings"
 	"testing"
@@ -268,5 +269,17 @@ func TestFindFlockHolder(t *testing.T) {
 	}
 	if pid := findFlockHolder(strings.NewReader(locks), 8, 1, 1234); pid != 0 {
 		t.Errorf("POSIX lock taken for an flock: %d", pid)
+	}
+}
+
+func TestParsePidLines(t *testing.T) {
+	m := ParsePidLines([]byte("1 systemd\n154 my prog\nbad\n\n7 \n"))
+	if string(m[1]) != "systemd" || string(m[154]) != "my prog" || len(m) != 3 || !bytes.Equal(m[7], []byte{}) {
+		t.Errorf("%v", m)
+	}
+	for in, want := range map[string]string{"local [global] counter\n": "global", "nop\n": "nop", "[x": "[x"} {
+		if got := CurrentChoice(in); got != want {
+			t.Errorf("CurrentChoice(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/probes"
+	"github.com/ftctl/ftctl/stream"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -67,6 +67,7 @@ type KernelBackend struct {
 	Group       string
 	LockTimeout time.Duration
 	manager     *probes.Manager
+	symbols     *stream.SymbolLoader // shared by the streams OpenStream opens
 }
 
 // NewKernelBackend makes the backend for a trace array.
@@ -74,9 +75,21 @@ func NewKernelBackend(fs *tracefs.FS, in *tracefs.Instance, group string, lockTi
 	return &KernelBackend{FS: fs, In: in, Group: group, LockTimeout: lockTimeout, manager: probes.NewManager(fs)}
 }
 
-// OpenPipe opens the trace array's trace_pipe, for NewPipeSource.
-func (b *KernelBackend) OpenPipe(ctx context.Context) (io.ReadCloser, error) {
-	return b.In.OpenPipe(ctx)
+// OpenStream opens the trace array through the stream engine (the binary reader where it
+// prints what trace_pipe would, as ftctl stream chooses), for NewPipeSource. kallsyms is read
+// once for the console's life.
+func (b *KernelBackend) OpenStream(ctx context.Context) (EventStream, error) {
+	if b.symbols == nil {
+		b.symbols = stream.NewSymbolLoader(b.FS)
+	}
+	return stream.Open(ctx, b.In, stream.Options{Symbols: b.symbols})
+}
+
+// Close ends what the backend started (a kallsyms load in progress).
+func (b *KernelBackend) Close() {
+	if b.symbols != nil {
+		b.symbols.Close()
+	}
 }
 
 // locked runs f holding the tracefs lock, as every ftctl writer does.

@@ -63,9 +63,9 @@ func (r *Row) TopKey() []byte {
 // maxInterned bounds the intern table: past it, the table starts over (rows keep their slices).
 const maxInterned = 1 << 16
 
-// ingester turns trace_pipe bytes into rows: the stream package's decoder and escaping, plus
-// interning of the names that repeat (comms, event and function names). It runs in the
-// source's goroutine, never in Update.
+// ingester turns events into rows (emit, for the stream engine; feed, for trace_pipe text):
+// the stream package's escaping, plus interning of the names that repeat (comms, event and
+// function names). It runs in the source's goroutine, never in Update.
 type ingester struct {
 	dec     stream.Decoder
 	intern  map[string][]byte
@@ -93,13 +93,19 @@ func (g *ingester) internBytes(b []byte) []byte {
 	return v
 }
 
-// feed decodes p (whole reads of trace_pipe; a partial last line waits for the next call) and
-// returns the rows it made, in a slice the caller owns.
+// feed decodes p (whole reads of trace_pipe text; a partial last line waits for the next
+// call) and returns the rows it made, in a slice the caller owns.
 func (g *ingester) feed(p []byte) []Row {
-	g.rows = nil
 	g.dec.Feed(p, g.emit)
 	g.dec.Flush(g.emit) // the kernel prints an entry within one read: nothing is left pending
-	return g.rows
+	return g.take()
+}
+
+// take returns the rows emit made since the last take, in a slice the caller owns.
+func (g *ingester) take() []Row {
+	rows := g.rows
+	g.rows = nil
+	return rows
 }
 
 var (

@@ -133,29 +133,40 @@ func (c *collector) close() {
 	<-c.done
 }
 
-// PipeSource reads a trace_pipe: a goroutine reads and decodes (off the event loop), the
-// collector batches. When the kernel ends the file (it does when tracing is turned off after
-// something was read), the pipe is opened again after a pause, so that turning tracing back
-// on resumes the stream. Close stops everything; no goroutine outlives it.
+// EventStream is what a PipeSource reads: a stream.Source (the stream engine, as ftctl stream
+// and ftctl trace read it), or a test's.
+type EventStream interface {
+	// Next emits the events of the next chunk read; an error ends the stream (io.EOF: the
+	// kernel ended it).
+	Next(emit stream.Emit) error
+	// Close makes a Next in progress return; it may be called from any goroutine.
+	Close() error
+}
+
+// PipeSource reads the trace array through the stream engine: a goroutine reads and decodes
+// (off the event loop), the collector batches. When the kernel ends the stream (it does when
+// tracing is turned off after something was read), the engine is opened again after a pause,
+// so that turning tracing back on resumes the stream; it chooses its reader again then (the
+// tracer may have changed). Close stops everything; no goroutine outlives it.
 type PipeSource struct {
-	open func(ctx context.Context) (io.ReadCloser, error)
+	open func(ctx context.Context) (EventStream, error)
 	c    *collector
 	ctx  context.Context
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 
 	mu        sync.Mutex
-	cur       io.ReadCloser // the open pipe (nil while suspended or reopening)
+	cur       EventStream   // the open stream (nil while suspended or reopening)
 	suspended chan struct{} // non-nil while Suspend runs: closed when it is done
-	kicked    io.ReadCloser // the pipe Suspend closed: its reader opens again, not fails
+	kicked    EventStream   // the stream Suspend closed: its reader opens again, not fails
 }
 
-// reopenAfter is the pause before trace_pipe is opened again after an end of file.
+// reopenAfter is the pause before the stream is opened again after an end of file.
 const reopenAfter = 250 * time.Millisecond
 
-// NewPipeSource starts reading what open returns (tracefs.Instance.OpenPipe); max bounds the
+// NewPipeSource starts reading what open returns (KernelBackend.OpenStream); max bounds the
 // rows held for a console that falls behind (the ring size).
-func NewPipeSource(ctx context.Context, open func(ctx context.Context) (io.ReadCloser, error), max int) (*PipeSource, error) {
+func NewPipeSource(ctx context.Context, open func(ctx context.Context) (EventStream, error), max int) (*PipeSource, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	r, err := open(ctx)
 	if err != nil {
@@ -168,8 +179,8 @@ func NewPipeSource(ctx context.Context, open func(ctx context.Context) (io.ReadC
 	return s, nil
 }
 
-// reopen waits out a Suspend, then opens trace_pipe again.
-func (s *PipeSource) reopen(pause time.Duration) (io.ReadCloser, error) {
+// reopen waits out a Suspend, then opens the stream again.
+func (s *PipeSource) reopen(pause time.Duration) (EventStream, error) {
 	for {
 		s.mu.Lock()
 		wait := s.suspended
@@ -203,14 +214,13 @@ func (s *PipeSource) reopen(pause time.Duration) (io.ReadCloser, error) {
 	return r, err
 }
 
-func (s *PipeSource) read(r io.ReadCloser) {
+func (s *PipeSource) read(r EventStream) {
 	defer s.wg.Done()
 	g := newIngester()
-	buf := make([]byte, 256<<10)
 	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			if !s.c.put(g.feed(buf[:n])) {
+		err := r.Next(g.emit)
+		if rows := g.take(); len(rows) > 0 {
+			if !s.c.put(rows) {
 				r.Close()
 				return
 			}
@@ -238,23 +248,23 @@ func (s *PipeSource) read(r io.ReadCloser) {
 		for r = nil; r == nil; {
 			if r, err = s.reopen(pause); err != nil {
 				if s.ctx.Err() == nil {
-					s.c.fail(fmt.Errorf("reopening trace_pipe: %w", err))
+					s.c.fail(fmt.Errorf("reopening the stream: %w", err))
 				}
 				return
 			}
 		}
-		g.dec = stream.Decoder{} // a new file: no partial line carries over
 	}
 }
 
-// Suspend closes trace_pipe, runs f, and opens it again: the kernel refuses to change the
-// tracer while its trace_pipe is open (EBUSY: tracing_set_tracer checks current_trace->ref).
+// Suspend closes the stream, runs f, and opens it again: the kernel refuses to change the
+// tracer while trace_pipe or a trace_pipe_raw of the trace array is open (EBUSY:
+// tracing_set_tracer checks tr->trace_ref).
 func (s *PipeSource) Suspend(f func() error) error {
 	done := make(chan struct{})
 	s.mu.Lock()
 	if s.suspended != nil {
 		s.mu.Unlock()
-		return errors.New("trace_pipe is already suspended")
+		return errors.New("the stream is already suspended")
 	}
 	s.suspended = done
 	r := s.cur

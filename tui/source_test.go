@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ftctl/ftctl/stream"
 )
 
 func TestCollectorBoundsAndCountsDrops(t *testing.T) {
@@ -62,16 +64,34 @@ func (p *scriptedPipe) Close() error {
 	return nil
 }
 
+// lineStream is an EventStream over trace_pipe text, for tests.
+type lineStream struct {
+	r   io.ReadCloser
+	dec stream.Decoder
+	buf [4096]byte
+}
+
+func (l *lineStream) Next(emit stream.Emit) error {
+	n, err := l.r.Read(l.buf[:])
+	if n > 0 {
+		l.dec.Feed(l.buf[:n], emit)
+		l.dec.Flush(emit)
+	}
+	return err
+}
+
+func (l *lineStream) Close() error { return l.r.Close() }
+
 func TestPipeSourceReopensAfterEOFAndCloses(t *testing.T) {
 	before := runtime.NumGoroutine()
 	var mu sync.Mutex
 	opens := 0
-	open := func(ctx context.Context) (io.ReadCloser, error) {
+	open := func(ctx context.Context) (EventStream, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		opens++
 		line := "            bash-1234    [001] .....   1.00000" + string(rune('0'+opens)) + ": vfs_read <-ksys_read\n"
-		return &scriptedPipe{ctx: ctx, chunks: []string{line}, eof: opens == 1, closed: make(chan struct{})}, nil
+		return &lineStream{r: &scriptedPipe{ctx: ctx, chunks: []string{line}, eof: opens == 1, closed: make(chan struct{})}}, nil
 	}
 	src, err := NewPipeSource(context.Background(), open, 100)
 	if err != nil {
@@ -134,10 +154,10 @@ func (p *trackedPipe) Close() error {
 
 func TestPipeSourceSuspendReleasesThePipe(t *testing.T) {
 	var open, opens atomic.Int32
-	src, err := NewPipeSource(context.Background(), func(ctx context.Context) (io.ReadCloser, error) {
+	src, err := NewPipeSource(context.Background(), func(ctx context.Context) (EventStream, error) {
 		open.Add(1)
 		opens.Add(1)
-		return &trackedPipe{scriptedPipe: scriptedPipe{ctx: ctx, closed: make(chan struct{})}, open: &open}, nil
+		return &lineStream{r: &trackedPipe{scriptedPipe: scriptedPipe{ctx: ctx, closed: make(chan struct{})}, open: &open}}, nil
 	}, 100)
 	if err != nil {
 		t.Fatal(err)

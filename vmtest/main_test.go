@@ -159,3 +159,27 @@ func instanceNames(t *testing.T) []string {
 	}
 	return names
 }
+
+// sessionOf finds the instance (ftctl-PID-ID) and probe group (ftctl_PID_ID) of the session
+// run by pid, waiting up to 30 s for the instance to appear.
+func sessionOf(t *testing.T, pid int) (instance, group string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m, _ := filepath.Glob(filepath.Join(tracing, "instances", fmt.Sprintf("ftctl-%d-*", pid)))
+		if len(m) == 1 {
+			instance = filepath.Base(m[0])
+			return instance, "ftctl_" + strings.ReplaceAll(strings.TrimPrefix(instance, "ftctl-"), "-", "_")
+		}
+		if len(m) > 1 || time.Now().After(deadline) {
+			t.Fatalf("instances of the session of pid %d: %v", pid, m)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// sessionGone says whether no instance of the session run by pid is left.
+func sessionGone(pid int) bool {
+	m, _ := filepath.Glob(filepath.Join(tracing, "instances", fmt.Sprintf("ftctl-%d-*", pid)))
+	return len(m) == 0
+}

@@ -76,8 +76,9 @@ func startTrace(t *testing.T, extra ...string) (*exec.Cmd, *bytes.Buffer, *bytes
 // tracing_on alone could be seen before the setup.
 func waitSession(t *testing.T, pid int, errb *bytes.Buffer) {
 	t.Helper()
-	dir := filepath.Join(tracing, "instances", "ftctl-"+strconv.Itoa(pid))
-	enabled := filepath.Join(dir, "events", "ftctl_"+strconv.Itoa(pid), "open", "enable")
+	instance, group := sessionOf(t, pid)
+	dir := filepath.Join(tracing, "instances", instance)
+	enabled := filepath.Join(dir, "events", group, "open", "enable")
 	deadline := time.Now().Add(30 * time.Second)
 	probeOn := false
 	for time.Now().Before(deadline) {
@@ -200,14 +201,14 @@ func TestTraceCommand(t *testing.T) {
 func TestTraceKilledThenReset(t *testing.T) {
 	before := sessionWorld(t)
 	cmd, _, _ := startTrace(t)
-	pid := cmd.Process.Pid
+	instance, group := sessionOf(t, cmd.Process.Pid)
 	cmd.Process.Kill()
 	cmd.Wait()
-	if !strings.Contains(read(t, "kprobe_events"), "ftctl_"+strconv.Itoa(pid)+"/open") {
+	if !strings.Contains(read(t, "kprobe_events"), group+"/open") {
 		t.Fatalf("no leftover probe after SIGKILL:\n%s", read(t, "kprobe_events"))
 	}
 	r := ftctlRun(t, "trace", "-e", "sched:sched_switch", "--count", "1")
-	if r.code != 0 || !strings.Contains(r.stderr, "ftctl reset") || !strings.Contains(r.stderr, "ftctl-"+strconv.Itoa(pid)) {
+	if r.code != 0 || !strings.Contains(r.stderr, "ftctl reset") || !strings.Contains(r.stderr, instance) {
 		t.Errorf("no leftover warning: %v", r)
 	}
 	r = ftctlRun(t, "reset", "--dry-run")
@@ -215,7 +216,7 @@ func TestTraceKilledThenReset(t *testing.T) {
 		t.Errorf("dry run: %v", r)
 	}
 	r = ftctlRun(t, "reset")
-	if r.code != 0 || !strings.Contains(r.stdout, "ftctl-"+strconv.Itoa(pid)) {
+	if r.code != 0 || !strings.Contains(r.stdout, "removed session") || !strings.Contains(r.stdout, instance) {
 		t.Errorf("reset: %v", r)
 	}
 	checkWorld(t, before)

@@ -214,10 +214,7 @@ func (r *tuiRun) applyPattern(pattern string) int {
 func TestTUIAppliesFilterInPrivateInstanceAndTearsDown(t *testing.T) {
 	before := tracingState(t)
 	r := startTUI(t, "tui")
-	name := "ftctl-" + strconv.Itoa(r.cmd.Process.Pid)
-	if !exists(instanceDir(name)) {
-		t.Fatalf("no private instance %s", name)
-	}
+	name, _ := sessionOf(t, r.cmd.Process.Pid)
 	r.waitFor("instance " + name + " (private)") // the status bar comes with the first status read
 	pattern := "vfs_rea*"
 	n := r.applyPattern(pattern)
@@ -268,8 +265,8 @@ func TestTUIAttachesToNamedInstance(t *testing.T) {
 	if !exists(instanceDir(name)) {
 		t.Error("an attached instance was removed")
 	}
-	if own := "ftctl-" + strconv.Itoa(r.cmd.Process.Pid); exists(instanceDir(own)) {
-		t.Errorf("a private instance %s was made with -B", own)
+	if !sessionGone(r.cmd.Process.Pid) {
+		t.Errorf("a private instance was made with -B")
 	}
 }
 
@@ -286,10 +283,7 @@ func TestTUITearsDownOnEveryWayOut(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			before := tracingState(t)
 			r := startTUI(t, "tui")
-			name := "ftctl-" + strconv.Itoa(r.cmd.Process.Pid)
-			if !exists(instanceDir(name)) {
-				t.Fatalf("no private instance %s", name)
-			}
+			name, _ := sessionOf(t, r.cmd.Process.Pid)
 			c.stop(r)
 			if code := r.wait(); code != 130 {
 				t.Errorf("exit %d, want 130; screen:\n%s", code, r.screen)
@@ -304,7 +298,7 @@ func TestTUITearsDownOnEveryWayOut(t *testing.T) {
 
 func TestTUIKeepLeavesInstance(t *testing.T) {
 	r := startTUI(t, "tui", "--keep")
-	name := "ftctl-" + strconv.Itoa(r.cmd.Process.Pid)
+	name, _ := sessionOf(t, r.cmd.Process.Pid)
 	removeInstanceLater(t, name)
 	r.keys("q")
 	if code := r.wait(); code != 0 {
@@ -321,8 +315,7 @@ func TestTUIKeepLeavesInstance(t *testing.T) {
 func TestTUIProbes(t *testing.T) {
 	before := tracingState(t)
 	r := startTUI(t, "tui")
-	pid := strconv.Itoa(r.cmd.Process.Pid)
-	group, name := "ftctl_"+pid, "ftctl-"+pid
+	name, group := sessionOf(t, r.cmd.Process.Pid)
 	r.keys("3")
 	r.waitFor("new probes without a group go to " + group)
 	r.keys("a")

@@ -1,0 +1,336 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// The binary reader's set-up: per_cpu/cpuN/trace_pipe_raw, formatted by ftctl (BinaryDecoder)
+// instead of by the kernel. Auto takes it when everything the trace array records would print
+// as trace_pipe prints it; see binaryUnfit.
+
+// nsClocks are the trace clocks that count nanoseconds (trace_pipe prints seconds.micros).
+var nsClocks = map[string]bool{"local": true, "global": true, "mono": true, "mono_raw": true, "boot": true, "perf": true, "tai": true}
+
+// textOptions are the options that change how trace_pipe prints what it prints, with their
+// default: the binary reader formats as the defaults do. print-parent, sym-offset and
+// record-tgid it follows.
+var textOptions = []struct {
+	name string
+	def  bool
+}{
+	{"sym-addr", false}, {"context-info", true}, {"irq-info", true},
+	{"latency-format", false}, {"verbose", false}, {"raw", false},
+	{"hex", false}, {"bin", false}, {"func-no-repeats", false}, {"userstacktrace", false},
+	{"display-graph", false}, {"fields", false},
+}
+
+// binaryUnfit says why the binary reader would not print what trace_pipe prints (or nil):
+// a clock that does not count nanoseconds, a tracer other than function, a display option off
+// its default, or an enabled event that is neither a kprobe, a kretprobe nor one of ftrace's.
+// forced (--reader binary) checks only what the binary reader cannot do at all. The enabled
+// events' formats it read come back, for newBinarySetup (nil when forced).
+func binaryUnfit(in *tracefs.Instance, o Options, forced bool) ([]*tracefs.Format, error) {
+	if o.Lines != "" {
+		return nil, errors.New(o.Lines)
+	}
+	if !littleEndian {
+		return nil, errors.New("ftctl decodes little-endian ring buffers only")
+	}
+	clock, err := in.TraceClock()
+	if err != nil {
+		return nil, err
+	}
+	if !nsClocks[clock] {
+		return nil, fmt.Errorf("the trace clock %q does not count nanoseconds", clock)
+	}
+	if forced {
+		return nil, nil
+	}
+	tracer, err := in.Tracer()
+	if err != nil {
+		return nil, err
+	}
+	if tracer != "nop" && tracer != "function" {
+		return nil, fmt.Errorf("the %s tracer's lines are formatted by the kernel only", tracer)
+	}
+	for _, opt := range textOptions {
+		if on, ok := in.Option(opt.name); ok && on != opt.def {
+			v := '0'
+			if on {
+				v = '1'
+			}
+			return nil, fmt.Errorf("option %s is %c", opt.name, v)
+		}
+	}
+	formats, err := enabledFormats(in)
+	if err != nil {
+		return nil, err
+	}
+	var probe BinaryDecoder
+	for _, f := range formats {
+		if err := probe.Add(f); err != nil {
+			return nil, err
+		}
+	}
+	return formats, nil
+}
+
+// enabledFormats reads the formats of the events set_event lists.
+func enabledFormats(in *tracefs.Instance) ([]*tracefs.Format, error) {
+	events, err := in.EnabledEvents()
+	if err != nil {
+		return nil, err
+	}
+	var out []*tracefs.Format
+	for _, e := range events {
+		f, err := in.EventFormat(e.System, e.Event)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// SymbolLoader reads and parses kallsyms once, in the background, for every Source given it.
+type SymbolLoader struct {
+	fs   *tracefs.FS
+	once sync.Once
+	done chan struct{}
+	syms *Symbols
+	err  error
+	ctx  context.Context
+	stop context.CancelFunc
+}
+
+// NewSymbolLoader loads fs's kallsyms (tracefs.FS.Kallsyms) when first asked.
+func NewSymbolLoader(fs *tracefs.FS) *SymbolLoader {
+	ctx, stop := context.WithCancel(context.Background())
+	return &SymbolLoader{fs: fs, done: make(chan struct{}), ctx: ctx, stop: stop}
+}
+
+// start begins the load (once) and returns the channel closed when it is done.
+func (l *SymbolLoader) start() <-chan struct{} {
+	l.once.Do(func() {
+		go func() {
+			defer close(l.done)
+			b, err := l.fs.Kallsyms(l.ctx)
+			if err == nil {
+				l.syms, err = ParseKallsyms(b)
+			}
+			if err != nil {
+				l.err = fmt.Errorf("%s: %w", tracefs.KallsymsPath, err)
+			}
+		}()
+	})
+	return l.done
+}
+
+// Close stops a load in progress and waits for it.
+func (l *SymbolLoader) Close() {
+	l.stop()
+	l.once.Do(func() { close(l.done) }) // never started
+	<-l.done
+}
+
+// binarySetup is what the binary reader needs, read before streaming starts.
+type binarySetup struct {
+	dec     *BinaryDecoder
+	comms   *pidTable
+	symbols *SymbolLoader
+	owned   bool            // symbols is this reader's: closed with it
+	waiting <-chan struct{} // closed when kallsyms is loaded; nil once that was seen
+	notice  func(format string, args ...any)
+	pages   []CPUPage
+
+	// While kallsyms loads (0.3-0.4 s of kernel time under TCG, 40-50 ms on the development
+	// host), what was read waits here, copied, so that the reads go on and the kernel's buffer
+	// does not overrun meanwhile; beyond maxBacklog the reads wait.
+	backlog      [][]byte
+	backlogBytes int
+}
+
+const maxBacklog = 256 << 20
+
+// newBinarySetup reads what the decoder needs: the page layout, ftrace's own formats, the
+// enabled events' formats (those binaryUnfit read, or read here when it read none), the
+// options it follows; saved_cmdlines and saved_tgids are read as pids come, and kallsyms loads
+// in the background (loading, loaded, finish).
+func newBinarySetup(in *tracefs.Instance, formats []*tracefs.Format, o Options) (*binarySetup, error) {
+	layout, err := in.PageLayout()
+	if err != nil {
+		return nil, err
+	}
+	option := func(name string, def bool) bool {
+		if on, ok := in.Option(name); ok {
+			return on
+		}
+		return def
+	}
+	dec := &BinaryDecoder{Layout: layout, PrintParent: option("print-parent", true), SymOffset: option("sym-offset", false)}
+	for _, name := range []string{"function", "print", "kernel_stack"} {
+		if f, err := in.EventFormat("ftrace", name); err == nil {
+			dec.Add(f)
+		}
+	}
+	if formats == nil {
+		if formats, err = enabledFormats(in); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range formats {
+		dec.Add(f) // an error: decoded field by field (--reader binary chose that)
+	}
+	// saved_cmdlines and saved_tgids are the top level's, for every instance
+	fs := in.FS()
+	comms := &pidTable{read: fs.SavedCmdlines}
+	dec.Comm = comms.lookup
+	if option("record-tgid", false) {
+		tgids := &pidTable{read: fs.SavedTgids, now: comms}
+		dec.TGID = func(pid int) int {
+			n, _ := strconv.Atoi(string(tgids.lookup(pid)))
+			return n
+		}
+	}
+	dec.Unknown = in.EventFormatByID
+	s := &binarySetup{dec: dec, comms: comms, symbols: o.Symbols, notice: o.Notice}
+	if s.symbols == nil {
+		s.symbols, s.owned = NewSymbolLoader(fs), true
+	}
+	s.waiting = s.symbols.start()
+	return s, nil
+}
+
+// loading is the channel closed once kallsyms is loaded, nil once that was seen (or for
+// trace_pipe).
+func (s *binarySetup) loading() <-chan struct{} {
+	if s == nil {
+		return nil
+	}
+	return s.waiting
+}
+
+// loaded records the end of the kallsyms load (an error: addresses print as numbers, said
+// once) and decodes the backlog.
+func (s *binarySetup) loaded(emit Emit) error {
+	if err := s.symbols.err; err != nil {
+		s.notice("stream: %v: addresses are printed as numbers", err)
+	}
+	s.dec.Symbols = s.symbols.syms
+	s.waiting = nil
+	backlog := s.backlog
+	s.backlog, s.backlogBytes = nil, 0
+	for _, b := range backlog {
+		if err := s.decode(b, emit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// feed decodes a chunk Read returned, or keeps a copy while kallsyms loads.
+func (s *binarySetup) feed(b []byte, emit Emit) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if s.waiting != nil && s.backlogBytes+len(b) <= maxBacklog {
+		s.backlog = append(s.backlog, bytes.Clone(b))
+		s.backlogBytes += len(b)
+		return nil
+	}
+	if s.waiting != nil { // the backlog is full: wait
+		<-s.waiting
+		if err := s.loaded(emit); err != nil {
+			return err
+		}
+	}
+	return s.decode(b, emit)
+}
+
+// finish waits for kallsyms (or ctx) and decodes the backlog: the end of the stream.
+func (s *binarySetup) finish(ctx context.Context, emit Emit) error {
+	if s.waiting == nil {
+		return nil
+	}
+	select {
+	case <-s.waiting:
+		return s.loaded(emit)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *binarySetup) decode(b []byte, emit Emit) error {
+	s.comms.tick()
+	s.pages = s.pages[:0]
+	tracefs.RawPages(b, func(cpu int, page []byte) {
+		s.pages = append(s.pages, CPUPage{CPU: cpu, Data: page})
+	})
+	return s.dec.Feed(s.pages, emit)
+}
+
+// close stops the kallsyms load when it is this reader's own.
+func (s *binarySetup) close() {
+	if s.owned {
+		s.symbols.Close()
+	}
+}
+
+// pidTable is saved_cmdlines (comms) or saved_tgids, which trace_pipe looks pids up in when
+// it formats a line. A pid it lacks is looked for again when the file is read again: for a pid
+// never seen, after pidRefresh; for one known missing, after pidRetry. Time is taken once per
+// chunk of pages (tick), not per event: reading the clock costs microseconds under emulation.
+// One goroutine uses it.
+type pidTable struct {
+	read func() (map[int][]byte, error)
+	vals map[int][]byte // a nil value: not in the file when last read
+	at   time.Time      // when the file was last read
+	t    time.Time      // the current chunk's time
+	now  *pidTable      // the table whose tick gives the time, when not this one
+}
+
+const (
+	pidRefresh = 20 * time.Millisecond
+	pidRetry   = time.Second
+)
+
+func (c *pidTable) tick() { c.t = time.Now() }
+
+func (c *pidTable) lookup(pid int) []byte {
+	v, seen := c.vals[pid]
+	if v != nil {
+		return v
+	}
+	now := c.t
+	if c.now != nil {
+		now = c.now.t
+	}
+	if c.vals != nil {
+		age := now.Sub(c.at)
+		if seen && age < pidRetry {
+			return nil
+		}
+		if !seen && age < pidRefresh {
+			c.vals[pid] = nil
+			return nil
+		}
+	}
+	c.at = now
+	c.vals = map[int][]byte{}
+	if m, err := c.read(); err == nil {
+		c.vals = m
+	}
+	v = c.vals[pid]
+	if v == nil {
+		c.vals[pid] = nil
+	}
+	return v
+}

@@ -1,0 +1,390 @@
+package stream
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// The stream engine: one entry point, Open, for every reader of a trace array's ring buffer
+// (ftctl stream, ftctl trace and the console). It chooses between trace_pipe (lines the kernel
+// formatted) and every CPU's trace_pipe_raw (pages ftctl formats the way the kernel would),
+// reads ahead while the last chunk is decoded, and leaves out the events of ftctl's own threads.
+
+// The readers Options.Reader chooses from.
+const (
+	ReaderAuto   = "auto"   // trace_pipe_raw when it prints the same, else trace_pipe
+	ReaderText   = "text"   // trace_pipe
+	ReaderBinary = "binary" // trace_pipe_raw, whatever the trace array records
+)
+
+// Names of the files read, as the summary reports them.
+const (
+	pipeText   = "trace_pipe"
+	pipeBinary = "trace_pipe_raw"
+)
+
+// ErrReader says the reader asked for cannot be had: an unknown name, or --reader binary where
+// the binary reader cannot read at all (a clock that does not count nanoseconds, a big-endian
+// machine, --raw).
+var ErrReader = errors.New("invalid reader")
+
+// Options say how Open reads.
+type Options struct {
+	// Reader is ReaderAuto (""), ReaderText or ReaderBinary.
+	Reader string
+	// Lines, when set, says why the kernel's own lines are needed (--raw shows them): only
+	// trace_pipe has them.
+	Lines string
+	// Duration ends the stream after this long (0: no limit): Next then returns
+	// context.DeadlineExceeded.
+	Duration time.Duration
+	// IncludeSelf keeps the events of ftctl's own threads, which are left out by default: every
+	// read of the ring buffer is itself a read(2), and on a filter over read paths each read
+	// would record an event that wakes the next read.
+	IncludeSelf bool
+	// Symbols, when set, is shared by Sources opened one after the other (the console reopens
+	// its reader when the tracer changes): kallsyms is then read once.
+	Symbols *SymbolLoader
+	// Notice receives what a person should know and nothing stops (kallsyms unreadable).
+	Notice func(format string, args ...any)
+}
+
+// Source is an open stream of a trace array's events. Next is called from one goroutine; Close
+// may be called from any, and makes a Next in progress return.
+type Source struct {
+	in     *tracefs.Instance
+	opts   Options
+	parent context.Context // Open's: its end is an interruption
+	ctx    context.Context // parent with Duration
+	cancel context.CancelFunc
+
+	reader, why string
+	pipe        chunkReader
+	ra          *readAhead
+	bin         *binarySetup
+	dec         Decoder
+
+	emit     Emit // the caller's, for the current Next
+	filtered Emit // emitOwn, made once
+	self     selfFilter
+	own      int64
+	before   []tracefs.CPUStats
+	start    time.Time
+}
+
+// Open starts reading the trace array's ring buffer. It reads nothing of it yet: Next does.
+func Open(ctx context.Context, in *tracefs.Instance, o Options) (*Source, error) {
+	switch o.Reader {
+	case "":
+		o.Reader = ReaderAuto
+	case ReaderAuto, ReaderText, ReaderBinary:
+	default:
+		return nil, fmt.Errorf("%w: the reader must be auto, text or binary, not %q", ErrReader, o.Reader)
+	}
+	if o.Notice == nil {
+		o.Notice = func(string, ...any) {}
+	}
+	s := &Source{in: in, opts: o, parent: ctx}
+	s.filtered = s.emitOwn
+	if o.Duration > 0 {
+		s.ctx, s.cancel = context.WithTimeout(ctx, o.Duration)
+	} else {
+		s.ctx, s.cancel = context.WithCancel(ctx)
+	}
+	s.before, _ = in.CPUStats()
+	if err := s.choose(); err != nil {
+		s.cancel()
+		return nil, err
+	}
+	var err error
+	if s.bin != nil {
+		s.pipe, err = in.OpenRawPipe(s.ctx)
+		if err != nil && o.Reader != ReaderBinary {
+			s.bin.close()
+			s.reader, s.why, s.bin = pipeText, err.Error(), nil
+		}
+	}
+	if s.bin == nil {
+		s.pipe, err = in.OpenPipe(s.ctx)
+	}
+	if err != nil {
+		if s.bin != nil {
+			s.bin.close()
+		}
+		s.cancel()
+		return nil, err
+	}
+	s.start = time.Now()
+	s.ra = startReadAhead(s.pipe)
+	return s, nil
+}
+
+// choose decides between trace_pipe and trace_pipe_raw, and prepares the binary reader.
+func (s *Source) choose() error {
+	s.reader = pipeText
+	o := s.opts
+	if o.Reader == ReaderText {
+		return nil
+	}
+	forced := o.Reader == ReaderBinary
+	formats, err := binaryUnfit(s.in, o, forced)
+	if err != nil {
+		if forced {
+			return fmt.Errorf("%w: --reader binary: %w", ErrReader, err)
+		}
+		s.why = err.Error()
+		return nil
+	}
+	b, err := newBinarySetup(s.in, formats, o)
+	if err != nil {
+		if forced {
+			return err
+		}
+		s.why = err.Error()
+		return nil
+	}
+	s.bin, s.reader = b, pipeBinary
+	return nil
+}
+
+// Reader is the file read: "trace_pipe" or "trace_pipe_raw".
+func (s *Source) Reader() string { return s.reader }
+
+// ReaderWhy says why trace_pipe was read when auto could have chosen trace_pipe_raw ("" when
+// not).
+func (s *Source) ReaderWhy() string { return s.why }
+
+// Own counts the events of ftctl's own threads left out so far.
+func (s *Source) Own() int64 { return s.own }
+
+// Next waits for the next chunk of the ring buffer and emits its events, in order, ftctl's own
+// left out. It returns nil while the stream goes on; the error emit returned; io.EOF when the
+// kernel ended the stream (tracing off and everything read); context.DeadlineExceeded after
+// Options.Duration; the context's error once Open's context ended (what was read meanwhile is
+// not decoded); tracefs.ErrPipeClosed after Close; or a read error.
+func (s *Source) Next(emit Emit) error {
+	s.emit = emit
+	var c readChunk
+	var derr error
+	if loading := s.bin.loading(); loading != nil {
+		// kallsyms is loading: chunks wait in the backlog, the reads go on
+		select {
+		case <-loading:
+			derr = s.bin.loaded(s.filtered)
+		case c = <-s.ra.full:
+			if c.b == nil && c.err == nil {
+				c.err = tracefs.ErrPipeClosed
+			}
+		}
+	} else {
+		c = s.ra.next()
+	}
+	rerr := c.err
+	if err := s.ctx.Err(); err != nil && rerr == nil {
+		// Interrupted, or out of time: what was read ahead is not decoded.
+		c.b, rerr = c.b[:0], err
+	}
+	switch {
+	case derr != nil:
+	case s.bin != nil:
+		derr = s.bin.feed(c.b, s.filtered)
+		if derr == nil && errors.Is(rerr, io.EOF) {
+			derr = s.bin.finish(s.ctx, s.filtered) // the backlog, once kallsyms is in
+		}
+	default:
+		// The kernel prints an entry (a stack trace with all its frames too) within one
+		// read: whatever is pending after a read is complete.
+		derr = s.dec.Feed(c.b, s.filtered)
+		if derr == nil {
+			derr = s.dec.Flush(s.filtered)
+		}
+	}
+	if c.b != nil {
+		s.ra.release(c.b)
+	}
+	if derr != nil && s.ctx.Err() != nil && errors.Is(derr, s.ctx.Err()) {
+		derr, rerr = nil, derr // interrupted (or out of time) while waiting for kallsyms
+	}
+	if derr != nil {
+		return derr
+	}
+	return rerr
+}
+
+// emitOwn leaves out the events of ftctl's own threads.
+func (s *Source) emitOwn(ev *Event) error {
+	if !s.opts.IncludeSelf && ev.Kind != KindLost && ev.Comm != nil && s.self.own(ev.PID) {
+		s.own++
+		return nil
+	}
+	return s.emit(ev)
+}
+
+// Interrupted says whether the stream ended because Open's context did, and the context's
+// cause (context.Cause) then.
+func (s *Source) Interrupted() (bool, error) {
+	if s.parent.Err() == nil {
+		return false, nil
+	}
+	return true, context.Cause(s.parent)
+}
+
+// Close stops reading: a Next in progress returns, the pipe is closed, the goroutines end
+// (Close waits for them). Calling it again does nothing.
+func (s *Source) Close() error {
+	s.ra.stop()
+	if s.bin != nil {
+		s.bin.close()
+	}
+	s.cancel()
+	return nil
+}
+
+// Summary starts the loss accounting of this stream: its counters before the first read.
+func (s *Source) Summary() *Summary {
+	sum := NewSummary(s.before)
+	sum.Reader, sum.ReaderWhy = s.reader, s.why
+	return sum
+}
+
+// Finish closes the accounting: the counters after, how long, why it ended.
+func (s *Source) Finish(sum *Summary, end string) {
+	after, _ := s.in.CPUStats()
+	sum.Own = s.own
+	sum.Finish(after, time.Since(s.start).Seconds(), end)
+}
+
+// selfFilter knows which pids of the trace are threads of this process. A pid is looked up
+// once (a stat of /proc/self/task/PID): a thread started later has a new pid, looked up when it
+// first shows.
+type selfFilter struct {
+	pids map[int]bool
+	last int // the last pid looked at, and whether it was ours: events come in runs
+	mine bool
+	// ownThread is tracefs.OwnThread; tests replace it.
+	ownThread func(int) bool
+}
+
+// maxSelfPids bounds the table: past it, it starts over.
+const maxSelfPids = 1 << 16
+
+func (f *selfFilter) own(pid int) bool {
+	if pid <= 0 {
+		return false // the idle task
+	}
+	if pid == f.last && f.pids != nil {
+		return f.mine
+	}
+	mine, ok := f.pids[pid]
+	if !ok {
+		if f.pids == nil || len(f.pids) >= maxSelfPids {
+			f.pids = map[int]bool{}
+		}
+		look := f.ownThread
+		if look == nil {
+			look = tracefs.OwnThread
+		}
+		mine = look(pid)
+		f.pids[pid] = mine
+	}
+	f.last, f.mine = pid, mine
+	return mine
+}
+
+// readAhead reads the pipe in a goroutine of its own while the caller decodes and prints what
+// was read before: the kernel formats the next lines while ftctl formats the last ones, so with
+// a CPU to spare ftctl reads trace_pipe about as fast as cat does (BENCHMARKS.md, "Stream"). It
+// hands out its few buffers in order; the goroutine ends when the pipe does, and stop waits
+// for it.
+type readAhead struct {
+	pipe chunkReader
+	free chan []byte    // buffers to read into
+	full chan readChunk // what was read, in order; closed when the goroutine ends
+	done chan struct{}  // closed by stop
+	once sync.Once
+}
+
+// readChunk is one Read: its bytes and its error (the last chunk has one).
+type readChunk struct {
+	b   []byte
+	err error
+}
+
+// readAheadBuffers and readAheadSize: the kernel returns at most a page per read(2); a chunk
+// gathers up to readAheadSize of them.
+const (
+	readAheadBuffers = 3
+	readAheadSize    = 128 << 10
+)
+
+// chunkReader is tracefs.Pipe or tracefs.RawPipe.
+type chunkReader interface {
+	Read([]byte) (int, error)
+	Close() error
+}
+
+func startReadAhead(p chunkReader) *readAhead {
+	r := &readAhead{pipe: p, free: make(chan []byte, readAheadBuffers),
+		full: make(chan readChunk, readAheadBuffers), done: make(chan struct{})}
+	for range readAheadBuffers {
+		r.free <- make([]byte, readAheadSize)
+	}
+	go r.run()
+	return r
+}
+
+func (r *readAhead) run() {
+	defer close(r.full)
+	for {
+		var b []byte
+		select {
+		case b = <-r.free:
+		case <-r.done:
+			return
+		}
+		n, err := r.pipe.Read(b[:cap(b)])
+		r.full <- readChunk{b[:n], err} // never blocks: full holds as many as there are buffers
+		if err != nil {
+			return
+		}
+	}
+}
+
+// next waits for the next chunk. Give its buffer back with release once done with it.
+func (r *readAhead) next() readChunk {
+	c, ok := <-r.full
+	if !ok {
+		return readChunk{err: tracefs.ErrPipeClosed}
+	}
+	return c
+}
+
+// release gives a buffer back; it never blocks (there is room for every buffer).
+func (r *readAhead) release(b []byte) {
+	select {
+	case r.free <- b:
+	default:
+	}
+}
+
+// stop closes the pipe (a Read in progress returns), ends the goroutine and waits for it; what
+// it read meanwhile is dropped. It may run while another goroutine waits in next, which then
+// returns ErrPipeClosed. Calling it again does nothing.
+func (r *readAhead) stop() {
+	r.once.Do(func() {
+		close(r.done)
+		r.pipe.Close()
+		for range r.full {
+		}
+	})
+}
+
+// littleEndian: the page and event headers the binary reader decodes are the machine's own.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1

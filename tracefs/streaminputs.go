@@ -1,0 +1,207 @@
+package tracefs
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// What the stream's binary reader needs from the kernel besides the ring buffer's pages: the
+// options and clock that decide how trace_pipe would print, the enabled events, pid → comm and
+// tgid tables, and the kernel's symbols.
+
+// KallsymsPath is where the kernel lists its symbols.
+const KallsymsPath = "/proc/kallsyms"
+
+// EventName is SYSTEM:EVENT.
+type EventName struct{ System, Event string }
+
+// EnabledEvents lists set_event: the events enabled in the trace array.
+func (i *Instance) EnabledEvents() ([]EventName, error) {
+	b, err := i.ReadFile("set_event")
+	if err != nil {
+		return nil, err
+	}
+	var out []EventName
+	for _, line := range strings.Split(string(b), "\n") {
+		if sys, name, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			out = append(out, EventName{sys, name})
+		}
+	}
+	return out, nil
+}
+
+// EventFormatByID finds the format of the event with this type ID among the trace array's
+// enabled events and the dynamic events (an event enabled after a reader started); nil when
+// none has it.
+func (i *Instance) EventFormatByID(id int) *Format {
+	names, _ := i.EnabledEvents()
+	if b, err := i.fs.Top().ReadFile("dynamic_events"); err == nil {
+		for _, p := range ParseProbeList(string(b)) {
+			if p.Group != "" && p.Event != "" {
+				names = append(names, EventName{p.Group, p.Event})
+			}
+		}
+	}
+	want := strconv.Itoa(id)
+	for _, n := range names {
+		b, err := i.ReadFile(path.Join("events", n.System, n.Event, "id"))
+		if err != nil || strings.TrimSpace(string(b)) != want {
+			continue
+		}
+		if f, err := i.EventFormat(n.System, n.Event); err == nil {
+			return f
+		}
+	}
+	return nil
+}
+
+// Option reads options/NAME: its value, and whether this kernel has the option.
+func (i *Instance) Option(name string) (on, ok bool) {
+	b, err := i.ReadFile("options/" + name)
+	if err != nil || len(b) == 0 {
+		return false, false
+	}
+	return b[0] == '1', true
+}
+
+// TraceClock is the trace array's clock, the bracketed choice of trace_clock.
+func (i *Instance) TraceClock() (string, error) {
+	b, err := i.ReadFile("trace_clock")
+	if err != nil {
+		return "", err
+	}
+	return CurrentChoice(string(b)), nil
+}
+
+// Tracer is the trace array's current_tracer.
+func (i *Instance) Tracer() (string, error) {
+	b, err := i.ReadFile("current_tracer")
+	return strings.TrimSpace(string(b)), err
+}
+
+// CurrentChoice is the bracketed choice of a file like trace_clock ("local [global] counter").
+func CurrentChoice(s string) string {
+	if i := strings.IndexByte(s, '['); i >= 0 {
+		if j := strings.IndexByte(s[i:], ']'); j > 0 {
+			return s[i+1 : i+j]
+		}
+	}
+	return strings.TrimSpace(s)
+}
+
+// SavedCmdlines reads the kernel's pid → comm table (top level only: instances have none).
+func (f *FS) SavedCmdlines() (map[int][]byte, error) { return f.pidTable("saved_cmdlines") }
+
+// SavedTgids reads the kernel's pid → tgid table (filled with the record-tgid option).
+func (f *FS) SavedTgids() (map[int][]byte, error) { return f.pidTable("saved_tgids") }
+
+func (f *FS) pidTable(file string) (map[int][]byte, error) {
+	b, err := f.Top().ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePidLines(b), nil
+}
+
+// ParsePidLines reads "PID VALUE" lines (saved_cmdlines, saved_tgids). A comm may hold spaces:
+// the value is everything after the first.
+func ParsePidLines(b []byte) map[int][]byte {
+	m := map[int][]byte{}
+	for _, line := range bytes.Split(b, []byte{'\n'}) {
+		sp := bytes.IndexByte(line, ' ')
+		if sp <= 0 {
+			continue
+		}
+		pid, err := strconv.Atoi(string(line[:sp]))
+		if err != nil {
+			continue
+		}
+		m[pid] = append([]byte(nil), line[sp+1:]...)
+	}
+	return m
+}
+
+// procReadSize bounds each read of a /proc file: the kernel formats all it is asked for
+// before the read returns, and a process exiting (Ctrl-C) waits for that read to end; 8 MiB of
+// kallsyms at once took 0.4 s under emulation.
+const procReadSize = 64 << 10
+
+// kallsymsExpect is the room first made for kallsyms (4-8 MiB on the VM kernels).
+const kallsymsExpect = 8 << 20
+
+// Kallsyms reads the kernel's symbol table (/proc/kallsyms, or the file FS.Kallsyms names)
+// into memory mapped outside the Go heap, populated in one go: the file is 4-8 MiB, and a heap
+// buffer of that size, faulted in page by page and then swept by the collector, cost about as
+// much CPU as the kernel's formatting of the file under emulation (an in-VM profile). The
+// memory is never unmapped: the table lives as long as the reader that asked for it. The end
+// of ctx stops the reading between two reads of procReadSize.
+func (f *FS) Kallsyms(ctx context.Context) ([]byte, error) {
+	name := f.KallsymsFile
+	if name == "" {
+		name = KallsymsPath
+	}
+	fd, err := os.Open(name)
+	if err != nil {
+		return nil, f.opError("open", name, "", unwrapPath(err))
+	}
+	defer fd.Close()
+	alloc := func(n int) []byte {
+		b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+		if err != nil {
+			return make([]byte, n)
+		}
+		return b
+	}
+	b := alloc(kallsymsExpect)
+	n := 0
+	for {
+		if n == len(b) { // larger than expected: twice the room, and copy
+			bigger := alloc(2 * len(b))
+			copy(bigger, b)
+			b = bigger
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		m, err := fd.Read(b[n:min(n+procReadSize, len(b))])
+		n += m
+		if err == io.EOF {
+			return b[:n], nil
+		}
+		if err != nil {
+			return nil, f.opError("read", name, "", unwrapPath(err))
+		}
+	}
+}
+
+// OwnThread says whether tid is a thread of this process (each Go thread has its own tid): a
+// reader of the trace drops the events its own threads cause.
+func OwnThread(tid int) bool {
+	if tid <= 0 {
+		return false
+	}
+	var st unix.Stat_t
+	return unix.Stat("/proc/self/task/"+strconv.Itoa(tid), &st) == nil
+}
+
+// OwnThreads lists the threads of this process.
+func OwnThreads() []int {
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		if n, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
