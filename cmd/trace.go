@@ -147,6 +147,12 @@ func traceRun(ctx context.Context, opts *TraceOptions) error {
 		return err
 	}
 	defer traceTeardown(g, fs, s)
+	if ctx.Err() != nil { // a signal during the setup: the command is never released
+		if command != nil {
+			command.Abort()
+		}
+		return ErrInterrupted
+	}
 	if err := s.Begin(); err != nil {
 		if command != nil {
 			command.Abort()
@@ -166,7 +172,7 @@ func (opts *TraceOptions) spec() (spec session.Spec, argv0 string, err error) {
 	if opts.Duration < 0 || opts.Count < 0 {
 		return spec, "", InvalidInput(errors.New("--duration and --count must not be negative"))
 	}
-	spec = session.Spec{Probes: opts.Probes, Events: opts.Events, Tracer: opts.Tracer, PIDs: opts.PID}
+	spec = session.Spec{Probes: opts.Probes, Events: opts.Events, Tracer: opts.Tracer, PIDs: opts.PID, IncludeSelf: opts.IncludeSelf}
 	for _, p := range opts.PID {
 		if p <= 0 {
 			return spec, "", InvalidInput(fmt.Errorf("--pid %d: not a process id", p))

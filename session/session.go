@@ -39,6 +39,8 @@ type Spec struct {
 	// given, else nop.
 	Tracer string
 	PIDs   []int // trace only these processes and their children (set_ftrace_pid, set_event_pid)
+	// IncludeSelf records ftctl's own threads too (by default the kernel leaves them out).
+	IncludeSelf bool
 }
 
 // Session is a running session.
@@ -294,7 +296,7 @@ func (s *Session) setPIDs(pids []int) error {
 // does anyway for the threads it starts between the listing and the writes.
 func (s *Session) excludeSelf() error {
 	in := s.Instance
-	if !in.Has("set_ftrace_notrace_pid") || !in.Has("set_event_notrace_pid") {
+	if s.spec.IncludeSelf || !in.Has("set_ftrace_notrace_pid") || !in.Has("set_event_notrace_pid") {
 		return nil
 	}
 	var b strings.Builder

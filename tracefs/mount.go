@@ -150,7 +150,12 @@ func Locate(root, found string) (Mount, error) {
 	if !st.IsDir() {
 		return Mount{}, &Error{Op: "stat", Path: root, Class: ErrNotMounted, Reason: "not a directory (given by " + found + ")"}
 	}
-	m := Mount{Path: filepath.Clean(root), Found: found}
+	// Resolved once here: the lock opens the root with O_NOFOLLOW, and every path joins it.
+	path := filepath.Clean(root)
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	m := Mount{Path: path, Found: found}
 	var sfs unix.Statfs_t
 	if unix.Statfs(root, &sfs) == nil {
 		switch sfs.Type {

@@ -213,6 +213,7 @@ func (r *tuiRun) applyPattern(pattern string) int {
 
 func TestTUIAppliesFilterInPrivateInstanceAndTearsDown(t *testing.T) {
 	before := tracingState(t)
+	workload(t)
 	r := startTUI(t, "tui")
 	name, _ := sessionOf(t, r.cmd.Process.Pid)
 	r.waitFor("instance " + name + " (private)") // the status bar comes with the first status read
@@ -226,7 +227,7 @@ func TestTUIAppliesFilterInPrivateInstanceAndTearsDown(t *testing.T) {
 		t.Errorf("%d functions listed, %d shown", len(got), n)
 	}
 	// Start the function tracer (refused over an empty filter; the filter is set now) and see
-	// the console's own reads arrive in the Stream view.
+	// the workload's reads arrive in the Stream view (the console's own are left out).
 	r.keys("\x1b") // leave the pattern field
 	r.keys("T")
 	r.waitFor("tracer function")
