@@ -10,10 +10,10 @@ import (
 // trace_pipe still hands over) every event. LOST lines always pass: losing events is never
 // something to hide. The zero Filter passes everything.
 type Filter struct {
-	Events []string       // globs on the event name (Event.EventName); any may match
-	PID    int            // with HasPID: the pid, or the tgid when the line has one
-	HasPID bool           //
-	Comm   string         // a glob on the comm ("" for any)
+	Events []string // globs on the event name (Event.EventName); any may match
+	PID    int      // with HasPID: the pid, or the tgid when the line has one
+	HasPID bool     //
+	Comm   string   // a glob on the comm ("" for any)
 	// Grep is matched against the event as ftctl prints it in text (AppendText, without
 	// colour: escaped, every frame of a stack trace on its own line), whichever reader read it.
 	Grep *regexp.Regexp
