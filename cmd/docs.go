@@ -1,5 +1,7 @@
 package cmd
 
+import "github.com/ftctl/ftctl/tracefs"
+
 // Reference text that belongs to no single command. `make docs` renders it, with the command
 // tree and ExitStatuses, into man/ftctl.1 (internal/gendocs). Each entry must stay true to the
 // code it describes, which it names.
@@ -33,8 +35,8 @@ const AnnotationJSON = "ftctl/json"
 // FTCTL_TIMING in applyChanges, FTCTL_ACTIVE_HELP in cobra's completion.
 var Environment = []DocItem{
 	{"FTCTL_TRACEFS", "The tracing directory to use when `--tracefs` is not given, instead of " +
-		"looking for tracefs in /proc/self/mountinfo."},
-	{"FTCTL_KALLSYMS", "A copy of /proc/kallsyms to name code addresses by in the stream's binary " +
+		"looking for tracefs in " + tracefs.MountInfoPath + "."},
+	{"FTCTL_KALLSYMS", "A copy of " + tracefs.KallsymsPath + " to name code addresses by in the stream's binary " +
 		"reader, instead of the running kernel's own (e.g. the host's, from a container that cannot read it)."},
 	{"FTCTL_TIMING", "When not empty, filter commands print how long each phase took (reading " +
 		"the index and the list, planning, writing, verifying) on stderr."},
@@ -43,19 +45,11 @@ var Environment = []DocItem{
 		"(COBRA_ACTIVE_HELP=0 does the same for every cobra program)."},
 }
 
-// Files lists the files ftctl uses besides tracefs's control files.
-var Files = []DocItem{
-	{"/sys/kernel/tracing", "Where tracefs is usually mounted; `ftctl mount` mounts it there."},
-	{"/sys/kernel/debug/tracing", "tracefs automounted under debugfs; used when it is the only " +
-		"tracefs mount (or debugfs's tracing directory, on kernels older than 4.1)."},
-	{"/proc/self/mountinfo", "Searched for tracefs unless `--tracefs` or FTCTL_TRACEFS names " +
-		"the directory."},
-	{"/proc/locks", "Names the process holding the ftctl lock, an flock on the tracefs root " +
-		"directory, when a writer has to wait for it."},
-	{"/proc/modules", "Compared before a filter is written: a module loaded or unloaded since the " +
-		"function index was read makes ftctl plan again."},
-	{"/sys/kernel/security/lockdown", "The lockdown level, to explain an EPERM from tracefs."},
-	{"/proc/kallsyms", "The kernel's symbols, by which the binary reader of the stream prints code " +
-		"addresses (FTCTL_KALLSYMS names another copy)."},
-	{"/proc/self/task", "ftctl's own threads, whose events the stream leaves out."},
-}
+// Files lists the files ftctl uses besides tracefs's control files (tracefs knows them).
+var Files = func() []DocItem {
+	var out []DocItem
+	for _, f := range tracefs.KernelFiles {
+		out = append(out, DocItem{f.Path, f.Use})
+	}
+	return out
+}()

@@ -17,6 +17,9 @@ import (
 // DefaultMountPoint is where tracefs lives since Linux 4.1 and where `ftctl mount` puts it.
 const DefaultMountPoint = "/sys/kernel/tracing"
 
+// MountInfoPath lists this process's mounts, where tracefs is looked for.
+const MountInfoPath = "/proc/self/mountinfo"
+
 // Mount says where tracefs is and how ftctl found it.
 type Mount struct {
 	Path    string `json:"path"`    // the tracing directory
@@ -112,7 +115,7 @@ func fileExists(p string) bool {
 
 // discover finds tracefs once per process through /proc/self/mountinfo.
 var discover = sync.OnceValues(func() (Mount, error) {
-	return discoverIn("/proc/self/mountinfo")
+	return discoverIn(MountInfoPath)
 })
 
 func discoverIn(mountinfo string) (Mount, error) {

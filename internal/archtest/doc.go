@@ -1,0 +1,6 @@
+// Package archtest holds no code: its test enforces the layering shared/STYLE.md describes,
+// over the source of every package of the module. Data flows one way (cmd/ and tui/ call
+// session/, filters/, probes/ and stream/, which call tracefs/; nothing calls back up), and
+// only tracefs/ touches the kernel: it alone imports golang.org/x/sys/unix or names a kernel
+// path (/sys/kernel/..., /proc/...).
+package archtest
