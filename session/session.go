@@ -174,7 +174,9 @@ func (s *Session) Tracer() string { return s.tracer }
 // The caller holds the tracefs lock.
 func (s *Session) Start(ctx context.Context) (err error) {
 	defer func() {
-		if err != nil {
+		// Only what this session made is undone: an instance it did not create (a name taken
+		// meanwhile) is someone else's.
+		if err != nil && s.Instance != nil {
 			for _, e := range s.Teardown() {
 				s.Notice("cleaning up after the failed start: %v", e)
 			}

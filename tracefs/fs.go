@@ -23,6 +23,32 @@ type FS struct {
 	DryRun io.Writer
 	// KallsymsFile replaces /proc/kallsyms for Kallsyms: a fixture in tests.
 	KallsymsFile string
+	// Dirs makes and removes instance directories; nil for the kernel's mkdir(2) and rmdir(2).
+	// The kernel fills a new instance with its files, empties it on rmdir, and refuses the
+	// rmdir (EBUSY) while one of them is open: on a plain directory the unit tests of the
+	// packages above give a fake that does the same (internal/fixture.Tracefs).
+	Dirs DirOps
+}
+
+// DirOps are the two operations on instance directories that a plain directory cannot do as
+// tracefs does: see FS.Dirs.
+type DirOps interface {
+	Mkdir(path string) error
+	Rmdir(path string) error
+}
+
+func (f *FS) mkdir(path string) error {
+	if f.Dirs != nil {
+		return f.Dirs.Mkdir(path)
+	}
+	return os.Mkdir(path, 0o750)
+}
+
+func (f *FS) rmdir(path string) error {
+	if f.Dirs != nil {
+		return f.Dirs.Rmdir(path)
+	}
+	return os.Remove(path)
 }
 
 // Open locates tracefs (see Locate) and returns an FS for it.

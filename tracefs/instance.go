@@ -96,7 +96,7 @@ func (f *FS) Ensure(name string) (in *Instance, created bool, err error) {
 		fmt.Fprintf(f.DryRun, "dry-run: mkdir %s\n", in.dir)
 		return in, true, nil
 	}
-	if err := os.Mkdir(in.dir, 0o750); err != nil {
+	if err := f.mkdir(in.dir); err != nil {
 		if errors.Is(err, fs.ErrExist) { // made by someone else meanwhile: fine
 			return in, false, nil
 		}
@@ -135,7 +135,7 @@ func (i *Instance) Remove() error {
 		fmt.Fprintf(f.DryRun, "dry-run: rmdir %s\n", i.dir)
 		return nil
 	}
-	if err := os.Remove(i.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := f.rmdir(i.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return f.opError("rmdir", i.dir, "", err)
 	}
 	return nil

@@ -1,0 +1,148 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// kprobes lists probes of a live session (47), a dead one whose instance is still there (77), a
+// dead one whose instance is gone (88, named as before November 2026), the shared group and
+// another user's group.
+const kprobes = "p:ftctl_47_0badcafe/open do_sys_openat2\n" +
+	"p:ftctl_77_0123abcd/open do_sys_openat2\n" +
+	"r:ftctl_77_0123abcd/ret vfs_read\n" +
+	"p:ftctl_88/x vfs_write\n" +
+	"p:ftctl/shared vfs_read\n" +
+	"p:kprobes/other vfs_read\n"
+
+func TestLeftoversAndRemove(t *testing.T) {
+	fs, dirs := fakeFS(t, map[string]string{"kprobe_events": kprobes})
+	// Session 47 runs (it holds its instance); session 77 was killed: its instance is there,
+	// held by nobody; an unrelated instance and an instance named like a session but not one.
+	live, err := New(fs, ID{PID: 47, Nonce: "0badcafe"}, Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer live.Teardown()
+	for _, n := range []string{"ftctl-77-0123abcd", "mine", "ftctl-77-xyz"} {
+		if _, _, err := fs.Ensure(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	self := ID{PID: 99, Nonce: "00000000"}
+	left, err := Leftovers(fs, self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range left {
+		got = append(got, l.ID.String()+" "+l.Instance+" "+l.Group+" "+strings.Join(l.Probes, ",")+" "+l.State)
+	}
+	want := []string{
+		"47-0badcafe ftctl-47-0badcafe ftctl_47_0badcafe open " + StateUnknown,
+		"77-0123abcd ftctl-77-0123abcd ftctl_77_0123abcd open,ret " + StateUnknown,
+		"88  ftctl_88 x " + StateDead,
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("leftovers\n got %q\nwant %q", got, want)
+	}
+	// The caller's own session is never a leftover.
+	if mine, _ := Leftovers(fs, live.ID); slices.ContainsFunc(mine, func(l *Leftover) bool { return l.ID == live.ID }) {
+		t.Error("a session listed itself")
+	}
+
+	before := readAll(t, fs, "kprobe_events")
+	// The live session: the kernel refuses its instance; nothing of it is touched.
+	if err := left[0].Remove(fs); err != nil {
+		t.Fatal(err)
+	}
+	if left[0].State != StateInUse || len(left[0].Removed) != 0 || readAll(t, fs, "kprobe_events") != before {
+		t.Errorf("live session: state %q, removed %v, kprobe_events %q", left[0].State, left[0].Removed, readAll(t, fs, "kprobe_events"))
+	}
+	if !live.Instance.Exists() {
+		t.Error("the live session's instance is gone")
+	}
+	// The dead session: its instance first, then its probes, each said as done.
+	if err := left[1].Remove(fs); err != nil {
+		t.Fatal(err)
+	}
+	wantRemoved := []string{"instance ftctl-77-0123abcd", "probe ftctl_77_0123abcd/open", "probe ftctl_77_0123abcd/ret"}
+	if left[1].State != StateDead || !slices.Equal(left[1].Removed, wantRemoved) {
+		t.Errorf("dead session: state %q, removed %q", left[1].State, left[1].Removed)
+	}
+	if n := len(dirs.Removed); n != 1 || dirs.Removed[0].Name != "ftctl-77-0123abcd" {
+		t.Errorf("rmdirs %+v", dirs.Removed)
+	}
+	// Each write lands at the start of the plain file: the last one is there (the dry run
+	// below sees every write).
+	if got := readAll(t, fs, "kprobe_events"); !strings.HasPrefix(got, "-:ftctl_77_0123abcd/ret\n") {
+		t.Errorf("kprobe_events after the removal: %q", got)
+	}
+	// A group without its instance: its probes.
+	if err := left[2].Remove(fs); err != nil || !slices.Equal(left[2].Removed, []string{"probe ftctl_88/x"}) {
+		t.Errorf("instance-less group: %v, removed %q", err, left[2].Removed)
+	}
+	if !GroupAlive(fs, "ftctl_47_0badcafe") || GroupAlive(fs, "ftctl_88") || GroupAlive(fs, "ftctl") || GroupAlive(fs, "kprobes") {
+		t.Error("GroupAlive: the running session's group alone may be alive")
+	}
+}
+
+// In a dry run, nothing is removed and nothing is said to be.
+func TestLeftoverRemoveDryRun(t *testing.T) {
+	fs, dirs := fakeFS(t, map[string]string{"kprobe_events": kprobes})
+	if _, _, err := fs.Ensure("ftctl-77-0123abcd"); err != nil {
+		t.Fatal(err)
+	}
+	var plan bytes.Buffer
+	fs.DryRun = &plan
+	left, err := Leftovers(fs, ID{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := readAll(t, fs, "kprobe_events")
+	for _, l := range left {
+		if err := l.Remove(fs); err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Removed) != 0 {
+			t.Errorf("dry run said %v removed", l.Removed)
+		}
+	}
+	if len(dirs.Removed) != 0 || readAll(t, fs, "kprobe_events") != before {
+		t.Error("the dry run changed something")
+	}
+	// Every write planned: the dead sessions' probes, the instance first; nothing of the shared
+	// group or another user's.
+	var writes []string
+	for _, line := range strings.Split(plan.String(), "\n") {
+		if strings.Contains(line, "rmdir") || strings.Contains(line, "-:") {
+			writes = append(writes, line)
+		}
+	}
+	joined := strings.Join(writes, "\n")
+	// (session 47 has no instance here: its group is a dead session's too)
+	for _, want := range []string{"rmdir", "-:ftctl_77_0123abcd/open", "-:ftctl_77_0123abcd/ret", "-:ftctl_88/x", "-:ftctl_47_0badcafe/open"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, plan.String())
+		}
+	}
+	if strings.Index(joined, "rmdir") > strings.Index(joined, "-:ftctl_77") {
+		t.Errorf("a probe before its instance:\n%s", joined)
+	}
+	for _, never := range []string{"-:kprobes/other", "-:ftctl/shared"} {
+		if strings.Contains(joined, never) {
+			t.Errorf("the plan touches %q:\n%s", never, joined)
+		}
+	}
+}
+
+func readAll(t *testing.T, fs interface{ Path(string) string }, rel string) string {
+	t.Helper()
+	return readFile(t, fs.Path(rel))
+}

@@ -1,0 +1,290 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ftctl/ftctl/filters"
+	"github.com/ftctl/ftctl/internal/fixture"
+	"github.com/ftctl/ftctl/probes"
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// Unit tests of sessions on a fake tracefs (internal/fixture.Tracefs): a plain directory whose
+// instances are made and removed as the kernel makes them, and refused removal (EBUSY) while a
+// file of them is open. What only the kernel does on a write (a probe's events/ directory, the
+// filter lists' contents after index writes) is the VM suite's: vmtest/trace_test.go,
+// vmtest/coexist_test.go.
+
+func fakeFS(t *testing.T, extra map[string]string) (*tracefs.FS, *fixture.InstanceDirs) {
+	t.Helper()
+	root, dirs := fixture.Tracefs(t, "6.12", extra)
+	return &tracefs.FS{Mount: tracefs.Mount{Path: root, Found: "test"}, Dirs: dirs}, dirs
+}
+
+// snapshot is every file under root with its content, and every directory.
+func snapshot(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.IsDir() {
+			out[rel+"/"] = ""
+			return nil
+		}
+		b, _ := os.ReadFile(p)
+		out[rel] = string(b)
+		return nil
+	})
+	return out
+}
+
+// read is a file's content, without the trailing newline (a write of "1" over the fake's
+// "0\n" leaves "1\n": the kernel would list "1\n" too).
+func read(t *testing.T, fs *tracefs.FS, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(fs.Path(rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSuffix(string(b), "\n")
+}
+
+func mustCompile(t *testing.T, pats ...string) []*filters.Pattern {
+	t.Helper()
+	var out []*filters.Pattern
+	for _, p := range pats {
+		c, err := filters.Compile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// New checks a spec against the kernel and changes nothing, whether it accepts or refuses it.
+func TestNewRefusesAndChangesNothing(t *testing.T) {
+	fs, _ := fakeFS(t, nil)
+	before := snapshot(t, fs.Root())
+	id := ID{PID: 42, Nonce: "0123abcd"}
+	var syntax *probes.SyntaxError
+	for _, c := range []struct {
+		name string
+		spec Spec
+		is   func(error) bool
+	}{
+		{"unknown tracer", Spec{Tracer: "wakeup"}, func(err error) bool { return errors.Is(err, ErrInvalid) }},
+		{"function tracer without -f", Spec{Tracer: "function"}, func(err error) bool { return errors.Is(err, ErrInvalid) }},
+		{"-f with nop", Spec{Tracer: "nop", Filters: mustCompile(t, "vfs_read")}, func(err error) bool { return errors.Is(err, ErrInvalid) }},
+		{"a pattern that selects nothing", Spec{Filters: mustCompile(t, "no_such_fn")}, func(err error) bool { return errors.Is(err, filters.ErrPattern) }},
+		{"a notrace pattern that selects nothing", Spec{Filters: mustCompile(t, "vfs_read"), Notrace: mustCompile(t, "nope_*")}, func(err error) bool { return errors.Is(err, filters.ErrPattern) }},
+		{"probe syntax", Spec{Probes: []string{"p:x vfs_read %zz"}}, func(err error) bool { return errors.As(err, &syntax) }},
+		{"probe removal", Spec{Probes: []string{"-:x"}}, func(err error) bool { return errors.Is(err, ErrInvalid) }},
+		{"two probes of one name", Spec{Probes: []string{"p:x vfs_read", "p:x vfs_write"}}, func(err error) bool { return errors.Is(err, ErrInvalid) }},
+		{"event with a slash", Spec{Events: []string{"sched/x"}}, func(err error) bool { return errors.Is(err, ErrInvalid) }},
+		{"missing event", Spec{Events: []string{"sched:no_such_event"}}, func(err error) bool { return errors.Is(err, ErrInvalid) }},
+		{"empty event", Spec{Events: []string{"sched:"}}, func(err error) bool { return errors.Is(err, ErrInvalid) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := New(fs, id, c.spec)
+			if err == nil || !c.is(err) {
+				t.Fatalf("New = %v", err)
+			}
+		})
+	}
+	if _, err := New(fs, id, Spec{Filters: mustCompile(t, "vfs_*"), Events: []string{"sched:sched_switch"}, PIDs: []int{7}}); err != nil {
+		t.Fatalf("a good spec: %v", err)
+	}
+	if after := snapshot(t, fs.Root()); !mapsEqual(before, after) {
+		t.Errorf("New changed the tracing directory:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// An events-only session for a pid: its instance is named for it and held; tracing stays off
+// until Begin; the kernel leaves ftctl's own threads out (notrace pid lists with the fork
+// options); only set_event_pid is written for the pid (set_ftrace_pid is for function tracers,
+// and a locked-down kernel refuses it); nothing outside the instance changes.
+func TestStartEventsOnly(t *testing.T) {
+	fs, dirs := fakeFS(t, nil)
+	top := snapshot(t, fs.Root())
+	s, err := New(fs, ID{PID: 42, Nonce: "0123abcd"}, Spec{Events: []string{"sched:sched_switch"}, PIDs: []int{4242}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	inst := "instances/ftctl-42-0123abcd/"
+	if s.Instance.Name != "ftctl-42-0123abcd" || s.Group != "ftctl_42_0123abcd" {
+		t.Errorf("instance %q, group %q", s.Instance.Name, s.Group)
+	}
+	if got := read(t, fs, inst+"tracing_on"); got != "0" {
+		t.Errorf("tracing_on %q before Begin", got)
+	}
+	if got := read(t, fs, inst+"set_event_pid"); got != "4242" {
+		t.Errorf("set_event_pid %q", got)
+	}
+	if got := read(t, fs, inst+"set_ftrace_pid"); got != "no pid" {
+		t.Errorf("set_ftrace_pid written by an events-only session: %q", got)
+	}
+	if got := read(t, fs, inst+"events/sched/sched_switch/enable"); got != "1" {
+		t.Errorf("sched_switch enable %q", got)
+	}
+	if got := read(t, fs, inst+"current_tracer"); got != "nop" {
+		t.Errorf("current_tracer %q", got)
+	}
+	// ftctl's own threads, every one of them, excluded; the fork options cover later ones
+	if !s.SelfExcluded {
+		t.Error("SelfExcluded false on a kernel with the notrace pid files")
+	}
+	for _, f := range []string{"set_ftrace_notrace_pid", "set_event_notrace_pid"} {
+		got := strings.Fields(read(t, fs, inst+f))
+		for _, tid := range tracefs.OwnThreads() {
+			if !slices.Contains(got, strconv.Itoa(tid)) && threadAlive(tid) {
+				t.Errorf("%s lacks thread %d: %v", f, tid, got)
+			}
+		}
+	}
+	for _, f := range []string{"options/function-fork", "options/event-fork"} {
+		if got := read(t, fs, inst+f); got != "1" {
+			t.Errorf("%s %q", f, got)
+		}
+	}
+	if err := s.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, fs, inst+"tracing_on"); got != "1" {
+		t.Errorf("tracing_on %q after Begin", got)
+	}
+	// Nothing outside the instance changed.
+	now := snapshot(t, fs.Root())
+	for k, v := range now {
+		if strings.HasPrefix(k, inst) || k == inst {
+			delete(now, k)
+			continue
+		}
+		if top[k] != v {
+			t.Errorf("%s changed: %q", k, v)
+		}
+	}
+	if len(now) != len(top) {
+		t.Errorf("files outside the instance came or went: %d before, %d after", len(top), len(now))
+	}
+
+	// Teardown: tracing off, tracer nop and events off before the rmdir, which the hold no
+	// longer blocks; a second teardown finds nothing to do and fails at nothing.
+	if errs := s.Teardown(); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if len(dirs.Removed) != 1 || dirs.Removed[0].Name != "ftctl-42-0123abcd" {
+		t.Fatalf("removed %+v", dirs.Removed)
+	}
+	last := dirs.Removed[0].Files
+	trim := func(f string) string { return strings.TrimSuffix(last[f], "\n") }
+	if trim("tracing_on") != "0" || trim("current_tracer") != "nop" || trim("events/enable") != "0" {
+		t.Errorf("the instance was removed with tracing_on %q, current_tracer %q, events/enable %q",
+			last["tracing_on"], last["current_tracer"], last["events/enable"])
+	}
+	if errs := s.Teardown(); len(errs) > 0 {
+		t.Errorf("second teardown: %v", errs)
+	}
+}
+
+// threadAlive: a thread listed a moment ago may have exited since (the Go runtime ends idle
+// threads rarely, but may).
+func threadAlive(tid int) bool { return slices.Contains(tracefs.OwnThreads(), tid) }
+
+// IncludeSelf leaves the notrace pid lists alone.
+func TestStartIncludeSelf(t *testing.T) {
+	fs, _ := fakeFS(t, nil)
+	s, err := New(fs, ID{PID: 43, Nonce: "0123abcd"}, Spec{Events: []string{"sched"}, IncludeSelf: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Teardown()
+	inst := "instances/ftctl-43-0123abcd/"
+	if got := read(t, fs, inst+"set_ftrace_notrace_pid"); got != "no pid" || s.SelfExcluded {
+		t.Errorf("set_ftrace_notrace_pid %q, SelfExcluded %v", got, s.SelfExcluded)
+	}
+	if got := read(t, fs, inst+"events/sched/enable"); got != "1" {
+		t.Errorf("events/sched/enable %q", got)
+	}
+}
+
+// A kernel without the notrace pid files (before 5.8): the session starts; the stream leaves
+// ftctl's events out as it decodes them.
+func TestStartWithoutNotracePid(t *testing.T) {
+	fs, _ := fakeFS(t, nil)
+	s, err := New(fs, ID{PID: 44, Nonce: "0123abcd"}, Spec{Events: []string{"sched"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The instance exists already when Start makes it (a race with another session of the same
+	// id is refused): make it here, without the files, as an older kernel would.
+	in, _, err := fs.Ensure(s.ID.Instance())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"set_ftrace_notrace_pid", "set_event_notrace_pid"} {
+		os.Remove(in.Path(f))
+	}
+	s.Instance = in
+	if err := s.excludeSelf(); err != nil || s.SelfExcluded {
+		t.Errorf("excludeSelf = %v, SelfExcluded %v", err, s.SelfExcluded)
+	}
+}
+
+// A session whose instance already exists is refused, and the cleanup of the failed start
+// leaves that instance alone: the session did not create it (before: it was torn down and
+// removed).
+func TestStartRefusesExistingInstance(t *testing.T) {
+	fs, dirs := fakeFS(t, nil)
+	id := ID{PID: 45, Nonce: "0123abcd"}
+	if _, _, err := fs.Ensure(id.Instance()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(fs, id, Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err == nil {
+		t.Fatal("Start on an existing instance succeeded")
+	}
+	if len(dirs.Removed) != 0 {
+		t.Errorf("removed %+v: an instance the session did not create", dirs.Removed)
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
