@@ -1,5 +1,6 @@
 // Package cmd is ftctl's command tree (cobra): flags, output and exit codes only. The work is
-// done by tracefs/ (and, as they arrive, filters/, probes/ and stream/).
+// done below it: session/ (who owns what, set-up and teardown), filters/, probes/ and stream/,
+// which alone reach the kernel through tracefs/; the console is tui/. See docs/ARCHITECTURE.md.
 package cmd
 
 import (

@@ -79,7 +79,7 @@ per CPU, null when CPUs differ; buffer_allocated false means the buffer is still
 minimum until tracing first starts. filter and notrace are null when the file cannot be read;
 "empty": true on a filter means every function is traced; pending_modules are :mod: patterns
 the kernel keeps until their module loads. kprobes is null when kprobe_events cannot be read;
-probes in the groups ftctl and ftctl_<pid> are ftctl's (owner "ftctl", else "other"). class is
+probes in the groups ftctl and ftctl_PID_ID are ftctl's (owner "ftctl", else "other"). class is
 one of absent, forbidden (EPERM), permission (EACCES), disabled (ENODEV) or error.`
 
 func statusRun(opts *StatusOptions) error {

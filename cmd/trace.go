@@ -54,8 +54,12 @@ func NewCmdTrace(g *Globals, runF func(*TraceOptions) error) *cobra.Command {
 		Long: `Set up tracing, stream the events, and leave the system exactly as it was found. The
 incident-response workhorse.
 
-A session runs in its own instance (ftctl-PID) with its own probe group (ftctl_PID), so it never
-touches another user's settings, probes or instances, nor the top level. Function filters go
+A session runs in its own instance (ftctl-PID-ID) with its own probe group (ftctl_PID_ID; ID is
+random, so that sessions of the same pid in two containers never meet), so it never touches
+another user's settings, probes or instances, nor the top level. It holds a file of its instance
+open while it runs: the kernel then refuses to remove it, which is how 'ftctl reset' tells a
+running session from a dead one in any pid namespace. ftctl's own threads are kept out of the
+instance (set_ftrace_notrace_pid, set_event_notrace_pid); --include-self keeps them in. Function filters go
 through the swap protocol, probes are validated before they reach the kernel, and everything is
 checked before anything is changed: a mistake exits 2 with nothing done.
 
@@ -72,7 +76,7 @@ ready, so its first calls are seen), stops when it exits, and exits with its sta
   sudo ftctl trace -f 'ext4_*' --duration 10s
   # a kprobe and a tracepoint, for one command, as JSON
   sudo ftctl trace -p 'p:open do_sys_openat2 path=+0(%si):string' -e sched:sched_process_exec -o json -- ls /tmp
-  # function graph of vfs_read callers in one process, first 100 events
+  # how long each vfs_read of one process takes (function_graph), first 100 events
   sudo ftctl trace --tracer function_graph -f vfs_read --pid 1234 --count 100`,
 		Args: func(c *cobra.Command, a []string) error {
 			if c.ArgsLenAtDash() < 0 && len(a) > 0 {
