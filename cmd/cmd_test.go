@@ -238,7 +238,7 @@ func TestStatusFlagsReachOptions(t *testing.T) {
 	for i, c := range root.Commands() {
 		if c.Name() == "status" {
 			root.RemoveCommand(c)
-			root.AddCommand(NewCmdStatus(g, func(o *StatusOptions) error { got = o; return nil }))
+			root.AddCommand(NewCmdStatus(g, func(_ context.Context, o *StatusOptions) error { got = o; return nil }))
 			_ = i
 		}
 	}

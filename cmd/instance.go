@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -20,40 +21,60 @@ that other tools use). Every ftctl command takes -B NAME to work in one; write c
 it when missing and say so on stderr.`,
 		Args: args(cobra.NoArgs),
 	}
-	c.AddCommand(newCmdInstanceList(g), newCmdInstanceCreate(g), newCmdInstanceRemove(g))
+	c.AddCommand(NewCmdInstanceList(g, nil), NewCmdInstanceCreate(g, nil), NewCmdInstanceRemove(g, nil))
 	return c
 }
 
-func newCmdInstanceList(g *Globals) *cobra.Command {
+// InstanceListOptions are the inputs of `ftctl instance list`.
+type InstanceListOptions struct {
+	G *Globals
+}
+
+// NewCmdInstanceList builds `ftctl instance list`.
+func NewCmdInstanceList(g *Globals, runF func(context.Context, *InstanceListOptions) error) *cobra.Command {
+	opts := &InstanceListOptions{G: g}
 	return &cobra.Command{
 		Use:         "list",
 		Short:       "List the trace instances",
 		Args:        args(cobra.NoArgs),
 		Annotations: map[string]string{AnnotationJSON: `An array of instance names, sorted: ["incident42", "mytrace"].`},
 		RunE: func(c *cobra.Command, _ []string) error {
-			fs, err := g.FS()
-			if err != nil {
-				return err
-			}
-			names, err := fs.Instances()
-			if err != nil {
-				return err
-			}
-			if g.JSON() {
-				if names == nil {
-					names = []string{}
-				}
-				return writeJSON(g.Out, names)
-			}
-			for _, n := range names {
-				fmt.Fprintln(g.Out, safe(n))
-			}
-			return nil
+			return runCmd(c, runF, instanceListRun, opts)
 		},
 	}
 }
 
-func newCmdInstanceCreate(g *Globals) *cobra.Command {
+func instanceListRun(_ context.Context, opts *InstanceListOptions) error {
+	g := opts.G
+	fs, err := g.FS()
+	if err != nil {
+		return err
+	}
+	names, err := fs.Instances()
+	if err != nil {
+		return err
+	}
+	if g.JSON() {
+		if names == nil {
+			names = []string{}
+		}
+		return writeJSON(g.Out, names)
+	}
+	for _, n := range names {
+		fmt.Fprintln(g.Out, safe(n))
+	}
+	return nil
+}
+
+// InstanceCreateOptions are the inputs of `ftctl instance create`.
+type InstanceCreateOptions struct {
+	G     *Globals
+	Names []string
+}
+
+// NewCmdInstanceCreate builds `ftctl instance create`.
+func NewCmdInstanceCreate(g *Globals, runF func(context.Context, *InstanceCreateOptions) error) *cobra.Command {
+	opts := &InstanceCreateOptions{G: g}
 	return &cobra.Command{
 		Use:   "create NAME...",
 		Short: "Create trace instances (existing ones are left as they are)",
@@ -61,34 +82,46 @@ func newCmdInstanceCreate(g *Globals) *cobra.Command {
   sudo ftctl instance create a b --dry-run`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(c *cobra.Command, names []string) error {
-			for _, n := range names { // validate all before touching anything
-				if err := tracefs.ValidateInstanceName(n); err != nil {
-					return err
-				}
-			}
-			fs, lock, err := g.BeginWrite(c.Context())
-			if err != nil {
-				return err
-			}
-			defer lock.Unlock()
-			for _, n := range names {
-				_, created, err := fs.Ensure(n)
-				if err != nil {
-					return err
-				}
-				switch {
-				case !created:
-					g.Notice("instance %q already exists", n)
-				case !g.DryRun:
-					g.Notice("created instance %q", n)
-				}
-			}
-			return nil
+			opts.Names = names
+			return runCmd(c, runF, instanceCreateRun, opts)
 		},
 	}
 }
 
-func newCmdInstanceRemove(g *Globals) *cobra.Command {
+func instanceCreateRun(ctx context.Context, opts *InstanceCreateOptions) error {
+	g := opts.G
+	if err := validateInstanceNames(opts.Names); err != nil {
+		return err
+	}
+	fs, lock, err := g.BeginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	for _, n := range opts.Names {
+		_, created, err := fs.Ensure(n)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !created:
+			g.Notice("instance %q already exists", n)
+		case !g.DryRun:
+			g.Notice("created instance %q", n)
+		}
+	}
+	return nil
+}
+
+// InstanceRemoveOptions are the inputs of `ftctl instance remove`.
+type InstanceRemoveOptions struct {
+	G     *Globals
+	Names []string
+}
+
+// NewCmdInstanceRemove builds `ftctl instance remove`.
+func NewCmdInstanceRemove(g *Globals, runF func(context.Context, *InstanceRemoveOptions) error) *cobra.Command {
+	opts := &InstanceRemoveOptions{G: g}
 	return &cobra.Command{
 		Use:   "remove NAME...",
 		Short: "Remove trace instances (missing ones are fine)",
@@ -97,22 +130,35 @@ instance is open (someone reads its trace_pipe) or one of its events is referenc
 		Args:              args(cobra.MinimumNArgs(1)),
 		ValidArgsFunction: exceptArgs(completeInstanceNames(g)),
 		RunE: func(c *cobra.Command, names []string) error {
-			for _, n := range names {
-				if err := tracefs.ValidateInstanceName(n); err != nil {
-					return err
-				}
-			}
-			fs, lock, err := g.BeginWrite(c.Context())
-			if err != nil {
-				return err
-			}
-			defer lock.Unlock()
-			for _, n := range names {
-				if err := fs.Remove(n); err != nil {
-					return err
-				}
-			}
-			return nil
+			opts.Names = names
+			return runCmd(c, runF, instanceRemoveRun, opts)
 		},
 	}
+}
+
+func instanceRemoveRun(ctx context.Context, opts *InstanceRemoveOptions) error {
+	if err := validateInstanceNames(opts.Names); err != nil {
+		return err
+	}
+	fs, lock, err := opts.G.BeginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	for _, n := range opts.Names {
+		if err := fs.Remove(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateInstanceNames checks every name before anything is touched.
+func validateInstanceNames(names []string) error {
+	for _, n := range names {
+		if err := tracefs.ValidateInstanceName(n); err != nil {
+			return err
+		}
+	}
+	return nil
 }

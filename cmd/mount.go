@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -15,7 +16,7 @@ type MountOptions struct {
 }
 
 // NewCmdMount builds `ftctl mount`.
-func NewCmdMount(g *Globals, runF func(*MountOptions) error) *cobra.Command {
+func NewCmdMount(g *Globals, runF func(context.Context, *MountOptions) error) *cobra.Command {
 	opts := &MountOptions{G: g}
 	return &cobra.Command{
 		Use:   "mount [DIR]",
@@ -34,15 +35,12 @@ there, say so and change nothing. Needs root.`,
 			if len(a) == 1 {
 				opts.Dir = a[0]
 			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return mountRun(opts)
+			return runCmd(c, runF, mountRun, opts)
 		},
 	}
 }
 
-func mountRun(opts *MountOptions) error {
+func mountRun(_ context.Context, opts *MountOptions) error {
 	g := opts.G
 	var dry io.Writer
 	if g.DryRun {

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -83,4 +84,14 @@ func plural(n int, word string) string {
 		return fmt.Sprintf("%d %s", n, word)
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// runCmd is the end of every leaf command's RunE: the command's run function with the parsed
+// options, or runF instead when a test gave one (it captures the options). Every leaf command
+// has this shape: an options struct, NewCmdX(g, runF), xRun(ctx, opts).
+func runCmd[O any](c *cobra.Command, runF, xRun func(context.Context, *O) error, opts *O) error {
+	if runF != nil {
+		return runF(c.Context(), opts)
+	}
+	return xRun(c.Context(), opts)
 }

@@ -55,10 +55,7 @@ Every removal reset reports, it made; what it could not remove is named and the 
 		Args:        args(cobra.NoArgs),
 		Annotations: map[string]string{AnnotationJSON: resetJSON},
 		RunE: func(c *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
-			return resetRun(c.Context(), opts)
+			return runCmd(c, runF, resetRun, opts)
 		},
 	}
 	c.Flags().BoolVar(&opts.All, "all", false, "return ALL tracing state to boot defaults (every user's)")

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -16,7 +17,7 @@ type StatusOptions struct {
 }
 
 // NewCmdStatus builds `ftctl status`. runF replaces the run function in tests.
-func NewCmdStatus(g *Globals, runF func(*StatusOptions) error) *cobra.Command {
+func NewCmdStatus(g *Globals, runF func(context.Context, *StatusOptions) error) *cobra.Command {
 	opts := &StatusOptions{G: g}
 	return &cobra.Command{
 		Use:   "status",
@@ -35,10 +36,7 @@ when tracefs is not mounted (mount it with 'ftctl mount').`,
 		Args:        args(cobra.NoArgs),
 		Annotations: map[string]string{AnnotationJSON: statusJSON},
 		RunE: func(c *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
-			return statusRun(opts)
+			return runCmd(c, runF, statusRun, opts)
 		},
 	}
 }
@@ -82,7 +80,7 @@ the kernel keeps until their module loads. kprobes is null when kprobe_events ca
 probes in the groups ftctl and ftctl_PID_ID are ftctl's (owner "ftctl", else "other"). class is
 one of absent, forbidden (EPERM), permission (EACCES), disabled (ENODEV) or error.`
 
-func statusRun(opts *StatusOptions) error {
+func statusRun(_ context.Context, opts *StatusOptions) error {
 	g := opts.G
 	fs, err := g.FS()
 	if err != nil {

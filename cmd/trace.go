@@ -46,7 +46,7 @@ func (e *CommandExit) Error() string {
 }
 
 // NewCmdTrace builds `ftctl trace`.
-func NewCmdTrace(g *Globals, runF func(*TraceOptions) error) *cobra.Command {
+func NewCmdTrace(g *Globals, runF func(context.Context, *TraceOptions) error) *cobra.Command {
 	opts := &TraceOptions{G: g}
 	c := &cobra.Command{
 		Use:   "trace [flags] [-- COMMAND ARGS...]",
@@ -89,10 +89,7 @@ ready, so its first calls are seen), stops when it exits, and exits with its sta
 		},
 		RunE: func(c *cobra.Command, a []string) error {
 			opts.Command = a
-			if runF != nil {
-				return runF(opts)
-			}
-			return traceRun(c.Context(), opts)
+			return runCmd(c, runF, traceRun, opts)
 		},
 	}
 	f := c.Flags()
