@@ -12,7 +12,9 @@ import (
 // The cli/cli way: each command's flags and arguments parse into its options struct, captured
 // through runF without running anything.
 func TestOptionsParsed(t *testing.T) {
-	g := func() *Globals { return &Globals{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &bytes.Buffer{}} }
+	g := func() *Globals {
+		return &Globals{In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}
+	}
 	t.Run("instance create", func(t *testing.T) {
 		var got *InstanceCreateOptions
 		c := NewCmdInstanceCreate(g(), func(_ context.Context, o *InstanceCreateOptions) error { got = o; return nil })
