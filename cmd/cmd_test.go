@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -387,5 +388,28 @@ func TestClosedStdoutEndsQuietly(t *testing.T) {
 	code := Run(context.Background(), []string{"--tracefs", root, "functions"}, strings.NewReader(""), &brokenPipe{left: 100}, &errb)
 	if code != 0 || errb.Len() != 0 {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestColorOnlyOnTerminals: /dev/null is a character device but not a terminal, a pipe and a
+// buffer neither: no colour for any (the one terminal check, tracefs.IsTerminal, decides).
+func TestColorOnlyOnTerminals(t *testing.T) {
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	t.Setenv("NO_COLOR", "")
+	t.Setenv("TERM", "xterm")
+	for name, x := range map[string]io.Writer{"/dev/null": null, "pipe": w, "buffer": new(bytes.Buffer)} {
+		if colorFor(x) || isTerminal(x) {
+			t.Errorf("%s: taken for a terminal", name)
+		}
 	}
 }

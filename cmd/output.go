@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/ftctl/ftctl/tracefs"
 )
 
 // writeJSON writes v as indented JSON, HTML characters unescaped (scripts read it, not browsers).
@@ -94,4 +97,24 @@ func runCmd[O any](c *cobra.Command, runF, xRun func(context.Context, *O) error,
 		return runF(c.Context(), opts)
 	}
 	return xRun(c.Context(), opts)
+}
+
+// terminal returns the file behind x (a reader or writer of the command's IO) when it is a
+// terminal: the one check of "is this a terminal" in ftctl (tracefs.IsTerminal asks the tty
+// driver, so /dev/null, pipes and files are not).
+func terminal(x any) (*os.File, bool) {
+	f, ok := x.(*os.File)
+	return f, ok && tracefs.IsTerminal(f)
+}
+
+// isTerminal says whether x is a terminal.
+func isTerminal(x any) bool {
+	_, ok := terminal(x)
+	return ok
+}
+
+// colorFor says whether text written to w may be coloured: w is a terminal, NO_COLOR is unset
+// or empty (no-color.org) and TERM is not "dumb".
+func colorFor(w io.Writer) bool {
+	return os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb" && isTerminal(w)
 }

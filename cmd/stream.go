@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -246,21 +244,4 @@ func printSummary(g *Globals, summary bool, sum *stream.Summary) error {
 	}
 	_, err := fmt.Fprintf(g.Out, "summary: %s\n", sum)
 	return err
-}
-
-// colorFor says whether text written to w may be coloured: w is a terminal (a character device
-// other than /dev/null), NO_COLOR is unset or empty (no-color.org) and TERM is not "dumb".
-func colorFor(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
-		return false
-	}
-	st, err := f.Stat()
-	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
-		return false
-	}
-	if null, err := os.Stat(os.DevNull); err == nil && os.SameFile(st, null) {
-		return false
-	}
-	return true
 }

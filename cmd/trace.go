@@ -323,8 +323,3 @@ func sessionError(err error) error {
 	}
 	return err
 }
-
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	return ok && tracefs.IsTerminal(f)
-}

@@ -82,9 +82,9 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	case opts.Keep && g.Instance != "":
 		return InvalidInput(errors.New("--keep is for the private instance; with -B nothing is removed anyway"))
 	}
-	in, okIn := g.In.(*os.File)
-	out, okOut := g.Out.(*os.File)
-	if !okIn || !okOut || !tracefs.IsTerminal(in) || !tracefs.IsTerminal(out) {
+	in, okIn := terminal(g.In)
+	out, okOut := terminal(g.Out)
+	if !okIn || !okOut {
 		return InvalidInput(errors.New("ftctl tui needs a terminal on stdin and stdout"))
 	}
 	fs, err := g.FS()
