@@ -413,3 +413,28 @@ func TestColorOnlyOnTerminals(t *testing.T) {
 		}
 	}
 }
+
+// TestNoControlBytesReachTheTerminal: names from the user or the kernel that hold terminal
+// control sequences come out escaped, in errors and in output alike.
+func TestNoControlBytesReachTheTerminal(t *testing.T) {
+	root := fakeRoot(t)
+	os.Mkdir(filepath.Join(root, "instances", "odd\x1b]2;pwned\x07"), 0o755)
+	for _, args := range [][]string{
+		{"-B", "ghost\x1b]2;pwned\x07", "status"},
+		{"-B", "ghost\x1b]2;pwned\x07", "filter", "show"},
+		{"instance", "create", "bad\x1b[31mname"},
+		{"probe", "remove", "kprobes/b\x1b[31m"},
+		{"probe", "list"},
+		{"instance", "list"},
+		{"filter", "set", "no_such\x1b[2J"},
+		{"functions", "vfs\x1b[2J"},
+		{"stream", "--event", "\x1b[2J"},
+	} {
+		code, out, errs := run(t, append([]string{"--tracefs", root}, args...)...)
+		for _, s := range []string{out, errs} {
+			if i := strings.IndexFunc(s, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' || r == 0x7f }); i >= 0 {
+				t.Errorf("%q (exit %d) wrote a control byte: %q", args, code, s)
+			}
+		}
+	}
+}
