@@ -438,3 +438,32 @@ func TestNoControlBytesReachTheTerminal(t *testing.T) {
 		}
 	}
 }
+
+// Under `trace -- COMMAND`, ftctl's own failures cannot be mistaken for the command's: the
+// env/timeout convention (125 ftctl failed, 126 the command cannot run, 127 not found).
+func TestTraceCommandExitConvention(t *testing.T) {
+	root := fakeRoot(t)
+	noexec := filepath.Join(t.TempDir(), "script")
+	os.WriteFile(noexec, []byte("#!/bin/sh\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"trace", "--", "/no/such/command"}, 127},
+		{[]string{"trace", "--", "no-such-command-in-path"}, 127},
+		{[]string{"trace", "--", noexec}, 126},
+		{[]string{"trace", "-f", "[", "--", "/bin/true"}, 125},
+		{[]string{"trace", "--duration", "-1s", "--", "/bin/true"}, 125},
+		{[]string{"trace", "--no-such-flag", "--", "/bin/true"}, 125},
+		{[]string{"-o", "yaml", "trace", "--", "/bin/true"}, 125},
+		{[]string{"-B", "x", "trace", "--", "/bin/true"}, 125},
+		// Without a command, the table's usual codes.
+		{[]string{"trace", "-f", "["}, 2},
+		{[]string{"trace", "--no-such-flag"}, 2},
+	} {
+		code, _, errs := run(t, append([]string{"--tracefs", root}, c.args...)...)
+		if code != c.code {
+			t.Errorf("%q: exit %d, want %d: %s", c.args, code, c.code, errs)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -220,13 +221,13 @@ func Main() int {
 	return Run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }
 
-// Run runs ftctl with args and IO streams; SIGINT, SIGTERM and SIGHUP cancel the command's
-// context, and an interrupted command exits 130.
+// Run runs ftctl with args and IO streams. SIGINT, SIGTERM and SIGHUP cancel the command's
+// context with the signal as its cause, and a command they end exits 128+N (130, 143, 129).
 func Run(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) int {
 	// A closed stdout (| head) makes writes fail with EPIPE instead of killing ftctl: the
 	// command ends quietly with exit 0 (see below).
 	signal.Ignore(syscall.SIGPIPE)
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := withSignals(ctx)
 	defer stop()
 	g := &Globals{In: in, Out: out, Err: errw}
 	root := NewRootCmd(g)
@@ -235,10 +236,18 @@ func Run(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) 
 	if err == nil {
 		return ExitOK
 	}
-	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		err = ErrInterrupted
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, ErrInterrupted)) {
+		var se *SignalError
+		if errors.As(context.Cause(ctx), &se) {
+			err = se
+		} else {
+			err = ErrInterrupted
+		}
 	}
 	code := ExitCode(err)
+	if withCommand(root, args) {
+		code = ExitCodeWithCommand(err)
+	}
 	if errors.Is(err, syscall.EPIPE) { // stdout closed under us (| head): quietly done
 		return ExitOK
 	}
@@ -251,4 +260,36 @@ func Run(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) 
 	}
 	fmt.Fprint(errw, "ftctl: "+msg)
 	return code
+}
+
+// withSignals is signal.NotifyContext that keeps the signal: the context is cancelled with a
+// *SignalError as its cause, so that the exit status can say which signal it was.
+func withSignals(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-ch:
+			cancel(&SignalError{Signal: sig.(syscall.Signal)})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// withCommand says whether args run `ftctl trace ... -- COMMAND`, whose exit status follows
+// the env(1) convention (ExitCodeWithCommand), for flag errors too.
+func withCommand(root *cobra.Command, args []string) bool {
+	dash := slices.Index(args, "--")
+	if dash < 0 || dash == len(args)-1 {
+		return false
+	}
+	c, _, err := root.Find(args[:dash])
+	return err == nil && c.Name() == "trace" && c.Parent() == root
 }

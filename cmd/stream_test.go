@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -291,4 +292,32 @@ func mustGlob(t *testing.T, pattern string) []string {
 		t.Fatalf("%s: %v", pattern, err)
 	}
 	return m
+}
+
+// A signal ends the command with 128+N, as a shell reports a process the signal killed:
+// SIGINT 130, SIGTERM 143, SIGHUP 129.
+func TestSignalExitStatus(t *testing.T) {
+	for _, c := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}, {syscall.SIGHUP, 129}} {
+		t.Run(c.sig.String(), func(t *testing.T) {
+			root, _ := fifoRoot(t)
+			var out, errb bytes.Buffer
+			done := make(chan int)
+			go func() {
+				done <- Run(context.Background(), []string{"--tracefs", root, "stream"}, strings.NewReader(""), &out, &errb)
+			}()
+			time.Sleep(200 * time.Millisecond) // Run's handler is installed by then
+			syscall.Kill(os.Getpid(), c.sig)
+			select {
+			case code := <-done:
+				if code != c.code {
+					t.Errorf("exit %d after %v, want %d; stderr %q", code, c.sig, c.code, errb.String())
+				}
+			case <-time.After(3 * time.Second):
+				t.Fatal("stream did not end")
+			}
+		})
+	}
 }

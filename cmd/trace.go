@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"strings"
@@ -63,15 +64,17 @@ instance (set_ftrace_notrace_pid, set_event_notrace_pid); --include-self keeps t
 through the swap protocol, probes are validated before they reach the kernel, and everything is
 checked before anything is changed: a mistake exits 2 with nothing done.
 
-The session ends at --duration, after --count events, when COMMAND exits, on Ctrl-C (exit 130),
-SIGTERM or SIGHUP, or when stdout closes (| head); on every one of these it stops tracing, sets
+The session ends at --duration, after --count events, when COMMAND exits, on Ctrl-C, SIGTERM or
+SIGHUP (exit 128+N: 130, 143, 129), or when stdout closes (| head); on every one of these it stops tracing, sets
 the tracer to nop, disables its events, removes its probes and its instance, each step
 attempted even when one fails. If ftctl itself is killed (SIGKILL), 'ftctl reset' removes what
 the session left.
 
 With -- COMMAND, ftctl starts COMMAND, traces only it and its children (set_ftrace_pid with
 function-fork, set_event_pid with event-fork; the command is held before exec until tracing is
-ready, so its first calls are seen), stops when it exits, and exits with its status.`,
+ready, so its first calls are seen), stops when it exits, and exits with its status. As with
+env(1) and timeout(1), ftctl's own failures are then 125 (never 1-5, which the command may use),
+126 when COMMAND cannot be run and 127 when it is not found.`,
 		Example: `  # every call of ext4 functions for 10 seconds
   sudo ftctl trace -f 'ext4_*' --duration 10s
   # a kprobe and a tracepoint, for one command, as JSON
@@ -187,7 +190,8 @@ func (opts *TraceOptions) spec() (spec session.Spec, argv0 string, err error) {
 	}
 	if len(opts.Command) > 0 {
 		if argv0, err = exec.LookPath(opts.Command[0]); err != nil {
-			return spec, "", InvalidInput(fmt.Errorf("cannot run %q: %w", opts.Command[0], err))
+			notFound := errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist)
+			return spec, "", &CommandStartError{Name: opts.Command[0], NotFound: notFound, Err: err}
 		}
 	}
 	return spec, argv0, nil

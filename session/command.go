@@ -116,7 +116,7 @@ func init() {
 // PATH with ARGS with an empty signal mask (the dispositions are the defaults: the gate never
 // ignores or catches a signal, and Go's handlers become the defaults at exec). No go-ahead
 // (ftctl ended first): exit 127 without running the command. It returns only on failure, with
-// the exit status.
+// the exit status: 127 when PATH is gone, 126 when it cannot be run (env(1)'s convention).
 func Gate(args []string) int {
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
@@ -136,5 +136,8 @@ func Gate(args []string) int {
 	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, sigSetMask, uintptr(unsafe.Pointer(&empty)), 0, uintptr(len(empty)), 0, 0)
 	err := syscall.Exec(args[0], args, os.Environ())
 	fmt.Fprintf(os.Stderr, "ftctl: exec %s: %v\n", args[0], err)
-	return 127
+	if errors.Is(err, syscall.ENOENT) { // the env(1) convention: 127 not found, 126 cannot run
+		return 127
+	}
+	return 126
 }

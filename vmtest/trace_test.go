@@ -125,8 +125,8 @@ func TestTraceEndsCleanly(t *testing.T) {
 			start := time.Now()
 			cmd.Process.Signal(sig)
 			err := cmd.Wait()
-			if code := exitCode(err); code != 130 {
-				t.Errorf("exit %d after %v, want 130; stderr:\n%s", code, sig, errb)
+			if code := exitCode(err); code != 128+int(sig) { // 130, 143, 129, as shells say
+				t.Errorf("exit %d after %v, want %d; stderr:\n%s", code, sig, 128+int(sig), errb)
 			}
 			t.Logf("%v: ended (teardown included) in %v", sig, time.Since(start))
 			checkWorld(t, before)
@@ -190,8 +190,23 @@ func TestTraceCommand(t *testing.T) {
 	if r := ftctlRun(t, "trace", "--", "/bin/sh", "-c", "exit 0"); r.code != 0 {
 		t.Errorf("exit 0 command: %v", r)
 	}
-	if r := ftctlRun(t, "trace", "--", "/no/such/command"); r.code != 2 {
-		t.Errorf("missing command: %v", r)
+	// env(1)'s convention: 127 not found, 126 cannot run, 125 ftctl failed; else the
+	// command's status, 128+N for a signal that killed it.
+	os.WriteFile("/tmp/ftctl-noexec", []byte("#!/bin/sh\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"--", "/no/such/command"}, 127},
+		{[]string{"--", "/tmp/ftctl-noexec"}, 126},
+		{[]string{"-p", "p:x no_such_symbol_ftctl", "--", "/bin/true"}, 125},
+		{[]string{"-f", "no_such_function_ftctl", "--", "/bin/true"}, 125},
+		{[]string{"--", "/bin/sh", "-c", "exit 125"}, 125},
+		{[]string{"--", "/bin/sh", "-c", "kill -9 $$"}, 137},
+	} {
+		if r := ftctlRun(t, append([]string{"trace"}, c.args...)...); r.code != c.code {
+			t.Errorf("trace %q: exit %d, want %d: %v", c.args, r.code, c.code, r)
+		}
 	}
 	checkWorld(t, before)
 }

@@ -271,23 +271,24 @@ func TestTUIAttachesToNamedInstance(t *testing.T) {
 	}
 }
 
-// Every way out tears the private instance down: ctrl+c and the signals exit 130.
+// Every way out tears the private instance down: ctrl+c exits 130, the signals 128+N.
 func TestTUITearsDownOnEveryWayOut(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		stop func(r *tuiRun)
+		code int
 	}{
-		{"ctrl+c", func(r *tuiRun) { r.keys("\x03") }},
-		{"SIGTERM", func(r *tuiRun) { r.cmd.Process.Signal(syscall.SIGTERM) }},
-		{"SIGHUP", func(r *tuiRun) { r.cmd.Process.Signal(syscall.SIGHUP) }},
+		{"ctrl+c", func(r *tuiRun) { r.keys("\x03") }, 130},
+		{"SIGTERM", func(r *tuiRun) { r.cmd.Process.Signal(syscall.SIGTERM) }, 143},
+		{"SIGHUP", func(r *tuiRun) { r.cmd.Process.Signal(syscall.SIGHUP) }, 129},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := tracingState(t)
 			r := startTUI(t, "tui")
 			name, _ := sessionOf(t, r.cmd.Process.Pid)
 			c.stop(r)
-			if code := r.wait(); code != 130 {
-				t.Errorf("exit %d, want 130; screen:\n%s", code, r.screen)
+			if code := r.wait(); code != c.code {
+				t.Errorf("exit %d, want %d; screen:\n%s", code, c.code, r.screen)
 			}
 			if exists(instanceDir(name)) {
 				t.Errorf("instance %s left behind", name)
