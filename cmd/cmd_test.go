@@ -467,3 +467,40 @@ func TestTraceCommandExitConvention(t *testing.T) {
 		}
 	}
 }
+
+// Typos are invalid input (exit 2) with close names suggested, at every level; the aliases
+// people type (ls, rm) work; a group named alone prints its help (exit 0).
+func TestUnknownSubcommands(t *testing.T) {
+	root := fakeRoot(t)
+	for _, c := range []struct {
+		args    []string
+		suggest string
+	}{
+		{[]string{"filter", "sett", "vfs_*"}, "set"},
+		{[]string{"filter", "bogus"}, ""},
+		{[]string{"notrace", "clr"}, "clear"},
+		{[]string{"probe", "ad", "p:x vfs_read"}, "add"},
+		{[]string{"instance", "creat", "x"}, "create"},
+		{[]string{"stat"}, "status"},
+		{[]string{"bogus"}, ""},
+	} {
+		code, out, errs := run(t, append([]string{"--tracefs", root}, c.args...)...)
+		if code != 2 || out != "" || !strings.Contains(errs, "unknown command") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", c.args, code, out, errs)
+		}
+		if c.suggest != "" && !strings.Contains(errs, "did you mean") || !strings.Contains(errs, c.suggest) {
+			t.Errorf("%q: no suggestion of %q: %s", c.args, c.suggest, errs)
+		}
+	}
+	for _, a := range [][]string{{"instance", "ls"}, {"probe", "ls"}, {"filter", "ls"}} {
+		if code, out, errs := run(t, append([]string{"--tracefs", root}, a...)...); code != 0 || strings.Contains(out, "Usage:") {
+			t.Errorf("%q: exit %d: %s%s", a, code, out, errs)
+		}
+	}
+	if code, out, errs := run(t, "--tracefs", root, "probe", "rm", "--dry-run", "ftctl/a"); code != 0 || strings.Contains(out, "Usage:") {
+		t.Errorf("probe rm: exit %d: %s%s", code, out, errs)
+	}
+	if code, out, _ := run(t, "--tracefs", root, "filter"); code != 0 || !strings.Contains(out, "Usage") {
+		t.Errorf("filter alone: exit %d: %s", code, out)
+	}
+}

@@ -196,7 +196,41 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 		NewCmdTUI(g, nil),
 		NewCmdReset(g, nil),
 	)
+	groupsRefuseTypos(root)
 	return root
+}
+
+// aliases are the names people type for the commands every group shares.
+var aliases = map[string][]string{"list": {"ls"}, "show": {"ls", "list"}, "remove": {"rm"}}
+
+// groupsRefuseTypos makes every command group (filter, probe, instance...) refuse an unknown
+// subcommand as invalid input (exit 2) with close names, as cobra does only for the root (a
+// group would print its help and exit 0: a typo in a script would succeed), and gives list and
+// remove their usual aliases. A group named alone prints its help.
+func groupsRefuseTypos(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		if extra, ok := aliases[sub.Name()]; ok {
+			sub.Aliases = append(sub.Aliases, extra...)
+		}
+		groupsRefuseTypos(sub)
+	}
+	if !c.HasSubCommands() {
+		return
+	}
+	c.SuggestionsMinimumDistance = 2
+	c.Args = func(c *cobra.Command, a []string) error {
+		if len(a) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", a[0], c.CommandPath())
+		if s := c.SuggestionsFor(a[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return InvalidInput(fmt.Errorf("%s\nsee '%s --help'", msg, c.CommandPath()))
+	}
+	if c.RunE == nil && c.Run == nil {
+		c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	}
 }
 
 func version() string {
