@@ -12,6 +12,14 @@ export KERNELS
 
 GOFILES := $(shell find . -name '*.go' -not -path './build/*')
 
+# What `ftctl version` says: VERSION=1.2.3 for a release; else the nearest tag (or commit) of
+# the tree. The commit and date come from git; -trimpath keeps the build machine's paths out.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
+DATE    := $(shell git log -1 --format=%cI 2>/dev/null)
+LDFLAGS := -s -w -X github.com/ftctl/ftctl/cmd.buildVersion=$(VERSION) -X github.com/ftctl/ftctl/cmd.buildCommit=$(COMMIT) -X github.com/ftctl/ftctl/cmd.buildDate=$(DATE)
+GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)'
+
 # Where make install puts things: under PREFIX, where distributions' shells and man look.
 PREFIX      ?= /usr/local
 BINDIR      ?= $(PREFIX)/bin
@@ -27,12 +35,12 @@ all: build
 
 # A static binary: the same file runs on the host and in the VM.
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BUILD)/ftctl .
+	$(GOBUILD) -o $(BUILD)/ftctl .
 
 # The binary as a file, for install: built only when missing or older than a source, so that
 # `sudo make install` after `make` needs no Go toolchain in root's PATH.
 $(BUILD)/ftctl: $(GOFILES) go.mod go.sum
-	CGO_ENABLED=0 $(GO) build -o $@ .
+	$(GOBUILD) -o $@ .
 
 # Regenerate man/, completions/ and the README's exit-code table from the command tree (a unit
 # test fails until this is run after a command, flag or help text changed).

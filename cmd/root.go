@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -146,7 +145,7 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 		// Runnable with NoArgs so that an unknown command is invalid input (exit 2).
 		Args:    args(cobra.NoArgs),
 		RunE:    func(c *cobra.Command, _ []string) error { return c.Help() },
-		Version: version(),
+		Version: Version().Version,
 		PersistentPreRunE: func(c *cobra.Command, args []string) error {
 			switch g.Output {
 			case "text", "json":
@@ -167,6 +166,10 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 	root.SetIn(g.In)
 	root.SetOut(g.Out)
 	root.SetErr(g.Err)
+	// --version without cobra's -v shorthand (-v means verbose everywhere else), and the same
+	// text as `ftctl version`.
+	root.Flags().Bool("version", false, "show ftctl's version, commit, build date and Go release")
+	root.SetVersionTemplate(Version().String())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return InvalidInput(fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath()))
 	})
@@ -195,6 +198,7 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 		NewCmdTrace(g, nil),
 		NewCmdTUI(g, nil),
 		NewCmdReset(g, nil),
+		NewCmdVersion(g, nil),
 	)
 	groupsRefuseTypos(root)
 	return root
@@ -231,20 +235,6 @@ func groupsRefuseTypos(c *cobra.Command) {
 	if c.RunE == nil && c.Run == nil {
 		c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 	}
-}
-
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " (" + s.Value[:12] + ")"
-		}
-	}
-	return v
 }
 
 // Main runs ftctl with the process's arguments and returns its exit code.
