@@ -29,7 +29,7 @@ ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 MANPAGES    := $(wildcard man/*.1)
 
-.PHONY: all build unit vet test vmtest vm-deps vm-bins demo sandbox fixtures fuzz bench docs install uninstall clean
+.PHONY: all build unit vet test vmtest vm-deps vm-bins demo sandbox fixtures fuzz bench docs install uninstall dist dist-check clean
 
 all: build
 
@@ -59,6 +59,34 @@ install: $(BUILD)/ftctl
 uninstall:
 	rm -f "$(DESTDIR)$(BINDIR)/ftctl" $(foreach p,$(notdir $(MANPAGES)),"$(DESTDIR)$(MAN1DIR)/$(p)") \
 		"$(DESTDIR)$(BASHCOMPDIR)/ftctl" "$(DESTDIR)$(ZSHCOMPDIR)/_ftctl" "$(DESTDIR)$(FISHCOMPDIR)/ftctl.fish"
+
+# Release packages: the static binary, a .deb and an .rpm (man pages and completions in their
+# standard places) in $(BUILD)/dist, built with nfpm. A tag v1.2.3 gives version 1.2.3; an
+# untagged tree 0.0.0+gitYYYYMMDD.SHORTSHA (sorting by date). packaging/nfpm.yaml names $(DIST).
+NFPM       := $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+DIST       := build/dist
+GOARCH     := $(shell $(GO) env GOARCH)
+PKGVERSION ?= $(shell git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null | sed 's/^v//' | grep . || \
+	echo "0.0.0+git$$(git log -1 --format=%cd --date=format:%Y%m%d 2>/dev/null).$$(git rev-parse --short=12 HEAD 2>/dev/null)")
+dist:
+	rm -rf $(DIST) && mkdir -p $(DIST)/man
+	$(MAKE) build VERSION=$(PKGVERSION) BUILD=$(DIST)
+	for m in $(MANPAGES); do gzip -9n < $$m > $(DIST)/man/$$(basename $$m).gz; done
+	cd $(DIST) && tar -czf ftctl_$(PKGVERSION)_linux_$(GOARCH).tar.gz ftctl man -C $(CURDIR) LICENSE README.md completions
+	PKGVERSION=$(PKGVERSION) DIST=$(DIST) GOARCH=$(GOARCH) $(NFPM) package -f packaging/nfpm.yaml -p deb -t $(DIST)/
+	PKGVERSION=$(PKGVERSION) DIST=$(DIST) GOARCH=$(GOARCH) $(NFPM) package -f packaging/nfpm.yaml -p rpm -t $(DIST)/
+	ls -l $(DIST)
+
+# Installs the .deb with dpkg, checks that ftctl and its man page are where they belong, and
+# removes it again (CI runs it, as root).
+dist-check: dist
+	dpkg -i $(DIST)/*.deb
+	/usr/bin/ftctl version
+	man -w ftctl
+	man -w ftctl-trace
+	test -f /usr/share/bash-completion/completions/ftctl
+	dpkg -r ftctl
+	! test -e /usr/bin/ftctl
 
 vet:
 	@unformatted=$$(gofmt -l $(GOFILES)); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi

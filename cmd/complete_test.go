@@ -355,10 +355,7 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // script runs `ftctl __complete` (this test binary, linked as ftctl on PATH) against a fake
 // tracing directory given by FTCTL_TRACEFS.
 func TestBashCompletion(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash on this machine")
-	}
+	bash := shellFor(t, "bash")
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -433,6 +430,144 @@ fi
 			if l != "" {
 				// Several choices come with their descriptions laid out: "char2uni  ([nls_utf8])".
 				got = append(got, strings.Fields(l)[0])
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%q TAB: got %q, want %q (stderr %q)", c.line, got, c.want, stderr.String())
+		}
+	}
+}
+
+// shellFor finds a shell for a completion test. Where it is missing the test skips, unless
+// FTCTL_REQUIRE_SHELLS is set (CI installs bash, zsh and fish and sets it: there, a missing
+// shell fails instead of passing unseen).
+func shellFor(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("FTCTL_REQUIRE_SHELLS") != "" {
+			t.Fatalf("%s is required (FTCTL_REQUIRE_SHELLS) and missing: %v", name, err)
+		}
+		t.Skipf("no %s on this machine", name)
+	}
+	return p
+}
+
+// completionEnv links this test binary as ftctl on PATH (TestMain runs it as ftctl when so
+// named) and returns the directory and the environment a shell completes with.
+func completionEnv(t *testing.T) (bin string, env []string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin = t.TempDir()
+	if err := os.Symlink(exe, filepath.Join(bin, "ftctl")); err != nil {
+		t.Fatal(err)
+	}
+	root := completionRoot(t)
+	return bin, append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "FTCTL_TRACEFS="+root, "COLUMNS=200")
+}
+
+// What the zsh and fish scripts offer, line by line (a TAB in the middle of the line).
+var shellCompletionCases = []struct {
+	line string
+	want []string
+}{
+	{"ftctl -B ", []string{"a", "b", "inc42"}},
+	{"ftctl -B in", []string{"inc42"}},
+	{"ftctl instance remove inc42 ", []string{"a", "b"}},
+	{"ftctl filter set vfs_rea", []string{"vfs_read", "vfs_readlink", "vfs_readv"}},
+	{"ftctl -B inc42 filter remove ", []string{"tcp_v4_rcv"}},
+	{"ftctl notrace add dummy_x", []string{"dummy_xmit"}},
+	{"ftctl filter set char2uni:mod:nl", []string{"char2uni:mod:nls_utf8"}},
+	{"ftctl filter ", []string{"add", "clear", "remove", "set", "show"}},
+}
+
+// TestZshCompletion runs the generated zsh script's completion function in a real zsh, with
+// zsh's completion builtins replaced by ones that print what they are given: the script's own
+// parsing of `ftctl __complete` is what is tested.
+func TestZshCompletion(t *testing.T) {
+	zsh := shellFor(t, "zsh")
+	bin, env := completionEnv(t)
+	var script bytes.Buffer
+	if err := NewRootCmd(&Globals{}).GenZshCompletion(&script); err != nil {
+		t.Fatal(err)
+	}
+	scriptPath := filepath.Join(bin, "_ftctl")
+	if err := os.WriteFile(scriptPath, script.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const stubs = `
+compdef() { :; }
+_describe() { local a; for a; do if [[ $a == completions ]]; then print -rl -- "${completions[@]}"; return 0; fi; done; return 1; }
+_arguments() { print -r -- "ARGUMENTS $*"; }
+compadd() { print -r -- "COMPADD $*"; }
+`
+	for _, c := range shellCompletionCases {
+		words := strings.Split(c.line, " ")
+		var quoted []string
+		for _, w := range words {
+			quoted = append(quoted, shellQuote(w))
+		}
+		prog := stubs + "source " + shellQuote(scriptPath) + "\nwords=(" + strings.Join(quoted, " ") + ")\n" +
+			fmt.Sprintf("CURRENT=%d\n_ftctl\n", len(words))
+		sh := exec.Command(zsh, "-f", "-c", prog)
+		sh.Env = env
+		var stderr bytes.Buffer
+		sh.Stderr = &stderr
+		out, err := sh.Output()
+		if err != nil {
+			t.Fatalf("%q: %v\n%s", c.line, err, stderr.String())
+		}
+		var got []string
+		for _, l := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+			// "name:description", a ':' in the name escaped as "\:"
+			name := l
+			for i := 0; i < len(l); i++ {
+				if l[i] == '\\' {
+					i++
+				} else if l[i] == ':' {
+					name = l[:i]
+					break
+				}
+			}
+			if name != "" && !strings.HasPrefix(l, "ARGUMENTS") && !strings.HasPrefix(l, "COMPADD") {
+				got = append(got, strings.ReplaceAll(name, `\`, ""))
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%q TAB: got %q, want %q (stdout %q, stderr %q)", c.line, got, c.want, out, stderr.String())
+		}
+	}
+}
+
+// TestFishCompletion asks a real fish what it would offer (complete -C) after sourcing the
+// generated fish script.
+func TestFishCompletion(t *testing.T) {
+	fish := shellFor(t, "fish")
+	bin, env := completionEnv(t)
+	var script bytes.Buffer
+	if err := NewRootCmd(&Globals{}).GenFishCompletion(&script, true); err != nil {
+		t.Fatal(err)
+	}
+	scriptPath := filepath.Join(bin, "ftctl.fish")
+	if err := os.WriteFile(scriptPath, script.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range shellCompletionCases {
+		sh := exec.Command(fish, "--no-config", "-c", "source "+shellQuote(scriptPath)+"; complete -C "+shellQuote(c.line))
+		sh.Env = append(env, "HOME="+bin, "XDG_CONFIG_HOME="+bin, "XDG_DATA_HOME="+bin)
+		var stderr bytes.Buffer
+		sh.Stderr = &stderr
+		out, err := sh.Output()
+		if err != nil {
+			t.Fatalf("%q: %v\n%s", c.line, err, stderr.String())
+		}
+		var got []string
+		for _, l := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+			if name, _, _ := strings.Cut(l, "\t"); name != "" {
+				got = append(got, name)
 			}
 		}
 		if !slices.Equal(got, c.want) {
