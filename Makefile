@@ -12,9 +12,13 @@ export KERNELS
 
 GOFILES := $(shell find . -name '*.go' -not -path './build/*')
 
-# What `ftctl version` says: VERSION=1.2.3 for a release; else the nearest tag (or commit) of
-# the tree. The commit and date come from git; -trimpath keeps the build machine's paths out.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# What `ftctl version` says: on a tag vX.Y.Z, X.Y.Z; else the next release (the file VERSION,
+# which the man pages carry too) with -dev+COMMIT. The commit and its date come from git;
+# -trimpath keeps the build machine's paths out.
+RELEASE := $(shell cat VERSION)
+TAG     := $(shell git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null | sed 's/^v//')
+SHORT   := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+VERSION ?= $(or $(TAG),$(RELEASE)-dev+$(or $(SHORT),unknown))
 COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
 DATE    := $(shell git log -1 --format=%cI 2>/dev/null)
 LDFLAGS := -s -w -X github.com/ftctl/ftctl/cmd.buildVersion=$(VERSION) -X github.com/ftctl/ftctl/cmd.buildCommit=$(COMMIT) -X github.com/ftctl/ftctl/cmd.buildDate=$(DATE)
@@ -61,13 +65,12 @@ uninstall:
 		"$(DESTDIR)$(BASHCOMPDIR)/ftctl" "$(DESTDIR)$(ZSHCOMPDIR)/_ftctl" "$(DESTDIR)$(FISHCOMPDIR)/ftctl.fish"
 
 # Release packages: the static binary, a .deb and an .rpm (man pages and completions in their
-# standard places) in $(BUILD)/dist, built with nfpm. A tag v1.2.3 gives version 1.2.3; an
-# untagged tree 0.0.0+gitYYYYMMDD.SHORTSHA (sorting by date). packaging/nfpm.yaml names $(DIST).
+# standard places) in $(DIST), built with nfpm (packaging/nfpm.yaml names $(DIST)). A tag v1.2.3
+# gives version 1.2.3; an untagged tree RELEASE~gitYYYYMMDD.COMMIT, which sorts before RELEASE.
 NFPM       := $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 DIST       := build/dist
 GOARCH     := $(shell $(GO) env GOARCH)
-PKGVERSION ?= $(shell git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null | sed 's/^v//' | grep . || \
-	echo "0.0.0+git$$(git log -1 --format=%cd --date=format:%Y%m%d 2>/dev/null).$$(git rev-parse --short=12 HEAD 2>/dev/null)")
+PKGVERSION ?= $(or $(TAG),$(RELEASE)~git$(shell git log -1 --format=%cd --date=format:%Y%m%d 2>/dev/null).$(SHORT))
 dist:
 	rm -rf $(DIST) && mkdir -p $(DIST)/man
 	$(MAKE) build VERSION=$(PKGVERSION) BUILD=$(DIST)

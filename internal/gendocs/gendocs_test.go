@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -22,11 +23,11 @@ const repo = "../.."
 // README's exit-code table, and compares them with what is checked in. Adding or changing a
 // command (its help, flags or JSON format) makes it fail until `make docs` is run.
 func TestCheckedInCopiesAreCurrent(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(repo, readmeFile))
+	in, err := readInputs(repo, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := render(readme)
+	files, err := render(in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,15 +66,15 @@ func firstDifference(a, b []byte) int {
 	return min(len(la), len(lb)) + 1
 }
 
-// Rendering twice gives the same bytes: no dates, no map order.
+// Rendering twice gives the same bytes: no map order, and the date is an input.
 func TestRenderIsDeterministic(t *testing.T) {
-	readme := []byte("x\n" + exitCodesBegin + exitCodesEnd)
-	a, err := render(readme)
+	in := inputs{readme: []byte("x\n" + exitCodesBegin + exitCodesEnd), version: "1.2.3", today: "2026-01-02"}
+	a, err := render(in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
-		b, err := render(readme)
+		b, err := render(in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +90,7 @@ func TestRenderIsDeterministic(t *testing.T) {
 }
 
 func TestPagesCoverTheCommandTree(t *testing.T) {
-	pages := manPages(newRoot())
+	pages := manPages(newRoot(), "1.2.3")
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		name := strings.ReplaceAll(c.CommandPath(), " ", "-") + ".1"
@@ -224,12 +225,43 @@ func TestPagesFormatCleanly(t *testing.T) {
 	if err != nil {
 		t.Skip("groff is not installed")
 	}
-	for name, page := range manPages(newRoot()) {
+	for name, page := range manPages(newRoot(), "1.2.3") {
 		c := exec.Command(groff, "-man", "-ww", "-z", "-Tutf8")
 		c.Stdin = bytes.NewReader(page)
 		out, err := c.CombinedOutput()
 		if err != nil || len(out) > 0 {
 			t.Errorf("%s: groff: %v\n%s", name, err, out)
 		}
+	}
+}
+
+// A page's .TH says the release and the date of its last change: a page otherwise unchanged
+// keeps the checked-in copy's date, a changed one gets today's.
+func TestPageDates(t *testing.T) {
+	in := inputs{readme: []byte("x\n" + exitCodesBegin + exitCodesEnd), version: "1.2.3", today: "2026-01-02",
+		existing: map[string][]byte{}}
+	first, err := render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := first["man/ftctl-status.1"]
+	if !bytes.HasPrefix(page, []byte(`.TH "FTCTL\-STATUS" 1 "2026-01-02" "ftctl 1.2.3" "ftctl Manual"`)) {
+		t.Fatalf(".TH: %q", bytes.SplitN(page, []byte("\n"), 2)[0])
+	}
+	if !bytes.Contains(page, []byte(`\fBtrace\-cmd\fR(1)`)) || !bytes.Contains(page, []byte(`\fBperf\-ftrace\fR(1)`)) {
+		t.Error("SEE ALSO names neither trace-cmd(1) nor perf-ftrace(1)")
+	}
+	in.existing["ftctl-status.1"] = page
+	in.existing["ftctl-trace.1"] = append(bytes.Clone(first["man/ftctl-trace.1"]), "an old line\n"...)
+	in.today = "2027-03-04"
+	second, err := render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(second["man/ftctl-status.1"], page) {
+		t.Error("an unchanged page lost its date")
+	}
+	if !bytes.Contains(second["man/ftctl-trace.1"], []byte(`1 "2027-03-04"`)) {
+		t.Error("a changed page kept its old date")
 	}
 }

@@ -4,8 +4,16 @@
 // repository's root; its test fails when the checked-in copies differ from what it would write.
 //
 // It is a separate program rather than a hidden ftctl command so that the shipped binary
-// carries no documentation generator, and the output depends on nothing but the source: no
-// dates, no version, no environment.
+// carries no documentation generator. The output depends on nothing but the source: a page's
+// .TH carries the release in VERSION and the date of the page's last change (kept from the
+// checked-in copy while the rest of the page is unchanged, else today's).
+//
+// Why its own roff writer (man.go) rather than muesli/mango-cobra: rendered side by side
+// (2026-11-25, mango-cobra v1.3.0, `man -l`), mango-cobra's page for `ftctl filter set` is titled
+// SET(1) with the name "set" and the synopsis "set [options...] [argument...]", leaves the
+// flag-usage backquotes in (`PATTERN`), has an empty DESCRIPTION (no Long text is rendered), no
+// global options, and no EXIT STATUS, JSON OUTPUT, FILES or SEE ALSO sections; this generator
+// writes all of those, escapes the glob syntax (\, -, leading . and ') and is tested for it.
 package main
 
 import (
@@ -15,8 +23,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -37,6 +47,7 @@ const (
 	manDir         = "man"
 	completionsDir = "completions"
 	readmeFile     = "README.md"
+	versionFile    = "VERSION"
 )
 
 // newRoot builds the command tree as ftctl runs it, without touching the process's IO.
@@ -44,12 +55,44 @@ func newRoot() *cobra.Command {
 	return cmd.NewRootCmd(&cmd.Globals{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
 }
 
+// inputs are what render reads besides the command tree.
+type inputs struct {
+	readme   []byte            // README.md, whose exit-code table is replaced
+	version  string            // the release, from VERSION
+	today    string            // YYYY-MM-DD, the date of a page that changed
+	existing map[string][]byte // the checked-in man pages, by name: their dates are kept
+}
+
+// readInputs reads the inputs from the repository at repo.
+func readInputs(repo string, today time.Time) (inputs, error) {
+	in := inputs{today: today.UTC().Format(time.DateOnly), existing: map[string][]byte{}}
+	var err error
+	if in.readme, err = os.ReadFile(filepath.Join(repo, readmeFile)); err != nil {
+		return in, err
+	}
+	v, err := os.ReadFile(filepath.Join(repo, versionFile))
+	if err != nil {
+		return in, err
+	}
+	in.version = strings.TrimSpace(string(v))
+	pages, err := filepath.Glob(filepath.Join(repo, manDir, "ftctl*.1"))
+	if err != nil {
+		return in, err
+	}
+	for _, p := range pages {
+		if b, err := os.ReadFile(p); err == nil {
+			in.existing[filepath.Base(p)] = b
+		}
+	}
+	return in, nil
+}
+
 // render returns every generated file, keyed by its path relative to the repository (with
-// slashes). readme is the current README.md, whose exit-code table is replaced.
-func render(readme []byte) (map[string][]byte, error) {
+// slashes).
+func render(in inputs) (map[string][]byte, error) {
 	out := map[string][]byte{}
-	for name, page := range manPages(newRoot()) {
-		out[manDir+"/"+name] = page
+	for name, page := range manPages(newRoot(), in.version) {
+		out[manDir+"/"+name] = datePage(page, in.existing[name], in.today)
 	}
 	scripts, err := completionScripts(newRoot())
 	if err != nil {
@@ -58,11 +101,25 @@ func render(readme []byte) (map[string][]byte, error) {
 	for name, s := range scripts {
 		out[completionsDir+"/"+name] = s
 	}
-	if out[readmeFile], err = readmeWithExitCodes(readme); err != nil {
+	if out[readmeFile], err = readmeWithExitCodes(in.readme); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
+
+// datePage puts a date into page's .TH: the checked-in copy's when the page is otherwise the
+// same, else today's.
+func datePage(page, existing []byte, today string) []byte {
+	if m := thDate.FindSubmatch(existing); m != nil {
+		if kept := bytes.Replace(page, []byte(datePlaceholder), m[1], 1); bytes.Equal(kept, existing) {
+			return kept
+		}
+	}
+	return bytes.Replace(page, []byte(datePlaceholder), []byte(today), 1)
+}
+
+// thDate finds the date of a page's .TH line (its third field).
+var thDate = regexp.MustCompile(`(?m)^\.TH "[^"]*" 1 "([^"]*)"`)
 
 // completionScripts are cobra's scripts for bash (v2, with descriptions), zsh and fish, named
 // as each shell's completion directory expects them once installed (see the Makefile).
@@ -100,11 +157,11 @@ func stale(repo string, files map[string][]byte) ([]string, error) {
 // write renders into the repository at repo: changed files are rewritten, stale pages removed,
 // and each change is named on log.
 func write(repo string, log io.Writer) error {
-	readme, err := os.ReadFile(filepath.Join(repo, readmeFile))
+	in, err := readInputs(repo, time.Now())
 	if err != nil {
 		return err
 	}
-	files, err := render(readme)
+	files, err := render(in)
 	if err != nil {
 		return err
 	}

@@ -17,12 +17,15 @@ import (
 // files, JSON formats). The pages use only the man(7) macros that groff and mandoc both know.
 
 // manPages renders ftctl.1 and one page per available command, keyed by file name.
-func manPages(root *cobra.Command) map[string][]byte {
+// datePlaceholder stands for the date in a rendered page's .TH until render dates it.
+const datePlaceholder = "@DATE@"
+
+func manPages(root *cobra.Command, version string) map[string][]byte {
 	root.InitDefaultVersionFlag()
 	pages := map[string][]byte{}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
-		pages[pageName(c)+".1"] = []byte(commandPage(c))
+		pages[pageName(c)+".1"] = []byte(commandPage(c, version))
 		for _, s := range subcommands(c) {
 			walk(s)
 		}
@@ -181,10 +184,10 @@ func inline(s string) string {
 }
 
 // commandPage renders c's page; the root's is ftctl(1), with the reference sections.
-func commandPage(c *cobra.Command) string {
+func commandPage(c *cobra.Command, version string) string {
 	p := &page{}
 	isRoot := !c.HasParent()
-	p.line(`.TH "` + strings.ToUpper(escape(pageName(c))) + `" 1 "" "ftctl" "ftctl Manual"`)
+	p.line(`.TH "` + strings.ToUpper(escape(pageName(c))) + `" 1 "` + datePlaceholder + `" "ftctl ` + escape(version) + `" "ftctl Manual"`)
 	// Left-aligned and unhyphenated: names like available_filter_functions must stay whole.
 	p.line(".nh")
 	p.line(".ad l")
@@ -265,6 +268,8 @@ func commandPage(c *cobra.Command) string {
 			refs = append(refs, ref(s))
 		}
 	}
+	// The tools a reader of ftctl's pages also uses, or comes from.
+	refs = append(refs, `\fBtrace\-cmd\fR(1)`, `\fBperf\-ftrace\fR(1)`, `\fBperf\-probe\fR(1)`)
 	p.line(strings.Join(refs, ", "))
 	if isRoot {
 		p.line(".PP")
