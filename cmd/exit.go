@@ -128,7 +128,8 @@ func ExitCode(err error) int {
 			return ExitCommandNotFound
 		}
 		return ExitCommandCannotRun
-	case errors.Is(err, ErrInvalid), errors.Is(err, tracefs.ErrBadInstance), errors.Is(err, tracefs.ErrNoInstance):
+	case errors.Is(err, ErrInvalid), errors.Is(err, tracefs.ErrBadInstance), errors.Is(err, tracefs.ErrNoInstance),
+		errors.Is(err, tracefs.ErrBadPath):
 		return ExitInvalid
 	case errors.Is(err, tracefs.ErrBusy):
 		return ExitBusy

@@ -36,6 +36,9 @@ var (
 	ErrBadInstance = errors.New("invalid instance name")
 	// ErrNoInstance: the named instance does not exist (read commands never create one).
 	ErrNoInstance = errors.New("no such instance")
+	// ErrBadPath: a path the user gave is unfit for what was asked (missing, or not a mount
+	// point), as opposed to a kernel that lacks something.
+	ErrBadPath = errors.New("invalid path")
 	// ErrIO: any other failure talking to the kernel.
 	ErrIO = errors.New("i/o error")
 )

@@ -183,12 +183,24 @@ func unwrapPath(err error) error {
 // does on every kernel with tracefs). It reports whether a mount was made; an existing tracefs
 // mount there is left alone. With dryRun non-nil the mount is printed, not made.
 func MountTracefs(dir string, dryRun io.Writer) (bool, error) {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
 	var sfs unix.Statfs_t
 	if err := unix.Statfs(dir, &sfs); err != nil {
-		return false, &Error{Op: "mount", Path: dir, Class: ErrUnavailable, Errno: err,
-			Reason: "the mount point is missing: this kernel has no tracefs (CONFIG_TRACING off?)"}
+		if filepath.Clean(dir) == DefaultMountPoint { // made by the kernel when it has tracefs
+			return false, &Error{Op: "mount", Path: dir, Class: ErrUnavailable, Errno: err,
+				Reason: "the mount point is missing: this kernel has no tracefs (CONFIG_TRACING off?)"}
+		}
+		return false, &Error{Op: "mount", Path: dir, Class: ErrBadPath, Errno: err}
 	}
 	if sfs.Type == unix.TRACEFS_MAGIC {
+		// Where tracefs is mounted, or a directory inside it (instances/...): only the first
+		// is "already mounted".
+		if at, real, ok := tracefsMountOf(dir); ok && at != real {
+			return false, &Error{Op: "mount", Path: dir, Class: ErrBadPath,
+				Reason: "it is a directory inside the tracefs mounted at " + at + ", not a mount point"}
+		}
 		return false, nil
 	}
 	if dryRun != nil {
@@ -210,4 +222,39 @@ func MountTracefs(dir string, dryRun io.Writer) (bool, error) {
 		return false, e
 	}
 	return true, nil
+}
+
+// tracefsMountOf finds the tracefs mount that holds dir (absolute): the mount point and dir,
+// both with symlinks resolved.
+func tracefsMountOf(dir string) (at, real string, ok bool) {
+	real = dir
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		real = r
+	}
+	f, err := os.Open(MountInfoPath)
+	if err != nil {
+		return "", real, false
+	}
+	defer f.Close()
+	entries, err := parseMountInfo(f)
+	if err != nil {
+		return "", real, false
+	}
+	at, ok = mountOf(entries, "tracefs", real)
+	return at, real, ok
+}
+
+// mountOf is the longest mount point of fstype that is dir or above it.
+func mountOf(entries []mountEntry, fstype, dir string) (string, bool) {
+	best, found := "", false
+	for _, e := range entries {
+		if e.FSType != fstype {
+			continue
+		}
+		under := dir == e.MountPoint || strings.HasPrefix(dir, strings.TrimSuffix(e.MountPoint, "/")+"/")
+		if under && (!found || len(e.MountPoint) > len(best)) {
+			best, found = e.MountPoint, true
+		}
+	}
+	return best, found
 }

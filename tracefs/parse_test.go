@@ -283,3 +283,28 @@ func TestParsePidLines(t *testing.T) {
 		}
 	}
 }
+
+// mountOf finds the tracefs mount a directory is in: the longest mount point above it.
+func TestMountOf(t *testing.T) {
+	entries, err := parseMountInfo(strings.NewReader(`22 1 0:21 / /sys rw - sysfs sysfs rw
+30 22 0:12 / /sys/kernel/tracing rw - tracefs tracefs rw
+31 22 0:13 / /sys/kernel/debug rw - debugfs debugfs rw
+32 31 0:12 / /sys/kernel/debug/tracing rw - tracefs tracefs rw
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dir, want := range map[string]string{
+		"/sys/kernel/tracing":                    "/sys/kernel/tracing",
+		"/sys/kernel/tracing/instances":          "/sys/kernel/tracing",
+		"/sys/kernel/tracing/instances/x/events": "/sys/kernel/tracing",
+		"/sys/kernel/debug/tracing/instances":    "/sys/kernel/debug/tracing",
+		"/sys/kernel/tracingx":                   "",
+		"/sys":                                   "",
+	} {
+		got, ok := mountOf(entries, "tracefs", dir)
+		if got != want || ok != (want != "") {
+			t.Errorf("%s: %q %v, want %q", dir, got, ok, want)
+		}
+	}
+}

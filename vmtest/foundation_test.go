@@ -89,6 +89,16 @@ func TestNotMountedThenMount(t *testing.T) {
 	if st := statusJSON(t); st.Tracefs.Path != tracing {
 		t.Errorf("after mount: %+v", st.Tracefs)
 	}
+	// A directory inside the mounted tracefs is not where tracefs is mounted; a missing
+	// directory is the user's mistake, not a kernel without tracefs.
+	r = ftctlRun(t, "mount", tracing+"/instances")
+	if r.code != 2 || strings.Contains(r.stderr, "already mounted") || !strings.Contains(r.stderr, "inside the tracefs mounted at "+tracing) {
+		t.Errorf("mount of a directory inside tracefs: %+v", r)
+	}
+	r = ftctlRun(t, "mount", "/no/such/dir")
+	if r.code != 2 || strings.Contains(r.stderr, "no tracefs") || !strings.Contains(r.stderr, "no such file or directory") {
+		t.Errorf("mount of a missing directory: %+v", r)
+	}
 }
 
 // With only debugfs mounted, ftctl finds tracing/ under it (the legacy path).
