@@ -504,3 +504,25 @@ func TestUnknownSubcommands(t *testing.T) {
 		t.Errorf("filter alone: exit %d: %s", code, out)
 	}
 }
+
+// Small wrong answers: each message names the flag and says what is wrong in the user's
+// words (no Go parser names), and points at the command that helps.
+func TestFlagMistakesNamed(t *testing.T) {
+	root := fakeRoot(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"stream", "--pid", "abc"}, `--pid "abc": not a whole number`},
+		{[]string{"trace", "--pid", "1,x"}, `--pid "1,x": not a whole number`},
+		{[]string{"stream", "--count", "99999999999999999999"}, `--count "99999999999999999999": out of range`},
+		{[]string{"stream", "--event", "["}, `--event: malformed glob "["`},
+		{[]string{"stream", "--comm", `x\`}, `--comm: malformed glob`},
+		{[]string{"-B", "nosuch", "status"}, "ftctl instance list"},
+	} {
+		code, _, errs := run(t, append([]string{"--tracefs", root}, c.args...)...)
+		if code != 2 || !strings.Contains(errs, c.want) || strings.Contains(errs, "strconv") {
+			t.Errorf("%q: exit %d, want 2 and %q: %s", c.args, code, c.want, errs)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -171,7 +172,7 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 	root.Flags().Bool("version", false, "show ftctl's version, commit, build date and Go release")
 	root.SetVersionTemplate(Version().String())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return InvalidInput(fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath()))
+		return InvalidInput(fmt.Errorf("%s\nsee '%s --help'", flagErrorText(err), c.CommandPath()))
 	})
 
 	pf := root.PersistentFlags()
@@ -316,4 +317,24 @@ func withCommand(root *cobra.Command, args []string) bool {
 	}
 	c, _, err := root.Find(args[:dash])
 	return err == nil && c.Name() == "trace" && c.Parent() == root
+}
+
+// pflagNumber matches pflag's message for a number that does not parse: `invalid argument "abc"
+// for "--pid" flag: strconv.ParseInt: parsing "abc": invalid syntax`.
+var pflagNumber = regexp.MustCompile(`^invalid argument (".*") for "(-[^"]*)" flag: strconv\.\w+: parsing ".*": (invalid syntax|value out of range)$`)
+
+// flagErrorText says what is wrong with a flag's value in a user's words, without Go's
+// parser names.
+func flagErrorText(err error) string {
+	m := pflagNumber.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err.Error()
+	}
+	what := "not a whole number"
+	if m[3] == "value out of range" {
+		what = "out of range"
+	}
+	// "--pid, -p" style names: keep the long one.
+	name, _, _ := strings.Cut(m[2], ",")
+	return fmt.Sprintf("%s %s: %s", name, m[1], what)
 }

@@ -155,8 +155,14 @@ func (o *StreamOptions) filter() (stream.Filter, error) {
 		}
 		f.Grep = re
 	}
-	if err := f.Validate(); err != nil {
-		return f, InvalidInput(err)
+	// Each flag's globs checked on their own, so that the error names the flag.
+	if err := (&stream.Filter{Comm: o.Comm}).Validate(); err != nil {
+		return f, InvalidInput(fmt.Errorf("--comm: %w", err))
+	}
+	for _, e := range f.Events {
+		if err := (&stream.Filter{Events: []string{e}}).Validate(); err != nil {
+			return f, InvalidInput(fmt.Errorf("--event: %w", err))
+		}
 	}
 	switch {
 	case o.Reader != stream.ReaderAuto && o.Reader != stream.ReaderText && o.Reader != stream.ReaderBinary:

@@ -72,7 +72,7 @@ func (f *FS) Lookup(name string) (*Instance, error) {
 				Reason: "this kernel has no tracing instances"}
 		}
 		return nil, &Error{Op: "open", Path: in.dir, Class: ErrNoInstance,
-			Reason: "read commands never create instances; `ftctl status` lists the existing ones"}
+			Reason: "read commands never create instances; `ftctl instance list` lists the existing ones"}
 	default:
 		return nil, f.opError("open", in.dir, "", err)
 	}
