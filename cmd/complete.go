@@ -338,3 +338,26 @@ func completeProbeNames(g *Globals) cobra.CompletionFunc {
 		return out, noFiles
 	}
 }
+
+// completeTracers completes the tracers the trace array (-B, else the top level) can run, from
+// available_tracers: for trace --tracer, which runs in its own instance (6.1's instances offer
+// fewer tracers than the top level), and list tracers.
+func completeTracers(g *Globals) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		in, err := g.OpenInstance()
+		if err != nil {
+			return nil, noFiles
+		}
+		available, _, err := in.Tracers()
+		if err != nil {
+			return nil, noFiles
+		}
+		var out []cobra.Completion
+		for _, t := range available {
+			if strings.HasPrefix(t, toComplete) {
+				out = append(out, t)
+			}
+		}
+		return out, noFiles
+	}
+}

@@ -199,6 +199,7 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 		NewCmdTrace(g, nil),
 		NewCmdTUI(g, nil),
 		NewCmdReset(g, nil),
+		NewCmdList(g),
 		NewCmdVersion(g, nil),
 	)
 	groupsRefuseTypos(root)

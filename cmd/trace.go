@@ -104,6 +104,7 @@ env(1) and timeout(1), ftctl's own failures are then 125 (never 1-5, which the c
 	registerFlagCompletion(c, "filter", completeFunctionNames(g))
 	registerFlagCompletion(c, "notrace", completeFunctionNames(g))
 	f.StringVar(&opts.Tracer, "tracer", "", "function, function_graph or nop (default: function with -f, else nop)")
+	registerFlagCompletion(c, "tracer", completeTracers(g))
 	f.IntSliceVar(&opts.PID, "pid", nil, "trace only these processes and their children")
 	f.DurationVar(&opts.Duration, "duration", 0, "end the session after this long (e.g. 30s)")
 	f.IntVar(&opts.Count, "count", 0, "end the session after N events")

@@ -28,13 +28,7 @@ func (i *Instance) EnabledEvents() ([]EventName, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []EventName
-	for _, line := range strings.Split(string(b), "\n") {
-		if sys, name, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
-			out = append(out, EventName{sys, name})
-		}
-	}
-	return out, nil
+	return ParseEventList(string(b)), nil
 }
 
 // EventFormatByID finds the format of the event with this type ID among the trace array's

@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -455,5 +457,32 @@ func TestLockOnRealTracefs(t *testing.T) {
 	holder.Wait()
 	if r := ftctlRun(t, "--lock-timeout", "1s", "instance", "create", "lk3"); r.code != 0 {
 		t.Errorf("after the holder was killed: %+v", r)
+	}
+}
+
+// ftctl list shows what the kernel offers, as the kernel's own files say it.
+func TestListRealKernel(t *testing.T) {
+	r := ftctlRun(t, "list", "events", "-o", "json")
+	var events []struct{ System, Event string }
+	if err := json.Unmarshal([]byte(r.stdout), &events); r.code != 0 || err != nil {
+		t.Fatalf("list events: %v %v", err, r)
+	}
+	if want := strings.Count(read(t, "available_events"), "\n"); len(events) != want || want < 100 {
+		t.Errorf("list events gave %d events, available_events has %d", len(events), want)
+	}
+	r = ftctlRun(t, "list", "events", "sched:sched_sw*")
+	if r.code != 0 || r.stdout != "sched:sched_switch\n" {
+		t.Errorf("list events sched:sched_sw*: %v", r)
+	}
+	r = ftctlRun(t, "list", "tracers")
+	if r.code != 0 || !strings.Contains(r.stdout, "function\n") || !strings.Contains(r.stdout, "nop (current)\n") {
+		t.Errorf("list tracers: %v", r)
+	}
+	os.Mkdir(filepath.Join(tracing, "instances", "ftctl-list"), 0o755)
+	defer os.Remove(filepath.Join(tracing, "instances", "ftctl-list"))
+	os.WriteFile(filepath.Join(tracing, "instances", "ftctl-list", "options", "record-tgid"), []byte("1"), 0o644)
+	r = ftctlRun(t, "-B", "ftctl-list", "list", "options", "record-*")
+	if r.code != 0 || !regexp.MustCompile(`^record-cmd\s+on\nrecord-tgid\s+on\n$`).MatchString(r.stdout) {
+		t.Errorf("list options record-*: %v", r)
 	}
 }
