@@ -526,3 +526,11 @@ func TestFlagMistakesNamed(t *testing.T) {
 		}
 	}
 }
+
+// trace -p takes a probe definition: a number is a pid given to the wrong flag.
+func TestTraceProbeNumberSuggestsPid(t *testing.T) {
+	code, _, errs := run(t, "--tracefs", fakeRoot(t), "trace", "-p", "1234")
+	if code != 2 || !strings.Contains(errs, "--pid 1234") {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 
@@ -178,6 +179,14 @@ func (opts *TraceOptions) spec() (spec session.Spec, argv0 string, err error) {
 		return spec, "", InvalidInput(errors.New("--duration and --count must not be negative"))
 	}
 	spec = session.Spec{Probes: opts.Probes, Events: opts.Events, Tracer: opts.Tracer, PIDs: opts.PID, IncludeSelf: opts.IncludeSelf}
+	for _, p := range opts.Probes {
+		if _, err := strconv.Atoi(strings.TrimSpace(p)); err == nil {
+			return spec, "", InvalidInput(fmt.Errorf("-p %q is a probe definition (-p 'p:NAME SYMBOL ARGS'); to trace a process, use --pid %s", p, strings.TrimSpace(p)))
+		}
+	}
+	if len(opts.Filters) == 0 && len(opts.Probes) == 0 && len(opts.Events) == 0 && (opts.Tracer == "" || opts.Tracer == "nop") {
+		g.Notice("this session traces nothing: no -f, -p or -e (and the nop tracer); it will show only markers (trace_marker)")
+	}
 	for _, p := range opts.PID {
 		if p <= 0 {
 			return spec, "", InvalidInput(fmt.Errorf("--pid %d: not a process id", p))

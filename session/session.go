@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -134,19 +135,68 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 			s.defs = append(s.defs, d)
 		}
 	}
+	var events []string
 	for _, e := range spec.Events {
-		dir, err := eventDir(e)
-		if err != nil {
+		if _, err := eventDir(e); err != nil {
 			return nil, err
 		}
-		if !top.Has(dir) {
-			return nil, fmt.Errorf("%w: no event %q (events/%s does not exist; ftctl status lists what is enabled, ls %s shows all)", ErrInvalid, e, dir[len("events/"):], fs.Path("events"))
+		if strings.ContainsAny(e, "*?[") {
+			matched, err := expandEvents(fs, e)
+			if err != nil {
+				return nil, err
+			}
+			events = append(events, matched...)
+			continue
 		}
+		if dir, _ := eventDir(e); !top.Has(dir) {
+			return nil, fmt.Errorf("%w: no event %q (events/%s does not exist; 'ftctl list events' lists them)", ErrInvalid, e, dir[len("events/"):])
+		}
+		events = append(events, e)
 	}
+	s.spec.Events = events
 	if len(spec.PIDs) > 0 && !ft.FtracePid && s.tracer != "nop" {
 		return nil, &tracefs.Error{Op: "open", Path: fs.Path("set_ftrace_pid"), Class: tracefs.ErrUnavailable, Reason: "this kernel cannot filter functions by pid"}
 	}
 	return s, nil
+}
+
+// expandEvents resolves -e's globs as trace-cmd does: SYSTEM:* (or a system glob alone) is
+// each matching system whole; SYSTEM:GLOB the events it matches. Matching nothing is invalid.
+func expandEvents(fs *tracefs.FS, e string) ([]string, error) {
+	sysGlob, evGlob, hasEvent := strings.Cut(e, ":")
+	if _, err := path.Match(sysGlob, ""); err != nil {
+		return nil, fmt.Errorf("%w: -e %q: %v", ErrInvalid, e, err)
+	}
+	if _, err := path.Match(evGlob, ""); err != nil {
+		return nil, fmt.Errorf("%w: -e %q: %v", ErrInvalid, e, err)
+	}
+	systems, err := fs.EventSystems()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, sys := range systems {
+		if ok, _ := path.Match(sysGlob, sys); !ok {
+			continue
+		}
+		if !hasEvent || evGlob == "*" {
+			out = append(out, sys)
+			continue
+		}
+		names, err := fs.Events(sys)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range names {
+			if ok, _ := path.Match(evGlob, ev); ok {
+				out = append(out, sys+":"+ev)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: -e %q matches no event ('ftctl list events' lists them)", ErrInvalid, e)
+	}
+	return out, nil
 }
 
 // eventDir turns SYSTEM or SYSTEM:EVENT into events/SYSTEM[/EVENT].

@@ -288,3 +288,37 @@ func readFile(t *testing.T, p string) string {
 	}
 	return string(b)
 }
+
+// -e takes globs as trace-cmd does: SYSTEM:* is the system, SYSTEM:GLOB the events it
+// matches; a glob that matches nothing is invalid input, with nothing changed.
+func TestEventGlobs(t *testing.T) {
+	fs, _ := fakeFS(t, map[string]string{
+		"events/sched/sched_wakeup/enable":    "0\n",
+		"events/sched/sched_waking/enable":    "0\n",
+		"events/irq/irq_handler_entry/enable": "0\n",
+	})
+	id := ID{PID: 42, Nonce: "0123abcd"}
+	for _, c := range []struct {
+		events []string
+		want   []string
+	}{
+		{[]string{"sched:*"}, []string{"sched"}},
+		{[]string{"sched:sched_wak*"}, []string{"sched:sched_wakeup", "sched:sched_waking"}},
+		{[]string{"*:sched_switch", "irq"}, []string{"sched:sched_switch", "irq"}},
+		{[]string{"sched:sched_switch"}, []string{"sched:sched_switch"}},
+	} {
+		s, err := New(fs, id, Spec{Events: c.events})
+		if err != nil {
+			t.Errorf("%q: %v", c.events, err)
+			continue
+		}
+		if !slices.Equal(s.spec.Events, c.want) {
+			t.Errorf("%q: events %q, want %q", c.events, s.spec.Events, c.want)
+		}
+	}
+	for _, bad := range []string{"sched:nomatch*", "nosys*:x", "sched:[", "nosys*"} {
+		if _, err := New(fs, id, Spec{Events: []string{bad}}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%q: %v, want invalid input", bad, err)
+		}
+	}
+}

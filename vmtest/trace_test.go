@@ -293,3 +293,25 @@ func TestResetAll(t *testing.T) {
 		t.Errorf("events: %q", e)
 	}
 }
+
+// -e takes globs (trace-cmd's -e 'sched:*'); a session that would trace nothing says so.
+func TestTraceEventGlobs(t *testing.T) {
+	before := sessionWorld(t)
+	r := ftctlRun(t, "trace", "-e", "sched:sched_sw*", "--count", "2", "-o", "json")
+	if r.code != 0 || strings.Count(r.stdout, `"event":"sched_switch"`) != 2 {
+		t.Errorf("-e sched:sched_sw*: %v", r)
+	}
+	r = ftctlRun(t, "trace", "-e", "sched:*", "--count", "1")
+	if r.code != 0 || !strings.Contains(r.stdout, "sched_") {
+		t.Errorf("-e sched:*: %v", r)
+	}
+	r = ftctlRun(t, "trace", "-e", "sched:no_such_*", "--count", "1")
+	if r.code != 2 || !strings.Contains(r.stderr, "matches no event") {
+		t.Errorf("-e sched:no_such_*: %v", r)
+	}
+	r = ftctlRun(t, "trace", "--duration", "100ms")
+	if r.code != 0 || !strings.Contains(r.stderr, "traces nothing") {
+		t.Errorf("an empty session: %v", r)
+	}
+	checkWorld(t, before)
+}
