@@ -297,9 +297,9 @@ func TestResetAll(t *testing.T) {
 // -e takes globs (trace-cmd's -e 'sched:*'); a session that would trace nothing says so.
 func TestTraceEventGlobs(t *testing.T) {
 	before := sessionWorld(t)
-	r := ftctlRun(t, "trace", "-e", "sched:sched_sw*", "--count", "2", "-o", "json")
+	r := ftctlRun(t, "trace", "-e", "sched:sched_swi*", "--count", "2", "-o", "json")
 	if r.code != 0 || strings.Count(r.stdout, `"event":"sched_switch"`) != 2 {
-		t.Errorf("-e sched:sched_sw*: %v", r)
+		t.Errorf("-e sched:sched_swi*: %v", r)
 	}
 	r = ftctlRun(t, "trace", "-e", "sched:*", "--count", "1")
 	if r.code != 0 || !strings.Contains(r.stdout, "sched_") {
