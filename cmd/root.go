@@ -167,6 +167,8 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 	root.SetIn(g.In)
 	root.SetOut(g.Out)
 	root.SetErr(g.Err)
+	// Flag descriptions wrapped to fit 100 columns, as the rest of the help is.
+	root.SetUsageTemplate(strings.ReplaceAll(root.UsageTemplate(), ".FlagUsages ", ".FlagUsagesWrapped 100 "))
 	// --version without cobra's -v shorthand (-v means verbose everywhere else), and the same
 	// text as `ftctl version`.
 	root.Flags().Bool("version", false, "show ftctl's version, commit, build date and Go release")
@@ -181,7 +183,7 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 	pf.StringVarP(&g.Output, "output", "o", "text", "output `FORMAT`: text or json")
 	pf.BoolVar(&g.DryRun, "dry-run", false, "print each write that would happen, in order, and change nothing")
 	pf.BoolVarP(&g.Quiet, "quiet", "q", false, "print no notices on stderr (errors still are)")
-	pf.DurationVar(&g.LockTimeout, "lock-timeout", 5*time.Second, "how long a writer waits for another ftctl's lock before exiting 5")
+	pf.DurationVar(&g.LockTimeout, "lock-timeout", 5*time.Second, "wait up to `D` for another ftctl's lock before exiting 5")
 	registerFlagCompletion(root, "tracefs", cobra.FixedCompletions(nil, cobra.ShellCompDirectiveFilterDirs))
 	registerFlagCompletion(root, "instance", completeInstanceNames(g))
 	registerFlagCompletion(root, "output", cobra.FixedCompletions([]cobra.Completion{"text", "json"}, noFiles))

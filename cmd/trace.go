@@ -61,15 +61,16 @@ random, so that sessions of the same pid in two containers never meet), so it ne
 another user's settings, probes or instances, nor the top level. It holds a file of its instance
 open while it runs: the kernel then refuses to remove it, which is how 'ftctl reset' tells a
 running session from a dead one in any pid namespace. ftctl's own threads are kept out of the
-instance (set_ftrace_notrace_pid, set_event_notrace_pid); --include-self keeps them in. Function filters go
-through the swap protocol, probes are validated before they reach the kernel, and everything is
-checked before anything is changed: a mistake exits 2 with nothing done.
+instance (set_ftrace_notrace_pid, set_event_notrace_pid); --include-self keeps them in.
+Function filters go through the swap protocol, probes are validated before they reach the
+kernel, and everything is checked before anything is changed: a mistake exits 2 with nothing
+done.
 
 The session ends at --duration, after --count events, when COMMAND exits, on Ctrl-C, SIGTERM or
-SIGHUP (exit 128+N: 130, 143, 129), or when stdout closes (| head); on every one of these it stops tracing, sets
-the tracer to nop, disables its events, removes its probes and its instance, each step
-attempted even when one fails. If ftctl itself is killed (SIGKILL), 'ftctl reset' removes what
-the session left.
+SIGHUP (exit 128+N: 130, 143, 129), or when stdout closes (| head); on every one of these it
+stops tracing, sets the tracer to nop, disables its events, removes its probes and its
+instance, each step attempted even when one fails. If ftctl itself is killed (SIGKILL), 'ftctl
+reset' removes what the session left.
 
 With -- COMMAND, ftctl starts COMMAND, traces only it and its children (set_ftrace_pid with
 function-fork, set_event_pid with event-fork; the command is held before exec until tracing is
@@ -79,7 +80,8 @@ env(1) and timeout(1), ftctl's own failures are then 125 (never 1-5, which the c
 		Example: `  # every call of ext4 functions for 10 seconds
   sudo ftctl trace -f 'ext4_*' --duration 10s
   # a kprobe and a tracepoint, for one command, as JSON
-  sudo ftctl trace -p 'p:open do_sys_openat2 path=+0(%si):string' -e sched:sched_process_exec -o json -- ls /tmp
+  sudo ftctl trace -p 'p:open do_sys_openat2 path=+0(%si):string' \
+      -e sched:sched_process_exec -o json -- ls /tmp
   # how long each vfs_read of one process takes (function_graph), first 100 events
   sudo ftctl trace --tracer function_graph -f vfs_read --pid 1234 --count 100`,
 		Args: func(c *cobra.Command, a []string) error {
@@ -100,15 +102,15 @@ env(1) and timeout(1), ftctl's own failures are then 125 (never 1-5, which the c
 	f.StringArrayVarP(&opts.Filters, "filter", "f", nil, "trace functions matching `PATTERN` (kernel glob; repeatable)")
 	f.StringArrayVarP(&opts.Notrace, "notrace", "n", nil, "never trace functions matching `PATTERN` (repeatable)")
 	f.StringArrayVarP(&opts.Probes, "probe", "p", nil, "define a kprobe `DEFINITION` for the session (repeatable)")
-	f.StringArrayVarP(&opts.Events, "event", "e", nil, "enable `SYSTEM[:EVENT]`, e.g. sched:sched_switch (repeatable)")
+	f.StringArrayVarP(&opts.Events, "event", "e", nil, "enable `SYSTEM[:EVENT]`: sched:sched_switch, or globs as sched:* (repeatable)")
 	registerFlagCompletion(c, "event", completeEventNames(g))
 	registerFlagCompletion(c, "filter", completeFunctionNames(g))
 	registerFlagCompletion(c, "notrace", completeFunctionNames(g))
-	f.StringVar(&opts.Tracer, "tracer", "", "function, function_graph or nop (default: function with -f, else nop)")
+	f.StringVar(&opts.Tracer, "tracer", "", "run `TRACER`: function, function_graph or nop (default: function with -f, else nop)")
 	registerFlagCompletion(c, "tracer", completeTracers(g))
-	f.IntSliceVar(&opts.PID, "pid", nil, "trace only these processes and their children")
-	f.DurationVar(&opts.Duration, "duration", 0, "end the session after this long (e.g. 30s)")
-	f.IntVar(&opts.Count, "count", 0, "end the session after N events")
+	f.IntSliceVar(&opts.PID, "pid", nil, "trace only process `PID` and its children (repeatable, or PID,PID...)")
+	f.DurationVar(&opts.Duration, "duration", 0, "end the session after `D` (e.g. 30s)")
+	f.IntVar(&opts.Count, "count", 0, "end the session after `N` events")
 	f.BoolVar(&opts.IncludeSelf, "include-self", false, "also show the events of ftctl's own threads (left out by default)")
 	return c
 }
