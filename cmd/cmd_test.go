@@ -10,11 +10,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -533,4 +535,32 @@ func TestTraceProbeNumberSuggestsPid(t *testing.T) {
 	if code != 2 || !strings.Contains(errs, "--pid 1234") {
 		t.Errorf("exit %d: %s", code, errs)
 	}
+}
+
+// Every command's help fits 100 columns and names what a flag takes (N, D, PID, NAME...),
+// never a Go type (int, ints, duration, string).
+func TestHelpFitsAndSaysWhatFlagsTake(t *testing.T) {
+	goType := regexp.MustCompile(`--[a-z-]+ (int|ints|uint|duration|string|strings|stringArray|intSlice)( |$)`)
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		args := append(strings.Fields(strings.TrimPrefix(c.CommandPath(), "ftctl")), "--help")
+		code, out, errs := run(t, args...)
+		if code != 0 {
+			t.Errorf("%s --help: exit %d: %s", c.CommandPath(), code, errs)
+		}
+		for i, line := range strings.Split(out, "\n") {
+			if n := utf8.RuneCountInString(line); n > 100 {
+				t.Errorf("%s --help, line %d: %d columns: %q", c.CommandPath(), i+1, n, line)
+			}
+			if goType.MatchString(line) {
+				t.Errorf("%s --help, line %d: a Go type as placeholder: %q", c.CommandPath(), i+1, line)
+			}
+		}
+		for _, s := range c.Commands() {
+			if !s.Hidden && s.Name() != "help" && s.Name() != "completion" {
+				walk(s)
+			}
+		}
+	}
+	walk(NewRootCmd(&Globals{}))
 }

@@ -127,7 +127,7 @@ function is traced.`
 func NewCmdFilter(g *Globals, file string) *cobra.Command {
 	name, what := "filter", "the function filter (set_ftrace_filter): the functions the function tracers trace"
 	if file == filters.NotraceFile {
-		name, what = "notrace", "the notrace list (set_ftrace_notrace): functions never traced, whatever the filter says"
+		name, what = "notrace", "the notrace list (set_ftrace_notrace): functions never traced, whatever the filter"
 	}
 	c := &cobra.Command{
 		Use:   name,

@@ -89,7 +89,7 @@ The definition may be given as one quoted argument or as several words.`,
   sudo ftctl probe add 'r:myret vfs_read ret=$retval' --enable
   sudo ftctl probe add 'p vfs_read count pos'             # BTF names (6.x kernels with BTF)
   sudo ftctl probe add 'r4:ftctl/ret vfs_write%return ret=$retval:s64' -B incident
-  sudo ftctl probe add 'p:ftctl/opens do_sys_openat2 f=+0(%si):string' --filter 'f ~ "/etc/*"' --enable`,
+  sudo ftctl probe add 'p:opens do_sys_openat2 f=+0(%si):string' --filter 'f ~ "/etc/*"' --enable`,
 		Args:        args(cobra.MinimumNArgs(1)),
 		Annotations: map[string]string{AnnotationJSON: probeAddJSON},
 		RunE: func(c *cobra.Command, words []string) error {
