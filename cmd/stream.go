@@ -90,6 +90,11 @@ escape sequence is shown escaped (\x1b, \t, \u009b...), a backslash is doubled, 
 shows as \xNN; JSON strings are always valid JSON. Colour only on a terminal, never with
 NO_COLOR set.
 
+A file name can hold a newline and a line shaped like an event: the binary reader keeps each
+record whole; the text reader joins a probe string the kernel printed over several lines. A
+trace_marker write holding a newline still reads as two lines in trace_pipe (only root or the
+tracefs group can write trace_marker).
+
 A line the parser does not understand is printed raw, never dropped. Lost events are always
 shown, whatever the filters: the kernel's LOST lines as they come, and at the end a summary on
 stderr comparing the per-CPU overrun and dropped counters before and after (--summary also
