@@ -361,3 +361,47 @@ func completeTracers(g *Globals) cobra.CompletionFunc {
 		return out, noFiles
 	}
 }
+
+// completeClocks completes the kernel's trace clocks (trace_clock).
+func completeClocks(g *Globals) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		in, err := g.OpenInstance()
+		if err != nil {
+			return nil, noFiles
+		}
+		b, err := in.ReadFile("trace_clock")
+		if err != nil {
+			return nil, noFiles
+		}
+		var out []cobra.Completion
+		for _, c := range strings.Fields(strings.NewReplacer("[", "", "]", "").Replace(string(b))) {
+			if strings.HasPrefix(c, toComplete) {
+				out = append(out, c)
+			}
+		}
+		return out, noFiles
+	}
+}
+
+// completeOptions completes trace option names (and their no- forms once "no" is typed).
+func completeOptions(g *Globals) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		in, err := g.OpenInstance()
+		if err != nil {
+			return nil, noFiles
+		}
+		opts, err := in.Options()
+		if err != nil {
+			return nil, noFiles
+		}
+		var out []cobra.Completion
+		for _, o := range opts {
+			for _, name := range []string{o.Name, "no" + o.Name} {
+				if strings.HasPrefix(name, toComplete) && (name == o.Name || strings.HasPrefix(toComplete, "no")) {
+					out = append(out, name)
+				}
+			}
+		}
+		return out, noFiles
+	}
+}

@@ -35,6 +35,9 @@ type TraceOptions struct {
 	Command  []string
 	// IncludeSelf: --include-self, show the events of ftctl's own threads
 	IncludeSelf bool
+	BufferKB    int      // --buffer-kb
+	Clock       string   // --clock
+	Options     []string // -O
 }
 
 const errCommandExited = stream.EndCause("the command exited")
@@ -112,6 +115,11 @@ env(1) and timeout(1), ftctl's own failures are then 125 (never 1-5, which the c
 	f.DurationVar(&opts.Duration, "duration", 0, "end the session after `D` (e.g. 30s)")
 	f.IntVar(&opts.Count, "count", 0, "end the session after `N` events")
 	f.BoolVar(&opts.IncludeSelf, "include-self", false, "also show the events of ftctl's own threads (left out by default)")
+	f.IntVarP(&opts.BufferKB, "buffer-kb", "b", 0, "size the session's ring buffer to `N` KiB per CPU (default: the kernel's)")
+	f.StringVarP(&opts.Clock, "clock", "C", "", "time stamp events with trace clock `NAME` (local, global, mono, boot...)")
+	f.StringArrayVarP(&opts.Options, "option", "O", nil, "set trace option `OPTION` (=1), OPTION=0 or noOPTION in the session (repeatable)")
+	registerFlagCompletion(c, "clock", completeClocks(g))
+	registerFlagCompletion(c, "option", completeOptions(g))
 	return c
 }
 
@@ -180,7 +188,8 @@ func (opts *TraceOptions) spec() (spec session.Spec, argv0 string, err error) {
 	if opts.Duration < 0 || opts.Count < 0 {
 		return spec, "", InvalidInput(errors.New("--duration and --count must not be negative"))
 	}
-	spec = session.Spec{Probes: opts.Probes, Events: opts.Events, Tracer: opts.Tracer, PIDs: opts.PID, IncludeSelf: opts.IncludeSelf}
+	spec = session.Spec{Probes: opts.Probes, Events: opts.Events, Tracer: opts.Tracer, PIDs: opts.PID, IncludeSelf: opts.IncludeSelf,
+		BufferKB: opts.BufferKB, Clock: opts.Clock, Options: opts.Options}
 	for _, p := range opts.Probes {
 		if _, err := strconv.Atoi(strings.TrimSpace(p)); err == nil {
 			return spec, "", InvalidInput(fmt.Errorf("-p %q is a probe definition (-p 'p:NAME SYMBOL ARGS'); to trace a process, use --pid %s", p, strings.TrimSpace(p)))

@@ -42,7 +42,26 @@ type Spec struct {
 	PIDs   []int // trace only these processes and their children (set_ftrace_pid, set_event_pid)
 	// IncludeSelf records ftctl's own threads too (by default the kernel leaves them out).
 	IncludeSelf bool
+	// BufferKB sizes the instance's ring buffer per CPU (buffer_size_kb); 0 keeps the default.
+	BufferKB int
+	// Clock is the instance's trace_clock ("" keeps local).
+	Clock string
+	// Options set trace options of the instance: NAME or NAME=1 turns one on, noNAME or
+	// NAME=0 off (trace-cmd -O).
+	Options []string
+
+	options []optionSetting // Options, checked
 }
+
+// optionSetting is one -O, checked: options/Name gets On.
+type optionSetting struct {
+	Name string
+	On   bool
+}
+
+// maxBufferKB bounds --buffer-kb: 4 GiB per CPU is beyond any sane session, and the kernel
+// allocates it for every CPU at once.
+const maxBufferKB = 4 << 20
 
 // Session is a running session.
 type Session struct {
@@ -154,10 +173,78 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 		events = append(events, e)
 	}
 	s.spec.Events = events
+	if err := s.checkBufferClockOptions(); err != nil {
+		return nil, err
+	}
 	if len(spec.PIDs) > 0 && !ft.FtracePid && s.tracer != "nop" {
 		return nil, &tracefs.Error{Op: "open", Path: fs.Path("set_ftrace_pid"), Class: tracefs.ErrUnavailable, Reason: "this kernel cannot filter functions by pid"}
 	}
 	return s, nil
+}
+
+// checkBufferClockOptions validates --buffer-kb, --clock and -O against the kernel's files.
+func (s *Session) checkBufferClockOptions() error {
+	top := s.FS.Top()
+	if s.spec.BufferKB < 0 || s.spec.BufferKB > maxBufferKB {
+		return fmt.Errorf("%w: --buffer-kb %d: between 1 and %d KiB per CPU", ErrInvalid, s.spec.BufferKB, maxBufferKB)
+	}
+	if s.spec.Clock != "" {
+		b, err := top.ReadFile("trace_clock")
+		if err != nil {
+			return err
+		}
+		clocks := strings.Fields(strings.NewReplacer("[", "", "]", "").Replace(string(b)))
+		if !slices.Contains(clocks, s.spec.Clock) {
+			return fmt.Errorf("%w: --clock %q: this kernel's clocks are %s", ErrInvalid, s.spec.Clock, strings.Join(clocks, ", "))
+		}
+	}
+	for _, o := range s.spec.Options {
+		name, on := o, true
+		if n, v, ok := strings.Cut(o, "="); ok {
+			switch v {
+			case "1":
+			case "0":
+				on = false
+			default:
+				return fmt.Errorf("%w: -O %q: want OPTION, OPTION=1, OPTION=0 or noOPTION", ErrInvalid, o)
+			}
+			name = n
+		} else if n, ok := strings.CutPrefix(o, "no"); ok && !top.Has("options/"+o) {
+			name, on = n, false
+		}
+		if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." || !top.Has("options/"+name) {
+			return fmt.Errorf("%w: -O %q: no such trace option ('ftctl list options' lists them)", ErrInvalid, o)
+		}
+		if name == "function-fork" || name == "event-fork" {
+			return fmt.Errorf("%w: -O %q: ftctl sets %s itself (to follow --pid's children and keep its own threads out)", ErrInvalid, o, name)
+		}
+		s.spec.options = append(s.spec.options, optionSetting{name, on})
+	}
+	return nil
+}
+
+// setBufferClockOptions writes what checkBufferClockOptions checked into the instance.
+func (s *Session) setBufferClockOptions(in *tracefs.Instance) error {
+	if s.spec.BufferKB > 0 {
+		if err := in.Write("buffer_size_kb", strconv.Itoa(s.spec.BufferKB)); err != nil {
+			return err
+		}
+	}
+	if s.spec.Clock != "" {
+		if err := in.Write("trace_clock", s.spec.Clock); err != nil {
+			return err
+		}
+	}
+	for _, o := range s.spec.options {
+		v := "0"
+		if o.On {
+			v = "1"
+		}
+		if err := in.Write("options/"+o.Name, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // expandEvents resolves -e's globs as trace-cmd does: SYSTEM:* (or a system glob alone) is
@@ -258,6 +345,9 @@ func (s *Session) Start(ctx context.Context) (err error) {
 	}
 	// The instance starts with tracing on and the nop tracer; keep it off until ready.
 	if err := in.Write("tracing_on", "0"); err != nil {
+		return err
+	}
+	if err := s.setBufferClockOptions(in); err != nil {
 		return err
 	}
 	if err := s.excludeSelf(); err != nil {

@@ -322,3 +322,49 @@ func TestEventGlobs(t *testing.T) {
 		}
 	}
 }
+
+// --buffer-kb, --clock and -O (trace-cmd's -b, -C, -O) are checked against the kernel before
+// anything changes, and set in the session's instance only.
+func TestSessionBufferClockOptions(t *testing.T) {
+	fs, _ := fakeFS(t, nil)
+	id := ID{PID: 42, Nonce: "0123abcd"}
+	for _, bad := range []Spec{
+		{BufferKB: -1},
+		{BufferKB: 1 << 30},
+		{Clock: "sundial"},
+		{Options: []string{"no-such-option"}},
+		{Options: []string{"sym-offset=2"}},
+		{Options: []string{""}},
+		{Options: []string{"nofunction-fork"}},
+	} {
+		if _, err := New(fs, id, bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%+v: %v, want invalid input", bad, err)
+		}
+	}
+	before := snapshot(t, fs.Root())
+	s, err := New(fs, id, Spec{Events: []string{"sched:sched_switch"}, BufferKB: 2048, Clock: "global",
+		Options: []string{"sym-offset", "record-tgid=1", "norecord-tgid"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	in := s.Instance
+	for file, want := range map[string]string{"buffer_size_kb": "2048", "trace_clock": "global",
+		"options/sym-offset": "1", "options/record-tgid": "0"} {
+		b, _ := in.ReadFile(file)
+		got := strings.TrimSpace(string(b))
+		if file == "trace_clock" { // the fake is a plain file: the write overlays its start
+			got, _, _ = strings.Cut(got, "]")
+		}
+		if got != want {
+			t.Errorf("%s = %q, want %q", file, got, want)
+		}
+	}
+	s.Teardown()
+	after := snapshot(t, fs.Root())
+	if !mapsEqual(before, after) {
+		t.Errorf("the top level changed:\nbefore %v\nafter  %v", before, after)
+	}
+}
