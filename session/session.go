@@ -236,6 +236,11 @@ func (s *Session) setBufferClockOptions(in *tracefs.Instance) error {
 		}
 	}
 	for _, o := range s.spec.options {
+		if !in.Has("options/" + o.Name) {
+			// Some options are the top level's alone (record-cmd, printk, markers...: the
+			// kernel's TOP_LEVEL_TRACE_FLAGS); an instance lacks their files.
+			return fmt.Errorf("%w: -O %s: instances have no such option (it is the top level's alone)", ErrInvalid, o.Name)
+		}
 		v := "0"
 		if o.On {
 			v = "1"
