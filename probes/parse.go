@@ -554,14 +554,17 @@ func (st *state) parseBody(a *Arg, body string, off int) error {
 		a.Fetch = *f
 		return nil
 	}
+	// A ':' with no type after it (":" or ":[N]") is a type too: the empty one, which
+	// find_fetch_type() does not know (only no ':' at all means the default).
+	typed := typeOff >= 0
 	special := fetchText == "$comm" || fetchText == "$COMM" || strings.HasPrefix(fetchText, `\"`)
 	typ := a.Type
 	if special {
-		if a.Count != 0 || (a.Type != "" && a.Type != "string") {
-			return st.err(tpos, "$comm and immediate strings are strings: their type can only be string")
+		if a.Count != 0 || (typed && a.Type != "string") {
+			return st.err(tpos, "$comm and immediate-string only accepts string type")
 		}
 		typ = "string"
-	} else if a.Type != "" {
+	} else if typed {
 		if err := st.checkType(a.Type, tpos); err != nil {
 			return err
 		}
@@ -578,7 +581,7 @@ func (st *state) parseBody(a *Arg, body string, off int) error {
 // checkType is find_fetch_type() with the kernel's features.
 func (st *state) checkType(typ string, pos int) error {
 	ft := st.p.Features
-	if typ[0] == 'b' {
+	if typ != "" && typ[0] == 'b' {
 		i := strings.IndexByte(typ, '/')
 		if i < 0 {
 			return st.err(pos, "Unknown type is specified")

@@ -309,3 +309,61 @@ func TestProbeKernelRejects(t *testing.T) {
 	}
 	checkOtherProbe(t, other)
 }
+
+// Issue 14 item 11: a type that is empty (":" with nothing after it, or an array of nothing,
+// ":[4]") is refused by the kernel; ftctl refused nothing and wrote something else than was
+// typed. ftctl must refuse each with the kernel's words, its caret where the kernel puts it.
+func TestProbeEmptyTypesRefusedAsTheKernel(t *testing.T) {
+	p := probes.Parser{Features: topFS(t).DetectFeatures().Probe}
+	for _, def := range []string{
+		`p:ftc/t1 vfs_read x=+0(%si):[4]`,
+		`p:ftc/t2 vfs_read x=+0(%si):`,
+		`p:ftc/t3 vfs_read +0(%si):[1]`,
+		`p:ftc/t4 vfs_read x=$comm:`,
+		`p:ftc/t5 vfs_read x=$comm:[2]`,
+		`p:ftc/t6 vfs_read x=\"ab":`,
+		`p:ftc/t7 vfs_read x=%di:`,
+	} {
+		_, lerr := p.Parse(def)
+		kok, entry := kernelVerdict(t, def)
+		var se *probes.SyntaxError
+		switch {
+		case kok:
+			t.Errorf("the kernel accepts %q", def)
+		case !errors.As(lerr, &se):
+			t.Errorf("%q: the kernel refuses it (%+v), ftctl: %v", def, entry, lerr)
+		case entry == nil:
+			t.Logf("%q: the kernel refuses it without an error_log entry; ftctl: %q at %d", def, se.Msg, se.Pos)
+		case se.Msg != entry.Message || se.Pos != entry.Pos:
+			t.Errorf("%q: kernel %q at %d, ftctl %q at %d\n%s", def, entry.Message, entry.Pos, se.Msg, se.Pos, probes.Caret("  ", def, entry.Pos))
+		default:
+			t.Logf("%q: both refuse: %q at %d", def, se.Msg, se.Pos)
+		}
+	}
+}
+
+// kernelVerdict writes one definition and removes what it created, like kernelAccepts, and
+// returns the kernel's error_log entry for it (nil when there is none).
+func kernelVerdict(t *testing.T, def string) (bool, *tracefs.LogEntry) {
+	t.Helper()
+	top := topFS(t).Top()
+	before := probeSet(t)
+	truncate(t, "error_log")
+	err := top.Write("kprobe_events", def+"\n")
+	for _, p := range tracefs.ParseProbeList(read(t, "kprobe_events")) {
+		if !before[p.Group+"/"+p.Event] {
+			if e := top.Write("kprobe_events", "-:"+p.Group+"/"+p.Event+"\n"); e != nil {
+				t.Fatalf("cleaning up %s/%s: %v", p.Group, p.Event, e)
+			}
+		}
+	}
+	if err == nil {
+		return true, nil
+	}
+	for _, e := range tracefs.ParseErrorLog(read(t, "error_log")) {
+		if e.Command == def {
+			return false, &e
+		}
+	}
+	return false, nil
+}
