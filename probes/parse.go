@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -163,6 +164,12 @@ type SyntaxError struct {
 	Msg    string // what is wrong
 	Hint   string // what to do about it, "" if nothing to add
 }
+
+// ErrSyntax: every SyntaxError is one (errors.Is), wherever it is wrapped.
+var ErrSyntax = errors.New("invalid probe definition")
+
+// Is makes errors.Is(err, ErrSyntax) true.
+func (e *SyntaxError) Is(target error) bool { return target == ErrSyntax }
 
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("invalid probe definition: %s (at byte %d)", e.Msg, e.Pos+1)
