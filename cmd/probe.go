@@ -150,6 +150,8 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 		var re *probes.RejectedError
 		var ee *probes.ExistsError
 		switch {
+		case errors.Is(err, probes.ErrSyntax): // the line as written, with its group, is too long
+			return syntaxError(err)
 		case errors.As(err, &re):
 			return rejectedError(re)
 		case errors.As(err, &ee):

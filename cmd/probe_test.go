@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ftctl/ftctl/probes"
 )
 
 func fakeProbeRoot(t *testing.T) string {
@@ -193,5 +195,20 @@ func TestProbeAddRefusesExistingEvent(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(filepath.Join(root, "kprobe_events")); string(after) != string(before) {
 		t.Errorf("kprobe_events changed: %q", after)
+	}
+}
+
+// A definition that fits as typed but not once ftctl puts the group in its head: exit 2 with a
+// caret, nothing written (found by FuzzParse).
+func TestProbeAddTooLongWithGroup(t *testing.T) {
+	root := fakeProbeRoot(t)
+	before, _ := os.ReadFile(filepath.Join(root, "kprobe_events"))
+	def := "p:x " + strings.Repeat("a", probes.MaxLineLen-4)
+	code, _, stderr := run(t, "probe", "add", def, "--tracefs", root)
+	if code != 2 || !strings.Contains(stderr, "line is too long") || !strings.Contains(stderr, "^") {
+		t.Errorf("exit %d, stderr:\n%.300s", code, stderr)
+	}
+	if after, _ := os.ReadFile(filepath.Join(root, "kprobe_events")); string(after) != string(before) {
+		t.Errorf("kprobe_events changed: %.100q", after)
 	}
 }

@@ -254,7 +254,10 @@ func (m *Manager) Add(ctx context.Context, d *Definition, opt AddOptions) (*Adde
 	if group == "" {
 		group = DefaultGroup
 	}
-	w := d.Line(group, d.Event)
+	w, err := d.WriteLine(group, d.Event)
+	if err != nil {
+		return nil, err
+	}
 	top := m.FS.Top()
 	before, err := top.ReadFile("kprobe_events")
 	if err != nil {

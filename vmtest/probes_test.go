@@ -496,3 +496,41 @@ func TestProbeRemoveAllOwnedLeavesLiveSessions(t *testing.T) {
 		t.Errorf("the session's probes outlive it:\n%s", got)
 	}
 }
+
+// A definition that fits as typed but not once ftctl puts its group in the head (found by
+// FuzzParse): the kernel would refuse the line ftctl writes; ftctl refuses it first (exit 2).
+func TestProbeLineTooLongWithGroup(t *testing.T) {
+	def := "p:x vfs_read" + strings.Repeat(" ", probes.MaxLineLen-len("p:x vfs_read$stack")) + "$stack"
+	if len(def) != probes.MaxLineLen {
+		t.Fatalf("len %d", len(def))
+	}
+	before := read(t, "kprobe_events")
+	r := ftctlRun(t, "probe", "add", def)
+	if r.code != 0 {
+		t.Fatalf("as typed it fits, once written as p:ftctl/x with single spaces too: %v", r)
+	}
+	removeProbeLater(t, "ftctl", "x")
+	write(t, "kprobe_events", "-:ftctl/x\n")
+	long := "p " + strings.Repeat("a", probes.MaxLineLen-2)
+	r = ftctlRun(t, "probe", "add", long)
+	if r.code != 2 || !strings.Contains(r.stderr, "line is too long") {
+		t.Errorf("too long with its group: exit %d\n%.400s", r.code, r.stderr)
+	}
+	if got := read(t, "kprobe_events"); got != before {
+		t.Errorf("kprobe_events changed:\n%s", got)
+	}
+	// The kernel's limit is probes.MaxLineLen: a good definition padded to that length is
+	// taken, one byte more is refused.
+	removeProbeLater(t, "ftctl", "lim")
+	for _, n := range []int{probes.MaxLineLen, probes.MaxLineLen + 1} {
+		line := "p:ftctl/lim vfs_read" + strings.Repeat(" ", n-len("p:ftctl/lim vfs_read $stack")) + " $stack"
+		err := topFS(t).Top().Write("kprobe_events", line+"\n")
+		t.Logf("the kernel, given a %d-byte line: %v", len(line), err)
+		if (err == nil) != (n <= probes.MaxLineLen) {
+			t.Errorf("the kernel's answer to a %d-byte line: %v", len(line), err)
+		}
+		if err == nil {
+			write(t, "kprobe_events", "-:ftctl/lim\n")
+		}
+	}
+}
