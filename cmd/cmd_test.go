@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ftctl/ftctl/internal/fixture"
+	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -50,6 +51,11 @@ func TestExitCodeTable(t *testing.T) {
 		{ErrInterrupted, 130},
 		{context.Canceled, 130},
 		{tfs(tracefs.ErrIO, unix.EIO), 1},
+		// The probe grammar's refusals are invalid input by their sentinel, wherever they
+		// come from (probe add, trace -p), and so is an event that exists (issue 14 item 3).
+		{&probes.SyntaxError{Source: "p:x vfs_read %zz", Pos: 13, Msg: "Invalid register name"}, 2},
+		{fmt.Errorf("starting the session: %w", &probes.SyntaxError{Msg: "x"}), 2},
+		{&probes.ExistsError{Group: "kprobes", Event: "other"}, 2},
 	}
 	for _, c := range cases {
 		if got := ExitCode(c.err); got != c.want {

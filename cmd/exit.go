@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"syscall"
 
+	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -129,7 +130,7 @@ func ExitCode(err error) int {
 		}
 		return ExitCommandCannotRun
 	case errors.Is(err, ErrInvalid), errors.Is(err, tracefs.ErrBadInstance), errors.Is(err, tracefs.ErrNoInstance),
-		errors.Is(err, tracefs.ErrBadPath):
+		errors.Is(err, tracefs.ErrBadPath), errors.Is(err, probes.ErrSyntax), errors.Is(err, probes.ErrEventExists):
 		return ExitInvalid
 	case errors.Is(err, tracefs.ErrBusy):
 		return ExitBusy

@@ -56,6 +56,54 @@ func TestOptionsParsed(t *testing.T) {
 			t.Errorf("%+v", got)
 		}
 	})
+	t.Run("probe add", func(t *testing.T) {
+		var got *ProbeAddOptions
+		c := NewCmdProbeAdd(g(), func(_ context.Context, o *ProbeAddOptions) error { got = o; return nil })
+		c.SetArgs([]string{"p:x", "vfs_read", "n=%di", "--filter", "n == 1", "--enable", "--append"})
+		if err := c.Execute(); err != nil || got == nil || got.Definition != "p:x vfs_read n=%di" ||
+			got.Filter != "n == 1" || !got.Enable || !got.Append {
+			t.Fatalf("%v %+v", err, got)
+		}
+	})
+	t.Run("probe list", func(t *testing.T) {
+		var got *ProbeListOptions
+		c := NewCmdProbeList(g(), func(_ context.Context, o *ProbeListOptions) error { got = o; return nil })
+		c.SetArgs([]string{})
+		if err := c.Execute(); err != nil || got == nil || got.G == nil {
+			t.Fatalf("%v %+v", err, got)
+		}
+	})
+	t.Run("probe remove", func(t *testing.T) {
+		var got *ProbeRemoveOptions
+		c := NewCmdProbeRemove(g(), func(_ context.Context, o *ProbeRemoveOptions) error { got = o; return nil })
+		c.SetArgs([]string{"a", "kprobes/b"})
+		if err := c.Execute(); err != nil || got == nil || !slices.Equal(got.Names, []string{"a", "kprobes/b"}) || got.AllOwned {
+			t.Fatalf("%v %+v", err, got)
+		}
+		c = NewCmdProbeRemove(g(), func(_ context.Context, o *ProbeRemoveOptions) error { got = o; return nil })
+		c.SetArgs([]string{"--all-owned"})
+		if err := c.Execute(); err != nil || got == nil || len(got.Names) != 0 || !got.AllOwned {
+			t.Fatalf("%v %+v", err, got)
+		}
+	})
+	for _, on := range []bool{true, false} {
+		t.Run("probe enable/disable", func(t *testing.T) {
+			var got *ProbeEnableOptions
+			c := NewCmdProbeEnable(g(), on, func(_ context.Context, o *ProbeEnableOptions) error { got = o; return nil })
+			c.SetArgs([]string{"a", "b"})
+			if err := c.Execute(); err != nil || got == nil || got.On != on || !slices.Equal(got.Names, []string{"a", "b"}) {
+				t.Fatalf("%v %+v", err, got)
+			}
+		})
+	}
+	t.Run("probe format", func(t *testing.T) {
+		var got *ProbeFormatOptions
+		c := NewCmdProbeFormat(g(), func(_ context.Context, o *ProbeFormatOptions) error { got = o; return nil })
+		c.SetArgs([]string{"kprobes/x"})
+		if err := c.Execute(); err != nil || got == nil || got.Name != "kprobes/x" {
+			t.Fatalf("%v %+v", err, got)
+		}
+	})
 	t.Run("reset", func(t *testing.T) {
 		var got *ResetOptions
 		c := NewCmdReset(g(), func(_ context.Context, o *ResetOptions) error { got = o; return nil })

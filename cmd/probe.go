@@ -35,19 +35,21 @@ Definitions are kprobe_events syntax:
        symbol b<W>@<O>/<SIZE> %pd %pD TYPE[N]
 Without a group, probes go to group "ftctl"; without an event name, the kernel names the event
 and ftctl prints the name. Probes of other groups are listed but changed only when named with
-their group. kprobe_events is only ever appended to (never truncated: that deletes every probe
-on the system), and removal disables the event everywhere first.`,
+their group, and an event that exists is never added to unless asked (probe add --append).
+kprobe_events is only ever appended to (never truncated: that deletes every probe on the
+system), and removal disables the event everywhere first.`,
 		Args: args(cobra.NoArgs),
 	}
-	c.AddCommand(newCmdProbeAdd(g), newCmdProbeList(g), newCmdProbeRemove(g),
-		newCmdProbeEnable(g, true), newCmdProbeEnable(g, false), newCmdProbeFormat(g))
+	c.AddCommand(NewCmdProbeAdd(g, nil), NewCmdProbeList(g, nil), NewCmdProbeRemove(g, nil),
+		NewCmdProbeEnable(g, true, nil), NewCmdProbeEnable(g, false, nil), NewCmdProbeFormat(g, nil))
 	return c
 }
 
 const (
 	probeAddJSON = `One object: "name" (GROUP/EVENT), "group", "event", "written" (the line ftctl wrote
-to kprobe_events), "definitions" (how the kernel lists what was added), "enabled" (--enable),
-"instance" (-B, "" for the top level) and "filter" (--filter).`
+to kprobe_events), "definitions" (how the kernel lists what was added), "appended" (true when
+--append added a probe point to an event that existed), "enabled" (--enable), "instance" (-B,
+"" for the top level) and "filter" (--filter).`
 
 	probeListJSON = `An array, one object per line of kprobe_events:
 
@@ -68,12 +70,14 @@ the event is enabled ("" is the top level).`
 // ProbeAddOptions are the inputs of `ftctl probe add`.
 type ProbeAddOptions struct {
 	G          *Globals
-	Definition string
+	Definition string // the words of the definition, joined by spaces
 	Filter     string
 	Enable     bool
+	Append     bool
 }
 
-func newCmdProbeAdd(g *Globals) *cobra.Command {
+// NewCmdProbeAdd builds `ftctl probe add`.
+func NewCmdProbeAdd(g *Globals, runF func(context.Context, *ProbeAddOptions) error) *cobra.Command {
 	opts := &ProbeAddOptions{G: g}
 	c := &cobra.Command{
 		Use:   "add DEFINITION",
@@ -84,21 +88,29 @@ unknown symbol, an argument BTF does not know, a probe that exists): ftctl then 
 kernel's own error_log message under your text, names the existing probe or close symbol
 names, and exits 3. With --filter or --enable, a failure of either removes the probe again.
 
+An event that exists already is refused (exit 2, naming it): since Linux 5.7 the kernel would
+make the definition another probe point of that event, which may be someone else's. --append
+does that on purpose; the event's filter and enablement are then the whole event's, and when
+--filter or --enable fails, only the probe point added is removed and the event's previous
+filter restored.
+
 The definition may be given as one quoted argument or as several words.`,
 		Example: `  sudo ftctl probe add 'p:myopen do_sys_openat2 dfd=%di filename=+0(%si):string'
   sudo ftctl probe add 'r:myret vfs_read ret=$retval' --enable
   sudo ftctl probe add 'p vfs_read count pos'             # BTF names (6.x kernels with BTF)
   sudo ftctl probe add 'r4:ftctl/ret vfs_write%return ret=$retval:s64' -B incident
-  sudo ftctl probe add 'p:opens do_sys_openat2 f=+0(%si):string' --filter 'f ~ "/etc/*"' --enable`,
+  sudo ftctl probe add 'p:opens do_sys_openat2 f=+0(%si):string' --filter 'f ~ "/etc/*"' --enable
+  sudo ftctl probe add --append 'p:ftctl/myopen do_sys_open dfd=%di filename=+0(%si):string'`,
 		Args:        args(cobra.MinimumNArgs(1)),
 		Annotations: map[string]string{AnnotationJSON: probeAddJSON},
 		RunE: func(c *cobra.Command, words []string) error {
 			opts.Definition = strings.Join(words, " ")
-			return probeAddRun(c.Context(), opts)
+			return runCmd(c, runF, probeAddRun, opts)
 		},
 	}
 	c.Flags().StringVar(&opts.Filter, "filter", "", "event filter `EXPR` for the new event (events/GROUP/EVENT/filter)")
 	c.Flags().BoolVar(&opts.Enable, "enable", false, "enable the event (in the -B instance, else the top level)")
+	c.Flags().BoolVar(&opts.Append, "append", false, "add the probe point to the event when it exists (the kernel merges probes of one event name)")
 	return c
 }
 
@@ -115,7 +127,7 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 	m := probes.NewManager(fs)
 	d, err := m.Parser.Parse(opts.Definition)
 	if err != nil {
-		return InvalidInput(syntaxError(err))
+		return syntaxError(err)
 	}
 	if d.Kind == probes.Delete {
 		return InvalidInput(fmt.Errorf("%q removes a probe: use ftctl probe remove", opts.Definition))
@@ -128,7 +140,7 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 		return err
 	}
 	defer lock.Unlock()
-	aopt := probes.AddOptions{Filter: opts.Filter, Enable: opts.Enable}
+	aopt := probes.AddOptions{Filter: opts.Filter, Enable: opts.Enable, Append: opts.Append}
 	if opts.Filter != "" || opts.Enable {
 		if aopt.Instance, err = g.WriteInstance(fs); err != nil {
 			return err
@@ -137,16 +149,22 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 	a, err := m.Add(ctx, d, aopt)
 	if err != nil {
 		var re *probes.RejectedError
-		if errors.As(err, &re) {
+		var ee *probes.ExistsError
+		switch {
+		case errors.Is(err, probes.ErrSyntax): // the line as written, with its group, is too long
+			return syntaxError(err)
+		case errors.As(err, &re):
 			return rejectedError(re)
+		case errors.As(err, &ee):
+			return &explained{msg: safe(err.Error()) + "\n  --append adds the probe point to that event on purpose", err: err}
 		}
 		return err
 	}
 	if g.JSON() {
 		return writeJSON(g.Out, map[string]any{
 			"group": a.Group, "event": a.Event, "name": a.Group + "/" + a.Event,
-			"written": a.Written, "definitions": nonNil(a.Lines), "enabled": opts.Enable,
-			"instance": g.Instance, "filter": opts.Filter,
+			"written": a.Written, "definitions": nonNil(a.Lines), "appended": a.Appended,
+			"enabled": opts.Enable, "instance": g.Instance, "filter": opts.Filter,
 		})
 	}
 	if g.DryRun {
@@ -155,6 +173,9 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 	fmt.Fprintf(g.Out, "%s/%s\n", safe(a.Group), safe(a.Event))
 	if d.Event == "" {
 		g.Notice("the kernel named the event %s/%s", safe(a.Group), safe(a.Event))
+	}
+	if a.Appended {
+		g.Notice("added a probe point to %s/%s, which existed already", safe(a.Group), safe(a.Event))
 	}
 	if opts.Enable {
 		g.Notice("enabled %s/%s in the %s", safe(a.Group), safe(a.Event), labelOf(g.Instance))
@@ -177,7 +198,7 @@ func nonNil(s []string) []string {
 }
 
 // syntaxError renders a refused definition: the message, the definition with a caret under
-// the offending text, and a hint.
+// the offending text, and a hint. It stays a probes.ErrSyntax (exit 2, by the table).
 func syntaxError(err error) error {
 	var se *probes.SyntaxError
 	if !errors.As(err, &se) {
@@ -187,7 +208,7 @@ func syntaxError(err error) error {
 	if se.Hint != "" {
 		msg += "\n" + se.Hint
 	}
-	return errors.New(msg)
+	return &explained{msg: msg, err: err}
 }
 
 // safeKeepWidth replaces control characters one for one, so that a caret stays under its
@@ -201,14 +222,15 @@ func safeKeepWidth(s string) string {
 	}, s)
 }
 
-// probeRejected keeps the tracefs error (exit 3) under a message that explains it.
-type probeRejected struct {
+// explained is an error shown as msg, its exit code still that of err (a probe syntax error:
+// 2; the kernel's refusal: 3).
+type explained struct {
 	msg string
 	err error
 }
 
-func (e *probeRejected) Error() string { return e.msg }
-func (e *probeRejected) Unwrap() error { return e.err }
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
 
 func rejectedError(re *probes.RejectedError) error {
 	var b strings.Builder
@@ -237,10 +259,17 @@ func rejectedError(re *probes.RejectedError) error {
 		b.WriteString("\n  " + safe(re.Err.Error()))
 	}
 	b.WriteString("\n  ftctl wrote: " + safe(re.Written))
-	return &probeRejected{msg: b.String(), err: re.Err}
+	return &explained{msg: b.String(), err: re.Err}
 }
 
-func newCmdProbeList(g *Globals) *cobra.Command {
+// ProbeListOptions are the inputs of `ftctl probe list`.
+type ProbeListOptions struct {
+	G *Globals
+}
+
+// NewCmdProbeList builds `ftctl probe list`.
+func NewCmdProbeList(g *Globals, runF func(context.Context, *ProbeListOptions) error) *cobra.Command {
+	opts := &ProbeListOptions{G: g}
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List every kprobe: its definition, owner and where it is enabled",
@@ -252,56 +281,69 @@ arrays it is enabled in. Read only.`,
 		Args:        args(cobra.NoArgs),
 		Annotations: map[string]string{AnnotationJSON: probeListJSON},
 		RunE: func(c *cobra.Command, _ []string) error {
-			fs, err := g.FS()
-			if err != nil {
-				return err
-			}
-			list, err := probes.NewManager(fs).List()
-			if err != nil {
-				return err
-			}
-			if g.JSON() {
-				type jp struct {
-					Name string `json:"name"`
-					probes.Probe
-				}
-				out := []jp{}
-				for _, p := range list {
-					out = append(out, jp{p.Name(), p})
-				}
-				return writeJSON(g.Out, out)
-			}
-			if len(list) == 0 {
-				g.Notice("no kprobes")
-				return nil
-			}
-			tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tTYPE\tOWNER\tENABLED IN\tDEFINITION")
-			for _, p := range list {
-				var where []string
-				for _, w := range p.EnabledIn {
-					if w == "" {
-						w = "(top)"
-					}
-					where = append(where, w)
-				}
-				en := strings.Join(where, ",")
-				if en == "" {
-					en = "-"
-				}
-				typ := p.Type
-				if typ == "" {
-					typ = "?"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safe(p.Name()), typ, p.Owner, safe(en), safe(p.Definition))
-			}
-			return tw.Flush()
+			return runCmd(c, runF, probeListRun, opts)
 		},
 	}
 }
 
-func newCmdProbeRemove(g *Globals) *cobra.Command {
-	var allOwned bool
+func probeListRun(_ context.Context, opts *ProbeListOptions) error {
+	g := opts.G
+	fs, err := g.FS()
+	if err != nil {
+		return err
+	}
+	list, err := probes.NewManager(fs).List()
+	if err != nil {
+		return err
+	}
+	if g.JSON() {
+		type jp struct {
+			Name string `json:"name"`
+			probes.Probe
+		}
+		out := []jp{}
+		for _, p := range list {
+			out = append(out, jp{p.Name(), p})
+		}
+		return writeJSON(g.Out, out)
+	}
+	if len(list) == 0 {
+		g.Notice("no kprobes")
+		return nil
+	}
+	tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTYPE\tOWNER\tENABLED IN\tDEFINITION")
+	for _, p := range list {
+		var where []string
+		for _, w := range p.EnabledIn {
+			if w == "" {
+				w = "(top)"
+			}
+			where = append(where, w)
+		}
+		en := strings.Join(where, ",")
+		if en == "" {
+			en = "-"
+		}
+		typ := p.Type
+		if typ == "" {
+			typ = "?"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safe(p.Name()), typ, p.Owner, safe(en), safe(p.Definition))
+	}
+	return tw.Flush()
+}
+
+// ProbeRemoveOptions are the inputs of `ftctl probe remove`.
+type ProbeRemoveOptions struct {
+	G        *Globals
+	Names    []string
+	AllOwned bool
+}
+
+// NewCmdProbeRemove builds `ftctl probe remove`.
+func NewCmdProbeRemove(g *Globals, runF func(context.Context, *ProbeRemoveOptions) error) *cobra.Command {
+	opts := &ProbeRemoveOptions{G: g}
 	c := &cobra.Command{
 		Use:   "remove NAME... | --all-owned",
 		Short: "Remove kprobes (disabled everywhere first; already gone is fine)",
@@ -319,62 +361,77 @@ running, so its probes are left to it ('ftctl reset' tells, and removes both whe
 		Annotations:       map[string]string{AnnotationJSON: probeRemoveJSON},
 		ValidArgsFunction: completeProbeNames(g),
 		RunE: func(c *cobra.Command, names []string) error {
-			if allOwned == (len(names) > 0) {
-				return InvalidInput(errors.New("give probe names or --all-owned (not both)"))
-			}
-			m, list, unlock, err := lockedProbes(c.Context(), g)
-			if err != nil {
-				return err
-			}
-			defer unlock()
-			var targets []probeTarget
-			if allOwned {
-				seen := map[string]bool{}
-				for _, p := range list {
-					if seen[p.Name()] || !session.OwnedGroup(p.Group) {
-						continue
-					}
-					seen[p.Name()] = true
-					if session.GroupAlive(m.FS, p.Group) {
-						g.Notice("leaving %s: its session's instance exists, so the session may be running ('ftctl reset' removes both if it is not)", safe(p.Name()))
-						continue
-					}
-					targets = append(targets, probeTarget{p.Group, p.Event})
-				}
-			} else {
-				for _, n := range names { // resolve all before removing any
-					grp, ev, err := probes.Resolve(list, n)
-					switch {
-					case errors.Is(err, probes.ErrNoProbe):
-						g.Notice("%s: no such probe (already removed)", safe(grp+"/"+ev))
-						continue
-					case err != nil:
-						return InvalidInput(err)
-					}
-					targets = append(targets, probeTarget{grp, ev})
-				}
-			}
-			removed := []string{}
-			for _, t := range targets {
-				if err := m.Remove(c.Context(), t.group, t.event); err != nil {
-					return err
-				}
-				removed = append(removed, t.group+"/"+t.event)
-				if !g.JSON() && !g.DryRun {
-					fmt.Fprintf(g.Out, "removed %s\n", safe(t.group+"/"+t.event))
-				}
-			}
-			if g.JSON() {
-				return writeJSON(g.Out, map[string]any{"removed": removed})
-			}
-			return nil
+			opts.Names = names
+			return runCmd(c, runF, probeRemoveRun, opts)
 		},
 	}
-	c.Flags().BoolVar(&allOwned, "all-owned", false, "remove every probe of ftctl's groups (not those of running trace sessions)")
+	c.Flags().BoolVar(&opts.AllOwned, "all-owned", false, "remove every probe of ftctl's groups (not those of running trace sessions)")
 	return c
 }
 
-func newCmdProbeEnable(g *Globals, on bool) *cobra.Command {
+func probeRemoveRun(ctx context.Context, opts *ProbeRemoveOptions) error {
+	g := opts.G
+	if opts.AllOwned == (len(opts.Names) > 0) {
+		return InvalidInput(errors.New("give probe names or --all-owned (not both)"))
+	}
+	m, list, unlock, err := lockedProbes(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	var targets []probeTarget
+	if opts.AllOwned {
+		seen := map[string]bool{}
+		for _, p := range list {
+			if seen[p.Name()] || !session.OwnedGroup(p.Group) {
+				continue
+			}
+			seen[p.Name()] = true
+			if session.GroupAlive(m.FS, p.Group) {
+				g.Notice("leaving %s: its session's instance exists, so the session may be running ('ftctl reset' removes both if it is not)", safe(p.Name()))
+				continue
+			}
+			targets = append(targets, probeTarget{p.Group, p.Event})
+		}
+	} else {
+		for _, n := range opts.Names { // resolve all before removing any
+			grp, ev, err := probes.Resolve(list, n)
+			switch {
+			case errors.Is(err, probes.ErrNoProbe):
+				g.Notice("%s: no such probe (already removed)", safe(grp+"/"+ev))
+				continue
+			case err != nil:
+				return InvalidInput(err)
+			}
+			targets = append(targets, probeTarget{grp, ev})
+		}
+	}
+	removed := []string{}
+	for _, t := range targets {
+		if err := m.Remove(ctx, t.group, t.event); err != nil {
+			return err
+		}
+		removed = append(removed, t.group+"/"+t.event)
+		if !g.JSON() && !g.DryRun {
+			fmt.Fprintf(g.Out, "removed %s\n", safe(t.group+"/"+t.event))
+		}
+	}
+	if g.JSON() {
+		return writeJSON(g.Out, map[string]any{"removed": removed})
+	}
+	return nil
+}
+
+// ProbeEnableOptions are the inputs of `ftctl probe enable` and `ftctl probe disable`.
+type ProbeEnableOptions struct {
+	G     *Globals
+	Names []string
+	On    bool // enable, else disable
+}
+
+// NewCmdProbeEnable builds `ftctl probe enable` (on) or `ftctl probe disable`.
+func NewCmdProbeEnable(g *Globals, on bool, runF func(context.Context, *ProbeEnableOptions) error) *cobra.Command {
+	opts := &ProbeEnableOptions{G: g, On: on}
 	verb, short := "enable", "Enable a kprobe's event in the top level or the -B instance"
 	if !on {
 		verb, short = "disable", "Disable a kprobe's event in the top level or the -B instance"
@@ -386,43 +443,61 @@ func newCmdProbeEnable(g *Globals, on bool) *cobra.Command {
 		Args:              args(cobra.MinimumNArgs(1)),
 		ValidArgsFunction: completeProbeNames(g),
 		RunE: func(c *cobra.Command, names []string) error {
-			m, list, unlock, err := lockedProbes(c.Context(), g)
-			if err != nil {
-				return err
-			}
-			defer unlock()
-			fs := m.FS
-			var targets []probeTarget
-			for _, n := range names {
-				grp, ev, err := probes.Resolve(list, n)
-				if err != nil {
-					return InvalidInput(err)
-				}
-				targets = append(targets, probeTarget{grp, ev})
-			}
-			var in *tracefs.Instance
-			if on {
-				in, err = g.WriteInstance(fs)
-			} else {
-				in, err = g.ReadInstance(fs)
-			}
-			if err != nil {
-				return err
-			}
-			for _, t := range targets {
-				if err := m.Enable(in, t.group, t.event, on); err != nil {
-					return err
-				}
-				if !g.DryRun {
-					g.Notice("%sd %s in the %s", verb, safe(t.group+"/"+t.event), in.Label())
-				}
-			}
-			return nil
+			opts.Names = names
+			return runCmd(c, runF, probeEnableRun, opts)
 		},
 	}
 }
 
-func newCmdProbeFormat(g *Globals) *cobra.Command {
+func probeEnableRun(ctx context.Context, opts *ProbeEnableOptions) error {
+	g := opts.G
+	m, list, unlock, err := lockedProbes(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	fs := m.FS
+	var targets []probeTarget
+	for _, n := range opts.Names {
+		grp, ev, err := probes.Resolve(list, n)
+		if err != nil {
+			return InvalidInput(err)
+		}
+		targets = append(targets, probeTarget{grp, ev})
+	}
+	var in *tracefs.Instance
+	if opts.On {
+		in, err = g.WriteInstance(fs)
+	} else {
+		in, err = g.ReadInstance(fs)
+	}
+	if err != nil {
+		return err
+	}
+	verb := "enable"
+	if !opts.On {
+		verb = "disable"
+	}
+	for _, t := range targets {
+		if err := m.Enable(in, t.group, t.event, opts.On); err != nil {
+			return err
+		}
+		if !g.DryRun {
+			g.Notice("%sd %s in the %s", verb, safe(t.group+"/"+t.event), in.Label())
+		}
+	}
+	return nil
+}
+
+// ProbeFormatOptions are the inputs of `ftctl probe format`.
+type ProbeFormatOptions struct {
+	G    *Globals
+	Name string
+}
+
+// NewCmdProbeFormat builds `ftctl probe format`.
+func NewCmdProbeFormat(g *Globals, runF func(context.Context, *ProbeFormatOptions) error) *cobra.Command {
+	opts := &ProbeFormatOptions{G: g}
 	return &cobra.Command{
 		Use:   "format NAME",
 		Short: "Show a kprobe event's fields (its format file)",
@@ -435,42 +510,72 @@ listed in JSON only.`,
 		Annotations:       map[string]string{AnnotationJSON: probeFormatJSON},
 		ValidArgsFunction: completeProbeNames(g),
 		RunE: func(c *cobra.Command, names []string) error {
-			fs, err := g.FS()
-			if err != nil {
-				return err
-			}
-			m := probes.NewManager(fs)
-			list, err := m.List()
-			if err != nil {
-				return err
-			}
-			grp, ev, err := probes.Resolve(list, names[0])
-			if err != nil {
-				return InvalidInput(err)
-			}
-			f, err := m.ReadFormat(grp, ev)
-			if err != nil {
-				return err
-			}
-			if g.JSON() {
-				return writeJSON(g.Out, f)
-			}
-			fmt.Fprintf(g.Out, "%s/%s (id %d)\n", safe(grp), safe(f.Name), f.ID)
-			tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "FIELD\tTYPE\tOFFSET\tSIZE\tSIGNED")
-			for _, fd := range f.Fields {
-				if fd.Common {
-					continue
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%v\n", safe(fd.Name), safe(fd.Type), fd.Offset, fd.Size, fd.Signed)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			fmt.Fprintf(g.Out, "print fmt: %s\n", safe(f.Print))
-			return nil
+			opts.Name = names[0]
+			return runCmd(c, runF, probeFormatRun, opts)
 		},
 	}
+}
+
+// formatField is one field of probe format's JSON.
+type formatField struct {
+	Name   string `json:"name"`
+	Type   string `json:"type"` // with the array's brackets: "u8[4]"
+	Offset int    `json:"offset"`
+	Size   int    `json:"size"`
+	Signed bool   `json:"signed"`
+	Common bool   `json:"common"` // common_* fields every event has
+}
+
+func probeFormatRun(_ context.Context, opts *ProbeFormatOptions) error {
+	g := opts.G
+	fs, err := g.FS()
+	if err != nil {
+		return err
+	}
+	m := probes.NewManager(fs)
+	list, err := m.List()
+	if err != nil {
+		return err
+	}
+	grp, ev, err := probes.Resolve(list, opts.Name)
+	if err != nil {
+		return InvalidInput(err)
+	}
+	f, err := m.ReadFormat(grp, ev)
+	if err != nil {
+		return err
+	}
+	fields := []formatField{}
+	for _, set := range []struct {
+		fields []tracefs.Field
+		common bool
+	}{{f.Common, true}, {f.Fields, false}} {
+		for _, fd := range set.fields {
+			fields = append(fields, formatField{fd.Name, fd.Decl(), fd.Offset, fd.Size, fd.Signed, set.common})
+		}
+	}
+	if g.JSON() {
+		return writeJSON(g.Out, struct {
+			Name   string        `json:"name"`
+			ID     int           `json:"id"`
+			Fields []formatField `json:"fields"`
+			Print  string        `json:"print_fmt"`
+		}{f.Name, f.ID, fields, f.Print})
+	}
+	fmt.Fprintf(g.Out, "%s/%s (id %d)\n", safe(grp), safe(f.Name), f.ID)
+	tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIELD\tTYPE\tOFFSET\tSIZE\tSIGNED")
+	for _, fd := range fields {
+		if fd.Common {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%v\n", safe(fd.Name), safe(fd.Type), fd.Offset, fd.Size, fd.Signed)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(g.Out, "print fmt: %s\n", safe(f.Print))
+	return nil
 }
 
 type probeTarget struct{ group, event string }

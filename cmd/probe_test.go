@@ -94,19 +94,121 @@ func TestProbeRemoveNeedsGroupForOthers(t *testing.T) {
 	}
 }
 
-func TestParseFormatOfFixture(t *testing.T) {
-	f := probes.ParseFormat(`name: myopen
+const probeFormatFixture = `name: a
 ID: 1834
 format:
 	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
+	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
 	field:unsigned long __probe_ip;	offset:8;	size:8;	signed:0;
 	field:__data_loc char[] path;	offset:16;	size:4;	signed:1;
 	field:u8 arr[4];	offset:20;	size:4;	signed:0;
 
-print fmt: "(%lx) path=\"%s\"", REC->__probe_ip, __get_str(path)
-`)
-	if f.ID != 1834 || len(f.Fields) != 4 || f.Fields[2].Name != "path" || f.Fields[2].Type != "__data_loc char[]" ||
-		f.Fields[3].Type != "u8[4]" || f.Fields[3].Name != "arr" || !f.Fields[0].Common || !f.Fields[2].Signed {
-		t.Errorf("%+v", f)
+print fmt: "(%lx) path=\"%s\" arr={%u,%u,%u,%u}", REC->__probe_ip, __get_str(path), REC->arr[0], REC->arr[1], REC->arr[2], REC->arr[3]
+`
+
+// probe format's output, text and JSON, pinned (one parser of format files: tracefs.ParseFormat).
+func TestProbeFormatOutput(t *testing.T) {
+	root := fakeProbeRoot(t)
+	os.MkdirAll(filepath.Join(root, "events/ftctl/a"), 0o755)
+	os.WriteFile(filepath.Join(root, "events/ftctl/a/format"), []byte(probeFormatFixture), 0o644)
+	code, out, stderr := run(t, "probe", "format", "a", "--tracefs", root)
+	want := `ftctl/a (id 1834)
+FIELD       TYPE               OFFSET  SIZE  SIGNED
+__probe_ip  unsigned long      8       8     false
+path        __data_loc char[]  16      4     true
+arr         u8[4]              20      4     false
+print fmt: "(%lx) path=\"%s\" arr={%u,%u,%u,%u}", REC->__probe_ip, __get_str(path), REC->arr[0], REC->arr[1], REC->arr[2], REC->arr[3]
+`
+	if code != 0 || out != want {
+		t.Errorf("exit %d %s\ngot:\n%s\nwant:\n%s", code, stderr, out, want)
+	}
+	code, out, stderr = run(t, "probe", "format", "a", "-o", "json", "--tracefs", root)
+	wantJSON := `{
+  "name": "a",
+  "id": 1834,
+  "fields": [
+    {
+      "name": "common_type",
+      "type": "unsigned short",
+      "offset": 0,
+      "size": 2,
+      "signed": false,
+      "common": true
+    },
+    {
+      "name": "common_flags",
+      "type": "unsigned char",
+      "offset": 2,
+      "size": 1,
+      "signed": false,
+      "common": true
+    },
+    {
+      "name": "__probe_ip",
+      "type": "unsigned long",
+      "offset": 8,
+      "size": 8,
+      "signed": false,
+      "common": false
+    },
+    {
+      "name": "path",
+      "type": "__data_loc char[]",
+      "offset": 16,
+      "size": 4,
+      "signed": true,
+      "common": false
+    },
+    {
+      "name": "arr",
+      "type": "u8[4]",
+      "offset": 20,
+      "size": 4,
+      "signed": false,
+      "common": false
+    }
+  ],
+  "print_fmt": "\"(%lx) path=\\\"%s\\\" arr={%u,%u,%u,%u}\", REC->__probe_ip, __get_str(path), REC->arr[0], REC->arr[1], REC->arr[2], REC->arr[3]"
+}
+`
+	if code != 0 || out != wantJSON {
+		t.Errorf("json: exit %d %s\ngot:\n%s\nwant:\n%s", code, stderr, out, wantJSON)
+	}
+}
+
+// Issue 14 item 3: an event that exists is refused (exit 2, named, --append suggested), and
+// nothing is written.
+func TestProbeAddRefusesExistingEvent(t *testing.T) {
+	root := fakeProbeRoot(t)
+	before, _ := os.ReadFile(filepath.Join(root, "kprobe_events"))
+	for _, def := range []string{"p:ftctl/a vfs_write", "p:a vfs_write", "p:kprobes/b\x1b[31m vfs_read"} {
+		code, _, stderr := run(t, "probe", "add", def, "--tracefs", root)
+		if strings.Contains(def, "\x1b") { // not a C identifier: refused by the grammar
+			if code != 2 || strings.Contains(stderr, "\x1b") {
+				t.Errorf("%q: exit %d, stderr:\n%s", def, code, stderr)
+			}
+			continue
+		}
+		if code != 2 || !strings.Contains(stderr, "ftctl/a already exists (p:ftctl/a vfs_read)") || !strings.Contains(stderr, "--append") {
+			t.Errorf("%q: exit %d, stderr:\n%s", def, code, stderr)
+		}
+	}
+	if after, _ := os.ReadFile(filepath.Join(root, "kprobe_events")); string(after) != string(before) {
+		t.Errorf("kprobe_events changed: %q", after)
+	}
+}
+
+// A definition that fits as typed but not once ftctl puts the group in its head: exit 2 with a
+// caret, nothing written (found by FuzzParse).
+func TestProbeAddTooLongWithGroup(t *testing.T) {
+	root := fakeProbeRoot(t)
+	before, _ := os.ReadFile(filepath.Join(root, "kprobe_events"))
+	def := "p:x " + strings.Repeat("a", probes.MaxLineLen-4)
+	code, _, stderr := run(t, "probe", "add", def, "--tracefs", root)
+	if code != 2 || !strings.Contains(stderr, "line is too long") || !strings.Contains(stderr, "^") {
+		t.Errorf("exit %d, stderr:\n%.300s", code, stderr)
+	}
+	if after, _ := os.ReadFile(filepath.Join(root, "kprobe_events")); string(after) != string(before) {
+		t.Errorf("kprobe_events changed: %.100q", after)
 	}
 }

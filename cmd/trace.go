@@ -342,9 +342,5 @@ func sessionError(err error) error {
 	case errors.Is(err, session.ErrInvalid), errors.Is(err, filters.ErrPattern), errors.Is(err, filters.ErrWouldEmpty):
 		return InvalidInput(err)
 	}
-	var se *probes.SyntaxError
-	if errors.As(err, &se) {
-		return InvalidInput(syntaxError(err))
-	}
-	return err
+	return syntaxError(err) // a probe syntax error shown with its caret; others as they are
 }

@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -119,6 +120,19 @@ func (d *Definition) Line(group, event string) *Written {
 	w.Text = strings.Join(parts, " ")
 	w.group, w.event = group, event
 	return w
+}
+
+// WriteLine is Line, refused (a SyntaxError under the user's text) when the line would be
+// longer than the kernel takes: the group and event ftctl puts in the head lengthen what was
+// typed, which the parser measured as typed.
+func (d *Definition) WriteLine(group, event string) (*Written, error) {
+	w := d.Line(group, event)
+	if len(w.Text) > MaxLineLen {
+		return nil, &SyntaxError{Source: d.src, Pos: w.UserPos(MaxLineLen),
+			Msg:  fmt.Sprintf("line is too long: the kernel takes at most %d bytes; written with its group and event (%s) it has %d", MaxLineLen, w.head, len(w.Text)),
+			Hint: "shorten the definition"}
+	}
+	return w, nil
 }
 
 // Written is a definition as written to the kernel, remembering how its words map back to

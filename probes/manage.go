@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/tracefs"
@@ -21,6 +24,39 @@ var ErrNoProbe = errors.New("no such probe")
 
 // ErrAmbiguous: a bare event name matches probes of several groups, or only another group's.
 var ErrAmbiguous = errors.New("probe name needs its group")
+
+// ErrEventExists: a definition names an event that existed before it was written (an
+// ExistsError says which). Since Linux 5.7 the kernel merges the probes of one event name, so
+// writing it would have added a probe point to that event, another owner's maybe.
+var ErrEventExists = errors.New("the event exists")
+
+// ExistsError is a definition refused because its event exists and appending was not asked
+// for (AddOptions.Append). Nothing was left written.
+type ExistsError struct {
+	Group, Event string
+	Existing     []string // the event's probe points, as the kernel lists them
+}
+
+// Error names the event and its points, their text escaped (it is the kernel's, and other
+// users choose it): the message goes to terminals as it is.
+func (e *ExistsError) Error() string {
+	return fmt.Sprintf("%s/%s already exists (%s): the kernel would make this definition another probe point of it; nothing was changed",
+		printable(e.Group), printable(e.Event), printable(strings.Join(e.Existing, "; ")))
+}
+
+// Is makes errors.Is(err, ErrEventExists) true.
+func (e *ExistsError) Is(target error) bool { return target == ErrEventExists }
+
+// printable escapes control characters and invalid UTF-8 (Go's quoting, without the quotes).
+func printable(s string) string {
+	for _, r := range s {
+		if r == utf8.RuneError || !strconv.IsGraphic(r) {
+			q := strconv.QuoteToGraphic(s)
+			return q[1 : len(q)-1]
+		}
+	}
+	return s
+}
 
 // Probe is one kprobe event as the kernel lists it, with what ftctl knows about it.
 type Probe struct {
@@ -164,6 +200,9 @@ type AddOptions struct {
 	Instance *tracefs.Instance // where --filter and --enable apply
 	Filter   string            // event filter expression, "" for none
 	Enable   bool
+	// Append allows adding a probe point to an event that exists (the kernel merges the
+	// probes of one event name, 5.7+). Without it such a definition is an ExistsError.
+	Append bool
 }
 
 // Added is a probe ftctl defined.
@@ -171,6 +210,7 @@ type Added struct {
 	Group, Event string
 	Lines        []string // the kernel's listing of what was added
 	Written      string   // what ftctl wrote
+	Appended     bool     // the event existed: a probe point was added to it
 }
 
 // RejectedError is the kernel refusing a definition, with its own diagnosis under the user's
@@ -198,8 +238,14 @@ func (e *RejectedError) Unwrap() error { return e.Err }
 
 // Add defines a probe: the group defaults to ftctl's; the event, when not named, is named by
 // the kernel ("GROUP/" form) and read back. error_log is cleared first so that the kernel's
-// diagnosis of this write is the one shown. When the filter or the enabling fails, the probe
-// is removed again: a failed add changes nothing.
+// diagnosis of this write is the one shown.
+//
+// An event that exists is refused (ExistsError) unless opt.Append: checked before writing
+// when the definition names its event, and after, from what the kernel lists, when the kernel
+// named it (the point is then taken back). When the filter or the enabling fails, what was
+// added is taken back: the probe point alone (never the whole event, which may hold another
+// owner's points), and the event's previous filter when it was an existing event's. A failed
+// add changes nothing.
 func (m *Manager) Add(ctx context.Context, d *Definition, opt AddOptions) (*Added, error) {
 	if d.Kind == Delete {
 		return nil, fmt.Errorf("%q removes a probe: use ftctl probe remove", d.Source())
@@ -208,11 +254,18 @@ func (m *Manager) Add(ctx context.Context, d *Definition, opt AddOptions) (*Adde
 	if group == "" {
 		group = DefaultGroup
 	}
-	w := d.Line(group, d.Event)
+	w, err := d.WriteLine(group, d.Event)
+	if err != nil {
+		return nil, err
+	}
 	top := m.FS.Top()
 	before, err := top.ReadFile("kprobe_events")
 	if err != nil {
 		return nil, err
+	}
+	old := tracefs.ParseProbeList(string(before))
+	if ex := pointsOf(old, group, d.Event); d.Event != "" && len(ex) > 0 && !opt.Append {
+		return nil, &ExistsError{Group: group, Event: d.Event, Existing: ex}
 	}
 	if top.Has("error_log") {
 		if err := top.Truncate("error_log"); err != nil {
@@ -227,18 +280,19 @@ func (m *Manager) Add(ctx context.Context, d *Definition, opt AddOptions) (*Adde
 		if a.Event == "" {
 			a.Event = "(named by the kernel)"
 		}
+		a.Appended = d.Event != "" && len(pointsOf(old, group, d.Event)) > 0
 		return a, nil
 	}
 	after, err := top.ReadFile("kprobe_events")
 	if err != nil {
 		return nil, err
 	}
-	old := map[string]bool{}
-	for _, l := range strings.Split(string(before), "\n") {
-		old[l] = true
+	was := map[string]bool{}
+	for _, e := range old {
+		was[e.Definition] = true
 	}
 	for _, e := range tracefs.ParseProbeList(string(after)) {
-		if e.Group == group && !old[e.Definition] && (d.Event == "" || e.Event == d.Event) {
+		if e.Group == group && !was[e.Definition] && (d.Event == "" || e.Event == d.Event) {
 			a.Event = e.Event
 			a.Lines = append(a.Lines, e.Definition)
 		}
@@ -246,34 +300,90 @@ func (m *Manager) Add(ctx context.Context, d *Definition, opt AddOptions) (*Adde
 	if a.Event == "" {
 		return a, fmt.Errorf("the kernel took %q but kprobe_events lists no new probe of group %s", w.Text, group)
 	}
-	if opt.Filter != "" || opt.Enable {
-		if err := m.configure(a, opt); err != nil {
-			if rerr := m.Remove(ctx, a.Group, a.Event); rerr != nil {
-				return a, fmt.Errorf("%w (and removing the probe again failed: %v)", err, rerr)
+	if ex := pointsOf(old, group, a.Event); len(ex) > 0 {
+		a.Appended = true
+		if !opt.Append {
+			// The kernel named the event after one that exists, or it was defined meanwhile.
+			exists := &ExistsError{Group: group, Event: a.Event, Existing: ex}
+			if rerr := m.takeBack(ctx, a); rerr != nil {
+				return a, fmt.Errorf("%w (and taking the probe point back failed: %v)", exists, rerr)
 			}
+			return nil, exists
+		}
+	}
+	if opt.Filter != "" || opt.Enable {
+		if err := m.configure(ctx, a, opt); err != nil {
 			return nil, err
 		}
 	}
 	return a, nil
 }
 
-func (m *Manager) configure(a *Added, opt AddOptions) error {
+// pointsOf lists the probe points of one event, as the kernel lists them.
+func pointsOf(list []tracefs.ProbeListEntry, group, event string) []string {
+	var out []string
+	for _, e := range list {
+		if e.Group == group && e.Event == event {
+			out = append(out, e.Definition)
+		}
+	}
+	return out
+}
+
+// configure sets the filter and enables the event; on failure it takes back what Add added
+// and, on an event that existed, restores the filter it replaced (the kernel drops an event's
+// filter when a new one fails to parse: trace_events_filter.c apply_event_filter).
+func (m *Manager) configure(ctx context.Context, a *Added, opt AddOptions) error {
 	dir := "events/" + a.Group + "/" + a.Event + "/"
 	in := opt.Instance
 	if in == nil {
 		in = m.FS.Top()
 	}
+	name := a.Group + "/" + a.Event
+	restore := "" // the filter to write back on failure; "" when there is nothing to restore
+	fail := func(doing string, err error) error {
+		if restore != "" {
+			if rerr := in.Write(dir+"filter", restore+"\n"); rerr != nil {
+				err = fmt.Errorf("%w (and restoring its filter %q failed: %v)", err, restore, rerr)
+			}
+		}
+		what := "the probe was removed again"
+		if a.Appended {
+			what = "the probe point was removed again, the event's other points left as they were"
+		}
+		if rerr := m.takeBack(ctx, a); rerr != nil {
+			what = "and taking the probe back failed: " + rerr.Error()
+		}
+		return fmt.Errorf("%s %s (%s): %w", doing, name, what, err)
+	}
 	if opt.Filter != "" {
+		if a.Appended {
+			b, err := in.ReadFile(dir + "filter")
+			if err != nil {
+				return fail("reading the filter of", err)
+			}
+			restore = previousFilter(string(b))
+		}
 		if err := in.Write(dir+"filter", opt.Filter+"\n"); err != nil {
-			return fmt.Errorf("setting the filter of %s/%s (the probe was removed again): %w", a.Group, a.Event, err)
+			return fail("setting the filter of", err)
 		}
 	}
 	if opt.Enable {
 		if err := in.Write(dir+"enable", "1"); err != nil {
-			return fmt.Errorf("enabling %s/%s (the probe was removed again): %w", a.Group, a.Event, err)
+			return fail("enabling", err)
 		}
 	}
 	return nil
+}
+
+// previousFilter is what to write back to a filter file to restore what it showed: "0" (no
+// filter) for "none", else the expression.
+func previousFilter(shown string) string {
+	f := strings.TrimSpace(shown)
+	if f == "" || f == "none" {
+		return "0"
+	}
+	return f
 }
 
 // rejected explains a failed definition write.
@@ -310,44 +420,89 @@ func (m *Manager) Enable(in *tracefs.Instance, group, event string, on bool) err
 
 // Remove deletes a probe: first disabled in every trace array where it is enabled (a probe
 // enabled anywhere cannot be deleted: EBUSY), then "-:GROUP/EVENT" (always with its group: a
-// bare name deletes that event in every group). A probe already gone is done, not an error.
-// It returns whether the probe existed.
+// bare name deletes that event in every group), which deletes every probe point of the event.
+// A probe already gone is done, not an error.
 func (m *Manager) Remove(ctx context.Context, group, event string) error {
+	return m.remove(ctx, group, event, "")
+}
+
+// takeBack removes the probe points Add added, and only those.
+func (m *Manager) takeBack(ctx context.Context, a *Added) error {
+	var errs []error
+	for _, def := range a.Lines {
+		errs = append(errs, m.remove(ctx, a.Group, a.Event, def))
+	}
+	return errors.Join(errs...)
+}
+
+// pointDeletion is the command that deletes one probe point, given as kprobe_events lists it:
+// "-:GROUP/EVENT PLACE ARGS". The kernel deletes the points whose place and leading arguments
+// match the words after the event (trace_kprobe.c trace_kprobe_match_command_head, comparing
+// them with the point as kprobe_events prints it: "NAME=FETCHARG[:TYPE]", BTF names as
+// "count=count"), where "-:GROUP/EVENT" alone deletes every point of the event.
+func pointDeletion(def string) string {
+	head, rest, _ := strings.Cut(strings.TrimSpace(def), " ")
+	_, name, _ := strings.Cut(head, ":")
+	return strings.TrimSpace("-:" + name + " " + strings.Join(strings.Fields(rest), " "))
+}
+
+// remove deletes the event, or only its probe point def (as the kernel lists it) when def is
+// not "". The event is disabled everywhere first when the deletion takes its last point (the
+// kernel refuses to delete an enabled event, but takes a point from an event that keeps
+// others, enabled or not: trace_kprobe.c unregister_trace_kprobe). What is left is read back.
+func (m *Manager) remove(ctx context.Context, group, event, def string) error {
 	top := m.FS.Top()
 	b, err := top.ReadFile("kprobe_events")
 	if err != nil {
 		return err
 	}
-	found := false
-	for _, e := range tracefs.ParseProbeList(string(b)) {
-		if e.Group == group && e.Event == event {
-			found = true
-		}
-	}
-	if !found {
+	points := pointsOf(tracefs.ParseProbeList(string(b)), group, event)
+	if len(points) == 0 || (def != "" && !slices.Contains(points, def)) {
 		return nil
 	}
-	instances, _ := m.FS.Instances()
-	for _, where := range m.enabledIn(group, event, instances) {
-		in, err := m.FS.Instance(where)
-		if err != nil {
-			return err
-		}
-		if err := m.Enable(in, group, event, false); err != nil {
-			return fmt.Errorf("disabling %s/%s in the %s before removing it: %w", group, event, in.Label(), err)
+	// The point's own deletion only where the event keeps other points (5.7+ kernels); the
+	// last point goes with its event, in the form every kernel takes.
+	cmd := "-:" + group + "/" + event
+	if def != "" && len(points) > 1 {
+		cmd = pointDeletion(def)
+	}
+	if def == "" || len(points) == 1 {
+		instances, _ := m.FS.Instances()
+		for _, where := range m.enabledIn(group, event, instances) {
+			in, err := m.FS.Instance(where)
+			if err != nil {
+				return err
+			}
+			if err := m.Enable(in, group, event, false); err != nil {
+				return fmt.Errorf("disabling %s/%s in the %s before removing it: %w", group, event, in.Label(), err)
+			}
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err = top.Write("kprobe_events", "-:"+group+"/"+event+"\n")
+	err = top.Write("kprobe_events", cmd+"\n")
 	switch {
-	case err == nil, errors.Is(err, fs.ErrNotExist): // removed by someone else meanwhile: done
+	case err == nil:
+	case errors.Is(err, fs.ErrNotExist): // removed by someone else meanwhile: done
 		return nil
 	case errors.Is(err, tracefs.ErrBusy):
 		return fmt.Errorf("%s/%s is still in use after disabling it in every trace array (perf, BPF, or another event's enable_event trigger holds it): %w", group, event, err)
+	default:
+		return err
 	}
-	return err
+	if def == "" || m.FS.DryRun != nil {
+		return nil
+	}
+	b, err = top.ReadFile("kprobe_events")
+	if err != nil {
+		return err
+	}
+	left := pointsOf(tracefs.ParseProbeList(string(b)), group, event)
+	if slices.Contains(left, def) || len(left) != len(points)-1 {
+		return fmt.Errorf("writing %q to kprobe_events: %s/%s held %d probe points, now %d (%s)", cmd, group, event, len(points), len(left), strings.Join(left, "; "))
+	}
+	return nil
 }
 
 // suggest lists function names close to sym (from available_filter_functions).
@@ -359,31 +514,10 @@ func (m *Manager) suggest(sym string) []string {
 	return closeNames(string(b), sym, 5)
 }
 
-// Field is one field of an event's format file.
-type Field struct {
-	Name   string `json:"name"`
-	Type   string `json:"type"`
-	Offset int    `json:"offset"`
-	Size   int    `json:"size"`
-	Signed bool   `json:"signed"`
-	Common bool   `json:"common"` // common_* fields every event has
-}
-
-// Format is an event's format file: its id, fields and print format.
-type Format struct {
-	Name   string  `json:"name"`
-	ID     int     `json:"id"`
-	Fields []Field `json:"fields"`
-	Print  string  `json:"print_fmt"`
-}
-
-// ReadFormat reads events/GROUP/EVENT/format.
-func (m *Manager) ReadFormat(group, event string) (*Format, error) {
-	b, err := m.FS.Top().ReadFile("events/" + group + "/" + event + "/format")
-	if err != nil {
-		return nil, err
-	}
-	return ParseFormat(string(b)), nil
+// ReadFormat reads events/GROUP/EVENT/format (tracefs.ParseFormat: the one parser of format
+// files, which the stream's binary decoder uses too).
+func (m *Manager) ReadFormat(group, event string) (*tracefs.Format, error) {
+	return m.FS.Top().EventFormat(group, event)
 }
 
 // closeNames: function names close to sym, through the filter index's suggestions.
@@ -393,66 +527,4 @@ func closeNames(available, sym string, n int) []string {
 		return nil
 	}
 	return ix.Suggest(sym, n)
-}
-
-// ParseFormat parses an event's format file (kernel/trace/trace_events.c f_show):
-//
-//	name: myopen
-//	ID: 1834
-//	format:
-//		field:unsigned short common_type;	offset:0;	size:2;	signed:0;
-//		...
-//		field:__data_loc char[] path;	offset:24;	size:4;	signed:1;
-//
-//	print fmt: "(%lx) path=\"%s\"", REC->__probe_ip, __get_str(path)
-func ParseFormat(text string) *Format {
-	f := &Format{Fields: []Field{}}
-	for _, line := range strings.Split(text, "\n") {
-		t := strings.TrimSpace(line)
-		switch {
-		case strings.HasPrefix(t, "name:"):
-			f.Name = strings.TrimSpace(t[len("name:"):])
-		case strings.HasPrefix(t, "ID:"):
-			fmt.Sscan(strings.TrimSpace(t[len("ID:"):]), &f.ID)
-		case strings.HasPrefix(t, "print fmt:"):
-			f.Print = strings.TrimSpace(t[len("print fmt:"):])
-		case strings.HasPrefix(t, "field:"):
-			var fd Field
-			for _, part := range strings.Split(t, ";") {
-				k, v, ok := strings.Cut(strings.TrimSpace(part), ":")
-				if !ok {
-					continue
-				}
-				switch k {
-				case "field":
-					fd.Type, fd.Name = splitDecl(v)
-				case "offset":
-					fmt.Sscan(v, &fd.Offset)
-				case "size":
-					fmt.Sscan(v, &fd.Size)
-				case "signed":
-					fd.Signed = v == "1"
-				}
-			}
-			fd.Common = strings.HasPrefix(fd.Name, "common_")
-			f.Fields = append(f.Fields, fd)
-		}
-	}
-	return f
-}
-
-// splitDecl splits a C declaration "unsigned long __probe_ip" or "u8 arr[4]" into its type
-// ("unsigned long", "u8[4]") and name.
-func splitDecl(decl string) (typ, name string) {
-	decl = strings.TrimSpace(decl)
-	i := strings.LastIndexAny(decl, " \t")
-	if i < 0 {
-		return "", decl
-	}
-	typ, name = strings.TrimSpace(decl[:i]), decl[i+1:]
-	if b := strings.IndexByte(name, '['); b >= 0 {
-		typ += name[b:]
-		name = name[:b]
-	}
-	return typ, name
 }

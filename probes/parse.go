@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -27,7 +28,11 @@ const (
 	MaxArgs         = 128  // MAX_TRACE_ARGS: 6.12 refuses more; 6.1 takes the line and drops the rest
 	MaxMaxActive    = 4096 // KRETPROBE_MAXACTIVE_MAX
 	fetchInsnMax    = 16   // FETCH_INSN_MAX
-	MaxLineLen      = 4093 // kernel/trace/trace_dynevent.c: a line must be shorter than WRITE_BUFSIZE-2
+	// MaxLineLen: kernel/trace/trace_dynevent.c trace_parse_run_command() reads a write in
+	// chunks of WRITE_BUFSIZE-1 (4095) bytes and needs a line's '\n' inside its chunk: 4094
+	// bytes before the newline (seen on 6.1 and 6.12: 4094 taken, 4095 refused; the kernel's
+	// warning says "less than 4094").
+	MaxLineLen = 4094
 )
 
 // Definition is one parsed kprobe_events line.
@@ -163,6 +168,12 @@ type SyntaxError struct {
 	Msg    string // what is wrong
 	Hint   string // what to do about it, "" if nothing to add
 }
+
+// ErrSyntax: every SyntaxError is one (errors.Is), wherever it is wrapped.
+var ErrSyntax = errors.New("invalid probe definition")
+
+// Is makes errors.Is(err, ErrSyntax) true.
+func (e *SyntaxError) Is(target error) bool { return target == ErrSyntax }
 
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("invalid probe definition: %s (at byte %d)", e.Msg, e.Pos+1)
@@ -554,14 +565,17 @@ func (st *state) parseBody(a *Arg, body string, off int) error {
 		a.Fetch = *f
 		return nil
 	}
+	// A ':' with no type after it (":" or ":[N]") is a type too: the empty one, which
+	// find_fetch_type() does not know (only no ':' at all means the default).
+	typed := typeOff >= 0
 	special := fetchText == "$comm" || fetchText == "$COMM" || strings.HasPrefix(fetchText, `\"`)
 	typ := a.Type
 	if special {
-		if a.Count != 0 || (a.Type != "" && a.Type != "string") {
-			return st.err(tpos, "$comm and immediate strings are strings: their type can only be string")
+		if a.Count != 0 || (typed && a.Type != "string") {
+			return st.err(tpos, "$comm and immediate-string only accepts string type")
 		}
 		typ = "string"
-	} else if a.Type != "" {
+	} else if typed {
 		if err := st.checkType(a.Type, tpos); err != nil {
 			return err
 		}
@@ -578,7 +592,7 @@ func (st *state) parseBody(a *Arg, body string, off int) error {
 // checkType is find_fetch_type() with the kernel's features.
 func (st *state) checkType(typ string, pos int) error {
 	ft := st.p.Features
-	if typ[0] == 'b' {
+	if typ != "" && typ[0] == 'b' {
 		i := strings.IndexByte(typ, '/')
 		if i < 0 {
 			return st.err(pos, "Unknown type is specified")

@@ -84,6 +84,14 @@ func TestParseErrors(t *testing.T) {
 		{"p:e vfs_read\nx", "a definition is a single line", 12},
 		{"f:e vfs_read", "\"f\" definitions are not kprobes", 0},
 		{"", "empty definition", 0},
+		// An empty type, or an array of one (issue 14 item 11): the kernel's find_fetch_type("")
+		// finds nothing; its caret is where the type starts.
+		{"p:e vfs_read x=+0(%si):[4]", "Unknown type is specified", 23},
+		{"p 0 +0(%si):[1]", "Unknown type is specified", 12},
+		{"p:e vfs_read x=%di:", "Unknown type is specified", 19},
+		{"p:e vfs_read x=$comm:", "$comm and immediate-string only accepts string type", 21},
+		{"p:e vfs_read x=$comm:[2]", "$comm and immediate-string only accepts string type", 21},
+		{`p:e vfs_read x=\"ab":`, "$comm and immediate-string only accepts string type", 21},
 	} {
 		_, err := p.Parse(tc.src)
 		var se *SyntaxError
@@ -201,7 +209,9 @@ func TestKstrtox(t *testing.T) {
 	}
 }
 
-// FuzzParse: no panics; whatever parses formats to text that parses to the same definition.
+// FuzzParse: no panics; whatever parses formats to text that parses to the same definition,
+// and what ftctl writes to the kernel (Line: the user's words with the group and event put in
+// the head) parses back to the definition that was typed, in the group and event written.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"p:myopen do_sys_openat2 dfd=%di filename=+0(%si):string", "r4:g/e vfs_read%return $retval",
@@ -233,5 +243,50 @@ func FuzzParse(f *testing.F) {
 		if d2.String() != text {
 			t.Fatalf("format not stable: %q then %q", text, d2.String())
 		}
+		for _, ge := range [][2]string{{d.Group, d.Event}, {"ftctl", d.Event}, {"ftctl_1_0badcafe", "ev"}} {
+			if d.Kind == Delete {
+				break
+			}
+			w, err := d.WriteLine(ge[0], ge[1])
+			var se *SyntaxError
+			if errors.As(err, &se) && se.Pos >= 0 && se.Pos <= len(src)+1 && len(d.Line(ge[0], ge[1]).Text) > MaxLineLen {
+				continue // refused before writing: the head ftctl writes makes the line too long
+			} else if err != nil {
+				t.Fatalf("WriteLine(%q, %q) of %q: %v", ge[0], ge[1], src, err)
+			}
+			d3, err := p.Parse(w.Text)
+			if err != nil {
+				t.Fatalf("Parse(%q) ok, what ftctl writes, %q, does not parse: %v", src, w.Text, err)
+			}
+			if !reflect.DeepEqual(d.Args, d3.Args) || d.Kind != d3.Kind || d3.Group != ge[0] || d3.Event != ge[1] ||
+				d.Place() != d3.Place() || d.MaxActive != d3.MaxActive || d3.String() != d.WithGroup(ge[0]).withEvent(ge[1]).String() {
+				t.Fatalf("what ftctl writes is not what was typed:\n%q\n%q\n%#v\n%#v", src, w.Text, d, d3)
+			}
+		}
 	})
+}
+
+func (d *Definition) withEvent(event string) *Definition {
+	c := *d
+	c.Event = event
+	return &c
+}
+
+// The group and event ftctl puts in the head can make the line longer than the kernel takes
+// (found by FuzzParse): refused before writing, the caret where the kernel's limit falls.
+func TestWriteLineTooLong(t *testing.T) {
+	p := Parser{Features: AllFeatures, Arch: "amd64"}
+	src := "p " + strings.Repeat("a", MaxLineLen-2)
+	d, err := p.Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err := d.WriteLine("", ""); err != nil || w.Text != src {
+		t.Fatalf("as typed: %v %v", w, err)
+	}
+	_, err = d.WriteLine("ftctl", "x")
+	var se *SyntaxError
+	if !errors.As(err, &se) || !strings.Contains(se.Msg, "too long") || se.Pos != MaxLineLen-len("p:ftctl/x ")+2 || se.Source != src {
+		t.Fatalf("WriteLine = %#v", err)
+	}
 }

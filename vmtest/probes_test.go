@@ -286,11 +286,17 @@ func TestProbeKernelRejects(t *testing.T) {
 	} else if r.code != 2 || !strings.Contains(r.stderr, "BTF") {
 		t.Errorf("BTF name without BTF: %v", r)
 	}
-	// EEXIST names the existing probe.
+	// An event that exists is refused before writing (exit 2), naming what it holds; with
+	// --append the kernel judges, and its EEXIST (arguments that differ) names the probe too.
 	if r = ftctlRun(t, "probe", "add", "p:dup vfs_read"); r.code != 0 {
 		t.Fatalf("add: %v", r)
 	}
 	r = ftctlRun(t, "probe", "add", "p:dup vfs_write x=%di")
+	t.Logf("exists:\n%s", r.stderr)
+	if r.code != 2 || !strings.Contains(r.stderr, "p:ftctl/dup vfs_read") {
+		t.Errorf("exists: %v", r)
+	}
+	r = ftctlRun(t, "probe", "add", "--append", "p:dup vfs_write x=%di")
 	t.Logf("EEXIST:\n%s", r.stderr)
 	if r.code != 3 || !strings.Contains(r.stderr, "p:ftctl/dup vfs_read") {
 		t.Errorf("EEXIST: %v", r)
@@ -308,4 +314,223 @@ func TestProbeKernelRejects(t *testing.T) {
 		t.Errorf("auto name: %v", r)
 	}
 	checkOtherProbe(t, other)
+}
+
+// Issue 14 item 3. The kernel merges the probes of one event name (5.7+): writing a definition
+// that names an existing event adds a probe point to it. Measured before the fix: with
+// kprobes/other defined by someone else, `probe add 'p:kprobes/other vfs_write' --filter
+// 'nosuchfield == 1'` appended to it, the filter failed (exit 3) and the rollback deleted the
+// whole event, the other owner's probe with it. Now: an event that existed before the add is
+// refused (exit 2, named) unless --append, and a rollback removes only the point it added.
+func TestProbeAddNeverAppendsToOthers(t *testing.T) {
+	removeProbeLater(t, "kprobes", "other")
+	removeProbeLater(t, "kprobes", "p_vfs_write_0")
+	removeProbeLater(t, "kprobes", "argsother")
+	write(t, "kprobe_events", "p:kprobes/other vfs_read\n")
+	want := read(t, "kprobe_events")
+	unchanged := func(what string) {
+		t.Helper()
+		if got := read(t, "kprobe_events"); got != want {
+			t.Errorf("%s: kprobe_events changed:\nbefore:\n%s\nafter:\n%s", what, want, got)
+		}
+	}
+	// The measured scenario.
+	r := ftctlRun(t, "probe", "add", "p:kprobes/other vfs_write", "--filter", "nosuchfield == 1")
+	if r.code != 2 || !strings.Contains(r.stderr, "kprobes/other") || !strings.Contains(r.stderr, "--append") {
+		t.Errorf("add onto another's event with a failing filter: %v", r)
+	}
+	unchanged("add onto another's event with a failing filter")
+	r = ftctlRun(t, "probe", "add", "p:kprobes/other vfs_write")
+	if r.code != 2 || !strings.Contains(r.stderr, "p:kprobes/other vfs_read") {
+		t.Errorf("add onto another's event: %v", r)
+	}
+	unchanged("add onto another's event")
+	// An event the kernel names can exist too: p_vfs_write_0, someone's probe of vfs_read.
+	write(t, "kprobe_events", "p:kprobes/p_vfs_write_0 vfs_read\n")
+	want = read(t, "kprobe_events")
+	r = ftctlRun(t, "probe", "add", "p:kprobes/ vfs_write")
+	if r.code != 2 || !strings.Contains(r.stderr, "kprobes/p_vfs_write_0") {
+		t.Errorf("add onto an event the kernel named after an existing one: %v", r)
+	}
+	unchanged("add onto an event the kernel named after an existing one")
+
+	// --append on purpose; a failing filter takes back only the point it added, even while the
+	// owner has the event enabled, and gives the owner's filter back.
+	write(t, "events/kprobes/other/filter", "common_pid != 0")
+	write(t, "events/kprobes/other/enable", "1")
+	r = ftctlRun(t, "probe", "add", "--append", "p:kprobes/other vfs_write", "--filter", "nosuchfield == 1")
+	t.Logf("--append, failing filter:\n%s", r.stderr)
+	if r.code != 3 {
+		t.Errorf("--append with a failing filter: %v", r)
+	}
+	unchanged("--append with a failing filter")
+	if f := strings.TrimSpace(read(t, "events/kprobes/other/filter")); f != "common_pid != 0" {
+		t.Errorf("the owner's filter is now %q", f)
+	}
+	if en := strings.TrimSpace(read(t, "events/kprobes/other/enable")); en != "1" {
+		t.Errorf("the owner's event is no longer enabled: %q", en)
+	}
+	r = ftctlRun(t, "probe", "add", "--append", "p:kprobes/other vfs_write")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "kprobes/other" {
+		t.Errorf("--append: %v", r)
+	}
+	got := read(t, "kprobe_events")
+	if !strings.Contains(got, "p:kprobes/other vfs_read\n") || !strings.Contains(got, "p:kprobes/other vfs_write\n") {
+		t.Errorf("--append: kprobe_events:\n%s", got)
+	}
+	write(t, "events/kprobes/other/enable", "0")
+
+	// The point is deleted as the kernel lists it, which is not always as it was written (BTF
+	// names list as count=count).
+	args := []string{"x=%si:u32"}
+	if topFS(t).DetectFeatures().Probe.BTFArgs {
+		args = append(args, "count")
+	}
+	for _, a := range args {
+		write(t, "kprobe_events", "p:kprobes/argsother vfs_read "+a+"\n")
+		want = read(t, "kprobe_events")
+		r = ftctlRun(t, "probe", "add", "--append", "p:kprobes/argsother vfs_write "+a, "--filter", "nosuchfield == 1")
+		if r.code != 3 {
+			t.Errorf("--append %q with a failing filter: %v", a, r)
+		}
+		unchanged("--append " + a + " with a failing filter")
+		write(t, "kprobe_events", "-:kprobes/argsother\n")
+	}
+}
+
+// Issue 14 item 11: a type that is empty (":" with nothing after it, or an array of nothing,
+// ":[4]") is refused by the kernel; ftctl refused nothing and wrote something else than was
+// typed. ftctl must refuse each with the kernel's words, its caret where the kernel puts it.
+func TestProbeEmptyTypesRefusedAsTheKernel(t *testing.T) {
+	p := probes.Parser{Features: topFS(t).DetectFeatures().Probe}
+	for _, def := range []string{
+		`p:ftc/t1 vfs_read x=+0(%si):[4]`,
+		`p:ftc/t2 vfs_read x=+0(%si):`,
+		`p:ftc/t3 vfs_read +0(%si):[1]`,
+		`p:ftc/t4 vfs_read x=$comm:`,
+		`p:ftc/t5 vfs_read x=$comm:[2]`,
+		`p:ftc/t6 vfs_read x=\"ab":`,
+		`p:ftc/t7 vfs_read x=%di:`,
+	} {
+		_, lerr := p.Parse(def)
+		kok, entry := kernelVerdict(t, def)
+		var se *probes.SyntaxError
+		switch {
+		case kok:
+			t.Errorf("the kernel accepts %q", def)
+		case !errors.As(lerr, &se):
+			t.Errorf("%q: the kernel refuses it (%+v), ftctl: %v", def, entry, lerr)
+		case entry == nil:
+			t.Logf("%q: the kernel refuses it without an error_log entry; ftctl: %q at %d", def, se.Msg, se.Pos)
+		case se.Msg != entry.Message || se.Pos != entry.Pos:
+			t.Errorf("%q: kernel %q at %d, ftctl %q at %d\n%s", def, entry.Message, entry.Pos, se.Msg, se.Pos, probes.Caret("  ", def, entry.Pos))
+		default:
+			t.Logf("%q: both refuse: %q at %d", def, se.Msg, se.Pos)
+		}
+	}
+}
+
+// kernelVerdict writes one definition and removes what it created, like kernelAccepts, and
+// returns the kernel's error_log entry for it (nil when there is none).
+func kernelVerdict(t *testing.T, def string) (bool, *tracefs.LogEntry) {
+	t.Helper()
+	top := topFS(t).Top()
+	before := probeSet(t)
+	truncate(t, "error_log")
+	err := top.Write("kprobe_events", def+"\n")
+	for _, p := range tracefs.ParseProbeList(read(t, "kprobe_events")) {
+		if !before[p.Group+"/"+p.Event] {
+			if e := top.Write("kprobe_events", "-:"+p.Group+"/"+p.Event+"\n"); e != nil {
+				t.Fatalf("cleaning up %s/%s: %v", p.Group, p.Event, e)
+			}
+		}
+	}
+	if err == nil {
+		return true, nil
+	}
+	for _, e := range tracefs.ParseErrorLog(read(t, "error_log")) {
+		if e.Command == def {
+			return false, &e
+		}
+	}
+	return false, nil
+}
+
+// probe remove --all-owned removes ftctl's shared group and the groups of sessions that are
+// gone (their instance is), and leaves a running session's probes: the session holds its
+// instance, so the instance exists and the session may be running. Pids prove nothing: the
+// gone session's group here carries the running session's pid.
+func TestProbeRemoveAllOwnedLeavesLiveSessions(t *testing.T) {
+	other := otherProbe(t)
+	cmd, _, errb := startTrace(t)
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cmd.Process.Signal(syscall.SIGINT)
+			if code := exitCode(cmd.Wait()); code != 130 {
+				t.Errorf("the session ended with exit %d; stderr:\n%s", code, errb)
+			}
+		}
+	}
+	defer stop()
+	_, live := sessionOf(t, cmd.Process.Pid)
+	dead := fmt.Sprintf("ftctl_%d_0badcafe", cmd.Process.Pid)
+	write(t, "kprobe_events", "p:"+dead+"/gone vfs_read\n")
+	removeProbeLater(t, dead, "gone")
+	write(t, "kprobe_events", "p:ftctl/shared vfs_read\n")
+	removeProbeLater(t, "ftctl", "shared")
+	r := ftctlRun(t, "probe", "remove", "--all-owned", "-o", "json")
+	t.Logf("%v", r)
+	got := read(t, "kprobe_events")
+	if r.code != 0 || !strings.Contains(r.stdout, `"`+dead+`/gone"`) || !strings.Contains(r.stdout, `"ftctl/shared"`) ||
+		strings.Contains(r.stdout, live) || !strings.Contains(r.stderr, "leaving "+live+"/open") {
+		t.Errorf("--all-owned: %v", r)
+	}
+	if !strings.Contains(got, "p:"+live+"/open ") || strings.Contains(got, dead) || strings.Contains(got, "ftctl/shared") {
+		t.Errorf("kprobe_events after --all-owned:\n%s", got)
+	}
+	checkOtherProbe(t, other)
+	stop()
+	if got := read(t, "kprobe_events"); strings.Contains(got, live) {
+		t.Errorf("the session's probes outlive it:\n%s", got)
+	}
+}
+
+// A definition that fits as typed but not once ftctl puts its group in the head (found by
+// FuzzParse): the kernel would refuse the line ftctl writes; ftctl refuses it first (exit 2).
+func TestProbeLineTooLongWithGroup(t *testing.T) {
+	def := "p:x vfs_read" + strings.Repeat(" ", probes.MaxLineLen-len("p:x vfs_read$stack")) + "$stack"
+	if len(def) != probes.MaxLineLen {
+		t.Fatalf("len %d", len(def))
+	}
+	before := read(t, "kprobe_events")
+	r := ftctlRun(t, "probe", "add", def)
+	if r.code != 0 {
+		t.Fatalf("as typed it fits, once written as p:ftctl/x with single spaces too: %v", r)
+	}
+	removeProbeLater(t, "ftctl", "x")
+	write(t, "kprobe_events", "-:ftctl/x\n")
+	long := "p " + strings.Repeat("a", probes.MaxLineLen-2)
+	r = ftctlRun(t, "probe", "add", long)
+	if r.code != 2 || !strings.Contains(r.stderr, "line is too long") {
+		t.Errorf("too long with its group: exit %d\n%.400s", r.code, r.stderr)
+	}
+	if got := read(t, "kprobe_events"); got != before {
+		t.Errorf("kprobe_events changed:\n%s", got)
+	}
+	// The kernel's limit is probes.MaxLineLen: a good definition padded to that length is
+	// taken, one byte more is refused.
+	removeProbeLater(t, "ftctl", "lim")
+	for _, n := range []int{probes.MaxLineLen, probes.MaxLineLen + 1} {
+		line := "p:ftctl/lim vfs_read" + strings.Repeat(" ", n-len("p:ftctl/lim vfs_read $stack")) + " $stack"
+		err := topFS(t).Top().Write("kprobe_events", line+"\n")
+		t.Logf("the kernel, given a %d-byte line: %v", len(line), err)
+		if (err == nil) != (n <= probes.MaxLineLen) {
+			t.Errorf("the kernel's answer to a %d-byte line: %v", len(line), err)
+		}
+		if err == nil {
+			write(t, "kprobe_events", "-:ftctl/lim\n")
+		}
+	}
 }

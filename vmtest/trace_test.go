@@ -250,6 +250,9 @@ func TestTraceInvalid(t *testing.T) {
 		{"trace", "-e", "nosuchsys:nosuchevent"},
 		{"trace", "--tracer", "function"},
 		{"trace", "-f", "vfs_read", "-p", "p:ok vfs_read", "-p", "p:bad nosuch_symbol_ftctl"},
+		// The second names the event the kernel gave the first: it would become a second
+		// probe point of that event (issue 14 item 3).
+		{"trace", "-p", "p vfs_read", "-p", "p:p_vfs_read_0 vfs_write", "--duration", "1s"},
 	} {
 		r := ftctlRun(t, args...)
 		want := 2

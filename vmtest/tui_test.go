@@ -359,3 +359,30 @@ func TestTUIProbes(t *testing.T) {
 	}
 	checkWorld(t, before)
 }
+
+// Issue 14 item 3, in the console: a definition naming another owner's event is refused (the
+// kernel would add a probe point to it, and the console would enable it in its instance).
+func TestTUIProbeRefusesOthersEvent(t *testing.T) {
+	write(t, "kprobe_events", "p:kprobes/tuiother vfs_read\n")
+	removeProbeLater(t, "kprobes", "tuiother")
+	want := read(t, "kprobe_events")
+	r := startTUI(t, "tui")
+	r.keys("3")
+	r.waitFor("new probes without a group go to")
+	r.keys("a")
+	r.keys("p:kprobes/tuiother vfs_write")
+	r.waitFor("✓ kprobe on vfs_write")
+	r.keys("\r")
+	r.waitFor("kprobes/tuiother already exists")
+	if got := read(t, "kprobe_events"); got != want {
+		t.Errorf("kprobe_events changed:\nbefore:\n%s\nafter:\n%s", want, got)
+	}
+	r.keys("\x1b")
+	r.keys("q")
+	if code := r.wait(); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	if got := read(t, "kprobe_events"); got != want {
+		t.Errorf("after the console: kprobe_events changed:\nbefore:\n%s\nafter:\n%s", want, got)
+	}
+}

@@ -1,0 +1,83 @@
+package probes
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// fakeFS is a directory with the files Manager.Add reads; a write to kprobe_events would
+// overwrite the file, which the tests then see.
+func fakeFS(t *testing.T, kprobeEvents string) (*tracefs.FS, string) {
+	t.Helper()
+	root := t.TempDir()
+	for name, body := range map[string]string{"kprobe_events": kprobeEvents, "error_log": ""} {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs, err := tracefs.Open(root, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs, root
+}
+
+// Issue 14 item 3: a definition naming an event that exists (someone else's) would add a
+// probe point to it; Add refuses before writing anything, naming the event and what it holds.
+func TestAddRefusesExistingEvent(t *testing.T) {
+	const other = "p:kprobes/other vfs_read\n"
+	fs, root := fakeFS(t, other)
+	m := &Manager{FS: fs, Parser: Parser{Features: AllFeatures, Arch: "amd64"}}
+	for _, tc := range []struct {
+		def string
+		opt AddOptions
+	}{
+		{"p:kprobes/other vfs_write", AddOptions{}},
+		{"p:kprobes/other vfs_write", AddOptions{Filter: "nosuchfield == 1"}},
+		{"p:kprobes.other vfs_write x=%di", AddOptions{Enable: true}},
+	} {
+		d, err := m.Parser.Parse(tc.def)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := m.Add(context.Background(), d, tc.opt)
+		var ee *ExistsError
+		if !errors.As(err, &ee) || !errors.Is(err, ErrEventExists) || a != nil {
+			t.Fatalf("Add(%q) = %+v, %v; want an ExistsError", tc.def, a, err)
+		}
+		if ee.Group != "kprobes" || ee.Event != "other" || len(ee.Existing) != 1 || ee.Existing[0] != "p:kprobes/other vfs_read" ||
+			!strings.Contains(err.Error(), "kprobes/other") {
+			t.Errorf("%+v: %v", ee, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(root, "kprobe_events")); string(b) != other {
+			t.Errorf("Add(%q) wrote kprobe_events: %q", tc.def, b)
+		}
+	}
+}
+
+// The command that takes back a probe point names that point only, as the kernel lists it.
+func TestPointDeletion(t *testing.T) {
+	for _, tc := range []struct{ def, want string }{
+		{"p:kprobes/other vfs_write", "-:kprobes/other vfs_write"},
+		{"p:kprobes/other vfs_write count=count pos=pos", "-:kprobes/other vfs_write count=count pos=pos"},
+		{"r16:g/e ext4:ext4_sync_file+0 x=$retval:s32", "-:g/e ext4:ext4_sync_file+0 x=$retval:s32"},
+		{"p:g/e 0xffffffffc0001000", "-:g/e 0xffffffffc0001000"},
+	} {
+		if got := pointDeletion(tc.def); got != tc.want {
+			t.Errorf("pointDeletion(%q) = %q, want %q", tc.def, got, tc.want)
+		}
+	}
+}
+
+func TestExistsErrorEscapes(t *testing.T) {
+	e := &ExistsError{Group: "kprobes", Event: "x", Existing: []string{"p:kprobes/x f s=\\\"\x1b[31m\"", "p:kprobes/x g"}}
+	if msg := e.Error(); strings.ContainsAny(msg, "\x1b") || !strings.Contains(msg, `\x1b[31m`) || !strings.Contains(msg, "p:kprobes/x g") {
+		t.Errorf("%q", msg)
+	}
+}
