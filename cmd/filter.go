@@ -280,11 +280,18 @@ filter is refused while the function or function_graph tracer runs in that trace
 // applyChanges takes the lock, finds (or creates) the instance, runs check (if any) under the
 // lock, and carries the changes out with the swap protocol.
 func applyChanges(ctx context.Context, g *Globals, changes []filters.Change, check func(*tracefs.Instance) error) error {
+	timing := phaseTimer(g)
+	waitStart := time.Now()
 	fs, lock, err := g.BeginWrite(ctx)
 	if err != nil {
 		return err
 	}
-	defer lock.Unlock()
+	timing("lock wait", time.Since(waitStart))
+	lockedAt := time.Now()
+	defer func() {
+		lock.Unlock()
+		timing("locked", time.Since(lockedAt))
+	}()
 	in, err := g.WriteInstance(fs)
 	if err != nil {
 		return err
@@ -296,9 +303,7 @@ func applyChanges(ctx context.Context, g *Globals, changes []filters.Change, che
 	}
 	ap := &filters.Applier{In: in, Top: fs.Top(), Notice: g.Notice, ByName: !fs.IndexWrites()}
 	if os.Getenv("FTCTL_TIMING") != "" {
-		ap.Timing = func(phase string, d time.Duration) {
-			fmt.Fprintf(g.Err, "ftctl: timing: %s %.6f\n", phase, d.Seconds())
-		}
+		ap.Timing = timing
 	}
 	if ap.ByName {
 		g.Notice("this kernel does not take index writes: writing function names (slow)")
@@ -337,4 +342,15 @@ func instancePrefix(in *tracefs.Instance) string {
 		return ""
 	}
 	return "instances/" + safe(in.Name) + "/"
+}
+
+// phaseTimer prints how long a phase took when FTCTL_TIMING is set (for benchmarks), and does
+// nothing otherwise.
+func phaseTimer(g *Globals) func(phase string, d time.Duration) {
+	if os.Getenv("FTCTL_TIMING") == "" {
+		return func(string, time.Duration) {}
+	}
+	return func(phase string, d time.Duration) {
+		fmt.Fprintf(g.Err, "ftctl: timing: %s %.6f\n", phase, d.Seconds())
+	}
 }
