@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -66,7 +67,8 @@ func ExitCode(err error) int {
 		return ce.Code
 	case errors.Is(err, ErrInterrupted), errors.Is(err, context.Canceled):
 		return ExitInterrupted
-	case errors.Is(err, ErrInvalid), errors.Is(err, tracefs.ErrBadInstance), errors.Is(err, tracefs.ErrNoInstance):
+	case errors.Is(err, ErrInvalid), errors.Is(err, tracefs.ErrBadInstance), errors.Is(err, tracefs.ErrNoInstance),
+		errors.Is(err, filters.ErrPattern), errors.Is(err, filters.ErrWouldEmpty):
 		return ExitInvalid
 	case errors.Is(err, tracefs.ErrBusy):
 		return ExitBusy
