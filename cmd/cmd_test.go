@@ -21,8 +21,10 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/internal/fixture"
 	"github.com/ftctl/ftctl/probes"
+	"github.com/ftctl/ftctl/session"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -51,6 +53,16 @@ func TestExitCodeTable(t *testing.T) {
 		{ErrInterrupted, 130},
 		{context.Canceled, 130},
 		{tfs(tracefs.ErrIO, unix.EIO), 1},
+		{fmt.Errorf("x: %w", filters.ErrPattern), 2},
+		{fmt.Errorf("x: %w", filters.ErrWouldEmpty), 2},
+		{fmt.Errorf("x: %w", probes.ErrSyntax), 2},
+		{fmt.Errorf("x: %w", probes.ErrEventExists), 2},
+		{fmt.Errorf("x: %w", session.ErrInvalid), 2},
+		{tfs(tracefs.ErrBadPath, unix.ENOENT), 2},
+		{&SignalError{Signal: syscall.SIGTERM}, 143},
+		{&SignalError{Signal: syscall.SIGHUP}, 129},
+		{&CommandStartError{Name: "x", NotFound: true}, 127},
+		{&CommandStartError{Name: "x"}, 126},
 		// The probe grammar's refusals are invalid input by their sentinel, wherever they
 		// come from (probe add, trace -p), and so is an event that exists (issue 14 item 3).
 		{&probes.SyntaxError{Source: "p:x vfs_read %zz", Pos: 13, Msg: "Invalid register name"}, 2},

@@ -93,11 +93,7 @@ func completeFunctionNames(g *Globals) cobra.CompletionFunc {
 		if err != nil {
 			return nil, noFiles
 		}
-		b, err := fs.Top().ReadFile("available_filter_functions")
-		if err != nil {
-			return nil, noFiles
-		}
-		ix, err := filters.ParseIndex(string(b))
+		ix, err := filters.LoadIndex(fs.Top())
 		if err != nil {
 			return nil, noFiles
 		}

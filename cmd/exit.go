@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"syscall"
 
+	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/probes"
+	"github.com/ftctl/ftctl/session"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -130,7 +132,8 @@ func ExitCode(err error) int {
 		}
 		return ExitCommandCannotRun
 	case errors.Is(err, ErrInvalid), errors.Is(err, tracefs.ErrBadInstance), errors.Is(err, tracefs.ErrNoInstance),
-		errors.Is(err, tracefs.ErrBadPath), errors.Is(err, probes.ErrSyntax), errors.Is(err, probes.ErrEventExists):
+		errors.Is(err, tracefs.ErrBadPath), errors.Is(err, probes.ErrSyntax), errors.Is(err, probes.ErrEventExists),
+		errors.Is(err, filters.ErrPattern), errors.Is(err, filters.ErrWouldEmpty), errors.Is(err, session.ErrInvalid):
 		return ExitInvalid
 	case errors.Is(err, tracefs.ErrBusy):
 		return ExitBusy

@@ -3,7 +3,6 @@ package cmd
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,40 +15,44 @@ import (
 	"github.com/ftctl/ftctl/tracefs"
 )
 
-// patternFlags are the ways to give patterns: arguments, --from-file, --regex.
-type patternFlags struct {
-	fromFile string
-	regex    bool
+// PatternArgs are the ways to give patterns: arguments, --from-file, --regex.
+type PatternArgs struct {
+	Args     []string // the command's arguments
+	FromFile string   // --from-file: one pattern per line, # comments ('-' for stdin)
+	Regex    bool     // --regex: Go regular expressions, resolved by ftctl
 }
 
-func (pf *patternFlags) register(c *cobra.Command) {
-	c.Flags().StringVar(&pf.fromFile, "from-file", "", "read patterns from `FILE`, one per line, # comments ('-' for stdin)")
-	c.Flags().BoolVar(&pf.regex, "regex", false, "patterns are Go regular expressions matched against function names (resolved by ftctl)")
+func (pa *PatternArgs) register(c *cobra.Command) {
+	c.Flags().StringVar(&pa.FromFile, "from-file", "", "read patterns from `FILE`, one per line, # comments ('-' for stdin)")
+	c.Flags().BoolVar(&pa.Regex, "regex", false, "patterns are Go regular expressions matched against function names (resolved by ftctl)")
 	registerFlagCompletion(c, "from-file", completeFiles)
 }
 
-// compile gathers and compiles the patterns of args and --from-file. Invalid ones are invalid
-// input (exit 2).
-func (pf *patternFlags) compile(in io.Reader, args []string) ([]*filters.Pattern, error) {
-	texts := append([]string{}, args...)
-	if pf.fromFile != "" {
-		more, err := readPatternFile(in, pf.fromFile)
+// compile gathers and compiles the patterns of the arguments and --from-file. An invalid one
+// is a filters.ErrPattern (exit 2).
+func (pa *PatternArgs) compile(in io.Reader) ([]*filters.Pattern, error) {
+	texts := append([]string{}, pa.Args...)
+	if pa.FromFile != "" {
+		more, err := readPatternFile(in, pa.FromFile)
 		if err != nil {
 			return nil, err
 		}
 		texts = append(texts, more...)
 	}
+	return compilePatterns(texts, pa.Regex)
+}
+
+// compilePatterns compiles kernel globs, or regular expressions when regex.
+func compilePatterns(texts []string, regex bool) ([]*filters.Pattern, error) {
 	var out []*filters.Pattern
 	for _, t := range texts {
-		var p *filters.Pattern
-		var err error
-		if pf.regex {
-			p, err = filters.CompileRegex(t)
-		} else {
-			p, err = filters.Compile(t)
+		compile := filters.Compile
+		if regex {
+			compile = filters.CompileRegex
 		}
+		p, err := compile(t)
 		if err != nil {
-			return nil, InvalidInput(err)
+			return nil, err
 		}
 		out = append(out, p)
 	}
@@ -135,62 +138,84 @@ func NewCmdFilter(g *Globals, file string) *cobra.Command {
 		Long:  "Show or change " + what + ".\n\n" + patternHelp + "\n\n" + swapProtocolHelp,
 		Args:  args(cobra.NoArgs),
 	}
-	c.AddCommand(newCmdListShow(g, file))
+	c.AddCommand(NewCmdListShow(g, file, nil))
 	for _, op := range []filters.Op{filters.OpSet, filters.OpAdd, filters.OpRemove} {
-		c.AddCommand(newCmdListChange(g, file, op))
+		c.AddCommand(NewCmdListChange(g, file, op, nil))
 	}
-	c.AddCommand(newCmdListClear(g, file))
+	c.AddCommand(NewCmdListClear(g, file, nil))
 	return c
 }
 
-func newCmdListShow(g *Globals, file string) *cobra.Command {
+// ListShowOptions are the inputs of `ftctl filter show` and `ftctl notrace show`.
+type ListShowOptions struct {
+	G    *Globals
+	File string // filters.FilterFile or filters.NotraceFile
+}
+
+// NewCmdListShow builds `ftctl filter show` (file set_ftrace_filter) or `ftctl notrace show`.
+func NewCmdListShow(g *Globals, file string, runF func(context.Context, *ListShowOptions) error) *cobra.Command {
+	opts := &ListShowOptions{G: g, File: file}
 	return &cobra.Command{
 		Use:         "show",
 		Short:       "List the functions in " + file,
 		Args:        args(cobra.NoArgs),
 		Annotations: map[string]string{AnnotationJSON: listShowJSON},
 		RunE: func(c *cobra.Command, _ []string) error {
-			in, err := g.OpenInstance()
-			if err != nil {
-				return err
-			}
-			b, err := in.ReadFile(file)
-			if err != nil {
-				return err
-			}
-			l := tracefs.ParseFunctionList(string(b))
-			keys := make([]filters.Key, 0, len(l.Names))
-			for _, n := range l.Names {
-				keys = append(keys, filters.ParseKey(n))
-			}
-			if g.JSON() {
-				return writeJSON(g.Out, map[string]any{
-					"file": file, "instance": in.Name, "empty": l.Empty, "functions": keys,
-					"commands": l.Commands, "pending_modules": l.PendingModules,
-				})
-			}
-			w := bufio.NewWriter(g.Out)
-			defer w.Flush()
-			if l.Empty && file == filters.FilterFile {
-				g.Notice("%s is empty: every function is traced", file)
-			}
-			for _, k := range keys {
-				fmt.Fprintln(w, safe(k.String()))
-			}
-			for _, cmd := range l.Commands {
-				fmt.Fprintln(w, safe(cmd))
-			}
-			for _, p := range l.PendingModules {
-				fmt.Fprintf(w, "%s\t(waiting for the module to load)\n", safe(p))
-			}
-			return nil
+			return runCmd(c, runF, listShowRun, opts)
 		},
 	}
 }
 
-func newCmdListChange(g *Globals, file string, op filters.Op) *cobra.Command {
-	var pf patternFlags
-	var except []string
+func listShowRun(_ context.Context, opts *ListShowOptions) error {
+	g, file := opts.G, opts.File
+	in, err := g.OpenInstance()
+	if err != nil {
+		return err
+	}
+	b, err := in.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	l := tracefs.ParseFunctionList(string(b))
+	keys := make([]filters.Key, 0, len(l.Names))
+	for _, n := range l.Names {
+		keys = append(keys, filters.ParseKey(n))
+	}
+	if g.JSON() {
+		return writeJSON(g.Out, map[string]any{
+			"file": file, "instance": in.Name, "empty": l.Empty, "functions": keys,
+			"commands": l.Commands, "pending_modules": l.PendingModules,
+		})
+	}
+	w := bufio.NewWriter(g.Out)
+	defer w.Flush()
+	if l.Empty && file == filters.FilterFile {
+		g.Notice("%s is empty: every function is traced", file)
+	}
+	for _, k := range keys {
+		fmt.Fprintln(w, safe(k.String()))
+	}
+	for _, cmd := range l.Commands {
+		fmt.Fprintln(w, safe(cmd))
+	}
+	for _, p := range l.PendingModules {
+		fmt.Fprintf(w, "%s\t(waiting for the module to load)\n", safe(p))
+	}
+	return nil
+}
+
+// ListChangeOptions are the inputs of `ftctl filter|notrace set|add|remove`.
+type ListChangeOptions struct {
+	G        *Globals
+	File     string // filters.FilterFile or filters.NotraceFile
+	Op       filters.Op
+	Patterns PatternArgs
+	Except   []string // filter set --except: the notrace list's new patterns
+}
+
+// NewCmdListChange builds `ftctl filter|notrace set|add|remove` (by file and op).
+func NewCmdListChange(g *Globals, file string, op filters.Op, runF func(context.Context, *ListChangeOptions) error) *cobra.Command {
+	opts := &ListChangeOptions{G: g, File: file, Op: op}
 	short := map[filters.Op]string{
 		filters.OpSet:    "Replace the list with the functions the patterns select",
 		filters.OpAdd:    "Add the functions the patterns select",
@@ -211,40 +236,54 @@ func newCmdListChange(g *Globals, file string, op filters.Op) *cobra.Command {
 		Annotations:       map[string]string{AnnotationJSON: listChangeJSON},
 		ValidArgsFunction: complete,
 		RunE: func(c *cobra.Command, a []string) error {
-			pats, err := pf.compile(g.In, a)
-			if err != nil {
-				return err
-			}
-			if len(pats) == 0 {
-				return InvalidInput(fmt.Errorf("no patterns given (arguments or --from-file)"))
-			}
-			changes := []filters.Change{{File: file, Op: op, Patterns: pats}}
-			if len(except) > 0 {
-				ex, err := (&patternFlags{regex: pf.regex}).compile(g.In, except)
-				if err != nil {
-					return err
-				}
-				// notrace := N ∪ N', then filter := F', then notrace := N': no intermediate
-				// state traces a function that neither the old nor the new configuration does.
-				changes = []filters.Change{
-					{File: filters.NotraceFile, Op: filters.OpAdd, Patterns: ex},
-					changes[0],
-					{File: filters.NotraceFile, Op: filters.OpSet, Patterns: ex},
-				}
-			}
-			return applyChanges(c.Context(), g, changes, nil)
+			opts.Patterns.Args = a
+			return runCmd(c, runF, listChangeRun, opts)
 		},
 	}
-	pf.register(c)
+	opts.Patterns.register(c)
 	if op == filters.OpSet && file == filters.FilterFile {
-		c.Flags().StringArrayVar(&except, "except", nil, "also set the notrace list to `PATTERN`, in one safe transition (repeatable)")
+		c.Flags().StringArrayVar(&opts.Except, "except", nil, "also set the notrace list to `PATTERN`, in one safe transition (repeatable)")
 		registerFlagCompletion(c, "except", completeFunctionNames(g))
 	}
 	return c
 }
 
-func newCmdListClear(g *Globals, file string) *cobra.Command {
-	var force bool
+func listChangeRun(ctx context.Context, opts *ListChangeOptions) error {
+	g := opts.G
+	pats, err := opts.Patterns.compile(g.In)
+	if err != nil {
+		return err
+	}
+	if len(pats) == 0 {
+		return InvalidInput(fmt.Errorf("no patterns given (arguments or --from-file)"))
+	}
+	changes := []filters.Change{{File: opts.File, Op: opts.Op, Patterns: pats}}
+	if len(opts.Except) > 0 {
+		ex, err := compilePatterns(opts.Except, opts.Patterns.Regex)
+		if err != nil {
+			return err
+		}
+		// notrace := N ∪ N', then filter := F', then notrace := N': no intermediate state
+		// traces a function that neither the old nor the new configuration does.
+		changes = []filters.Change{
+			{File: filters.NotraceFile, Op: filters.OpAdd, Patterns: ex},
+			changes[0],
+			{File: filters.NotraceFile, Op: filters.OpSet, Patterns: ex},
+		}
+	}
+	return applyChanges(ctx, g, changes, nil)
+}
+
+// ListClearOptions are the inputs of `ftctl filter|notrace clear`.
+type ListClearOptions struct {
+	G     *Globals
+	File  string // filters.FilterFile or filters.NotraceFile
+	Force bool   // clear the filter even while a function tracer runs
+}
+
+// NewCmdListClear builds `ftctl filter clear` or `ftctl notrace clear`.
+func NewCmdListClear(g *Globals, file string, runF func(context.Context, *ListClearOptions) error) *cobra.Command {
+	opts := &ListClearOptions{G: g, File: file}
 	c := &cobra.Command{
 		Use:   "clear",
 		Short: "Empty the list",
@@ -254,37 +293,72 @@ filter is refused while the function or function_graph tracer runs in that trace
 		Args:        args(cobra.NoArgs),
 		Annotations: map[string]string{AnnotationJSON: listChangeJSON},
 		RunE: func(c *cobra.Command, _ []string) error {
-			refuseWhileTracing := func(in *tracefs.Instance) error {
-				if file != filters.FilterFile || force {
-					return nil
-				}
-				b, err := in.ReadFile("current_tracer")
-				if err != nil {
-					return err
-				}
-				if t := strings.TrimSpace(string(b)); t == "function" || t == "function_graph" {
-					return InvalidInput(fmt.Errorf("refusing to clear %s while the %s tracer is active in the %s: "+
-						"an empty filter traces every function; set the tracer to nop first, or use --force", file, t, in.Label()))
-				}
-				return nil
-			}
-			return applyChanges(c.Context(), g, []filters.Change{{File: file, Op: filters.OpClear}}, refuseWhileTracing)
+			return runCmd(c, runF, listClearRun, opts)
 		},
 	}
 	if file == filters.FilterFile {
-		c.Flags().BoolVar(&force, "force", false, "clear even while a function tracer is active (it then traces every function)")
+		c.Flags().BoolVar(&opts.Force, "force", false, "clear even while a function tracer is active (it then traces every function)")
 	}
 	return c
 }
 
-// applyChanges takes the lock, finds (or creates) the instance, runs check (if any) under the
-// lock, and carries the changes out with the swap protocol.
+func listClearRun(ctx context.Context, opts *ListClearOptions) error {
+	file := opts.File
+	refuseWhileTracing := func(in *tracefs.Instance) error {
+		if file != filters.FilterFile || opts.Force {
+			return nil
+		}
+		b, err := in.ReadFile("current_tracer")
+		if err != nil {
+			return err
+		}
+		if t := strings.TrimSpace(string(b)); t == "function" || t == "function_graph" {
+			return InvalidInput(fmt.Errorf("refusing to clear %s while the %s tracer is active in the %s: "+
+				"an empty filter traces every function; set the tracer to nop first, or use --force", file, t, in.Label()))
+		}
+		return nil
+	}
+	return applyChanges(ctx, opts.G, []filters.Change{{File: file, Op: filters.OpClear}}, refuseWhileTracing)
+}
+
+// applyChanges carries the changes out with the swap protocol. The slow part, reading the
+// function index and resolving every pattern, comes first and without the lock (a pattern that
+// selects nothing fails here, exit 2, without waiting for anyone). Then it takes the lock,
+// finds (or creates) the instance, runs check (if any), and the Applier checks everything again
+// under the lock before the first write: the index is read again if a module came or went, and
+// each list is read and planned now, so that another writer's change in the meantime is kept.
 func applyChanges(ctx context.Context, g *Globals, changes []filters.Change, check func(*tracefs.Instance) error) error {
+	timing := phaseTimer(g)
+	fs, err := g.FS()
+	if err != nil {
+		return err
+	}
+	timed := func(phase string, f func() error) error {
+		start := time.Now()
+		err := f()
+		timing(phase, time.Since(start))
+		return err
+	}
+	var ix *filters.Index
+	if err := timed("read index", func() (err error) { ix, err = filters.LoadIndex(fs.Top()); return }); err != nil {
+		return err
+	}
+	var resolved *filters.Resolved
+	if err := timed("resolve", func() (err error) { resolved, err = filters.Resolve(ix, changes); return }); err != nil {
+		return err
+	}
+
+	waitStart := time.Now()
 	fs, lock, err := g.BeginWrite(ctx)
 	if err != nil {
 		return err
 	}
-	defer lock.Unlock()
+	timing("lock wait", time.Since(waitStart))
+	lockedAt := time.Now()
+	defer func() {
+		lock.Unlock()
+		timing("locked", time.Since(lockedAt))
+	}()
 	in, err := g.WriteInstance(fs)
 	if err != nil {
 		return err
@@ -296,18 +370,13 @@ func applyChanges(ctx context.Context, g *Globals, changes []filters.Change, che
 	}
 	ap := &filters.Applier{In: in, Top: fs.Top(), Notice: g.Notice, ByName: !fs.IndexWrites()}
 	if os.Getenv("FTCTL_TIMING") != "" {
-		ap.Timing = func(phase string, d time.Duration) {
-			fmt.Fprintf(g.Err, "ftctl: timing: %s %.6f\n", phase, d.Seconds())
-		}
+		ap.Timing = timing
 	}
 	if ap.ByName {
 		g.Notice("this kernel does not take index writes: writing function names (slow)")
 	}
-	results, err := ap.Apply(ctx, changes)
+	results, err := ap.ApplyResolved(ctx, resolved)
 	if err != nil {
-		if errors.Is(err, filters.ErrPattern) || errors.Is(err, filters.ErrWouldEmpty) {
-			return InvalidInput(err)
-		}
 		return err
 	}
 	if g.JSON() {
@@ -337,4 +406,15 @@ func instancePrefix(in *tracefs.Instance) string {
 		return ""
 	}
 	return "instances/" + safe(in.Name) + "/"
+}
+
+// phaseTimer prints how long a phase took when FTCTL_TIMING is set (for benchmarks), and does
+// nothing otherwise.
+func phaseTimer(g *Globals) func(phase string, d time.Duration) {
+	if os.Getenv("FTCTL_TIMING") == "" {
+		return func(string, time.Duration) {}
+	}
+	return func(phase string, d time.Duration) {
+		fmt.Fprintf(g.Err, "ftctl: timing: %s %.6f\n", phase, d.Seconds())
+	}
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -9,10 +10,16 @@ import (
 	"github.com/ftctl/ftctl/filters"
 )
 
+// FunctionsOptions are the inputs of `ftctl functions`.
+type FunctionsOptions struct {
+	G        *Globals
+	Patterns PatternArgs
+	Count    bool // --count: only how many
+}
+
 // NewCmdFunctions builds `ftctl functions`: the pattern preview.
-func NewCmdFunctions(g *Globals) *cobra.Command {
-	var pf patternFlags
-	var count bool
+func NewCmdFunctions(g *Globals, runF func(context.Context, *FunctionsOptions) error) *cobra.Command {
+	opts := &FunctionsOptions{G: g}
 	c := &cobra.Command{
 		Use:   "functions [PATTERN...]",
 		Short: "List traceable functions matching patterns: what a filter would select",
@@ -32,65 +39,70 @@ module is empty for the core kernel; index is the line of available_filter_funct
 --count: {"count": 42}.`},
 		ValidArgsFunction: completeFunctionNames(g),
 		RunE: func(c *cobra.Command, a []string) error {
-			pats, err := pf.compile(g.In, a)
-			if err != nil {
-				return err
-			}
-			fs, err := g.FS()
-			if err != nil {
-				return err
-			}
-			ap := &filters.Applier{Top: fs.Top()}
-			ix, err := ap.Index()
-			if err != nil {
-				return err
-			}
-			var recs []int
-			if len(pats) == 0 {
-				for i := 1; i <= ix.Len(); i++ {
-					if ix.Valid(i) {
-						recs = append(recs, i)
-					}
-				}
-			} else if recs, err = ix.ResolveAll(pats); err != nil {
-				return InvalidInput(err)
-			}
-			if count {
-				if g.JSON() {
-					return writeJSON(g.Out, map[string]int{"count": len(recs)})
-				}
-				fmt.Fprintln(g.Out, len(recs))
-				return nil
-			}
-			w := bufio.NewWriterSize(g.Out, 64*1024)
-			if g.JSON() {
-				w.WriteString("[")
-				for n, i := range recs {
-					k := ix.Key(i)
-					if n > 0 {
-						w.WriteString(",")
-					}
-					fmt.Fprintf(w, "\n  {\"name\": %s, \"module\": %s, \"index\": %d}", jsonString(k.Name), jsonString(k.Module), i)
-				}
-				w.WriteString("\n]\n")
-				return w.Flush()
-			}
-			for _, i := range recs {
-				k := ix.Key(i)
-				var err error
-				if k.Module != "" {
-					_, err = fmt.Fprintf(w, "%7d  %s [%s]\n", i, safe(k.Name), safe(k.Module))
-				} else {
-					_, err = fmt.Fprintf(w, "%7d  %s\n", i, safe(k.Name))
-				}
-				if err != nil {
-					return err // EPIPE from | head: Run ends quietly
-				}
-			}
-			return w.Flush()
+			opts.Patterns.Args = a
+			return runCmd(c, runF, functionsRun, opts)
 		},
 	}
-	pf.register(c)
-	c.Flags().BoolVar(&count, "count", false, "print only how many functions match")
+	opts.Patterns.register(c)
+	c.Flags().BoolVar(&opts.Count, "count", false, "print only how many functions match")
 	return c
+}
+
+func functionsRun(_ context.Context, opts *FunctionsOptions) error {
+	g := opts.G
+	pats, err := opts.Patterns.compile(g.In)
+	if err != nil {
+		return err
+	}
+	fs, err := g.FS()
+	if err != nil {
+		return err
+	}
+	ix, err := filters.LoadIndex(fs.Top())
+	if err != nil {
+		return err
+	}
+	var recs []int
+	if len(pats) == 0 {
+		for i := 1; i <= ix.Len(); i++ {
+			if ix.Valid(i) {
+				recs = append(recs, i)
+			}
+		}
+	} else if recs, err = ix.ResolveAll(pats); err != nil {
+		return err
+	}
+	if opts.Count {
+		if g.JSON() {
+			return writeJSON(g.Out, map[string]int{"count": len(recs)})
+		}
+		fmt.Fprintln(g.Out, len(recs))
+		return nil
+	}
+	w := bufio.NewWriterSize(g.Out, 64*1024)
+	if g.JSON() {
+		w.WriteString("[")
+		for n, i := range recs {
+			k := ix.Key(i)
+			if n > 0 {
+				w.WriteString(",")
+			}
+			fmt.Fprintf(w, "\n  {\"name\": %s, \"module\": %s, \"index\": %d}", jsonString(k.Name), jsonString(k.Module), i)
+		}
+		w.WriteString("\n]\n")
+		return w.Flush()
+	}
+	for _, i := range recs {
+		k := ix.Key(i)
+		var err error
+		if k.Module != "" {
+			_, err = fmt.Fprintf(w, "%7d  %s [%s]\n", i, safe(k.Name), safe(k.Module))
+		} else {
+			_, err = fmt.Fprintf(w, "%7d  %s\n", i, safe(k.Name))
+		}
+		if err != nil {
+			return err // EPIPE from | head: Run ends quietly
+		}
+	}
+	return w.Flush()
 }

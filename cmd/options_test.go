@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ftctl/ftctl/filters"
 )
 
 // The cli/cli way: each command's flags and arguments parse into its options struct, captured
@@ -109,6 +111,59 @@ func TestOptionsParsed(t *testing.T) {
 		c := NewCmdReset(g(), func(_ context.Context, o *ResetOptions) error { got = o; return nil })
 		c.SetArgs([]string{"--all", "--yes"})
 		if err := c.Execute(); err != nil || got == nil || !got.All || !got.Yes {
+			t.Fatalf("%v %+v", err, got)
+		}
+	})
+	t.Run("filter set", func(t *testing.T) {
+		var got *ListChangeOptions
+		c := NewCmdListChange(g(), filters.FilterFile, filters.OpSet, func(_ context.Context, o *ListChangeOptions) error { got = o; return nil })
+		c.SetArgs([]string{"vfs_*", "ksys_read", "--except", "vfs_readv", "--except", "vfs_write", "--from-file", "f.txt", "--regex"})
+		if err := c.Execute(); err != nil || got == nil {
+			t.Fatalf("%v", err)
+		}
+		if got.File != filters.FilterFile || got.Op != filters.OpSet || !slices.Equal(got.Patterns.Args, []string{"vfs_*", "ksys_read"}) ||
+			!slices.Equal(got.Except, []string{"vfs_readv", "vfs_write"}) || got.Patterns.FromFile != "f.txt" || !got.Patterns.Regex {
+			t.Errorf("%+v", got)
+		}
+	})
+	t.Run("notrace add and remove", func(t *testing.T) {
+		for _, op := range []filters.Op{filters.OpAdd, filters.OpRemove} {
+			var got *ListChangeOptions
+			c := NewCmdListChange(g(), filters.NotraceFile, op, func(_ context.Context, o *ListChangeOptions) error { got = o; return nil })
+			c.SetArgs([]string{"*spin_lock*"})
+			if err := c.Execute(); err != nil || got == nil || got.File != filters.NotraceFile || got.Op != op ||
+				!slices.Equal(got.Patterns.Args, []string{"*spin_lock*"}) || got.Except != nil {
+				t.Fatalf("%v: %v %+v", op, err, got)
+			}
+			if c.Flags().Lookup("except") != nil {
+				t.Errorf("notrace %v has --except", op)
+			}
+		}
+	})
+	t.Run("filter show", func(t *testing.T) {
+		var got *ListShowOptions
+		c := NewCmdListShow(g(), filters.NotraceFile, func(_ context.Context, o *ListShowOptions) error { got = o; return nil })
+		c.SetArgs(nil)
+		if err := c.Execute(); err != nil || got == nil || got.File != filters.NotraceFile {
+			t.Fatalf("%v %+v", err, got)
+		}
+	})
+	t.Run("filter clear", func(t *testing.T) {
+		var got *ListClearOptions
+		c := NewCmdListClear(g(), filters.FilterFile, func(_ context.Context, o *ListClearOptions) error { got = o; return nil })
+		c.SetArgs([]string{"--force"})
+		if err := c.Execute(); err != nil || got == nil || got.File != filters.FilterFile || !got.Force {
+			t.Fatalf("%v %+v", err, got)
+		}
+		if NewCmdListClear(g(), filters.NotraceFile, nil).Flags().Lookup("force") != nil {
+			t.Error("notrace clear has --force")
+		}
+	})
+	t.Run("functions", func(t *testing.T) {
+		var got *FunctionsOptions
+		c := NewCmdFunctions(g(), func(_ context.Context, o *FunctionsOptions) error { got = o; return nil })
+		c.SetArgs([]string{"--count", "vfs_*", "*:mod:ext4"})
+		if err := c.Execute(); err != nil || got == nil || !got.Count || !slices.Equal(got.Patterns.Args, []string{"vfs_*", "*:mod:ext4"}) {
 			t.Fatalf("%v %+v", err, got)
 		}
 	})

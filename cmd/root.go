@@ -193,7 +193,7 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 		NewCmdStatus(g, nil),
 		NewCmdMount(g, nil),
 		NewCmdInstance(g),
-		NewCmdFunctions(g),
+		NewCmdFunctions(g, nil),
 		NewCmdFilter(g, filters.FilterFile),
 		NewCmdFilter(g, filters.NotraceFile),
 		NewCmdStream(g, nil),

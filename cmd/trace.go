@@ -333,14 +333,11 @@ func compileAll(texts []string) ([]*filters.Pattern, error) {
 	return out, nil
 }
 
-// sessionError maps what session.New and Start refuse onto the exit-code table.
+// sessionError shows what session.New and Start refuse as the probe commands do (the kernel's
+// diagnosis, a caret); the exit code comes from the error's class, in ExitCode.
 func sessionError(err error) error {
-	var re *probes.RejectedError
-	switch {
-	case errors.As(err, &re):
+	if re := (*probes.RejectedError)(nil); errors.As(err, &re) {
 		return rejectedError(re)
-	case errors.Is(err, session.ErrInvalid), errors.Is(err, filters.ErrPattern), errors.Is(err, filters.ErrWouldEmpty):
-		return InvalidInput(err)
 	}
 	return syntaxError(err) // a probe syntax error shown with its caret; others as they are
 }

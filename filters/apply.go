@@ -13,10 +13,33 @@ import (
 // from fresh indexes (the previous contents were restored).
 var ErrVerify = errors.New("the kernel's list does not match the plan")
 
+// Resolved is a list of changes whose patterns were resolved against one read of the index:
+// the slow part of a change (reading and parsing available_filter_functions, matching the
+// patterns), which needs no lock. Applier.ApplyResolved checks it again under the lock.
+type Resolved struct {
+	ix      *Index
+	changes []Change
+	recs    [][]int // per change: the records its patterns select (nil for a clear)
+}
+
+// Resolve resolves every pattern of every change against ix, before anything is written: a
+// pattern that selects nothing, in any step, fails the whole (ErrPattern, a NoMatchError).
+func Resolve(ix *Index, changes []Change) (*Resolved, error) {
+	r := &Resolved{ix: ix, changes: changes, recs: make([][]int, len(changes))}
+	for k, ch := range changes {
+		recs, err := ch.resolve(ix)
+		if err != nil {
+			return nil, err
+		}
+		r.recs[k] = recs
+	}
+	return r, nil
+}
+
 // Applier carries changes out on a trace array with the swap protocol (see README, "The swap
-// protocol"): resolve every pattern first; write each list in one open without O_TRUNC,
-// additions then removals; read back and verify; on a mismatch retry once from fresh indexes,
-// else restore what was there and fail. The caller holds the tracefs lock.
+// protocol"): resolve every pattern and plan every step first; write each list in one open
+// without O_TRUNC, additions then removals; read back and verify; on a mismatch retry once from
+// fresh indexes, else restore what was there and fail. The caller holds the tracefs lock.
 type Applier struct {
 	In  *tracefs.Instance // the trace array whose lists change
 	Top *tracefs.Instance // where available_filter_functions is
@@ -24,20 +47,17 @@ type Applier struct {
 	ByName bool
 	// Notice reports progress and recoveries to the user (stderr).
 	Notice func(format string, args ...any)
-	// Timing, when set, receives how long each phase took ("read index", "read list", "plan",
-	// "write", "verify"): FTCTL_TIMING=1 prints them, for benchmarks.
+	// Timing, when set, receives how long each phase took ("read index", "resolve", "read
+	// list", "plan", "write", "verify"): FTCTL_TIMING=1 prints them, for benchmarks.
 	Timing func(phase string, d time.Duration)
-	// AfterPlan, when set (a test hook), runs after planning and before the check that the
-	// loaded modules are still those the index was read with.
+	// AfterPlan, when set (a test hook), runs after a step is planned and before the check that
+	// the loaded modules are still those the index was read with.
 	AfterPlan func(attempt int)
 	// BeforeWrite, when set (a test hook), runs after planning and before each write: the window in
 	// which a module load or unload makes the planned indexes stale.
 	BeforeWrite func(attempt int)
 
-	ix      *Index
-	modules string // tracefs.ModulesFingerprint() when ix was read
-	dryRun  bool
-	planned map[string]Multiset // dry run: each list as the earlier steps would leave it
+	dryRun bool
 }
 
 // Result reports one list's transition.
@@ -54,40 +74,20 @@ type Result struct {
 	Empty    bool   `json:"empty"`    // the list is empty (for a filter: every function traced)
 }
 
-// Index returns the function index, reading available_filter_functions the first time (and
-// again after Refresh).
-func (a *Applier) Index() (*Index, error) {
-	if a.ix != nil {
-		return a.ix, nil
-	}
-	modules := tracefs.ModulesFingerprint()
-	b, err := a.Top.ReadFile("available_filter_functions")
-	if err != nil {
-		return nil, err
-	}
-	a.modules = modules
-	ix, err := ParseIndex(string(b))
-	if err != nil {
-		return nil, fmt.Errorf("parsing %s: %w", a.Top.Path("available_filter_functions"), err)
-	}
-	a.ix = ix
-	return ix, nil
-}
-
-// Refresh forgets the index: the next use reads it again.
-func (a *Applier) Refresh() { a.ix = nil }
-
-// Current reads a list file as a multiset (in a dry run, as the planned earlier steps left it).
+// Current reads a list file as a multiset.
 func (a *Applier) Current(file string) (Multiset, tracefs.FunctionList, error) {
 	b, err := a.In.ReadFile(file)
 	if err != nil {
 		return nil, tracefs.FunctionList{}, err
 	}
 	l := tracefs.ParseFunctionList(string(b))
-	if m, ok := a.planned[file]; ok {
-		return m, l, nil
-	}
 	return ListedSet(l), l, nil
+}
+
+// loadIndex reads the index afresh.
+func (a *Applier) loadIndex() (ix *Index, err error) {
+	err = a.timed("read index", func() (err error) { ix, err = LoadIndex(a.Top); return })
+	return ix, err
 }
 
 // timed runs f and reports its duration as phase.
@@ -106,23 +106,64 @@ func (a *Applier) notice(format string, args ...any) {
 	}
 }
 
-// Apply carries out changes in order. If one fails, the lists changed by the earlier ones are
-// put back, last first, and the error returned.
+// Apply reads the index, resolves the changes and carries them out (ApplyResolved), all under
+// the caller's lock. A command that can read the index before taking the lock uses LoadIndex,
+// Resolve and ApplyResolved instead, and holds the lock only for the last.
 func (a *Applier) Apply(ctx context.Context, changes []Change) ([]Result, error) {
+	ix, err := a.loadIndex()
+	if err != nil {
+		return nil, err
+	}
+	var r *Resolved
+	if err := a.timed("resolve", func() (err error) { r, err = Resolve(ix, changes); return }); err != nil {
+		return nil, err
+	}
+	return a.ApplyResolved(ctx, r)
+}
+
+// ApplyResolved carries resolved changes out in order. The caller holds the tracefs lock, and
+// everything the resolution assumed is checked again under it before the first write: if the
+// loaded modules changed since the index was read, it is read again and the patterns resolved
+// again; every step is planned on the lists as they are now (another writer may have changed
+// them since the resolution), each on the lists the earlier ones leave. A step that cannot be
+// planned (a pattern now selecting nothing, a filter that would become empty) fails before
+// anything is written. If a step fails later, its own list is put back, then the lists of the
+// earlier steps, last first, and the error returned.
+func (a *Applier) ApplyResolved(ctx context.Context, r *Resolved) ([]Result, error) {
 	a.dryRun = a.In.FS().DryRun != nil
-	a.planned = map[string]Multiset{}
-	var results []Result
-	var done []Step
-	for _, ch := range changes {
-		res, st, err := a.applyOne(ctx, ch)
+	if r.ix.Stale() {
+		a.notice("the loaded modules changed since the function index was read: reading it again")
+		ix, err := a.loadIndex()
 		if err != nil {
-			if !a.dryRun && len(done) > 0 && !errors.Is(err, ErrPattern) && !errors.Is(err, ErrWouldEmpty) {
-				// Put back what earlier steps changed, even when interrupted (Ctrl-C).
-				cleanup := context.WithoutCancel(ctx)
-				for k := len(done) - 1; k >= 0; k-- {
-					if rerr := a.restore(cleanup, done[k].File, done[k].Before); rerr != nil {
-						err = fmt.Errorf("%w; restoring %s also failed: %v", err, done[k].File, rerr)
-					}
+			return nil, err
+		}
+		if err := a.timed("resolve", func() (err error) { r, err = Resolve(ix, r.changes); return }); err != nil {
+			return nil, err
+		}
+	}
+	steps, err := a.planAll(r)
+	if err != nil {
+		return nil, err
+	}
+	var results []Result
+	if a.dryRun {
+		for _, st := range steps {
+			if err := a.write(ctx, r.ix, st); err != nil {
+				return results, err
+			}
+			results = append(results, a.result(st, false, false))
+		}
+		return results, nil
+	}
+	var done []Step
+	for k := range r.changes {
+		res, st, err := a.applyOne(ctx, r, k, steps[k])
+		if err != nil {
+			// Put back what earlier steps changed, even when interrupted (Ctrl-C).
+			cleanup := context.WithoutCancel(ctx)
+			for j := len(done) - 1; j >= 0; j-- {
+				if rerr := a.restore(cleanup, done[j].File, done[j].Before); rerr != nil {
+					err = andRestoreFailed(err, "restoring "+done[j].File, rerr)
 				}
 			}
 			return results, err
@@ -133,35 +174,74 @@ func (a *Applier) Apply(ctx context.Context, changes []Change) ([]Result, error)
 	return results, nil
 }
 
-func (a *Applier) applyOne(ctx context.Context, ch Change) (Result, Step, error) {
+// planAll plans every step from the lists as they are (each read once) and as the earlier
+// steps leave them.
+func (a *Applier) planAll(r *Resolved) ([]Step, error) {
+	lists := map[string]Multiset{}
+	steps := make([]Step, len(r.changes))
+	for k, ch := range r.changes {
+		before, ok := lists[ch.File]
+		if !ok {
+			if err := a.timed("read list", func() (err error) { before, _, err = a.Current(ch.File); return }); err != nil {
+				return nil, err
+			}
+		}
+		if err := a.timed("plan", func() (err error) { steps[k], err = planResolved(r.ix, before, ch, r.recs[k]); return }); err != nil {
+			return nil, err
+		}
+		lists[ch.File] = steps[k].Expect
+	}
+	return steps, nil
+}
+
+// applyOne writes one planned step and verifies it; on a mismatch it retries once from a fresh
+// index. Whatever an attempt wrote is taken back (the list restored as it was before the step)
+// when the step fails.
+func (a *Applier) applyOne(ctx context.Context, r *Resolved, k int, st Step) (Result, Step, error) {
+	ch := r.changes[k]
+	ix := r.ix
+	orig := st.Before // the list before the first attempt: what a failure restores
+	wrote := false    // an attempt opened the list for writing: the close committed something
+	fail := func(err error) (Result, Step, error) {
+		if !wrote {
+			return Result{}, st, fmt.Errorf("%w; nothing was written to %s", err, ch.File)
+		}
+		a.notice("%s: restoring the previous list", ch.File)
+		if rerr := a.restore(context.WithoutCancel(ctx), ch.File, orig); rerr != nil {
+			return Result{}, st, andRestoreFailed(err, "restoring the previous "+ch.File, rerr)
+		}
+		return Result{}, st, fmt.Errorf("%w (the previous list was restored)", err)
+	}
 	var last error
-	var orig Multiset // the list before the first attempt: what a failure restores
 	for attempt := 0; attempt < 2; attempt++ {
-		if attempt > 0 {
-			a.Refresh()
-			a.notice("%s: %v; retrying once with fresh indexes", ch.File, last)
-		}
-		var ix *Index
-		var before Multiset
-		if err := a.timed("read index", func() (err error) { ix, err = a.Index(); return }); err != nil {
-			return Result{}, Step{}, err
-		}
-		if err := a.timed("read list", func() (err error) { before, _, err = a.Current(ch.File); return }); err != nil {
-			return Result{}, Step{}, err
-		}
-		if attempt == 0 {
-			orig = before
-		}
-		// The target is always computed from the list as it was before the first attempt: a
-		// failed attempt may have left wrong functions behind (stale indexes), which the retry
-		// must take out again, whatever the operation.
-		var st Step
-		if err := a.timed("plan", func() (err error) { st, err = PlanStep(ix, orig, ch); return }); err != nil {
-			return Result{}, st, err
-		}
 		planned := st
-		if attempt > 0 && !before.Equal(orig) {
-			planned = PlanRestore(ix, before, st.Expect, ch.File)
+		if attempt > 0 {
+			a.notice("%s: %v; retrying once with fresh indexes", ch.File, last)
+			var err error
+			if ix, err = a.loadIndex(); err != nil {
+				return fail(err)
+			}
+			var recs []int
+			if err := a.timed("resolve", func() (err error) { recs, err = ch.resolve(ix); return }); err != nil {
+				return fail(fmt.Errorf("%s: after %v: %w", ch.File, last, err))
+			}
+			var before Multiset
+			if err := a.timed("read list", func() (err error) { before, _, err = a.Current(ch.File); return }); err != nil {
+				return fail(err)
+			}
+			// The target is computed from the list as it was before the first attempt: a failed
+			// attempt may have left wrong functions behind (stale indexes), which the retry must
+			// take out again, whatever the operation.
+			if err := a.timed("plan", func() (err error) { st, err = planResolved(ix, orig, ch, recs); return }); err != nil {
+				return fail(fmt.Errorf("%s: after %v: %w", ch.File, last, err))
+			}
+			planned = st
+			if !before.Equal(orig) {
+				var err error
+				if planned, err = PlanRestore(ix, before, st.Expect, ch.File); err != nil {
+					return fail(err)
+				}
+			}
 		}
 		if a.AfterPlan != nil {
 			a.AfterPlan(attempt)
@@ -169,35 +249,34 @@ func (a *Applier) applyOne(ctx context.Context, ch Change) (Result, Step, error)
 		// A module unloaded since the index was read shifts indexes: re-read and re-plan rather
 		// than write stale ones (what remains is the few milliseconds of the write itself, which
 		// the read-back covers).
-		if !a.dryRun && tracefs.ModulesFingerprint() != a.modules {
+		if ix.Stale() {
 			last = errors.New("the loaded modules changed while planning")
 			if attempt == 0 {
 				continue
 			}
-			return Result{}, st, fmt.Errorf("%s: %w twice; nothing was written", ch.File, last)
+			return fail(fmt.Errorf("%s: %w twice", ch.File, last))
 		}
 		if a.BeforeWrite != nil {
 			a.BeforeWrite(attempt)
 		}
-		if err := a.timed("write", func() error { return a.write(ctx, ix, planned) }); err != nil {
+		err := a.timed("write", func() error { return a.write(ctx, ix, planned) })
+		if !opened(err) {
+			return fail(err)
+		}
+		wrote = true
+		if err != nil {
 			if ctx.Err() != nil { // interrupted midway: the list is within old ∪ new; put it back
-				if rerr := a.restore(context.WithoutCancel(ctx), ch.File, orig); rerr != nil {
-					return Result{}, st, fmt.Errorf("%w; restoring %s failed: %v", ctx.Err(), ch.File, rerr)
-				}
-				return Result{}, st, ctx.Err()
+				return fail(ctx.Err())
 			}
 			var te *tracefs.TokenError
 			if !errors.As(err, &te) { // not a stale index: nothing to retry
-				return Result{}, st, err
+				return fail(err)
 			}
 			last = fmt.Errorf("the kernel rejected a planned index (%w)", err)
-		} else if a.dryRun {
-			a.planned[ch.File] = st.Expect
-			return a.result(st, false, attempt > 0), st, nil
 		} else {
 			var got Multiset
 			if err := a.timed("verify", func() (err error) { got, _, err = a.Current(ch.File); return }); err != nil {
-				return Result{}, st, err
+				return fail(err)
 			}
 			if got.Equal(st.Expect) {
 				return a.result(st, true, attempt > 0), st, nil
@@ -205,17 +284,31 @@ func (a *Applier) applyOne(ctx context.Context, ch Change) (Result, Step, error)
 			last = fmt.Errorf("%w: %s", ErrVerify, st.Expect.Diff(got))
 		}
 		if attempt == 1 {
-			a.notice("%s: still not matching after a retry; restoring the previous list", ch.File)
-			if rerr := a.restore(ctx, ch.File, orig); rerr != nil {
-				return Result{}, st, fmt.Errorf("%s: %w; restoring the previous list failed too: %v", ch.File, last, rerr)
-			}
+			a.notice("%s: still not matching after a retry", ch.File)
 			if !errors.Is(last, ErrVerify) {
 				last = fmt.Errorf("%w: %v", ErrVerify, last)
 			}
-			return Result{}, st, fmt.Errorf("%s: %w (the previous list was restored)", ch.File, last)
+			return fail(fmt.Errorf("%s: %w", ch.File, last))
 		}
 	}
 	panic("unreachable")
+}
+
+// andRestoreFailed is err, and the restore that followed it failed too (both in the chain).
+// The list may now differ from before, so a refusal (ErrPattern, ErrWouldEmpty: "nothing was
+// changed") does not stay in it.
+func andRestoreFailed(err error, what string, rerr error) error {
+	if errors.Is(err, ErrPattern) || errors.Is(err, ErrWouldEmpty) {
+		return fmt.Errorf("%v; %s failed too: %w", err, what, rerr)
+	}
+	return fmt.Errorf("%w; %s failed too: %w", err, what, rerr)
+}
+
+// opened reports whether a write that returned err got as far as opening the file (and so
+// committed something when it closed it). Only a failed open leaves the list untouched.
+func opened(err error) bool {
+	var te *tracefs.Error
+	return err == nil || !errors.As(err, &te) || te.Op != "open"
 }
 
 // write performs one step: one open, additions then removals, one close.
@@ -235,10 +328,11 @@ func (a *Applier) write(ctx context.Context, ix *Index, st Step) error {
 	return a.In.WriteTokens(ctx, st.File, toks)
 }
 
-// restore puts a list back to a recorded multiset, with fresh indexes.
+// restore puts a list back to a recorded multiset, with fresh indexes. Functions that no longer
+// exist are left out (and said so); a filter none of whose functions exists is left as it is
+// (VanishedError), never emptied.
 func (a *Applier) restore(ctx context.Context, file string, want Multiset) error {
-	a.Refresh()
-	ix, err := a.Index()
+	ix, err := a.loadIndex()
 	if err != nil {
 		return err
 	}
@@ -246,7 +340,13 @@ func (a *Applier) restore(ctx context.Context, file string, want Multiset) error
 	if err != nil {
 		return err
 	}
-	st := PlanRestore(ix, cur, want, file)
+	st, err := PlanRestore(ix, cur, want, file)
+	if err != nil {
+		return err
+	}
+	if len(st.Vanished) > 0 {
+		a.notice("%s: %d function(s) of the previous list no longer exist and cannot be put back: %v", file, len(st.Vanished), st.Vanished)
+	}
 	if err := a.write(ctx, ix, st); err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/ftctl/ftctl/tracefs"
 )
 
 // Key identifies functions the way the kernel's name matching does: a name in a module ("" for
@@ -50,6 +52,36 @@ type Index struct {
 	byName     map[string][]int32 // name -> record positions (0-based), valid records only
 
 	groups []group // set by Prepare: distinct names with their records
+
+	loaded  bool   // read by LoadIndex, which recorded modules
+	modules string // tracefs.ModulesFingerprint() just before the file was read
+}
+
+// LoadIndex reads and parses available_filter_functions (a top-level file: top is the top-level
+// trace array), noting which modules were loaded when it did (see Stale). It is the one way
+// ftctl reads the index: the commands, the console and sessions all load it here.
+func LoadIndex(top *tracefs.Instance) (*Index, error) {
+	// The fingerprint first: a module that comes or goes while the file is read makes the index
+	// stale, never the fingerprint newer than the index.
+	modules := tracefs.ModulesFingerprint()
+	b, err := top.ReadFile("available_filter_functions")
+	if err != nil {
+		return nil, err
+	}
+	ix, err := ParseIndex(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", top.Path("available_filter_functions"), err)
+	}
+	ix.loaded, ix.modules = true, modules
+	return ix, nil
+}
+
+// Stale reports whether the loaded modules changed since LoadIndex read the index: an unloaded
+// module shifts the index of every record after its own, a loaded one adds records, so indexes
+// planned from a stale index may name other functions. An index that LoadIndex did not read
+// (ParseIndex of a fixture) is always stale: nothing says which kernel it describes.
+func (ix *Index) Stale() bool {
+	return !ix.loaded || tracefs.ModulesFingerprint() != ix.modules
 }
 
 // group is one distinct function name and the positions (0-based) of its valid records.

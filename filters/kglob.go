@@ -5,8 +5,9 @@ import "strings"
 // kglob is a kernel glob compiled for speed: lib/glob.c's own single-backtrack algorithm over
 // pre-parsed tokens (character classes as 256-bit sets), behind a prefilter of the literal runs
 // every match must contain in order. It is what makes a full-glob preview over 70,000 functions
-// fit in a keystroke; the gobwas/glob translation of the same pattern is kept beside it and the
-// two are checked against each other and against a port of lib/glob.c (tests, fuzzing).
+// fit in a keystroke. The tests check it against a port of lib/glob.c and against a translation
+// of the same pattern into gobwas/glob (only there: gobwas is an independent check, not the
+// engine), by table and by fuzzing.
 type kglob struct {
 	toks   []gtok
 	minLen int      // every match is at least this long

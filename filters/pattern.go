@@ -160,7 +160,7 @@ type Pattern struct {
 	re         *regexp.Regexp
 }
 
-// Compile parses a pattern with the kernel's semantics (see parseRegex, kernelGlobToGobwas and
+// Compile parses a pattern with the kernel's semantics (see parseRegex, kglob and
 // the :mod: rules of ftrace_match_record). It refuses, with ErrPattern, what ftctl does not
 // pass through: a leading '!' (use remove), a leading digit (the kernel reads an index), function
 // commands (func:traceoff...), whitespace, control or non-ASCII characters.

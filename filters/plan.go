@@ -125,6 +125,8 @@ type Step struct {
 	Add      []int // 1-based indexes, ascending
 	Remove   []int
 	Truncate bool // OpClear: an O_TRUNC open, the kernel's own way to empty a list
+	// Vanished (PlanRestore only): functions of the list to restore that no longer exist.
+	Vanished []Key
 }
 
 // PlanStep resolves a change against the index and the list's current contents. It is pure:
@@ -138,15 +140,28 @@ type Step struct {
 // record that is not in the list is a no-op in the kernel, which is what makes "every record of
 // a listed key" exact even for duplicated names, whose listed records cannot be told apart.
 func PlanStep(ix *Index, before Multiset, ch Change) (Step, error) {
+	r, err := ch.resolve(ix)
+	if err != nil {
+		return Step{File: ch.File, Op: ch.Op, Before: before}, err
+	}
+	return planResolved(ix, before, ch, r)
+}
+
+// resolve is what the change's patterns select (nothing for a clear).
+func (ch Change) resolve(ix *Index) ([]int, error) {
+	if ch.Op == OpClear {
+		return nil, nil
+	}
+	return ix.ResolveAll(ch.Patterns)
+}
+
+// planResolved is PlanStep with the patterns already resolved to r.
+func planResolved(ix *Index, before Multiset, ch Change, r []int) (Step, error) {
 	st := Step{File: ch.File, Op: ch.Op, Before: before}
 	if ch.Op == OpClear {
 		st.Truncate = true
 		st.Expect = Multiset{}
 		return st, nil
-	}
-	r, err := ix.ResolveAll(ch.Patterns)
-	if err != nil {
-		return st, err
 	}
 	switch ch.Op {
 	case OpSet:
@@ -186,11 +201,21 @@ func PlanStep(ix *Index, before Multiset, ch Change) (Step, error) {
 // PlanRestore plans putting a list back to a multiset recorded earlier, with fresh indexes. For
 // a key listed fewer times than it has records (only raw index writes make that), the first
 // records are chosen: listings cannot tell which ones they were.
-func PlanRestore(ix *Index, current, want Multiset, file string) Step {
+//
+// A function of want that no longer exists (its module was unloaded since) cannot be put back:
+// it is left out and named in Step.Vanished, which is also what the kernel shows after such an
+// unload. Only a truly empty want empties the list (for the filter with O_TRUNC, the kernel's
+// way); a filter whose every function vanished is not put back at all (VanishedError): the
+// empty filter that would leave traces every function.
+func PlanRestore(ix *Index, current, want Multiset, file string) (Step, error) {
 	st := Step{File: file, Op: OpSet, Before: current, Expect: Multiset{}}
 	keep := make(map[int]bool)
 	for k, c := range want {
 		recs := ix.RecordsOf(k)
+		if len(recs) == 0 {
+			st.Vanished = append(st.Vanished, k)
+			continue
+		}
 		if len(recs) > c {
 			recs = recs[:c]
 		}
@@ -198,9 +223,11 @@ func PlanRestore(ix *Index, current, want Multiset, file string) Step {
 			keep[i] = true
 			st.Add = append(st.Add, i)
 		}
-		if len(recs) > 0 {
-			st.Expect[k] = len(recs)
-		}
+		st.Expect[k] = len(recs)
+	}
+	sort.Slice(st.Vanished, func(i, j int) bool { return st.Vanished[i].String() < st.Vanished[j].String() })
+	if file == FilterFile && len(want) > 0 && len(st.Expect) == 0 {
+		return st, &VanishedError{File: file, Keys: st.Vanished}
 	}
 	for k := range current {
 		for _, i := range ix.RecordsOf(k) {
@@ -211,10 +238,31 @@ func PlanRestore(ix *Index, current, want Multiset, file string) Step {
 	}
 	sort.Ints(st.Add)
 	sort.Ints(st.Remove)
-	if len(st.Add) == 0 && file == FilterFile {
+	if len(want) == 0 && file == FilterFile {
 		st.Truncate = true // it was empty: the only way back
 	}
-	return st
+	return st, nil
+}
+
+// VanishedError: a filter cannot be put back because none of the functions it held exists any
+// more (their module was unloaded); putting back what remains would empty it, and an empty
+// filter traces every function. The list is left as it is.
+type VanishedError struct {
+	File string
+	Keys []Key // the functions that are gone, sorted
+}
+
+func (e *VanishedError) Error() string {
+	names := make([]string, 0, min(len(e.Keys), 6))
+	for i, k := range e.Keys {
+		if i == 5 {
+			names = append(names, fmt.Sprintf("and %d more", len(e.Keys)-5))
+			break
+		}
+		names = append(names, k.String())
+	}
+	return fmt.Sprintf("cannot put %s back: none of its functions exists any more (%s: gone with their module), "+
+		"and an empty filter traces every function; %s was left as it is", e.File, strings.Join(names, ", "), e.File)
 }
 
 func copySet(m Multiset) Multiset {

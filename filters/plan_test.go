@@ -2,6 +2,7 @@ package filters
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -104,12 +105,48 @@ func TestPlanRestore(t *testing.T) {
 	ix := tiny(t)
 	cur := Multiset{{"ksys_read", ""}: 1}
 	want := Multiset{{"vfs_read", ""}: 1, {"dup_static", ""}: 1}
-	st := PlanRestore(ix, cur, want, FilterFile)
-	if !equalInts(st.Add, []int{1, 3}) || !equalInts(st.Remove, []int{7}) || !st.Expect.Equal(want) {
-		t.Errorf("%+v", st)
+	st, err := PlanRestore(ix, cur, want, FilterFile)
+	if err != nil || !equalInts(st.Add, []int{1, 3}) || !equalInts(st.Remove, []int{7}) || !st.Expect.Equal(want) || st.Truncate {
+		t.Errorf("%+v %v", st, err)
 	}
-	if st := PlanRestore(ix, cur, Multiset{}, FilterFile); !st.Truncate {
-		t.Errorf("restoring an empty filter must truncate: %+v", st)
+	// Truly empty: the filter is truncated, the kernel's way back to "every function".
+	if st, err := PlanRestore(ix, cur, Multiset{}, FilterFile); err != nil || !st.Truncate {
+		t.Errorf("restoring an empty filter must truncate: %+v %v", st, err)
+	}
+	if st, err := PlanRestore(ix, cur, Multiset{}, NotraceFile); err != nil || st.Truncate || !equalInts(st.Remove, []int{7}) {
+		t.Errorf("restoring an empty notrace: %+v %v", st, err)
+	}
+}
+
+// A module unloaded between the read and a restore: what vanished cannot come back. Only a truly
+// empty target empties a list; a filter none of whose functions exists any more is left as it
+// is (the error names what vanished), never truncated.
+func TestPlanRestoreVanished(t *testing.T) {
+	ix := tiny(t)
+	cur := Multiset{{"ksys_read", ""}: 1}
+	gone := Multiset{{"gone_fn", "gonemod"}: 1, {"other_gone", "gonemod"}: 1}
+	st, err := PlanRestore(ix, cur, gone, FilterFile)
+	var ve *VanishedError
+	if !errors.As(err, &ve) || len(ve.Keys) != 2 || ve.File != FilterFile {
+		t.Fatalf("every function vanished: %+v %v", st, err)
+	}
+	for _, w := range []string{"gone_fn [gonemod]", "other_gone [gonemod]", "every function", "left as it is"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%q lacks %q", err, w)
+		}
+	}
+	// The same for a notrace list is its faithful restore: the kernel lists nothing of an
+	// unloaded module either, and an empty notrace excludes nothing.
+	st, err = PlanRestore(ix, cur, gone, NotraceFile)
+	if err != nil || st.Truncate || len(st.Add) != 0 || !equalInts(st.Remove, []int{7}) || len(st.Vanished) != 2 {
+		t.Errorf("notrace: %+v %v", st, err)
+	}
+	// Some vanished: the rest is put back, without O_TRUNC, and the vanished are named.
+	some := Multiset{{"gone_fn", "gonemod"}: 1, {"dummy_xmit", "dummy"}: 1}
+	st, err = PlanRestore(ix, cur, some, FilterFile)
+	if err != nil || st.Truncate || !equalInts(st.Add, []int{8}) || !equalInts(st.Remove, []int{7}) ||
+		!st.Expect.Equal(Multiset{{"dummy_xmit", "dummy"}: 1}) || len(st.Vanished) != 1 || st.Vanished[0].Name != "gone_fn" {
+		t.Errorf("some vanished: %+v %v", st, err)
 	}
 }
 

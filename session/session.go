@@ -120,7 +120,7 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 		return nil, fmt.Errorf("%w: -f/-n select functions for the function tracers, not for --tracer nop", ErrInvalid)
 	}
 	if len(spec.Filters)+len(spec.Notrace) > 0 {
-		ix, err := (&filters.Applier{Top: top}).Index()
+		ix, err := filters.LoadIndex(top)
 		if err != nil {
 			return nil, err
 		}

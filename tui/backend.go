@@ -137,7 +137,7 @@ func (b *KernelBackend) Status() (Status, error) {
 
 // Index implements Backend.
 func (b *KernelBackend) Index() (*filters.Index, error) {
-	ix, err := (&filters.Applier{Top: b.FS.Top()}).Index()
+	ix, err := filters.LoadIndex(b.FS.Top())
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ package vmtest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -87,8 +88,7 @@ func TestFilterPredictionCorpus(t *testing.T) {
 	}
 	// ftctl's prediction, in-process from one read of the index (the CLI path is the same code:
 	// `ftctl functions` is checked against it below).
-	ap := &filters.Applier{Top: topFS(t).Top()}
-	ix, err := ap.Index()
+	ix, err := filters.LoadIndex(topFS(t).Top())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,25 +252,76 @@ func TestFilterFailingPatternChangesNothing(t *testing.T) {
 	}
 }
 
-// Concurrent ftctl writers never lose an update; unlocked writers do (negative control).
+// A refused command changes nothing in any list: --except's notrace step comes first in the
+// transition, yet a bad filter pattern (or a bad --except one) leaves the notrace list as it was.
+func TestFilterExceptRefusedChangesNothing(t *testing.T) {
+	newInstance(t, "excfail")
+	if r := ftctlRun(t, "-B", "excfail", "filter", "set", "vfs_read"); r.code != 0 {
+		t.Fatal(r)
+	}
+	if r := ftctlRun(t, "-B", "excfail", "notrace", "set", "ksys_read"); r.code != 0 {
+		t.Fatal(r)
+	}
+	filter, notrace := listed(t, "excfail", "set_ftrace_filter"), listed(t, "excfail", "set_ftrace_notrace")
+	for _, args := range [][]string{
+		{"filter", "set", "no_such_fn_xyz", "--except", "vfs_write"},
+		{"filter", "set", "vfs_write", "--except", "no_such_fn_xyz"},
+		{"filter", "set", "vfs_write", "--except", "vfs_readv", "--except", "no_such_fn_xyz"},
+	} {
+		r := ftctlRun(t, append([]string{"-B", "excfail"}, args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, "no_such_fn_xyz") {
+			t.Errorf("%v: %v", args, r)
+		}
+		if got := listed(t, "excfail", "set_ftrace_notrace"); !got.Equal(notrace) {
+			t.Errorf("%v changed the notrace list: %s", args, notrace.Diff(got))
+		}
+		if got := listed(t, "excfail", "set_ftrace_filter"); !got.Equal(filter) {
+			t.Errorf("%v changed the filter: %s", args, filter.Diff(got))
+		}
+	}
+}
+
+// Concurrent ftctl writers never lose an update, and a burst of 32 all land within the default
+// --lock-timeout (each holds the lock only to re-check, plan and write: the index is read and the
+// patterns resolved before); unlocked writers lose updates (negative control).
 func TestFilterConcurrentAdds(t *testing.T) {
 	newInstance(t, "conc")
-	funcs := []string{"vfs_read", "vfs_write", "ksys_read", "ksys_write", "do_sys_openat2", "vfs_fstat", "filp_close", "do_filp_open"}
+	ix, err := filters.LoadIndex(topFS(t).Top())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 32 names of the core kernel that occur once, spread over the index.
+	count := map[string]int{}
+	for _, k := range ix.Records {
+		if k.Module == "" {
+			count[k.Name]++
+		}
+	}
+	var funcs []string
+	for i, k := range ix.Records {
+		if i%997 == 0 && k.Module == "" && count[k.Name] == 1 && !strings.HasPrefix(k.Name, filters.InvalidPrefix) {
+			funcs = append(funcs, k.Name)
+		}
+	}
+	funcs = funcs[:32]
 	var wg sync.WaitGroup
+	start := time.Now()
 	for _, fn := range funcs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := exec.Command(ftctl, "-B", "conc", "--lock-timeout", "60s", "filter", "add", fn).CombinedOutput()
+			out, err := exec.Command(ftctl, "-B", "conc", "filter", "add", fn).CombinedOutput()
 			if err != nil {
 				t.Errorf("add %s: %v\n%s", fn, err, out)
 			}
 		}()
 	}
 	wg.Wait()
+	t.Logf("%d concurrent 'filter add' (default --lock-timeout) took %v", len(funcs), time.Since(start).Round(time.Millisecond))
 	if got := listed(t, "conc", "set_ftrace_filter"); got.Total() != len(funcs) {
 		t.Errorf("concurrent adds kept %d of %d: %v", got.Total(), len(funcs), got)
 	}
+	funcs = funcs[:8]
 
 	// Without the lock: every writer copies the filter at open and the last close wins.
 	newInstance(t, "conc2")
@@ -343,7 +394,7 @@ func TestFilterStaleIndexesRetry(t *testing.T) {
 	// stale index lands two records further on, on another dummy function.
 	sh(t, "rmmod nls_utf8; insmod /lib/modules/ftctl/nls_utf8.ko; insmod /lib/modules/ftctl/dummy.ko")
 	ap = applier(t, "stale")
-	ix, err := ap.Index()
+	ix, err := filters.LoadIndex(topFS(t).Top())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +405,6 @@ func TestFilterStaleIndexesRetry(t *testing.T) {
 			break
 		}
 	}
-	ap.Refresh()
 	var notices []string
 	ap.Notice = func(format string, args ...any) { notices = append(notices, fmt.Sprintf(format, args...)) }
 	ap.BeforeWrite = func(attempt int) {
@@ -406,6 +456,37 @@ func TestFilterModuleChangeBeforeWrite(t *testing.T) {
 	}
 }
 
+// The index is read and the patterns resolved before the lock is taken (filters.Resolve); a
+// module unloaded in between is noticed under the lock, before anything is planned or written:
+// the index is read again, the patterns resolved again, and no retry is needed.
+func TestFilterModuleChangeBeforeLock(t *testing.T) {
+	newInstance(t, "prelock")
+	insmod(t, "dummy")
+	insmod(t, "nls_utf8") // after dummy: unloading dummy shifts nls_utf8's records
+	ix, err := filters.LoadIndex(topFS(t).Top())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := filters.Resolve(ix, []filters.Change{{File: filters.FilterFile, Op: filters.OpSet, Patterns: pats(t, "*:mod:nls_utf8")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh(t, "rmmod dummy")
+	ap := applier(t, "prelock")
+	var notices []string
+	ap.Notice = func(format string, args ...any) { notices = append(notices, fmt.Sprintf(format, args...)) }
+	res, err := ap.ApplyResolved(context.Background(), r)
+	if err != nil || len(res) != 1 || !res[0].Verified || res[0].Retried {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if !strings.Contains(strings.Join(notices, "\n"), "reading it again") {
+		t.Errorf("notices: %q", notices)
+	}
+	if got := listed(t, "prelock", "set_ftrace_filter"); got.Total() != 2 || got[filters.Key{Name: "uni2char", Module: "nls_utf8"}] != 1 {
+		t.Errorf("%v", got)
+	}
+}
+
 // When the indexes go stale on every attempt, the previous list is restored and Apply fails.
 func TestFilterRestoreAfterSecondMismatch(t *testing.T) {
 	newInstance(t, "rest")
@@ -422,6 +503,95 @@ func TestFilterRestoreAfterSecondMismatch(t *testing.T) {
 		t.Fatalf("expected a verification failure: %v", err)
 	}
 	if got := listed(t, "rest", "set_ftrace_filter"); !got.Equal(before) {
+		t.Errorf("not restored: %s", before.Diff(got))
+	}
+}
+
+// A restore never empties the filter. The filter holds only dummy's functions; dummy is
+// unloaded after planning (AfterPlan), so the retry plans from a fresh index, and something else
+// adds a function before its write, so the retry fails too and the previous list is to be put
+// back: none of its functions exists any more. Putting "back" nothing used to open the filter
+// with O_TRUNC, leaving it empty (every function traced); now it is left as it is, and the error
+// says what vanished.
+func TestFilterRestoreNeverEmpties(t *testing.T) {
+	newInstance(t, "vanish")
+	insmod(t, "dummy")
+	if r := ftctlRun(t, "-B", "vanish", "filter", "set", "*:mod:dummy"); r.code != 0 {
+		t.Fatal(r)
+	}
+	ap := applier(t, "vanish")
+	ap.AfterPlan = func(attempt int) {
+		if attempt == 0 {
+			sh(t, "rmmod dummy")
+		}
+	}
+	ap.BeforeWrite = func(attempt int) {
+		if attempt == 1 {
+			write(t, "instances/vanish/set_ftrace_filter", "ksys_write\n")
+		}
+	}
+	_, err := ap.Apply(context.Background(), []filters.Change{{File: filters.FilterFile, Op: filters.OpSet, Patterns: pats(t, "vfs_write")}})
+	var ve *filters.VanishedError
+	if !errors.As(err, &ve) || !strings.Contains(err.Error(), "[dummy]") {
+		t.Errorf("want the restore refused, naming dummy's functions: %v", err)
+	}
+	l := tracefs.ParseFunctionList(read(t, "instances/vanish/set_ftrace_filter"))
+	if l.Empty || l.Functions == 0 {
+		t.Errorf("the filter was emptied (every function traced): %+v", l)
+	}
+	got := filters.ListedSet(l)
+	for k := range got {
+		if k.Name != "vfs_write" && k.Name != "ksys_write" {
+			t.Errorf("unexpected %v listed", k)
+		}
+	}
+	t.Logf("after the refused restore: %v (%v)", got, err)
+}
+
+// A failed retry restores what the first attempt wrote. The first attempt writes stale indexes
+// (nls_utf8, loaded before dummy, is unloaded just before the write: the planned index lands on
+// another dummy function); the retry finds the modules changed again (nls_utf8 is back) and
+// gives up. It used to return "nothing was written" with the wrong function left in the filter.
+func TestFilterFailedRetryRestores(t *testing.T) {
+	newInstance(t, "retryfail")
+	insmod(t, "nls_utf8")
+	insmod(t, "dummy")
+	if r := ftctlRun(t, "-B", "retryfail", "filter", "set", "vfs_read"); r.code != 0 {
+		t.Fatal(r)
+	}
+	before := listed(t, "retryfail", "set_ftrace_filter")
+	ix, err := filters.LoadIndex(topFS(t).Top())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first filters.Key
+	for i := 1; i <= ix.Len(); i++ {
+		if ix.Key(i).Module == "dummy" {
+			first = ix.Key(i)
+			break
+		}
+	}
+	ap := applier(t, "retryfail")
+	var notices []string
+	ap.Notice = func(format string, args ...any) { notices = append(notices, fmt.Sprintf(format, args...)) }
+	ap.BeforeWrite = func(attempt int) {
+		if attempt == 0 {
+			sh(t, "rmmod nls_utf8")
+		}
+	}
+	ap.AfterPlan = func(attempt int) {
+		if attempt == 1 {
+			sh(t, "insmod /lib/modules/ftctl/nls_utf8.ko")
+		}
+	}
+	_, err = ap.Apply(context.Background(), []filters.Change{{File: filters.FilterFile, Op: filters.OpAdd, Patterns: pats(t, first.Name+":mod:dummy")}})
+	if err == nil || !strings.Contains(err.Error(), "restored") || strings.Contains(err.Error(), "nothing was written") {
+		t.Errorf("want a failure that restored the list: %v", err)
+	}
+	if !strings.Contains(strings.Join(notices, "\n"), "unexpected") {
+		t.Errorf("the first attempt wrote nothing wrong, so this test shows nothing: %q", notices)
+	}
+	if got := listed(t, "retryfail", "set_ftrace_filter"); !got.Equal(before) {
 		t.Errorf("not restored: %s", before.Diff(got))
 	}
 }
@@ -489,7 +659,6 @@ func TestFilterByName(t *testing.T) {
 	if err != nil || !res[0].Verified {
 		t.Fatalf("%+v %v", res, err)
 	}
-	ap.Refresh()
 	res, err = ap.Apply(context.Background(), []filters.Change{{File: filters.FilterFile, Op: filters.OpSet,
 		Patterns: pats(t, "dummy_xmit:mod:dummy")}})
 	if err != nil || !listed(t, "byname", "set_ftrace_filter").Equal(filters.Multiset{{Name: "dummy_xmit", Module: "dummy"}: 1}) {
