@@ -582,3 +582,45 @@ func TestHelpFitsAndSaysWhatFlagsTake(t *testing.T) {
 	}
 	walk(NewRootCmd(&Globals{}))
 }
+
+// Each command's examples are its own: every example line runs that command (after global
+// flags), and every flag it uses is one the command has.
+func TestExamplesAreTheCommandsOwn(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for i, line := range strings.Split(c.Example, "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || strings.HasPrefix(line, "#") || !strings.Contains(line, "ftctl") {
+				continue
+			}
+			if before, _, ok := strings.Cut(line, " | "); ok { // what it is piped into is not ftctl's
+				line = before
+			}
+			words := strings.Fields(strings.TrimPrefix(line, "sudo "))
+			if words[0] != "ftctl" {
+				continue // a continuation line or another program
+			}
+			found, _, err := c.Root().Find(words[1:])
+			// A group's examples may run its commands; a leaf's run itself.
+			if err != nil || (found != c && !strings.HasPrefix(found.CommandPath(), c.CommandPath()+" ")) {
+				t.Errorf("%s, example %d runs %q, not this command: %q", c.CommandPath(), i+1, found.CommandPath(), line)
+				continue
+			}
+			for _, w := range words[1:] {
+				if w == "--" {
+					break
+				}
+				if name, ok := strings.CutPrefix(w, "--"); ok {
+					name, _, _ = strings.Cut(name, "=")
+					if found.Flags().Lookup(name) == nil && found.InheritedFlags().Lookup(name) == nil {
+						t.Errorf("%s, example %d uses --%s, which it does not have: %q", c.CommandPath(), i+1, name, line)
+					}
+				}
+			}
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(NewRootCmd(&Globals{}))
+}

@@ -213,6 +213,21 @@ type ListChangeOptions struct {
 	Except   []string // filter set --except: the notrace list's new patterns
 }
 
+// listChangeExamples are each list command's own examples, by file and op (notrace has no
+// --except: its examples must not show one).
+var listChangeExamples = map[string]map[filters.Op]string{
+	filters.FilterFile: {
+		filters.OpSet:    "  sudo ftctl filter set 'vfs_*' do_sys_openat2\n  sudo ftctl filter set 'tcp_*' --except 'tcp_v6_*'\n  sudo ftctl -B mytrace filter set --from-file funcs.txt\n  sudo ftctl filter set 'ext4_*:mod:ext4' --dry-run",
+		filters.OpAdd:    "  sudo ftctl filter add vfs_read\n  sudo ftctl -B mytrace filter add 'ksys_*' --dry-run",
+		filters.OpRemove: "  sudo ftctl filter remove 'vfs_write*'",
+	},
+	filters.NotraceFile: {
+		filters.OpSet:    "  sudo ftctl notrace set '*spin_lock*' '*rcu*'\n  sudo ftctl -B mytrace notrace set --from-file noisy.txt",
+		filters.OpAdd:    "  sudo ftctl notrace add '*spin_lock*'\n  sudo ftctl -B mytrace notrace add 'rcu_*' --dry-run",
+		filters.OpRemove: "  sudo ftctl notrace remove '*spin_lock*'",
+	},
+}
+
 // NewCmdListChange builds `ftctl filter|notrace set|add|remove` (by file and op).
 func NewCmdListChange(g *Globals, file string, op filters.Op, runF func(context.Context, *ListChangeOptions) error) *cobra.Command {
 	opts := &ListChangeOptions{G: g, File: file, Op: op}
@@ -226,13 +241,9 @@ func NewCmdListChange(g *Globals, file string, op filters.Op, runF func(context.
 		complete = completeListedFunctions(g, file) // what can be removed is what the list holds
 	}
 	c := &cobra.Command{
-		Use:   op.String() + " PATTERN...",
-		Short: short,
-		Example: map[filters.Op]string{
-			filters.OpSet:    "  sudo ftctl filter set 'vfs_*' do_sys_openat2\n  sudo ftctl filter set 'tcp_*' --except 'tcp_v6_*'\n  sudo ftctl -B mytrace filter set --from-file funcs.txt\n  sudo ftctl filter set 'ext4_*:mod:ext4' --dry-run",
-			filters.OpAdd:    "  sudo ftctl filter add vfs_read\n  sudo ftctl notrace add '*spin_lock*'",
-			filters.OpRemove: "  sudo ftctl filter remove 'vfs_write*'",
-		}[op],
+		Use:               op.String() + " PATTERN...",
+		Short:             short,
+		Example:           listChangeExamples[file][op],
 		Annotations:       map[string]string{AnnotationJSON: listChangeJSON},
 		ValidArgsFunction: complete,
 		RunE: func(c *cobra.Command, a []string) error {
@@ -281,15 +292,23 @@ type ListClearOptions struct {
 	Force bool   // clear the filter even while a function tracer runs
 }
 
+// clearHelp says what clearing each list does.
+var clearHelp = map[string]string{
+	filters.FilterFile: `Empty set_ftrace_filter. An empty filter means every function is traced, so clearing the
+filter is refused while the function or function_graph tracer runs in that trace array, unless
+--force. Function commands (func:traceoff...) are kept.`,
+	filters.NotraceFile: `Empty set_ftrace_notrace: no function is excluded any more (the filter alone decides what
+the function tracers trace).`,
+}
+
 // NewCmdListClear builds `ftctl filter clear` or `ftctl notrace clear`.
 func NewCmdListClear(g *Globals, file string, runF func(context.Context, *ListClearOptions) error) *cobra.Command {
 	opts := &ListClearOptions{G: g, File: file}
 	c := &cobra.Command{
-		Use:   "clear",
-		Short: "Empty the list",
-		Long: "Empty " + file + `. An empty filter means every function is traced, so clearing the
-filter is refused while the function or function_graph tracer runs in that trace array, unless
---force. Function commands (func:traceoff...) are kept.`,
+		Use:         "clear",
+		Short:       "Empty the list",
+		Long:        clearHelp[file],
+		Example:     "  sudo ftctl " + map[string]string{filters.FilterFile: "filter", filters.NotraceFile: "notrace"}[file] + " clear --dry-run",
 		Args:        args(cobra.NoArgs),
 		Annotations: map[string]string{AnnotationJSON: listChangeJSON},
 		RunE: func(c *cobra.Command, _ []string) error {
