@@ -3,6 +3,7 @@ package probes
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -166,7 +167,7 @@ func (ff *FilterFields) names() (own, other []string) {
 		other = append(other, f.Name)
 	}
 	for _, f := range genericFields {
-		if f.Name == "cpu" || f.Name == "comm" {
+		if (f.Name == "cpu" || f.Name == "comm") && !slices.Contains(own, f.Name) {
 			other = append(other, f.Name)
 		}
 	}
