@@ -184,6 +184,28 @@ func TestTraceEventFilter(t *testing.T) {
 	}
 	t.Logf("%d sched_switch events, every one into or out of pid %d", n, pid)
 	checkWorld(t, before)
+
+	// A probe's filter: of the command's opens, those under /etc only; the probe (filtered
+	// in the session's instance) is removed with the session.
+	r := ftctlRun(t, "trace", "-p", "p:fo do_sys_openat2 path=+0(%si):string", "--filter", `path ~ "/etc/*"`, "-o", "json",
+		"--", "/bin/cat", "/etc/ftctl-README.md", "/proc/version")
+	if r.code != 0 {
+		t.Fatalf("%v", r)
+	}
+	opens := 0
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if !strings.Contains(l, `"event":"fo"`) {
+			continue
+		}
+		opens++
+		if !strings.Contains(l, `"path":"/etc/`) {
+			t.Errorf("an open outside /etc: %s", l)
+		}
+	}
+	if opens == 0 || !strings.Contains(r.stdout, "/etc/ftctl-README.md") {
+		t.Errorf("no open of /etc/ftctl-README.md: %v", r)
+	}
+	checkWorld(t, before)
 }
 
 // A filter's mistakes: one ftctl sees is exit 2 with nothing written (no instance, no
