@@ -551,6 +551,7 @@ func TestTraceFilterFlag(t *testing.T) {
 		{[]string{"trace", "-e", "sched", "--filter", "prev_pid = 1"},
 			[]string{"invalid --filter: Invalid operator\n  prev_pid = 1\n           ^\n  equality is =="}},
 		{[]string{"trace", "-e", "sched", "--filter", "prev_pid == 1 ||"}, []string{"Meaningless filter expression"}},
+		{[]string{"trace", "-e", "sched", "--filter", "0"}, []string{`"0" clears an event's filter`}},
 		{[]string{"trace", "-f", "vfs_read", "--filter", "common_pid == 1"}, []string{"applies to the events of -e and -p"}},
 		{[]string{"trace", "-e", "sched", "--filter", "common_pid == 1", "--filter", "common_pid == 2"},
 			[]string{"--filter given twice"}},

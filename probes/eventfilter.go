@@ -255,15 +255,16 @@ func parseEventFilter(src string, fields *FilterFields) (*EventFilter, error) {
 		return nil, fail(MaxFilterLen, fmt.Sprintf("filter is too long: the kernel takes at most %d bytes", MaxFilterLen), "", "")
 	}
 	// apply_event_filter() strips trailing white space (strstrip) before it parses.
-	p.src = strings.TrimRightFunc(src, func(r rune) bool { return r < 0x80 && isspace(byte(r)) })
-	for len(p.src) > 0 && p.src[len(p.src)-1] == 0xA0 {
-		p.src = p.src[:len(p.src)-1]
+	p.src = trimSpaceRight(src)
+	lead := 0
+	for lead < len(p.src) && isspace(p.src[lead]) {
+		lead++
 	}
-	if strings.TrimLeftFunc(p.src, func(r rune) bool { return r < 0x80 && isspace(byte(r)) }) == "" {
+	switch p.src[lead:] {
+	case "":
 		return nil, fail(0, "empty filter", "", "a filter is FIELD OP VALUE, e.g. common_pid == 42")
-	}
-	if strings.TrimFunc(p.src, func(r rune) bool { return r < 0x80 && isspace(byte(r)) }) == "0" {
-		return nil, fail(strings.IndexByte(p.src, '0'), "\"0\" clears an event's filter", "", "a session's events start with none")
+	case "0":
+		return nil, fail(lead, "\"0\" clears an event's filter", "", "a session's events start with none")
 	}
 	if err := p.parse(); err != nil {
 		err.Source = src
@@ -273,6 +274,16 @@ func parseEventFilter(src string, fields *FilterFields) (*EventFilter, error) {
 		return nil, err
 	}
 	return &EventFilter{Source: src, Preds: p.preds}, nil
+}
+
+// trimSpaceRight drops trailing white space as the kernel's strstrip() does, byte by byte
+// with the kernel's isspace (so a Latin-1 NBSP too).
+func trimSpaceRight(s string) string {
+	end := len(s)
+	for end > 0 && isspace(s[end-1]) {
+		end--
+	}
+	return s[:end]
 }
 
 // fieldDependent: errors whose verdict depends on the event's fields.
@@ -727,7 +738,7 @@ func FilterRejected(event, filter string, err error) error {
 	if !errors.As(err, &te) {
 		return err
 	}
-	written := strings.TrimRightFunc(filter, func(r rune) bool { return r < 0x80 && isspace(byte(r)) })
+	written := trimSpaceRight(filter)
 	for i := len(te.KernelLog) - 1; i >= 0; i-- {
 		le := te.KernelLog[i]
 		if le.Location != "event filter parse error" || le.Command != written {
