@@ -555,6 +555,81 @@ func TestTraceProbeNumberSuggestsPid(t *testing.T) {
 	}
 }
 
+// trace --filter is the event filter (trace-cmd -f, probe add --filter); -f is --function. A
+// --filter that reads as a function pattern (its meaning before) is refused with a pointer
+// to -f; a filter's mistakes are shown under its text (exit 2), before tracefs is touched.
+func TestTraceFilterFlag(t *testing.T) {
+	root := fakeRoot(t)
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"trace", "--filter", "vfs_read"}, []string{"not an event filter", "did you mean -f/--function vfs_read?"}},
+		{[]string{"trace", "--filter", "ext4_*", "-e", "sched"}, []string{"did you mean -f/--function ext4_*?"}},
+		{[]string{"trace", "-e", "sched", "--filter", "prev_pid = 1"},
+			[]string{"invalid --filter: Invalid operator\n  prev_pid = 1\n           ^\n  equality is =="}},
+		{[]string{"trace", "-e", "sched", "--filter", "prev_pid == 1 ||"}, []string{"Meaningless filter expression"}},
+		{[]string{"trace", "-e", "sched", "--filter", "0"}, []string{`"0" clears an event's filter`}},
+		{[]string{"trace", "-f", "vfs_read", "--filter", "common_pid == 1"}, []string{"applies to the events of -e and -p"}},
+		{[]string{"trace", "-e", "sched", "--filter", "common_pid == 1", "--filter", "common_pid == 2"},
+			[]string{"--filter given twice"}},
+		{[]string{"trace", "-e", "sched", "--filter", "comm == \"\x1b[2J\" ||"}, []string{`"?[2J"`}},
+	} {
+		code, _, errs := run(t, append([]string{"--tracefs", root}, c.args...)...)
+		if code != 2 {
+			t.Errorf("%q: exit %d, want 2: %s", c.args, code, errs)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errs, w) {
+				t.Errorf("%q: stderr lacks %q:\n%s", c.args, w, errs)
+			}
+		}
+		if strings.Contains(errs, "\x1b") {
+			t.Errorf("%q: an escape sequence reached the terminal: %q", c.args, errs)
+		}
+	}
+}
+
+// A --filter naming a field the event lacks is exit 2 with the event's fields listed, and
+// nothing made: no instance.
+func TestTraceFilterFields(t *testing.T) {
+	root := fakeRoot(t)
+	for _, ev := range []string{"sched_switch", "sched_wakeup"} {
+		format, err := fixture.Read("6.12", "format.sched."+ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, body := range map[string]string{"format": format, "enable": "0\n", "filter": "none\n"} {
+			p := filepath.Join(root, "events", "sched", ev, name)
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			os.WriteFile(p, []byte(body), 0o644)
+		}
+	}
+	code, _, errs := run(t, "--tracefs", root, "trace", "-e", "sched:sched_switch", "--filter", "prev_pidd == 1")
+	want := `ftctl: invalid --filter for sched:sched_switch: Field not found: no field "prev_pidd"
+  prev_pidd == 1
+  ^
+  did you mean prev_pid?
+  its fields: prev_comm, prev_pid, prev_prio, prev_state, next_comm, next_pid, next_prio
+  every event's: common_type, common_flags, common_preempt_count, common_pid, cpu, comm
+`
+	if code != 2 || errs != want {
+		t.Errorf("exit %d:\n%s\nwant:\n%s", code, errs, want)
+	}
+	// The whole system: every event must have the fields.
+	code, _, errs = run(t, "--tracefs", root, "trace", "-e", "sched", "--filter", "prev_pid == 1")
+	if code != 2 || !strings.Contains(errs, `for sched:sched_wakeup: Field not found: no field "prev_pid"`) {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+	code, _, errs = run(t, "--tracefs", root, "trace", "-e", "sched:sched_wakeup", "--filter", `comm == 5`)
+	if code != 2 || !strings.Contains(errs, "Expecting string field: comm (char[16]) is a string, not a number") {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(root, "instances")); len(ents) != 0 {
+		t.Errorf("instances made: %v", ents)
+	}
+}
+
 // Every command's help fits 100 columns and names what a flag takes (N, D, PID, NAME...),
 // never a Go type (int, ints, duration, string).
 func TestHelpFitsAndSaysWhatFlagsTake(t *testing.T) {

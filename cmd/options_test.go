@@ -44,13 +44,13 @@ func TestOptionsParsed(t *testing.T) {
 	t.Run("trace", func(t *testing.T) {
 		var got *TraceOptions
 		c := NewCmdTrace(g(), func(_ context.Context, o *TraceOptions) error { got = o; return nil })
-		c.SetArgs([]string{"-f", "vfs_*", "-n", "vfs_readv", "-p", "p:x vfs_read", "-e", "sched", "--pid", "1,2",
-			"--duration", "3s", "--count", "9", "--include-self", "-b", "4096", "-C", "global", "-O", "sym-offset",
-			"--option", "norecord-tgid", "--", "ls", "-l"})
+		c.SetArgs([]string{"-f", "vfs_*", "--function", "ksys_*", "-n", "vfs_readv", "-p", "p:x vfs_read", "-e", "sched",
+			"--pid", "1,2", "--duration", "3s", "--count", "9", "--include-self", "-b", "4096", "-C", "global",
+			"-O", "sym-offset", "--option", "norecord-tgid", "--filter", "common_pid != 1", "--", "ls", "-l"})
 		if err := c.Execute(); err != nil || got == nil {
 			t.Fatalf("%v", err)
 		}
-		if !slices.Equal(got.Filters, []string{"vfs_*"}) || !slices.Equal(got.Notrace, []string{"vfs_readv"}) ||
+		if !slices.Equal(got.Functions, []string{"vfs_*", "ksys_*"}) || !slices.Equal(got.EventFilter, []string{"common_pid != 1"}) || !slices.Equal(got.Notrace, []string{"vfs_readv"}) ||
 			!slices.Equal(got.Probes, []string{"p:x vfs_read"}) || !slices.Equal(got.Events, []string{"sched"}) ||
 			!slices.Equal(got.PID, []int{1, 2}) || got.Duration != 3*time.Second || got.Count != 9 ||
 			!got.IncludeSelf || !slices.Equal(got.Command, []string{"ls", "-l"}) || got.BufferKB != 4096 ||

@@ -23,21 +23,23 @@ import (
 
 // TraceOptions are the inputs of `ftctl trace`.
 type TraceOptions struct {
-	G        *Globals
-	Filters  []string
-	Notrace  []string
-	Probes   []string
-	Events   []string
-	Tracer   string
-	PID      []int
-	Duration time.Duration
-	Count    int
-	Command  []string
+	G         *Globals
+	Functions []string // -f/--function
+	Notrace   []string
+	Probes    []string
+	Events    []string
+	Tracer    string
+	PID       []int
+	Duration  time.Duration
+	Count     int
+	Command   []string
 	// IncludeSelf: --include-self, show the events of ftctl's own threads
 	IncludeSelf bool
 	BufferKB    int      // --buffer-kb
 	Clock       string   // --clock
 	Options     []string // -O
+	// EventFilter: --filter, set on every event the session enables (at most one).
+	EventFilter []string
 }
 
 const errCommandExited = stream.EndCause("the command exited")
@@ -69,6 +71,16 @@ Function filters go through the swap protocol, probes are validated before they 
 kernel, and everything is checked before anything is changed: a mistake exits 2 with nothing
 done.
 
+-f/--function PATTERN chooses functions, --filter EXPR events (trace-cmd's -f): the one --filter
+applies to every event the session enables (each -e event, every event of a system named whole
+or matched by a glob, each -p probe), not to functions. EXPR is the kernel's event filter: FIELD
+OP VALUE, OP one of == != < <= > >= & ~ (a glob, on strings), joined by && || ! ( ); strings are
+quoted. Each field must exist in each of those events (events/SYSTEM/EVENT/format, 'ftctl probe
+format'; common_pid, cpu and comm exist in all). A mistake is exit 2 with the kernel's words and
+a caret, before anything is made (a probe's fields, once the kernel has defined it; the session
+is then removed). What only the kernel can judge (a FIELD.function symbol, a CPUS{} list; 6.1
+knows neither) is exit 3 with its error_log entry under the text, and the session removed.
+
 The session ends at --duration, after --count events, when COMMAND exits, on Ctrl-C, SIGTERM or
 SIGHUP (exit 128+N: 130, 143, 129), or when stdout closes (| head); on every one of these it
 stops tracing, sets the tracer to nop, disables its events, removes its probes and its
@@ -86,7 +98,11 @@ env(1) and timeout(1), ftctl's own failures are then 125 (never 1-5, which the c
   sudo ftctl trace -p 'p:open do_sys_openat2 path=+0(%si):string' \
       -e sched:sched_process_exec -o json -- ls /tmp
   # how long each vfs_read of one process takes (function_graph), first 100 events
-  sudo ftctl trace --tracer function_graph -f vfs_read --pid 1234 --count 100`,
+  sudo ftctl trace --tracer function_graph -f vfs_read --pid 1234 --count 100
+  # context switches into or out of pid 1
+  sudo ftctl trace -e sched:sched_switch --filter 'prev_pid == 1 || next_pid == 1'
+  # opens of files under /etc, by name
+  sudo ftctl trace -p 'p:open do_sys_openat2 path=+0(%si):string' --filter 'path ~ "/etc/*"'`,
 		Args: func(c *cobra.Command, a []string) error {
 			if c.ArgsLenAtDash() < 0 && len(a) > 0 {
 				return InvalidInput(fmt.Errorf("unexpected argument %q: a command to trace goes after --", a[0]))
@@ -102,12 +118,13 @@ env(1) and timeout(1), ftctl's own failures are then 125 (never 1-5, which the c
 		},
 	}
 	f := c.Flags()
-	f.StringArrayVarP(&opts.Filters, "filter", "f", nil, "trace functions matching `PATTERN` (kernel glob; repeatable)")
+	f.StringArrayVarP(&opts.Functions, "function", "f", nil, "trace functions matching `PATTERN` (kernel glob; repeatable)")
 	f.StringArrayVarP(&opts.Notrace, "notrace", "n", nil, "never trace functions matching `PATTERN` (repeatable)")
 	f.StringArrayVarP(&opts.Probes, "probe", "p", nil, "define a kprobe `DEFINITION` for the session (repeatable)")
 	f.StringArrayVarP(&opts.Events, "event", "e", nil, "enable `SYSTEM[:EVENT]`: sched:sched_switch, or globs as sched:* (repeatable)")
 	registerFlagCompletion(c, "event", completeEventNames(g))
-	registerFlagCompletion(c, "filter", completeFunctionNames(g))
+	registerFlagCompletion(c, "function", completeFunctionNames(g))
+	f.StringArrayVar(&opts.EventFilter, "filter", nil, "record only the events of -e and -p for which `EXPR` holds, e.g. 'prev_pid == 1'")
 	registerFlagCompletion(c, "notrace", completeFunctionNames(g))
 	f.StringVar(&opts.Tracer, "tracer", "", "run `TRACER`: function, function_graph or nop (default: function with -f, else nop)")
 	registerFlagCompletion(c, "tracer", completeTracers(g))
@@ -190,12 +207,15 @@ func (opts *TraceOptions) spec() (spec session.Spec, argv0 string, err error) {
 	}
 	spec = session.Spec{Probes: opts.Probes, Events: opts.Events, Tracer: opts.Tracer, PIDs: opts.PID, IncludeSelf: opts.IncludeSelf,
 		BufferKB: opts.BufferKB, Clock: opts.Clock, Options: opts.Options}
+	if spec.EventFilter, err = opts.eventFilter(); err != nil {
+		return spec, "", err
+	}
 	for _, p := range opts.Probes {
 		if _, err := strconv.Atoi(strings.TrimSpace(p)); err == nil {
 			return spec, "", InvalidInput(fmt.Errorf("-p %q is a probe definition (-p 'p:NAME SYMBOL ARGS'); to trace a process, use --pid %s", p, strings.TrimSpace(p)))
 		}
 	}
-	if len(opts.Filters) == 0 && len(opts.Probes) == 0 && len(opts.Events) == 0 && (opts.Tracer == "" || opts.Tracer == "nop") {
+	if len(opts.Functions) == 0 && len(opts.Probes) == 0 && len(opts.Events) == 0 && (opts.Tracer == "" || opts.Tracer == "nop") {
 		g.Notice("this session traces nothing: no -f, -p or -e (and the nop tracer); it will show only markers (trace_marker)")
 	}
 	for _, p := range opts.PID {
@@ -203,7 +223,7 @@ func (opts *TraceOptions) spec() (spec session.Spec, argv0 string, err error) {
 			return spec, "", InvalidInput(fmt.Errorf("--pid %d: not a process id", p))
 		}
 	}
-	if spec.Filters, err = compileAll(opts.Filters); err != nil {
+	if spec.Filters, err = compileAll(opts.Functions); err != nil {
 		return spec, "", err
 	}
 	if spec.Notrace, err = compileAll(opts.Notrace); err != nil {
@@ -216,6 +236,50 @@ func (opts *TraceOptions) spec() (spec session.Spec, argv0 string, err error) {
 		}
 	}
 	return spec, argv0, nil
+}
+
+// eventFilter checks --filter's syntax (its fields are checked against the events' formats by
+// session.New): one filter, for the events of -e and -p. A --filter that reads as a function
+// pattern, which --filter selected before it became the event filter, points at -f.
+func (opts *TraceOptions) eventFilter() (string, error) {
+	switch len(opts.EventFilter) {
+	case 0:
+		return "", nil
+	case 1:
+	default:
+		return "", InvalidInput(fmt.Errorf("--filter given twice (%s): one filter applies to every event of the session; join conditions with && or ||",
+			safe(strings.Join(quoteAll(opts.EventFilter), ", "))))
+	}
+	expr := opts.EventFilter[0]
+	if _, err := probes.ParseEventFilter(expr); err != nil {
+		if looksLikeFunctionPattern(expr) {
+			return "", InvalidInput(fmt.Errorf("--filter %s is not an event filter (FIELD OP VALUE, e.g. 'common_pid == 42'); did you mean -f/--function %s?",
+				safe(strconv.Quote(expr)), safe(expr)))
+		}
+		return "", InvalidInput(filterError(err))
+	}
+	if len(opts.Events) == 0 && len(opts.Probes) == 0 {
+		return "", InvalidInput(errors.New("--filter applies to the events of -e and -p, and this session enables none (functions are chosen with -f/--function)"))
+	}
+	return expr, nil
+}
+
+// looksLikeFunctionPattern: a single word the function filter would take (vfs_read, ext4_*,
+// tcp_*:mod:ipv6), with none of a filter's operators or quotes.
+func looksLikeFunctionPattern(s string) bool {
+	if strings.ContainsAny(s, "=<>~&|\"'()") {
+		return false
+	}
+	_, err := filters.Compile(s)
+	return err == nil
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = strconv.Quote(v)
+	}
+	return out
 }
 
 // noticeLeftovers says when other sessions' instances or probes are around.
@@ -336,8 +400,61 @@ func compileAll(texts []string) ([]*filters.Pattern, error) {
 // sessionError shows what session.New and Start refuse as the probe commands do (the kernel's
 // diagnosis, a caret); the exit code comes from the error's class, in ExitCode.
 func sessionError(err error) error {
-	if re := (*probes.RejectedError)(nil); errors.As(err, &re) {
+	var re *probes.RejectedError
+	var fre *probes.FilterRejectedError
+	var fe *probes.FilterError
+	switch {
+	case errors.As(err, &re):
 		return rejectedError(re)
+	case errors.As(err, &fre):
+		return filterRejectedError(fre)
+	case errors.As(err, &fe):
+		return InvalidInput(filterError(err))
 	}
 	return syntaxError(err) // a probe syntax error shown with its caret; others as they are
+}
+
+// filterError renders a refused --filter: the kernel's words and ftctl's, the filter with a
+// caret under the mistake, and what to do.
+func filterError(err error) error {
+	var fe *probes.FilterError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	msg := "invalid --filter"
+	if fe.Event != "" {
+		msg += " for " + safe(fe.Event)
+	}
+	msg += ": " + safe(fe.Msg)
+	if fe.Detail != "" {
+		msg += ": " + safe(fe.Detail)
+	}
+	msg += "\n" + probes.Caret("  ", safeKeepWidth(fe.Source), fe.Pos)
+	if fe.Hint != "" {
+		for _, l := range strings.Split(fe.Hint, "\n") {
+			msg += "\n  " + safe(l)
+		}
+	}
+	return errors.New(msg)
+}
+
+// filterRejectedError renders the kernel refusing a --filter ftctl's checks passed (exit 3):
+// its error_log entry, with the caret under the user's text.
+func filterRejectedError(re *probes.FilterRejectedError) error {
+	var b strings.Builder
+	b.WriteString("the kernel rejected the --filter for " + safe(re.Event))
+	var te *tracefs.Error
+	if errors.As(re.Err, &te) && te.Errno != nil {
+		fmt.Fprintf(&b, " (%v)", te.Errno)
+	}
+	if d := re.Diagnosis; d != nil {
+		b.WriteString("\n  kernel error_log: " + safe(d.Message))
+		if d.Pos >= 0 {
+			b.WriteString("\n" + probes.Caret("    ", safeKeepWidth(d.Source), d.Pos))
+		}
+	} else {
+		b.WriteString("\n  " + safe(re.Err.Error()))
+	}
+	b.WriteString("\n  the session was removed; nothing was traced")
+	return &explained{msg: b.String(), err: re}
 }

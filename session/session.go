@@ -49,6 +49,11 @@ type Spec struct {
 	// Options set trace options of the instance: NAME or NAME=1 turns one on, noNAME or
 	// NAME=0 off (trace-cmd -O).
 	Options []string
+	// EventFilter is a filter expression (events/SYSTEM/EVENT/filter, trace-cmd -f) set on
+	// every event the session enables: each event of Events (a whole system's events one by
+	// one) and each probe of Probes. It is checked against each event's fields before
+	// anything is written; "" sets none.
+	EventFilter string
 
 	options []optionSetting // Options, checked
 }
@@ -76,15 +81,17 @@ type Session struct {
 	// (set_ftrace_notrace_pid, set_event_notrace_pid: Linux 5.8).
 	SelfExcluded bool
 
-	spec   Spec
-	defs   []*probes.Definition
-	tracer string
-	hold   *tracefs.Hold
+	spec Spec
+	defs []*probes.Definition
+	// filtered are the tracepoints (SYSTEM:EVENT) that get EventFilter, checked.
+	filtered []string
+	tracer   string
+	hold     *tracefs.Hold
 }
 
 // New validates spec against the running kernel and returns a session ready to Start. Nothing
-// is changed: a refused spec (ErrInvalid, filters.ErrPattern, probe syntax errors) leaves the
-// system as it was.
+// is changed: a refused spec (ErrInvalid, filters.ErrPattern, probe syntax errors, an event
+// filter's *probes.FilterError) leaves the system as it was.
 func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 	s := &Session{FS: fs, ID: id, Group: id.Group(), spec: spec, Notice: func(string, ...any) {}}
 	top := fs.Top()
@@ -173,6 +180,9 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 		events = append(events, e)
 	}
 	s.spec.Events = events
+	if err := s.checkEventFilter(); err != nil {
+		return nil, err
+	}
 	if err := s.checkBufferClockOptions(); err != nil {
 		return nil, err
 	}
@@ -180,6 +190,82 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 		return nil, &tracefs.Error{Op: "open", Path: fs.Path("set_ftrace_pid"), Class: tracefs.ErrUnavailable, Reason: "this kernel cannot filter functions by pid"}
 	}
 	return s, nil
+}
+
+// checkEventFilter checks --filter against the fields of every tracepoint the session enables
+// (the probes' fields are known once the kernel has defined them: Start checks those).
+func (s *Session) checkEventFilter() error {
+	expr := s.spec.EventFilter
+	if expr == "" {
+		return nil
+	}
+	if len(s.spec.Events) == 0 && len(s.spec.Probes) == 0 {
+		return fmt.Errorf("%w: --filter applies to the events of -e and -p, and this session enables none", ErrInvalid)
+	}
+	if _, err := probes.ParseEventFilter(expr); err != nil {
+		return err
+	}
+	top := s.FS.Top()
+	seen := map[string]bool{}
+	for _, e := range s.spec.Events {
+		sys, ev, one := strings.Cut(e, ":")
+		names := []string{ev}
+		if !one {
+			var err error
+			if names, err = s.FS.Events(sys); err != nil {
+				return err
+			}
+		}
+		for _, ev := range names {
+			if seen[sys+":"+ev] {
+				continue
+			}
+			seen[sys+":"+ev] = true
+			f, err := top.EventFormat(sys, ev)
+			if err != nil {
+				return err
+			}
+			if _, err := probes.CheckEventFilter(expr, probes.FieldsOf(f)); err != nil {
+				return err
+			}
+			s.filtered = append(s.filtered, sys+":"+ev)
+		}
+	}
+	return nil
+}
+
+// setEventFilter writes --filter into the filter file of every event the session enables,
+// before any is enabled; the probes' fields are checked first, now that the kernel has
+// defined them. A refusal of the kernel's comes with its error_log entry.
+func (s *Session) setEventFilter(in *tracefs.Instance) error {
+	expr := s.spec.EventFilter
+	if expr == "" {
+		return nil
+	}
+	type target struct{ dir, name string }
+	var targets []target
+	for _, t := range s.filtered {
+		sys, ev, _ := strings.Cut(t, ":")
+		targets = append(targets, target{"events/" + sys + "/" + ev, t})
+	}
+	for _, ev := range s.Probes {
+		f, err := in.EventFormat(s.Group, ev)
+		if err != nil {
+			return err
+		}
+		ff := probes.FieldsOf(f)
+		ff.Event = "probe " + s.Group + "/" + ev
+		if _, err := probes.CheckEventFilter(expr, ff); err != nil {
+			return err
+		}
+		targets = append(targets, target{"events/" + s.Group + "/" + ev, ff.Event})
+	}
+	for _, t := range targets {
+		if err := in.Write(t.dir+"/filter", expr+"\n"); err != nil {
+			return probes.FilterRejected(t.name, expr, err)
+		}
+	}
+	return nil
 }
 
 // checkBufferClockOptions validates --buffer-kb, --clock and -O against the kernel's files.
@@ -312,7 +398,9 @@ func (s *Session) TraceCommand(pid int) { s.spec.PIDs = append(s.spec.PIDs, pid)
 func (s *Session) Tracer() string { return s.tracer }
 
 // Start sets the session up: instance, probes, filters (the swap protocol), pid filters,
-// events, tracer. On failure everything done so far is torn down and the error returned.
+// event filters, events, tracer. On failure everything done so far is torn down and the error
+// returned: a probe's fields refusing the event filter (*probes.FilterError), the kernel
+// refusing it (*probes.FilterRejectedError), among others.
 // The caller holds the tracefs lock.
 func (s *Session) Start(ctx context.Context) (err error) {
 	defer func() {
@@ -383,6 +471,9 @@ func (s *Session) Start(ctx context.Context) (err error) {
 		if err := s.setPIDs(s.spec.PIDs); err != nil {
 			return err
 		}
+	}
+	if err := s.setEventFilter(in); err != nil {
+		return err
 	}
 	for _, ev := range s.Probes {
 		if err := in.Write("events/"+s.Group+"/"+ev+"/enable", "1"); err != nil {

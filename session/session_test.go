@@ -368,3 +368,65 @@ func TestSessionBufferClockOptions(t *testing.T) {
 		t.Errorf("the top level changed:\nbefore %v\nafter  %v", before, after)
 	}
 }
+
+// --filter: checked against the formats of every event the session enables before anything
+// is made (a whole system's events one by one), then written into the session's instance
+// only, before its events are enabled, and gone with it.
+func TestSessionEventFilter(t *testing.T) {
+	extra := map[string]string{}
+	for _, ev := range []string{"sched_switch", "sched_wakeup"} {
+		format, err := fixture.Read("6.12", "format.sched."+ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra["events/sched/"+ev+"/format"] = format
+		extra["events/sched/"+ev+"/filter"] = "none\n"
+		extra["events/sched/"+ev+"/enable"] = "0\n"
+	}
+	fs, _ := fakeFS(t, extra)
+	id := ID{PID: 42, Nonce: "0123abcd"}
+	before := snapshot(t, fs.Root())
+	for _, c := range []struct {
+		spec  Spec
+		event string // the event named in the error, "" for ErrInvalid
+	}{
+		{Spec{EventFilter: "common_pid == 1"}, ""},
+		{Spec{Events: []string{"sched:sched_switch"}, EventFilter: "prev_pidd == 1"}, "sched:sched_switch"},
+		{Spec{Events: []string{"sched"}, EventFilter: "prev_pid == 1"}, "sched:sched_wakeup"},
+		{Spec{Events: []string{"sched:sched_wakeup"}, EventFilter: "comm == 5"}, "sched:sched_wakeup"},
+		{Spec{Events: []string{"sched:sched_wakeup"}, EventFilter: "pid == 1 &&"}, ""},
+	} {
+		_, err := New(fs, id, c.spec)
+		var fe *probes.FilterError
+		switch {
+		case c.event == "" && c.spec.Events == nil && !errors.Is(err, ErrInvalid):
+			t.Errorf("%+v: %v, want invalid", c.spec, err)
+		case c.spec.Events != nil && (!errors.As(err, &fe) || fe.Event != c.event):
+			t.Errorf("%+v: %v, want a filter error about %q", c.spec, err, c.event)
+		}
+	}
+	if after := snapshot(t, fs.Root()); !mapsEqual(before, after) {
+		t.Errorf("a refused filter changed something:\nbefore %v\nafter  %v", before, after)
+	}
+	// common_pid is every event's: the whole system takes it.
+	if _, err := New(fs, id, Spec{Events: []string{"sched"}, EventFilter: "common_pid != 1"}); err != nil {
+		t.Errorf("sched with common_pid: %v", err)
+	}
+	s, err := New(fs, id, Spec{Events: []string{"sched:sched_switch"}, EventFilter: "prev_pid == 1 || next_pid == 1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, fs, "instances/"+id.Instance()+"/events/sched/sched_switch/filter"); got != "prev_pid == 1 || next_pid == 1" {
+		t.Errorf("the instance's filter: %q", got)
+	}
+	if got := read(t, fs, "events/sched/sched_switch/filter"); got != "none" {
+		t.Errorf("the top level's filter: %q", got)
+	}
+	s.Teardown()
+	if after := snapshot(t, fs.Root()); !mapsEqual(before, after) {
+		t.Errorf("the session left something:\nbefore %v\nafter  %v", before, after)
+	}
+}

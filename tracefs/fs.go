@@ -146,8 +146,9 @@ func (i *Instance) Has(file string) bool {
 // kprobe_events it deletes every probe on the system. The close is the kernel's commit point
 // for filter files; its error, if any, is reported.
 //
-// When the kernel rejects the write and the file is one whose errors it logs (probe
-// definitions, event filters and triggers), the new error_log entries are attached.
+// When the kernel refuses the write and the file is one whose errors it logs (probe
+// definitions, event filters and triggers), the new error_log entries are attached; one about
+// the written text makes the error ErrRejected whatever the errno.
 func (i *Instance) Write(file, data string) error {
 	return i.write(file, data, 0)
 }
@@ -186,9 +187,16 @@ func (i *Instance) write(file, data string, extra int) error {
 			fd.Close()
 			werr := f.opError("write", path, data, err)
 			var e *Error
-			if errors.As(werr, &e) && e.Class == ErrRejected {
+			if errors.As(werr, &e) {
 				for k, l := range logs {
 					e.KernelLog = append(e.KernelLog, l.logSince(before[k])...)
+				}
+				// The kernel explained the refusal of the text: whatever errno it chose
+				// (the event filter parser returns EPERM, ENOENT or ESRCH for some
+				// mistakes: trace_events_filter.c predicate_parse, calc_stack), it is a
+				// rejection, not a permission or security policy.
+				if e.Class != ErrRejected && explains(e.KernelLog, data) {
+					e.Class, e.Reason = ErrRejected, ""
 				}
 			}
 			return werr
@@ -198,6 +206,18 @@ func (i *Instance) write(file, data string, extra int) error {
 		return f.opError("write", path, data, err)
 	}
 	return nil
+}
+
+// explains says whether one of the entries is about data (its command is data, words
+// re-joined by single spaces as the probe parsers do), not another writer's.
+func explains(entries []LogEntry, data string) bool {
+	want := strings.Join(strings.Fields(data), " ")
+	for _, e := range entries {
+		if strings.Join(strings.Fields(e.Command), " ") == want {
+			return true
+		}
+	}
+	return false
 }
 
 // logsErrors: files whose rejected writes the kernel explains in error_log (trace.c

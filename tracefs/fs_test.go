@@ -179,3 +179,26 @@ func TestLogsErrors(t *testing.T) {
 		}
 	}
 }
+
+// An error_log entry about the written text makes a refused write a rejection whatever the
+// errno (the event filter parser answers some mistakes with EPERM, ENOENT or ESRCH); another
+// writer's entry does not.
+func TestExplains(t *testing.T) {
+	log := ParseErrorLog(`[    9.2] event filter parse error: error: Too many terms in predicate expression
+  Command: prev_pid == 1 next_pid == 2
+                         ^
+[    9.3] trace_kprobe: error: Invalid register name
+  Command: p:fty vfs_read %zz
+                          ^
+`)
+	for data, want := range map[string]bool{
+		"prev_pid == 1 next_pid == 2\n": true,
+		"p:fty vfs_read  %zz\n":         true, // the probe parser re-joins words with one space
+		"prev_pid == 1\n":               false,
+		"":                              false,
+	} {
+		if got := explains(log, data); got != want {
+			t.Errorf("explains(%q) = %v", data, got)
+		}
+	}
+}

@@ -47,6 +47,16 @@ echo 'p:ftctl_42/open do_sys_openat2 dfd=%di' >> kprobe_events
 echo 'p vfs_write' >> kprobe_events
 emit kprobe_events kprobe_events
 echo > kprobe_events
+# Event formats, for the event filter checker: numbers, char arrays, __data_loc strings, char
+# pointers, a field named like a generic one (cpu), cpumask_t (6.4+), and probes' fields.
+echo 'p:ftctl/fo do_sys_openat2 dfd=%di path=+0(%si):string' >> kprobe_events
+echo 'r:ftctl/ro do_sys_openat2 ret=$retval' >> kprobe_events
+for e in sched/sched_switch sched/sched_process_exec sched/sched_wakeup irq/irq_handler_entry \
+	workqueue/workqueue_queue_work syscalls/sys_enter_openat rcu/rcu_utilization \
+	ipi/ipi_send_cpumask ftctl/fo ftctl/ro; do
+	[ -e events/$e/format ] && emit "format.$(echo $e | tr / .)" events/$e/format
+done
+echo > kprobe_events
 # The function index, with two modules loaded (their records come last, "name [module]").
 insmod /lib/modules/ftctl/dummy.ko && insmod /lib/modules/ftctl/nls_utf8.ko
 emit available_filter_functions available_filter_functions
