@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -302,13 +303,22 @@ func TestSignalExitStatus(t *testing.T) {
 		code int
 	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}, {syscall.SIGHUP, 129}} {
 		t.Run(c.sig.String(), func(t *testing.T) {
-			root, _ := fifoRoot(t)
-			var out, errb bytes.Buffer
+			root, w := fifoRoot(t)
+			out := &syncBuffer{}
+			var errb bytes.Buffer
 			done := make(chan int)
 			go func() {
-				done <- Run(context.Background(), []string{"--tracefs", root, "stream"}, strings.NewReader(""), &out, &errb)
+				done <- Run(context.Background(), []string{"--tracefs", root, "stream"}, strings.NewReader(""), out, &errb)
 			}()
-			time.Sleep(200 * time.Millisecond) // Run's handler is installed by then
+			// An event shown means the stream runs, so Run's handler is installed: only then
+			// may the signal come (before, it would end the test binary).
+			w.WriteString("              sh-152     [001] .....    17.803464: tracing_mark_write: running\n")
+			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), "running"); {
+				if time.Now().After(deadline) {
+					t.Fatal("the stream did not start")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
 			syscall.Kill(os.Getpid(), c.sig)
 			select {
 			case code := <-done:
@@ -320,4 +330,22 @@ func TestSignalExitStatus(t *testing.T) {
 			}
 		})
 	}
+}
+
+// syncBuffer is a bytes.Buffer written by the command and read by the test at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
