@@ -97,7 +97,7 @@ filter restored.
 The definition may be given as one quoted argument or as several words.`,
 		Example: `  sudo ftctl probe add 'p:myopen do_sys_openat2 dfd=%di filename=+0(%si):string'
   sudo ftctl probe add 'r:myret vfs_read ret=$retval' --enable
-  sudo ftctl probe add 'p vfs_read count pos'             # BTF names (6.x kernels with BTF)
+  sudo ftctl probe add 'p vfs_read count pos'             # BTF names (6.5+ kernels built with BTF)
   sudo ftctl probe add 'r4:ftctl/ret vfs_write%return ret=$retval:s64' -B incident
   sudo ftctl probe add 'p:opens do_sys_openat2 f=+0(%si):string' --filter 'f ~ "/etc/*"' --enable
   sudo ftctl probe add --append 'p:ftctl/myopen do_sys_open dfd=%di filename=+0(%si):string'`,

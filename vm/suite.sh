@@ -26,10 +26,10 @@ done
 for k in $kernels; do
 	(
 		start=$(date +%s%N)
-		"$here/run.sh" --kernel "$k" --mode test --timeout 1000 --log "$build/vmtest-$k.log" \
+		"$here/run.sh" --kernel "$k" --mode test --timeout 1600 --log "$build/vmtest-$k.log" \
 			--file "$build/ftctl:/bin/ftctl" --file "$build/vmtest.test:/bin/vmtest.test" \
 			--file "$top/README.md:/etc/ftctl-README.md" \
-			--module drivers/net/dummy --module fs/nls/nls_utf8 "${extra[@]+"${extra[@]}"}" \
+			--module drivers/net/dummy --module fs/nls/nls_utf8 --module lib/crc16 --module fs/mbcache --module fs/jbd2/jbd2 --module fs/ext4/ext4 "${extra[@]+"${extra[@]}"}" \
 			>/dev/null 2>"$build/vmtest-$k.runner"
 		r=$?
 		echo "$r $(( ($(date +%s%N) - start) / 1000000 ))" >"$build/vmtest-$k.status"

@@ -53,14 +53,15 @@ func helpExamples() []helpExample {
 	return out
 }
 
-// withPID runs a sleeping process whose pid is pid (the examples name pids such as 1234): the
-// kernel gives the next fork ns_last_pid+1.
+// withPID runs a process whose pid is pid (the examples name pids such as 1234): the kernel
+// gives the next fork ns_last_pid+1. It reads and opens a file in a loop, itself (the shell's
+// read builtin and redirection, no fork), so that traces of that pid have events.
 func withPID(t *testing.T, pid int) {
 	t.Helper()
 	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0); err != nil {
 		t.Fatalf("ns_last_pid: %v", err)
 	}
-	c := exec.Command("/bin/sleep", "600")
+	c := exec.Command("/bin/sh", "-c", "while :; do read l < /etc/hostname; sleep 0.01; done")
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -89,14 +90,21 @@ func TestHelpExamples(t *testing.T) {
 	withPID(t, 1234)
 	withPID(t, 4242)
 	t.Cleanup(func() { exec.Command(ftctl, "reset", "--all", "--yes").Run() })
-	setup := func() {
-		for _, s := range [][]string{
-			{"instance", "create", "mytrace", "incident42", "incident"},
-			{"probe", "add", "p:ftctl/myopen do_sys_openat2 dfd=%di filename=+0(%si):string"},
-			{"probe", "add", "p:kprobes/theirs vfs_read"},
-		} {
-			ftctlRun(t, s...) // may exist already: what an example removed is made again
+	os.WriteFile("/etc/hostname", []byte("ftctl-vm\n"), 0o644)
+	// The state the examples assume, made again before each (what an example removed): the
+	// instances they name, mytrace tracing vfs_read with the function tracer, the probes
+	// myopen (ftctl's) and kprobes/theirs (another user's), but none before an example that
+	// adds myopen itself.
+	setup := func(line string) {
+		ftctlRun(t, "instance", "create", "mytrace", "incident42", "incident")
+		ftctlRun(t, "-B", "mytrace", "filter", "set", "vfs_read")
+		write(t, "instances/mytrace/current_tracer", "function")
+		if strings.Contains(line, "probe add 'p:myopen ") {
+			ftctlRun(t, "probe", "remove", "ftctl/myopen")
+		} else {
+			ftctlRun(t, "probe", "add", "p:ftctl/myopen do_sys_openat2 dfd=%di filename=+0(%si):string")
 		}
+		ftctlRun(t, "probe", "add", "p:kprobes/theirs vfs_read")
 	}
 	// Examples that change everything (reset --all) run last; the others in the tree's order.
 	sort.SliceStable(examples, func(i, j int) bool {
@@ -111,10 +119,11 @@ func TestHelpExamples(t *testing.T) {
 		if i := strings.Index(line, " | jq"); i >= 0 {
 			line = line[:i]
 		}
-		setup()
+		setup(line)
 		runs := exec.Command("/bin/sh", "-c", "exec "+line+" >/dev/null")
 		runs.Dir = dir
 		runs.Env = []string{"PATH=/bin:/sbin:/usr/bin", "HOME=/root"}
+		runs.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a pipeline is signalled whole
 		var errb bytes.Buffer
 		runs.Stderr = &errb
 		if err := runs.Start(); err != nil {
@@ -122,8 +131,12 @@ func TestHelpExamples(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- runs.Wait() }()
-		endless := strings.HasPrefix(line, "ftctl stream") && !strings.Contains(line, "--count") && !strings.Contains(line, "--duration") && !strings.Contains(line, "| head")
-		limit := 60 * time.Second
+		// A stream or session with no end of its own (no --count, --duration, | head, or
+		// command to trace) is ended with Ctrl-C after 2 s, as its user would (exit 130).
+		endless := (strings.HasPrefix(line, "ftctl stream") || strings.HasPrefix(line, "ftctl trace")) &&
+			!strings.Contains(line, "--count") && !strings.Contains(line, "--duration") &&
+			!strings.Contains(line, "| head") && !strings.Contains(line, " -- ")
+		limit := 30 * time.Second
 		if endless {
 			limit = 2 * time.Second
 		}
@@ -132,12 +145,12 @@ func TestHelpExamples(t *testing.T) {
 		select {
 		case werr = <-done:
 		case <-time.After(limit):
-			runs.Process.Signal(syscall.SIGINT)
+			syscall.Kill(-runs.Process.Pid, syscall.SIGINT)
 			interrupted = true
 			select {
 			case werr = <-done:
 			case <-time.After(10 * time.Second):
-				runs.Process.Kill()
+				syscall.Kill(-runs.Process.Pid, syscall.SIGKILL)
 				werr = <-done
 			}
 		}
@@ -145,6 +158,15 @@ func TestHelpExamples(t *testing.T) {
 		want := 0
 		if interrupted && endless {
 			want = 130
+		}
+		// What the example says needs a newer kernel: refused, saying why, where it is missing.
+		if code == 4 && strings.Contains(line, "function_graph") && strings.Contains(errb.String(), "cannot run the function_graph tracer in an instance") {
+			t.Logf("%s: exit 4 on this kernel (function_graph in instances needs 6.11+): %s", ex.command, line)
+			continue
+		}
+		if code == 2 && strings.Contains(line, "BTF names") && strings.Contains(errb.String(), "does not support BTF argument names") {
+			t.Logf("%s: exit 2 on this kernel (no BTF argument names): %s", ex.command, line)
+			continue
 		}
 		if interrupted && !endless || code != want {
 			t.Errorf("%s --help: %s: exit %d (interrupted %v); stderr:\n%s", ex.command, ex.line, code, interrupted, errb.String())
