@@ -85,6 +85,11 @@ func FuzzSmallParsers(f *testing.F) {
 		findFlockHolder(strings.NewReader(s), 0, 0, 0)
 		unescapeOctal(s)
 		parseStampMicros(s)
+		for _, e := range ParseEventList(s) { // system:event, neither empty nor spanning lines
+			if e.System == "" || e.Event == "" || strings.ContainsRune(e.System+e.Event, '\n') {
+				t.Fatalf("%q gave %+v", s, e)
+			}
+		}
 	})
 }
 
