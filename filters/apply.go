@@ -36,7 +36,7 @@ func Resolve(ix *Index, changes []Change) (*Resolved, error) {
 	return r, nil
 }
 
-// Applier carries changes out on a trace array with the swap protocol (see README, "The swap
+// Applier carries changes out on a trace array with the swap protocol (see docs/design.md, "The swap
 // protocol"): resolve every pattern and plan every step first; write each list in one open
 // without O_TRUNC, additions then removals; read back and verify; on a mismatch retry once from
 // fresh indexes, else restore what was there and fail. The caller holds the tracefs lock.

@@ -9,7 +9,7 @@ import "strings"
 // name consumes the terminating NUL and goes on comparing whatever stale bytes follow in the
 // caller's buffer (ftrace_match_record's stack copy of the previous symbol name): its result
 // is not a function of the pattern and the name. ftctl writes indexes, so what it previews is
-// what the kernel applies; see README, "Pattern semantics".
+// what the kernel applies; see docs/design.md, "Pattern semantics".
 func refGlobMatch(pat, str string) bool {
 	at := func(s string, i int) byte {
 		if i < len(s) {
