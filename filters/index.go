@@ -354,7 +354,7 @@ func (ix *Index) Suggest(lit string, n int) []string {
 			if abs(len(name)-len(lit)) > maxd {
 				continue
 			}
-			if d := editDistance(lit, name, maxd); d <= maxd {
+			if d := EditDistance(lit, name, maxd); d <= maxd {
 				cands = append(cands, cand{name, d})
 			}
 		}
@@ -382,9 +382,9 @@ func abs(x int) int {
 	return x
 }
 
-// editDistance is the Levenshtein distance, giving up (returning limit+1) once every cell of a
-// row exceeds limit.
-func editDistance(a, b string, limit int) int {
+// EditDistance is the Levenshtein distance, giving up (returning limit+1) once every cell of a
+// row exceeds limit: ftctl's one measure of "close names", for functions and event fields alike.
+func EditDistance(a, b string, limit int) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -681,31 +682,11 @@ func closest(name string, names []string) string {
 	sorted := append([]string(nil), names...)
 	sort.Strings(sorted)
 	for _, n := range sorted {
-		if d := editDistance(name, n); d < bestD && d*2 < len(name) {
+		if d := filters.EditDistance(name, n, bestD); d < bestD && d*2 < len(name) {
 			best, bestD = n, d
 		}
 	}
 	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // FilterRejectedError is the kernel refusing a filter that ftctl's checks passed, with its
