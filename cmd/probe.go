@@ -232,19 +232,25 @@ type explained struct {
 func (e *explained) Error() string { return e.msg }
 func (e *explained) Unwrap() error { return e.err }
 
-func rejectedError(re *probes.RejectedError) error {
-	var b strings.Builder
-	b.WriteString("the kernel rejected the probe definition")
+// writeKernelRefusal writes what the kernel refused: the headline with the errno, and its
+// error_log entry with the caret moved under the user's text.
+func writeKernelRefusal(b *strings.Builder, headline string, err error, d *probes.KernelDiagnosis) {
+	b.WriteString(headline)
 	var te *tracefs.Error
-	if errors.As(re.Err, &te) && te.Errno != nil {
-		fmt.Fprintf(&b, " (%v)", te.Errno)
+	if errors.As(err, &te) && te.Errno != nil {
+		fmt.Fprintf(b, " (%v)", te.Errno)
 	}
-	if d := re.Diagnosis; d != nil {
+	if d != nil {
 		b.WriteString("\n  kernel error_log: " + safe(d.Message))
 		if d.Pos >= 0 {
 			b.WriteString("\n" + probes.Caret("    ", safeKeepWidth(d.Source), d.Pos))
 		}
 	}
+}
+
+func rejectedError(re *probes.RejectedError) error {
+	var b strings.Builder
+	writeKernelRefusal(&b, "the kernel rejected the probe definition", re.Err, re.Diagnosis)
 	if len(re.Existing) > 0 {
 		b.WriteString("\n  a probe of that name already exists:")
 		for _, l := range re.Existing {

@@ -442,17 +442,8 @@ func filterError(err error) error {
 // its error_log entry, with the caret under the user's text.
 func filterRejectedError(re *probes.FilterRejectedError) error {
 	var b strings.Builder
-	b.WriteString("the kernel rejected the --filter for " + safe(re.Event))
-	var te *tracefs.Error
-	if errors.As(re.Err, &te) && te.Errno != nil {
-		fmt.Fprintf(&b, " (%v)", te.Errno)
-	}
-	if d := re.Diagnosis; d != nil {
-		b.WriteString("\n  kernel error_log: " + safe(d.Message))
-		if d.Pos >= 0 {
-			b.WriteString("\n" + probes.Caret("    ", safeKeepWidth(d.Source), d.Pos))
-		}
-	} else {
+	writeKernelRefusal(&b, "the kernel rejected the --filter for "+safe(re.Event), re.Err, re.Diagnosis)
+	if re.Diagnosis == nil {
 		b.WriteString("\n  " + safe(re.Err.Error()))
 	}
 	b.WriteString("\n  the session was removed; nothing was traced")
