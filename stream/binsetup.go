@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -151,11 +150,14 @@ type binarySetup struct {
 	notice  func(format string, args ...any)
 	pages   []CPUPage
 
-	// While kallsyms loads (0.3-0.4 s of kernel time under TCG, 40-50 ms on the development
-	// host), what was read waits here, copied, so that the reads go on and the kernel's buffer
-	// does not overrun meanwhile; beyond maxBacklog the reads wait.
+	// While kallsyms loads (0.1-0.7 s of kernel time under TCG, 40-50 ms on the development
+	// host; 6.12's 163,000 symbols take 3-5 times as long as 6.1's 94,000, and seconds under
+	// load), what was read waits here, copied, so that the reads go on and the kernel's buffer
+	// does not overrun meanwhile; then while ftctl catches up (Source.nextBinary). Beyond
+	// maxBacklog the reads wait.
 	backlog      [][]byte
 	backlogBytes int
+	end          error // io.EOF read while there was a backlog: returned once it is decoded
 }
 
 const maxBacklog = 256 << 20
@@ -219,53 +221,28 @@ func (s *binarySetup) loading() <-chan struct{} {
 }
 
 // loaded records the end of the kallsyms load (an error: addresses print as numbers, said
-// once) and decodes the backlog.
-func (s *binarySetup) loaded(emit Emit) error {
+// once).
+func (s *binarySetup) loaded() {
 	if err := s.symbols.err; err != nil {
 		s.notice("stream: %v: addresses are printed as numbers", err)
 	}
 	s.dec.Symbols = s.symbols.syms
 	s.waiting = nil
-	backlog := s.backlog
-	s.backlog, s.backlogBytes = nil, 0
-	for _, b := range backlog {
-		if err := s.decode(b, emit); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
-// feed decodes a chunk Read returned, or keeps a copy while kallsyms loads.
-func (s *binarySetup) feed(b []byte, emit Emit) error {
-	if len(b) == 0 {
-		return nil
-	}
-	if s.waiting != nil && s.backlogBytes+len(b) <= maxBacklog {
-		s.backlog = append(s.backlog, bytes.Clone(b))
-		s.backlogBytes += len(b)
-		return nil
-	}
-	if s.waiting != nil { // the backlog is full: wait
-		<-s.waiting
-		if err := s.loaded(emit); err != nil {
-			return err
-		}
+// full says the backlog has no room for more.
+func (s *binarySetup) full() bool { return s.backlogBytes >= maxBacklog }
+
+// decodeNext decodes the backlog's oldest chunk.
+func (s *binarySetup) decodeNext(emit Emit) error {
+	b := s.backlog[0]
+	s.backlog[0] = nil
+	s.backlog = s.backlog[1:]
+	s.backlogBytes -= len(b)
+	if len(s.backlog) == 0 {
+		s.backlog = nil
 	}
 	return s.decode(b, emit)
-}
-
-// finish waits for kallsyms (or ctx) and decodes the backlog: the end of the stream.
-func (s *binarySetup) finish(ctx context.Context, emit Emit) error {
-	if s.waiting == nil {
-		return nil
-	}
-	select {
-	case <-s.waiting:
-		return s.loaded(emit)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func (s *binarySetup) decode(b []byte, emit Emit) error {

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -171,51 +172,116 @@ func (s *Source) Own() int64 { return s.own }
 // not decoded); tracefs.ErrPipeClosed after Close; or a read error.
 func (s *Source) Next(emit Emit) error {
 	s.emit = emit
-	var c readChunk
-	var derr error
-	if loading := s.bin.loading(); loading != nil {
-		// kallsyms is loading: chunks wait in the backlog, the reads go on
-		select {
-		case <-loading:
-			derr = s.bin.loaded(s.filtered)
-		case c = <-s.ra.full:
-			if c.b == nil && c.err == nil {
-				c.err = tracefs.ErrPipeClosed
-			}
-		}
-	} else {
-		c = s.ra.next()
+	if s.bin != nil {
+		return s.nextBinary()
 	}
+	c := s.ra.next()
 	rerr := c.err
 	if err := s.ctx.Err(); err != nil && rerr == nil {
 		// Interrupted, or out of time: what was read ahead is not decoded.
 		c.b, rerr = c.b[:0], err
 	}
-	switch {
-	case derr != nil:
-	case s.bin != nil:
-		derr = s.bin.feed(c.b, s.filtered)
-		if derr == nil && errors.Is(rerr, io.EOF) {
-			derr = s.bin.finish(s.ctx, s.filtered) // the backlog, once kallsyms is in
-		}
-	default:
-		// The kernel prints an entry (a stack trace with all its frames too) within one
-		// read: whatever is pending after a read is complete.
-		derr = s.dec.Feed(c.b, s.filtered)
-		if derr == nil {
-			derr = s.dec.Flush(s.filtered)
-		}
+	// The kernel prints an entry (a stack trace with all its frames too) within one read:
+	// whatever is pending after a read is complete.
+	derr := s.dec.Feed(c.b, s.filtered)
+	if derr == nil {
+		derr = s.dec.Flush(s.filtered)
 	}
 	if c.b != nil {
 		s.ra.release(c.b)
-	}
-	if derr != nil && s.ctx.Err() != nil && errors.Is(derr, s.ctx.Err()) {
-		derr, rerr = nil, derr // interrupted (or out of time) while waiting for kallsyms
 	}
 	if derr != nil {
 		return derr
 	}
 	return rerr
+}
+
+// nextBinary is Next for trace_pipe_raw. While kallsyms loads, what is read waits in the
+// backlog and the reads go on. Once it is loaded the backlog is decoded a chunk per call, and
+// each call first moves what was read meanwhile to the backlog's end: the reads go on while
+// ftctl catches up (decoding all of it in one call stopped them for as long, and the kernel's
+// buffer overran meanwhile), and what Copy holds before it writes stays a chunk's worth. Then
+// each chunk is decoded as it is read.
+func (s *Source) nextBinary() error {
+	b := s.bin
+	if loading := b.loading(); loading != nil {
+		if b.end != nil || b.full() {
+			// nothing more to read, or no room to keep it: wait for kallsyms
+			select {
+			case <-loading:
+			case <-s.ctx.Done():
+				return s.ctx.Err()
+			}
+		} else {
+			select {
+			case <-loading:
+			case c, ok := <-s.ra.full:
+				return s.keep(c, ok)
+			}
+		}
+		b.loaded()
+	}
+	if len(b.backlog) > 0 || b.end != nil {
+		if err := s.ctx.Err(); err != nil {
+			return err // interrupted, or out of time: the backlog is not decoded
+		}
+		for !b.full() && b.end == nil { // what was read meanwhile, without waiting
+			select {
+			case c, ok := <-s.ra.full:
+				if err := s.keep(c, ok); err != nil {
+					return err
+				}
+				continue
+			default:
+			}
+			break
+		}
+		if len(b.backlog) == 0 {
+			return b.end
+		}
+		return b.decodeNext(s.filtered)
+	}
+	c := s.ra.next()
+	rerr := c.err
+	if err := s.ctx.Err(); err != nil && rerr == nil {
+		c.b, rerr = c.b[:0], err // interrupted, or out of time: not decoded
+	}
+	derr := b.decode(c.b, s.filtered)
+	if c.b != nil {
+		s.ra.release(c.b)
+	}
+	if derr != nil {
+		return derr
+	}
+	return rerr
+}
+
+// keep moves a chunk read while kallsyms loads, or while the backlog is decoded, to the end of
+// the backlog (copied: the reader reuses its buffer). The kernel's end of the stream (io.EOF)
+// waits there until the backlog is decoded; the end of the context, Close or a read error end
+// the stream at once.
+func (s *Source) keep(c readChunk, ok bool) error {
+	if !ok {
+		return tracefs.ErrPipeClosed
+	}
+	if c.b != nil {
+		defer s.ra.release(c.b)
+	}
+	if err := s.ctx.Err(); err != nil {
+		return err // interrupted, or out of time: not decoded
+	}
+	if len(c.b) > 0 {
+		s.bin.backlog = append(s.bin.backlog, bytes.Clone(c.b))
+		s.bin.backlogBytes += len(c.b)
+	}
+	switch {
+	case c.err == nil:
+		return nil
+	case errors.Is(c.err, io.EOF):
+		s.bin.end = c.err
+		return nil
+	}
+	return c.err
 }
 
 // emitOwn leaves out the events of ftctl's own threads.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -210,53 +211,128 @@ func TestCopyDurationAndCount(t *testing.T) {
 	}
 }
 
-// While kallsyms loads, chunks wait in the backlog (copied: the reader reuses its buffers),
-// then come out in order; at the end of the stream finish waits for kallsyms, or for the
-// context.
-func TestBinaryBacklog(t *testing.T) {
-	fs := rawFS(t, map[int][]string{0: {"one", "two"}, 1: {"three"}})
-	var chunks [][]byte
-	for cpu := range 2 {
-		page, err := os.ReadFile(fs.Path(filepath.Join("per_cpu", "cpu"+strconv.Itoa(cpu), "trace_pipe_raw")))
+// chunkList is a chunkReader giving its chunks, one a Read, then io.EOF.
+type chunkList struct {
+	chunks [][]byte
+	reads  atomic.Int32
+}
+
+func (c *chunkList) Read(b []byte) (int, error) {
+	i := int(c.reads.Add(1)) - 1
+	if i >= len(c.chunks) {
+		return 0, io.EOF
+	}
+	return copy(b, c.chunks[i]), nil
+}
+
+func (c *chunkList) Close() error { return nil }
+
+// markerChunks makes n chunks as RawPipe.Read returns them, each one page of CPU 0 holding the
+// marker "mI".
+func markerChunks(n int) [][]byte {
+	var out [][]byte
+	for i := range n {
+		page := fixture.MarkerPage(0, []string{"m" + strconv.Itoa(i+1)}, 154)
+		c := binary.LittleEndian.AppendUint32(nil, 0)
+		c = binary.LittleEndian.AppendUint32(c, uint32(len(page)))
+		out = append(out, append(c, page...))
+	}
+	return out
+}
+
+// heldSymbols is a SymbolLoader whose load ends when the test says (release).
+func heldSymbols(t *testing.T, fs *tracefs.FS) (l *SymbolLoader, release func()) {
+	l = NewSymbolLoader(fs)
+	l.once.Do(func() {}) // no load of its own
+	return l, func() {
+		syms, err := ParseKallsyms([]byte(fixture.Kallsyms))
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := binary.LittleEndian.AppendUint32(nil, uint32(cpu))
-		c = binary.LittleEndian.AppendUint32(c, uint32(len(page)))
-		chunks = append(chunks, append(c, page...))
+		l.syms = syms
+		close(l.done)
 	}
-	s, err := newBinarySetup(fs.Top(), nil, Options{Notice: func(string, ...any) {}})
+}
+
+// openChunks opens a binary Source whose reads give chunks, kallsyms held.
+func openChunks(t *testing.T, ctx context.Context, chunks [][]byte) (src *Source, pipe *chunkList, release func()) {
+	fs := rawFS(t, map[int][]string{0: {"unused"}})
+	syms, release := heldSymbols(t, fs)
+	src, err := Open(ctx, fs.Top(), Options{Reader: ReaderBinary, Symbols: syms})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.close()
-	real := s.waiting
-	pending := make(chan struct{})
-	s.waiting = pending // kallsyms "still loading"
+	t.Cleanup(func() { src.Close() })
+	src.ra.stop()
+	pipe = &chunkList{chunks: chunks}
+	src.ra = startReadAhead(pipe)
+	return src, pipe, release
+}
+
+// While kallsyms loads, chunks wait in the backlog (copied: the reader reuses its buffers).
+// Once loaded, each Next decodes one chunk of the backlog, after moving what was read
+// meanwhile behind it: decoding the whole backlog in one Next stopped the reads for as long,
+// and under a hot function filter the kernel's buffer overran meanwhile (6.12, vm/bench-hot.sh).
+func TestBinaryBacklogOneChunkANext(t *testing.T) {
+	src, pipe, release := openChunks(t, context.Background(), markerChunks(6))
+	var got []string
+	next := func() (int, error) {
+		n := 0
+		err := src.Next(func(ev *Event) error { got = append(got, string(ev.Text)); n++; return nil })
+		return n, err
+	}
+	for range 2 {
+		if n, err := next(); n != 0 || err != nil {
+			t.Fatalf("while kallsyms loads: %d events, %v", n, err)
+		}
+	}
+	release()
+	var err error
+	for calls := 0; err == nil && calls < 20; calls++ {
+		var n int
+		if n, err = next(); n > 1 {
+			t.Errorf("a Next decoded %d chunks (%q so far): one at a time, the reads going on between", n, got)
+		}
+	}
+	if !errors.Is(err, io.EOF) || strings.Join(got, ",") != "m1,m2,m3,m4,m5,m6" {
+		t.Errorf("got %q, end %v; want m1 to m6, then io.EOF", got, err)
+	}
+	if r := pipe.reads.Load(); r < 7 {
+		t.Errorf("%d reads: the end of the stream was not read", r)
+	}
+}
+
+// The kernel's end of the stream while kallsyms loads: Next waits for kallsyms (then decodes
+// the backlog), or for the end of the context.
+func TestBinaryBacklogEndWaitsForSymbols(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	src, _, _ := openChunks(t, ctx, markerChunks(1))
 	var got []string
 	emit := func(ev *Event) error { got = append(got, string(ev.Text)); return nil }
-	for _, c := range chunks {
-		buf := bytes.Clone(c)
-		if err := s.feed(buf, emit); err != nil {
+	for range 2 { // the chunk, then io.EOF: both kept
+		if err := src.Next(emit); err != nil {
 			t.Fatal(err)
 		}
-		clear(buf) // the reader reuses its buffer
 	}
-	if len(got) != 0 || len(s.backlog) != 2 {
-		t.Fatalf("decoded before kallsyms: %q, backlog %d", got, len(s.backlog))
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if err := src.Next(emit); !errors.Is(err, context.Canceled) || len(got) != 0 {
+		t.Errorf("the context ended while kallsyms loads: %v, %q", err, got)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := s.finish(ctx, emit); !errors.Is(err, context.Canceled) {
-		t.Fatalf("finish with the context ended: %v", err)
+
+	src, _, release := openChunks(t, context.Background(), markerChunks(2))
+	got = nil
+	for range 3 {
+		if err := src.Next(emit); err != nil {
+			t.Fatal(err)
+		}
 	}
-	<-real
-	close(pending)
-	if err := s.finish(context.Background(), emit); err != nil {
-		t.Fatal(err)
+	time.AfterFunc(50*time.Millisecond, release)
+	var err error
+	for err == nil {
+		err = src.Next(emit)
 	}
-	if strings.Join(got, ",") != "one,two,three" || s.loading() != nil || s.backlog != nil {
-		t.Errorf("after kallsyms: %q", got)
+	if !errors.Is(err, io.EOF) || strings.Join(got, ",") != "m1,m2" {
+		t.Errorf("after kallsyms: %q, %v", got, err)
 	}
 }
 
