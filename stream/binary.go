@@ -35,6 +35,9 @@ type BinaryDecoder struct {
 	TGID func(pid int) int
 	// Unknown is called once for an event type without a format; it may return one.
 	Unknown func(id int) *tracefs.Format
+	// Skip, when set, is asked for each event's pid before it is decoded: an event it says
+	// true to is neither decoded nor emitted (ftctl's own threads' events).
+	Skip func(pid int) bool
 
 	events map[int]*binEvent
 	ev     Event
@@ -256,6 +259,9 @@ func (d *BinaryDecoder) emitRec(cpu int, r *rec, emit Emit) error {
 		ev.reset()
 		ev.Kind, ev.CPU, ev.Lost = KindLost, cpu, r.lost
 		return emit(ev)
+	}
+	if d.Skip != nil && len(r.data) >= 8 && d.Skip(int(int32(binary.LittleEndian.Uint32(r.data[4:])))) {
+		return nil
 	}
 	d.Decode(ev, cpu, r.ts, r.data) // it resets ev
 	return emit(ev)

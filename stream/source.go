@@ -152,6 +152,9 @@ func (s *Source) choose() error {
 		return nil
 	}
 	s.bin, s.reader = b, pipeBinary
+	if !o.IncludeSelf {
+		b.dec.Skip = s.skipOwn // before decoding: emitOwn would only see them decoded
+	}
 	return nil
 }
 
@@ -282,6 +285,15 @@ func (s *Source) keep(c readChunk, ok bool) error {
 		return nil
 	}
 	return c.err
+}
+
+// skipOwn says whether pid is one of ftctl's threads, and counts its event.
+func (s *Source) skipOwn(pid int) bool {
+	if s.self.own(pid) {
+		s.own++
+		return true
+	}
+	return false
 }
 
 // emitOwn leaves out the events of ftctl's own threads.
