@@ -415,10 +415,15 @@ func (d *BinaryDecoder) appendIP(dst []byte, ip uint64, offset bool) []byte {
 }
 
 // sym fills a function event's Sym as the line parser would from what appendIP prints: with
-// sym-offset, the name, "0xoff/0xsize" and the module apart.
+// sym-offset, the name, "0xoff/0xsize" and the module apart. One symbol lookup, where
+// appendIP makes up to three (two function addresses an event, under a hot filter).
 func (d *BinaryDecoder) sym(sym *Sym, ip uint64) {
 	start := len(d.buf)
-	if name, off, size, mod, ok := d.Symbols.Lookup(ip); d.SymOffset && ok && len(name) > 0 && !d.Symbols.Kretprobed(ip) {
+	name, off, size, mod, ok := d.Symbols.Lookup(ip)
+	found := ok && len(name) > 0
+	kret := ok && off == 0 && kretprobeTrampoline(name)
+	switch {
+	case d.SymOffset && found && !kret:
 		d.buf = append(d.buf, name...)
 		sym.Name = d.buf[start:]
 		start = len(d.buf)
@@ -428,8 +433,17 @@ func (d *BinaryDecoder) sym(sym *Sym, ip uint64) {
 			sym.Module = mod
 		}
 		return
+	case ip == 0:
+		d.buf = append(d.buf, '0')
+	case kret:
+		d.buf = append(d.buf, kretprobedMsg...)
+	case found:
+		d.buf = append(d.buf, name...)
+	case d.SymOffset:
+		d.buf = appendHex(append(d.buf, "0x"...), ip, 1)
+	default:
+		d.buf = appendHex(append(d.buf, "0x"...), ip, 8)
 	}
-	d.buf = d.appendIP(d.buf, ip, d.SymOffset)
 	sym.Name = d.buf[start:]
 }
 
