@@ -365,14 +365,16 @@ func TestPidTable(t *testing.T) {
 			t.Errorf("at %v, pid %d: %q, want %q", at, pid, got, want)
 		}
 	}
-	check(10*time.Millisecond, 11, "")       // known missing, not retried yet
-	check(10*time.Millisecond, 12, "")       // never seen, but read 10 ms ago
-	check(30*time.Millisecond, 11, "")       // known missing: waits pidRetry
-	check(30*time.Millisecond, 13, "")       // never seen, 30 ms: read again (12 and 11 now there)
-	check(30*time.Millisecond, 12, "twelve") // found by that read
-	check(30*time.Millisecond, 10, "TEN")    // the new table
+	early, later := pidRefresh/2, pidRefresh+pidRefresh/2
+	check(early, 11, "")       // known missing, not retried yet
+	check(early, 12, "")       // never seen, but read less than pidRefresh ago
+	check(later, 11, "")       // known missing: waits pidRetry
+	check(later, 13, "")       // never seen, past pidRefresh: read again (12 and 11 now there)
+	check(later, 12, "twelve") // found by that read
+	check(later, 10, "TEN")    // the new table
 	os.WriteFile(file, []byte("13 thirteen\n"), 0o644)
-	check(1100*time.Millisecond, 10, "TEN")      // found: no read
-	check(1100*time.Millisecond, 13, "thirteen") // known missing, 1.07 s after the last read: read again
-	check(1100*time.Millisecond, 10, "")         // gone from the kernel's table too
+	last := later + pidRetry + pidRefresh/2
+	check(last, 10, "TEN")      // found: no read
+	check(last, 13, "thirteen") // known missing, past pidRetry after the last read: read again
+	check(last, 10, "")         // gone from the kernel's table too
 }
