@@ -513,14 +513,18 @@ func FuzzBinaryPage(f *testing.F) {
 	f.Add(page(100, 0, 0, rbEvent(0, entry(4, 0, 0, 1, u32(2), u32(0), u64(1), u64(2)))))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		d := testDecoder(t)
-		d.Feed([]CPUPage{{CPU: 0, Data: b}, {CPU: 3, Data: b}}, func(ev *Event) error {
+		emit := func(ev *Event) error {
 			js := AppendJSON(nil, ev, false)
 			if !json.Valid(js) {
 				t.Fatalf("invalid JSON %q", js)
 			}
 			AppendText(nil, ev, TextOptions{})
 			return nil
-		})
+		}
+		d.Feed([]CPUPage{{CPU: 0, Data: b}, {CPU: 3, Data: b}}, emit)
+		// with sym-offset, and odd pids left out before decoding
+		d.SymOffset, d.Skip = true, func(pid int) bool { return pid%2 != 0 }
+		d.Feed([]CPUPage{{CPU: 1, Data: b}}, emit)
 	})
 }
 
