@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -224,7 +223,7 @@ func (s *Source) nextBinary() error {
 		}
 		b.loaded()
 	}
-	if len(b.backlog) > 0 || b.end != nil {
+	if b.pending() > 0 || b.end != nil {
 		if err := s.ctx.Err(); err != nil {
 			return err // interrupted, or out of time: the backlog is not decoded
 		}
@@ -239,7 +238,7 @@ func (s *Source) nextBinary() error {
 			}
 			break
 		}
-		if len(b.backlog) == 0 {
+		if b.pending() == 0 {
 			return b.end
 		}
 		return b.decodeNext(s.filtered)
@@ -274,8 +273,7 @@ func (s *Source) keep(c readChunk, ok bool) error {
 		return err // interrupted, or out of time: not decoded
 	}
 	if len(c.b) > 0 {
-		s.bin.backlog = append(s.bin.backlog, bytes.Clone(c.b))
-		s.bin.backlogBytes += len(c.b)
+		s.bin.keep(c.b)
 	}
 	switch {
 	case c.err == nil:

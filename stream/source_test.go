@@ -311,6 +311,31 @@ func TestBinaryBacklogOneChunkANext(t *testing.T) {
 	}
 }
 
+// The backlog copies chunks into buffers it reuses once they are decoded: no allocation per
+// chunk (a copy made anew for each was garbage that kept the collector busy).
+func TestBinaryBacklogReusesBuffers(t *testing.T) {
+	fs := rawFS(t, map[int][]string{0: {"unused"}})
+	s, err := newBinarySetup(fs.Top(), nil, Options{Notice: func(string, ...any) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	<-s.loading()
+	s.loaded()
+	chunk := markerChunks(1)[0]
+	n := 0
+	emit := func(*Event) error { n++; return nil }
+	allocs := testing.AllocsPerRun(50, func() {
+		s.keep(chunk)
+		s.keep(chunk)
+		s.decodeNext(emit)
+		s.decodeNext(emit)
+	})
+	if allocs != 0 || s.pending() != 0 || s.backlogBytes != 0 || n != 2*51 {
+		t.Errorf("%.1f allocations a round, %d chunks pending (%d bytes), %d events", allocs, s.pending(), s.backlogBytes, n)
+	}
+}
+
 // The kernel's end of the stream while kallsyms loads: Next waits for kallsyms (then decodes
 // the backlog), or for the end of the context.
 func TestBinaryBacklogEndWaitsForSymbols(t *testing.T) {
