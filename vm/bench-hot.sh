@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench-hot.sh: the function tracer on a hot filter (issue 19, item 8). In one VM boot per kernel
 # and TCG mode: an instance traces every `_raw_spin_lock*` function while a busy workload runs in
-# the guest the whole time (BUSY shell loops, default 2: each runs `cat /proc/stat > /dev/null`
+# the guest the whole time (BUSY shell loops, default 1: each runs `cat /proc/stat > /dev/null`
 # over and over, a fork, an exec and a read each time: scheduler, mm, procfs and tty locks),
 # and two readers take turns, each a fresh process, each for SECONDS (default 5):
 #   cat    busybox `cat trace_pipe > /dev/null`
@@ -12,11 +12,13 @@
 #   read      events the kernel handed the reader ("read events")
 #   overrun   events overwritten before any reader got them ("overrun")
 #   left      events still in the buffer at the end ("entries")
-# delivered: for cat, read (it writes whatever it reads); for ftctl, what it decoded and passed
-# on, from its summary on stderr: its events plus those of its own threads it left out (a reader
-# of trace_pipe_raw takes the ring buffer's spin locks too). generated = delivered + overrun, as
-# issue 19 defines it; kept = delivered / generated. The reader's CPU time (utime and stime,
-# /proc/PID/stat) is taken just before the SIGTERM.
+# delivered: the events the reader printed: for cat, read (it writes whatever it reads, its own
+# events among them: each line cat reads makes it take the ring buffer's reader lock about three
+# times, which the filter records); for ftctl, its summary's events (on stderr), which leave
+# out those of its own threads ("own", reported apart). generated = delivered + overrun, as
+# issue 19 defines it; kept = delivered / generated. "left" (still in the buffer at the end) and
+# what ftctl had read but not yet printed when it was stopped are in neither. The reader's CPU
+# time (utime and stime, /proc/PID/stat) is taken just before the SIGTERM.
 #
 # RUNS (default 3) pairs, cat then ftctl, alternating in the same boot. MODES (default "single",
 # the test suite's TCG; "single multi" adds multi-threaded TCG). BUF_KB sets buffer_size_kb
@@ -39,7 +41,8 @@ tags=
 (cd "$top" && CGO_ENABLED=0 go build $tags -o "$build/ftctl-hot" .)
 # BASE=COMMIT also builds that commit's ftctl, run as "base" in the same boots: before and after
 # a change, measured side by side. READERS orders the readers of each run (default "cat ftctl",
-# "cat base ftctl" with BASE); "alt" is this ftctl with ALT_ENV added to its environment.
+# "cat base ftctl" with BASE); "alt" is this ftctl with ALT_ENV added to its environment and
+# ALT_PREFIX before it (e.g. "nice -n -10").
 files=(--file "$build/ftctl-hot:/bin/ftctl")
 readers=${READERS:-cat ${BASE:+base} ftctl}
 if [ -n "${BASE:-}" ]; then
@@ -62,7 +65,7 @@ echo '_raw_spin_lock*' > \$I/set_ftrace_filter
 echo function > \$I/current_tracer
 echo "BENCHINFO kernel \$(uname -r) cpus \$(nproc) functions \$(wc -l < \$I/set_ftrace_filter) buffer_size_kb \$(cat \$I/buffer_size_kb) subbuf_kb \$(cat \$I/buffer_subbuf_size_kb 2>/dev/null || echo none) buffer_percent \$(cat \$I/buffer_percent 2>/dev/null || echo none)"
 busy() { while :; do ${WORK:-cat /proc/stat > /dev/null}; done; }
-for b in \$(seq ${BUSY:-2}); do busy & done
+for b in \$(seq ${BUSY:-1}); do busy & done
 sleep 1
 sum() { cat \$I/per_cpu/cpu*/stats | awk -v k="\$1" 'index(\$0, k ":") == 1 { s += \$NF } END { print s + 0 }'; }
 run() { # run LABEL N COMMAND
@@ -86,7 +89,7 @@ for n in \$(seq ${RUNS:-3}); do
 		case \$r in
 		cat) run cat \$n "cat \$I/trace_pipe > /dev/null" ;;
 		ftctl) run ftctl \$n "env ${FTCTL_ENV:-} FTCTL_CPUPROFILE=/tmp/prof.\$n ${MEMPROFILE:+FTCTL_MEMPROFILE=/tmp/mem.\$n} ftctl -B hot stream -o json > /dev/null" ;;
-		alt) run alt \$n "env ${ALT_ENV:-} FTCTL_CPUPROFILE=/tmp/prof-alt.\$n ftctl -B hot stream -o json > /dev/null" ;;
+		alt) run alt \$n "env ${ALT_ENV:-} FTCTL_CPUPROFILE=/tmp/prof-alt.\$n ${ALT_PREFIX:-} ftctl -B hot stream -o json > /dev/null" ;;
 		base) run base \$n "env ${FTCTL_ENV:-} ftctl-base -B hot stream -o json > /dev/null" ;;
 		esac
 	done
@@ -119,13 +122,13 @@ for mode in $modes; do
 	awk '/^PROFILE-BEGIN/ { f = sprintf("%s/hot-%s-%s-%s.b64", dir, k, m, $2); next } /^PROFILE-END/ { close(f); f = ""; next } f { print > f }' \
 		dir="$build" k="$k" m="$mode" "$log"
 	for f in "$build"/hot-"$k"-"$mode"-*.b64; do [ -f "$f" ] && base64 -d "$f" >"${f%.b64}.pprof" && rm "$f"; done
-	# delivered: cat's read events; ftctl's events + own (its summary). Per run, then the
-	# ranges and the ratio of each ftctl run to the cat run before it.
+	# delivered: cat's read events; ftctl's events (its summary). Per run, then the ranges and
+	# the ratio of each ftctl run to the cat run before it.
 	grep -a '^BENCHHOT' "$log" | awk -v S="${SECONDS_RUN:-5}" '
 		function pct(a, b) { return b ? 100 * a / b : 0 }
 		{
 			who = $2; n = $4; read = $6; over = $8; left = $10; ut = $12; st = $13
-			del = who == "cat" ? read : $15 + $16
+			del = who == "cat" ? read : $15
 			gen = del + over
 			printf "%-5s run %d: delivered %7d (%6.0f/s), overrun %7d, generated %7d, kept %5.1f%%, left %6d, read by the kernel %7d; CPU user %.2fs sys %.2fs", who, n, del, del / S, over, gen, pct(del, gen), left, read, ut / 100, st / 100
 			if (who != "cat") printf "; own %d; delivered/cat %.0f%%", $16, pct(del, cd)
