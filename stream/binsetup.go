@@ -149,29 +149,12 @@ type binarySetup struct {
 	waiting <-chan struct{} // closed when kallsyms is loaded; nil once that was seen
 	notice  func(format string, args ...any)
 	pages   []CPUPage
-
-	// While kallsyms loads (0.1-0.7 s of kernel time under TCG, 40-50 ms on the development
-	// host; 6.12's 163,000 symbols take 3-5 times as long as 6.1's 94,000, and seconds under
-	// load), what was read waits here, copied, so that the reads go on and the kernel's buffer
-	// does not overrun meanwhile; then while ftctl catches up (Source.nextBinary). Beyond
-	// maxBacklog the reads wait.
-	// The chunks are copies, into buffers reused once decoded (spare): a copy made anew for
-	// each chunk was garbage that brought the collector round every few megabytes, and under
-	// emulation the collector's stops spun on the scheduler's lock for a quarter of ftctl's
-	// CPU time (in-VM profile, 6.12, vm/bench-hot.sh).
-	backlog      [][]byte // from head on
-	head         int
-	backlogBytes int
-	spare        [][]byte
-	end          error // io.EOF read while there was a backlog: returned once it is decoded
 }
-
-const maxBacklog = 256 << 20
 
 // newBinarySetup reads what the decoder needs: the page layout, ftrace's own formats, the
 // enabled events' formats (those binaryUnfit read, or read here when it read none), the
 // options it follows; saved_cmdlines and saved_tgids are read as pids come, and kallsyms loads
-// in the background (loading, loaded, finish).
+// in the background (loading, loaded).
 func newBinarySetup(in *tracefs.Instance, formats []*tracefs.Format, o Options) (*binarySetup, error) {
 	layout, err := in.PageLayout()
 	if err != nil {
@@ -234,43 +217,6 @@ func (s *binarySetup) loaded() {
 	}
 	s.dec.Symbols = s.symbols.syms
 	s.waiting = nil
-}
-
-// full says the backlog has no room for more.
-func (s *binarySetup) full() bool { return s.backlogBytes >= maxBacklog }
-
-// pending is how many chunks wait in the backlog.
-func (s *binarySetup) pending() int { return len(s.backlog) - s.head }
-
-// maxSpare bounds the buffers kept for reuse once the backlog is decoded.
-const maxSpare = 64
-
-// keep copies a chunk to the end of the backlog.
-func (s *binarySetup) keep(b []byte) {
-	var buf []byte
-	if n := len(s.spare); n > 0 {
-		buf, s.spare = s.spare[n-1], s.spare[:n-1]
-	} else {
-		buf = make([]byte, 0, max(len(b), readAheadSize))
-	}
-	s.backlog = append(s.backlog, append(buf[:0], b...))
-	s.backlogBytes += len(b)
-}
-
-// decodeNext decodes the backlog's oldest chunk.
-func (s *binarySetup) decodeNext(emit Emit) error {
-	b := s.backlog[s.head]
-	s.backlog[s.head] = nil
-	s.head++
-	if s.head == len(s.backlog) {
-		s.backlog, s.head = s.backlog[:0], 0
-	}
-	s.backlogBytes -= len(b)
-	err := s.decode(b, emit)
-	if len(s.spare) < maxSpare {
-		s.spare = append(s.spare, b)
-	}
-	return err
 }
 
 func (s *binarySetup) decode(b []byte, emit Emit) error {

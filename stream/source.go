@@ -5,8 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ftctl/ftctl/tracefs"
@@ -198,57 +198,29 @@ func (s *Source) Next(emit Emit) error {
 	return rerr
 }
 
-// nextBinary is Next for trace_pipe_raw. While kallsyms loads, what is read waits in the
-// backlog and the reads go on. Once it is loaded the backlog is decoded a chunk per call, and
-// each call first moves what was read meanwhile to the backlog's end: the reads go on while
-// ftctl catches up (decoding all of it in one call stopped them for as long, and the kernel's
-// buffer overran meanwhile), and what Copy holds before it writes stays a chunk's worth. Then
-// each chunk is decoded as it is read.
+// nextBinary is Next for trace_pipe_raw. While kallsyms loads, the reads go on (readAhead) and
+// what they read waits, in order; then each chunk is decoded as Next comes to it, one a call
+// (decoding all that waited in one call would hold as much output before Copy writes it).
+// kallsyms takes the kernel 0.1-0.7 s to format under emulation (40-50 ms on the development
+// host); 6.12's 163,000 symbols (a __pfx_ symbol before each function) take 3-5 times as long
+// as 6.1's 94,000, and seconds with a busy workload beside.
 func (s *Source) nextBinary() error {
-	b := s.bin
-	if loading := b.loading(); loading != nil {
-		if b.end != nil || b.full() {
-			// nothing more to read, or no room to keep it: wait for kallsyms
-			select {
-			case <-loading:
-			case <-s.ctx.Done():
-				return s.ctx.Err()
-			}
-		} else {
-			select {
-			case <-loading:
-			case c, ok := <-s.ra.full:
-				return s.keep(c, ok)
-			}
+	if loading := s.bin.loading(); loading != nil {
+		select {
+		case <-loading:
+			s.bin.loaded()
+		case <-s.ctx.Done():
+			return s.ctx.Err() // interrupted, or out of time: what was read is not decoded
+		case <-s.ra.done:
+			return tracefs.ErrPipeClosed
 		}
-		b.loaded()
-	}
-	if b.pending() > 0 || b.end != nil {
-		if err := s.ctx.Err(); err != nil {
-			return err // interrupted, or out of time: the backlog is not decoded
-		}
-		for !b.full() && b.end == nil { // what was read meanwhile, without waiting
-			select {
-			case c, ok := <-s.ra.full:
-				if err := s.keep(c, ok); err != nil {
-					return err
-				}
-				continue
-			default:
-			}
-			break
-		}
-		if b.pending() == 0 {
-			return b.end
-		}
-		return b.decodeNext(s.filtered)
 	}
 	c := s.ra.next()
 	rerr := c.err
 	if err := s.ctx.Err(); err != nil && rerr == nil {
 		c.b, rerr = c.b[:0], err // interrupted, or out of time: not decoded
 	}
-	derr := b.decode(c.b, s.filtered)
+	derr := s.bin.decode(c.b, s.filtered)
 	if c.b != nil {
 		s.ra.release(c.b)
 	}
@@ -256,33 +228,6 @@ func (s *Source) nextBinary() error {
 		return derr
 	}
 	return rerr
-}
-
-// keep moves a chunk read while kallsyms loads, or while the backlog is decoded, to the end of
-// the backlog (copied: the reader reuses its buffer). The kernel's end of the stream (io.EOF)
-// waits there until the backlog is decoded; the end of the context, Close or a read error end
-// the stream at once.
-func (s *Source) keep(c readChunk, ok bool) error {
-	if !ok {
-		return tracefs.ErrPipeClosed
-	}
-	if c.b != nil {
-		defer s.ra.release(c.b)
-	}
-	if err := s.ctx.Err(); err != nil {
-		return err // interrupted, or out of time: not decoded
-	}
-	if len(c.b) > 0 {
-		s.bin.keep(c.b)
-	}
-	switch {
-	case c.err == nil:
-		return nil
-	case errors.Is(c.err, io.EOF):
-		s.bin.end = c.err
-		return nil
-	}
-	return c.err
 }
 
 // skipOwn says whether pid is one of ftctl's threads, and counts its event.
@@ -376,13 +321,17 @@ func (f *selfFilter) own(pid int) bool {
 
 // readAhead reads the pipe in a goroutine of its own while the caller decodes and prints what
 // was read before: the kernel formats the next lines while ftctl formats the last ones, so with
-// a CPU to spare ftctl reads trace_pipe about as fast as cat does (BENCHMARKS.md, "Stream"). It
-// hands out its few buffers in order; the goroutine ends when the pipe does, and stop waits
-// for it.
+// a CPU to spare ftctl reads trace_pipe about as fast as cat does (BENCHMARKS.md, "Stream").
+// The reads never wait for the decoder while it is behind (kallsyms loading, a burst): what
+// the kernel has is read into more buffers, up to readAheadMax in all, rather than left in the
+// kernel's buffer to be overrun; once the decoder has caught up, the buffers beyond
+// readAheadBuffers are let go. It hands out its buffers in order; the goroutine ends when the
+// pipe does, and stop waits for it.
 type readAhead struct {
 	pipe chunkReader
-	free chan []byte    // buffers to read into
+	free chan []byte    // buffers given back, to read into again
 	full chan readChunk // what was read, in order; closed when the goroutine ends
+	made atomic.Int32   // buffers in use or in free
 	done chan struct{}  // closed by stop
 	once sync.Once
 }
@@ -393,11 +342,15 @@ type readChunk struct {
 	err error
 }
 
-// readAheadBuffers and readAheadSize: the kernel returns at most a page per read(2); a chunk
-// gathers up to readAheadSize of them.
+// The kernel returns at most a page per read(2); a chunk gathers up to readAheadSize of them.
+// readAheadBuffers are kept; more are made while the decoder is behind, up to readAheadMax of
+// memory. With only three, the reader waited for the decoder for up to half a second at a time,
+// 1-1.5 s of each 5 s run under a hot function filter (6.12 in the VM, vm/bench-hot.sh), and
+// the kernel's buffer overran meanwhile.
 const (
 	readAheadBuffers = 3
 	readAheadSize    = 128 << 10
+	readAheadMax     = 32 << 20
 )
 
 // chunkReader is tracefs.Pipe or tracefs.RawPipe.
@@ -407,11 +360,8 @@ type chunkReader interface {
 }
 
 func startReadAhead(p chunkReader) *readAhead {
-	r := &readAhead{pipe: p, free: make(chan []byte, readAheadBuffers),
-		full: make(chan readChunk, readAheadBuffers), done: make(chan struct{})}
-	for range readAheadBuffers {
-		r.free <- make([]byte, readAheadSize)
-	}
+	const most = readAheadMax / readAheadSize
+	r := &readAhead{pipe: p, free: make(chan []byte, most), full: make(chan readChunk, most), done: make(chan struct{})}
 	go r.run()
 	return r
 }
@@ -424,6 +374,17 @@ func (r *readAhead) run() {
 		case b = <-r.free:
 		case <-r.done:
 			return
+		default:
+			if r.made.Load() < readAheadMax/readAheadSize {
+				r.made.Add(1)
+				b = make([]byte, readAheadSize)
+				break
+			}
+			select { // readAheadMax read and not yet decoded: wait for the decoder
+			case b = <-r.free:
+			case <-r.done:
+				return
+			}
 		}
 		n, err := r.pipe.Read(b[:cap(b)])
 		r.full <- readChunk{b[:n], err} // never blocks: full holds as many as there are buffers
@@ -442,11 +403,17 @@ func (r *readAhead) next() readChunk {
 	return c
 }
 
-// release gives a buffer back; it never blocks (there is room for every buffer).
+// release gives a buffer back; it never blocks. Once the decoder has caught up (nothing read
+// waits), buffers beyond readAheadBuffers are let go.
 func (r *readAhead) release(b []byte) {
+	if len(r.full) == 0 && len(r.free) >= readAheadBuffers {
+		r.made.Add(-1)
+		return
+	}
 	select {
 	case r.free <- b:
 	default:
+		r.made.Add(-1)
 	}
 }
 

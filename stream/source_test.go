@@ -278,95 +278,47 @@ func openChunks(t *testing.T, ctx context.Context, chunks [][]byte) (src *Source
 	return src, pipe, release
 }
 
-// While kallsyms loads, chunks wait in the backlog (copied: the reader reuses its buffers).
-// Once loaded, each Next decodes one chunk of the backlog, after moving what was read
-// meanwhile behind it: decoding the whole backlog in one Next stopped the reads for as long,
-// and under a hot function filter the kernel's buffer overran meanwhile (6.12, vm/bench-hot.sh).
-func TestBinaryBacklogOneChunkANext(t *testing.T) {
+// While kallsyms loads, the reads go on and what they read waits; once it is loaded, each Next
+// decodes one chunk (decoding all that waited in one Next held all its output before Copy
+// wrote it).
+func TestBinaryWaitsForSymbolsOneChunkANext(t *testing.T) {
 	src, pipe, release := openChunks(t, context.Background(), markerChunks(6))
+	deadline := time.Now().Add(5 * time.Second)
+	for pipe.reads.Load() < 7 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if r := pipe.reads.Load(); r < 7 {
+		t.Fatalf("%d reads while kallsyms loads: the reads waited", r)
+	}
+	time.AfterFunc(50*time.Millisecond, release)
 	var got []string
-	next := func() (int, error) {
-		n := 0
-		err := src.Next(func(ev *Event) error { got = append(got, string(ev.Text)); n++; return nil })
-		return n, err
-	}
-	for range 2 {
-		if n, err := next(); n != 0 || err != nil {
-			t.Fatalf("while kallsyms loads: %d events, %v", n, err)
-		}
-	}
-	release()
 	var err error
 	for calls := 0; err == nil && calls < 20; calls++ {
-		var n int
-		if n, err = next(); n > 1 {
-			t.Errorf("a Next decoded %d chunks (%q so far): one at a time, the reads going on between", n, got)
+		n := 0
+		err = src.Next(func(ev *Event) error { got = append(got, string(ev.Text)); n++; return nil })
+		if n > 1 {
+			t.Errorf("a Next decoded %d chunks (%q so far): one at a time", n, got)
 		}
 	}
 	if !errors.Is(err, io.EOF) || strings.Join(got, ",") != "m1,m2,m3,m4,m5,m6" {
 		t.Errorf("got %q, end %v; want m1 to m6, then io.EOF", got, err)
 	}
-	if r := pipe.reads.Load(); r < 7 {
-		t.Errorf("%d reads: the end of the stream was not read", r)
-	}
 }
 
-// The backlog copies chunks into buffers it reuses once they are decoded: no allocation per
-// chunk (a copy made anew for each was garbage that kept the collector busy).
-func TestBinaryBacklogReusesBuffers(t *testing.T) {
-	fs := rawFS(t, map[int][]string{0: {"unused"}})
-	s, err := newBinarySetup(fs.Top(), nil, Options{Notice: func(string, ...any) {}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
-	<-s.loading()
-	s.loaded()
-	chunk := markerChunks(1)[0]
-	n := 0
-	emit := func(*Event) error { n++; return nil }
-	allocs := testing.AllocsPerRun(50, func() {
-		s.keep(chunk)
-		s.keep(chunk)
-		s.decodeNext(emit)
-		s.decodeNext(emit)
-	})
-	if allocs != 0 || s.pending() != 0 || s.backlogBytes != 0 || n != 2*51 {
-		t.Errorf("%.1f allocations a round, %d chunks pending (%d bytes), %d events", allocs, s.pending(), s.backlogBytes, n)
-	}
-}
-
-// The kernel's end of the stream while kallsyms loads: Next waits for kallsyms (then decodes
-// the backlog), or for the end of the context.
-func TestBinaryBacklogEndWaitsForSymbols(t *testing.T) {
+// While kallsyms loads, Next waits for it, for the end of the context, or for Close.
+func TestBinaryWaitsForSymbols(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	src, _, _ := openChunks(t, ctx, markerChunks(1))
 	var got []string
 	emit := func(ev *Event) error { got = append(got, string(ev.Text)); return nil }
-	for range 2 { // the chunk, then io.EOF: both kept
-		if err := src.Next(emit); err != nil {
-			t.Fatal(err)
-		}
-	}
 	time.AfterFunc(50*time.Millisecond, cancel)
 	if err := src.Next(emit); !errors.Is(err, context.Canceled) || len(got) != 0 {
 		t.Errorf("the context ended while kallsyms loads: %v, %q", err, got)
 	}
-
-	src, _, release := openChunks(t, context.Background(), markerChunks(2))
-	got = nil
-	for range 3 {
-		if err := src.Next(emit); err != nil {
-			t.Fatal(err)
-		}
-	}
-	time.AfterFunc(50*time.Millisecond, release)
-	var err error
-	for err == nil {
-		err = src.Next(emit)
-	}
-	if !errors.Is(err, io.EOF) || strings.Join(got, ",") != "m1,m2" {
-		t.Errorf("after kallsyms: %q, %v", got, err)
+	src, _, _ = openChunks(t, context.Background(), markerChunks(1))
+	time.AfterFunc(50*time.Millisecond, func() { src.Close() })
+	if err := src.Next(emit); !errors.Is(err, tracefs.ErrPipeClosed) || len(got) != 0 {
+		t.Errorf("Close while kallsyms loads: %v, %q", err, got)
 	}
 }
 
@@ -402,4 +354,41 @@ func TestPidTable(t *testing.T) {
 	check(last, 10, "TEN")      // found: no read
 	check(last, 13, "thirteen") // known missing, past pidRetry after the last read: read again
 	check(last, 10, "")         // gone from the kernel's table too
+}
+
+// endless is a chunkReader that always has a chunk.
+type endless struct{ reads atomic.Int32 }
+
+func (e *endless) Read(b []byte) (int, error) {
+	e.reads.Add(1)
+	return copy(b, "chunk"), nil
+}
+
+func (e *endless) Close() error { return nil }
+
+// The reads do not wait for the decoder: while it is behind (kallsyms loading, a burst), what
+// the kernel has is read into more buffers, up to readAheadMax, instead of staying in the
+// kernel's buffer to be overrun. With three buffers the reader waited for the decoder for up to
+// half a second at a time, 1-1.5 s of each 5 s run (6.12 in the VM, vm/bench-hot.sh), and the
+// kernel's buffer overran meanwhile.
+func TestReadAheadDoesNotWaitForTheDecoder(t *testing.T) {
+	e := &endless{}
+	r := startReadAhead(e)
+	defer r.stop()
+	limit := readAheadMax / readAheadSize
+	deadline := time.Now().Add(5 * time.Second)
+	for int(e.reads.Load()) < limit && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // and no further
+	if n := int(e.reads.Load()); n != limit {
+		t.Fatalf("%d reads with nothing decoded, want %d (readAheadMax)", n, limit)
+	}
+	for range limit {
+		c := r.next()
+		if string(c.b) != "chunk" || c.err != nil {
+			t.Fatalf("chunk %q, %v", c.b, c.err)
+		}
+		r.release(c.b)
+	}
 }
