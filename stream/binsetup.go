@@ -149,6 +149,16 @@ type binarySetup struct {
 	waiting <-chan struct{} // closed when kallsyms is loaded; nil once that was seen
 	notice  func(format string, args ...any)
 	pages   []CPUPage
+
+	// What was read and waits to be decoded, oldest first (from head): what came while
+	// kallsyms loaded, and what the kernel had each time the decoder came back for more. The
+	// buffers are reused once decoded (spare): new ones each time were garbage that brought
+	// the collector round, whose stops spun on the scheduler's lock under emulation.
+	backlog      [][]byte
+	head         int
+	backlogBytes int
+	spare        [][]byte
+	end          error // io.EOF read: returned once the backlog is decoded
 }
 
 // newBinarySetup reads what the decoder needs: the page layout, ftrace's own formats, the
@@ -217,6 +227,56 @@ func (s *binarySetup) loaded() {
 	}
 	s.dec.Symbols = s.symbols.syms
 	s.waiting = nil
+}
+
+// full says the backlog has no room for more: readAheadMax of buffers wait to be decoded.
+func (s *binarySetup) full() bool { return s.backlogBytes >= readAheadMax }
+
+// pending is how many chunks wait in the backlog.
+func (s *binarySetup) pending() int { return len(s.backlog) - s.head }
+
+// maxSpare bounds the buffers kept for reuse once the backlog is decoded.
+const maxSpare = 8
+
+// buffer is a buffer to read a chunk into (give it to push).
+func (s *binarySetup) buffer() []byte {
+	if n := len(s.spare); n > 0 {
+		b := s.spare[n-1]
+		s.spare = s.spare[:n-1]
+		return b[:cap(b)]
+	}
+	return make([]byte, readAheadSize)
+}
+
+// push puts a chunk read into buffer() at the end of the backlog; an empty one goes back to
+// the spares.
+func (s *binarySetup) push(b []byte) {
+	if len(b) == 0 {
+		s.recycle(b)
+		return
+	}
+	s.backlog = append(s.backlog, b)
+	s.backlogBytes += cap(b)
+}
+
+func (s *binarySetup) recycle(b []byte) {
+	if len(s.spare) < maxSpare {
+		s.spare = append(s.spare, b)
+	}
+}
+
+// decodeNext decodes the backlog's oldest chunk.
+func (s *binarySetup) decodeNext(emit Emit) error {
+	b := s.backlog[s.head]
+	s.backlog[s.head] = nil
+	s.head++
+	if s.head == len(s.backlog) {
+		s.backlog, s.head = s.backlog[:0], 0
+	}
+	s.backlogBytes -= cap(b)
+	err := s.decode(b, emit)
+	s.recycle(b)
+	return err
 }
 
 func (s *binarySetup) decode(b []byte, emit Emit) error {

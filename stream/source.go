@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,9 +68,13 @@ type Source struct {
 
 	reader, why string
 	pipe        chunkReader
-	ra          *readAhead
+	ra          *readAhead // trace_pipe's
+	raw         rawReader  // trace_pipe_raw, read by Next itself
 	bin         *binarySetup
 	dec         Decoder
+	closed      chan struct{} // closed by Close
+	closeOnce   sync.Once
+	tick        *time.Timer // the binary reader's waits while kallsyms loads
 
 	emit     Emit // the caller's, for the current Next
 	filtered Emit // emitOwn, made once
@@ -122,8 +127,19 @@ func Open(ctx context.Context, in *tracefs.Instance, o Options) (*Source, error)
 		return nil, err
 	}
 	s.start = time.Now()
-	s.ra = startReadAhead(s.pipe)
+	s.closed = make(chan struct{})
+	if raw, ok := s.pipe.(rawReader); ok && s.bin != nil {
+		s.raw = raw
+	} else {
+		s.ra = startReadAhead(s.pipe)
+	}
 	return s, nil
+}
+
+// rawReader is tracefs.RawPipe.
+type rawReader interface {
+	chunkReader
+	TryRead([]byte) (int, error)
 }
 
 // choose decides between trace_pipe and trace_pipe_raw, and prepares the binary reader.
@@ -198,36 +214,110 @@ func (s *Source) Next(emit Emit) error {
 	return rerr
 }
 
-// nextBinary is Next for trace_pipe_raw. While kallsyms loads, the reads go on (readAhead) and
-// what they read waits, in order; then each chunk is decoded as Next comes to it, one a call
-// (decoding all that waited in one call would hold as much output before Copy writes it).
+// nextBinary is Next for trace_pipe_raw, which it reads itself, in the caller's goroutine:
+// each call first takes what the kernel has now (TryRead) to the end of the backlog, so the
+// reads never wait for the decoder (up to readAheadMax), then decodes the backlog's oldest
+// chunk; with nothing waiting, it waits for the kernel (Read). While kallsyms loads, it only
+// reads, waiting loadPoll between reads.
+//
+// One goroutine, not a reader goroutine beside the decoder: under a busy workload the two
+// handed the one P back and forth (every poll, every preemption) through the Go scheduler's
+// lock, and whenever the thread holding it was preempted the other spun (8-18 % of ftctl's
+// samples in in-VM profiles, 6.12, vm/bench-hot.sh); in the same boot, runs of the same
+// binary decoded from 15,000 to 360,000 events in 5 s.
+//
 // kallsyms takes the kernel 0.1-0.7 s to format under emulation (40-50 ms on the development
 // host); 6.12's 163,000 symbols (a __pfx_ symbol before each function) take 3-5 times as long
 // as 6.1's 94,000, and seconds with a busy workload beside.
 func (s *Source) nextBinary() error {
-	if loading := s.bin.loading(); loading != nil {
+	b := s.bin
+	if err := s.stopped(); err != nil {
+		return err // what was read is not decoded
+	}
+	if loading := b.loading(); loading != nil {
+		if b.end == nil && !b.full() {
+			if err := s.readRaw(false); err != nil {
+				return err
+			}
+		}
+		if s.tick == nil {
+			s.tick = time.NewTimer(loadPoll)
+		} else {
+			s.tick.Reset(loadPoll)
+		}
 		select {
 		case <-loading:
-			s.bin.loaded()
+			b.loaded()
+		case <-s.tick.C:
+			return nil
 		case <-s.ctx.Done():
-			return s.ctx.Err() // interrupted, or out of time: what was read is not decoded
-		case <-s.ra.done:
+			return s.stopped()
+		case <-s.closed:
 			return tracefs.ErrPipeClosed
 		}
 	}
-	c := s.ra.next()
-	rerr := c.err
-	if err := s.ctx.Err(); err != nil && rerr == nil {
-		c.b, rerr = c.b[:0], err // interrupted, or out of time: not decoded
+	for b.end == nil && !b.full() { // what the kernel has now, behind what waits
+		n := b.pending()
+		if err := s.readRaw(false); err != nil {
+			return err
+		}
+		if b.pending() == n {
+			break
+		}
 	}
-	derr := s.bin.decode(c.b, s.filtered)
-	if c.b != nil {
-		s.ra.release(c.b)
+	if b.pending() == 0 {
+		if b.end != nil {
+			return b.end
+		}
+		if err := s.readRaw(true); err != nil {
+			return err
+		}
+		if b.pending() == 0 {
+			return b.end
+		}
 	}
-	if derr != nil {
-		return derr
+	if err := s.stopped(); err != nil {
+		return err
 	}
-	return rerr
+	return b.decodeNext(s.filtered)
+}
+
+// stopped is ErrPipeClosed after Close, the context's error once it ended (interrupted, or out
+// of time), else nil.
+func (s *Source) stopped() error {
+	select {
+	case <-s.closed:
+		return tracefs.ErrPipeClosed
+	default:
+	}
+	return s.ctx.Err()
+}
+
+// loadPoll is how often the binary reader reads while kallsyms loads.
+const loadPoll = 50 * time.Millisecond
+
+// readRaw reads trace_pipe_raw into the backlog: what the kernel has now, or (wait) as soon as
+// it has something. The kernel's end of the stream (io.EOF) waits there until the backlog is
+// decoded; the end of the context, Close or a read error end the stream at once.
+func (s *Source) readRaw(wait bool) error {
+	b := s.bin
+	buf := b.buffer()
+	var n int
+	var err error
+	if wait {
+		n, err = s.raw.Read(buf)
+	} else {
+		n, err = s.raw.TryRead(buf)
+	}
+	b.push(buf[:n])
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, io.EOF):
+		b.end = err
+		return nil
+	}
+	return err
 }
 
 // skipOwn says whether pid is one of ftctl's threads, and counts its event.
@@ -260,12 +350,26 @@ func (s *Source) Interrupted() (bool, error) {
 // Close stops reading: a Next in progress returns, the pipe is closed, the goroutines end
 // (Close waits for them). Calling it again does nothing.
 func (s *Source) Close() error {
-	s.ra.stop()
+	s.stopReading()
 	if s.bin != nil {
 		s.bin.close()
 	}
 	s.cancel()
 	return nil
+}
+
+// stopReading closes the pipe: what is read from now on is not the stream's; a Next waiting
+// returns ErrPipeClosed.
+func (s *Source) stopReading() {
+	if s.ra != nil {
+		s.ra.stop()
+	}
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		if s.raw != nil {
+			s.raw.Close()
+		}
+	})
 }
 
 // Summary starts the loss accounting of this stream: its counters before the first read.

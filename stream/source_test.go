@@ -234,6 +234,8 @@ func (c *chunkList) Read(b []byte) (int, error) {
 	return copy(b, c.chunks[i]), nil
 }
 
+func (c *chunkList) TryRead(b []byte) (int, error) { return c.Read(b) }
+
 func (c *chunkList) Close() error { return nil }
 
 // markerChunks makes n chunks as RawPipe.Read returns them, each one page of CPU 0 holding the
@@ -272,31 +274,35 @@ func openChunks(t *testing.T, ctx context.Context, chunks [][]byte) (src *Source
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { src.Close() })
-	src.ra.stop()
+	src.raw.Close()
 	pipe = &chunkList{chunks: chunks}
-	src.ra = startReadAhead(pipe)
+	src.raw = pipe
 	return src, pipe, release
 }
 
-// While kallsyms loads, the reads go on and what they read waits; once it is loaded, each Next
-// decodes one chunk (decoding all that waited in one Next held all its output before Copy
-// wrote it).
+// While kallsyms loads, each Next reads (what the kernel has) and decodes nothing; once it is
+// loaded, each Next first reads what the kernel has now, then decodes one chunk (decoding all
+// that waited in one Next held all its output before Copy wrote it).
 func TestBinaryWaitsForSymbolsOneChunkANext(t *testing.T) {
 	src, pipe, release := openChunks(t, context.Background(), markerChunks(6))
-	deadline := time.Now().Add(5 * time.Second)
-	for pipe.reads.Load() < 7 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if r := pipe.reads.Load(); r < 7 {
-		t.Fatalf("%d reads while kallsyms loads: the reads waited", r)
-	}
-	time.AfterFunc(50*time.Millisecond, release)
 	var got []string
-	var err error
-	for calls := 0; err == nil && calls < 20; calls++ {
+	next := func() (int, error) {
 		n := 0
-		err = src.Next(func(ev *Event) error { got = append(got, string(ev.Text)); n++; return nil })
-		if n > 1 {
+		err := src.Next(func(ev *Event) error { got = append(got, string(ev.Text)); n++; return nil })
+		return n, err
+	}
+	for i := range 2 {
+		if n, err := next(); n != 0 || err != nil || pipe.reads.Load() != int32(i+1) {
+			t.Fatalf("while kallsyms loads: %d events, %v, %d reads", n, err, pipe.reads.Load())
+		}
+	}
+	release()
+	n, err := next()
+	if n != 1 || err != nil || pipe.reads.Load() != 7 {
+		t.Fatalf("the first Next after kallsyms: %d events, %v, %d reads (want 1 event, the 6 chunks and the end read)", n, err, pipe.reads.Load())
+	}
+	for calls := 0; err == nil && calls < 20; calls++ {
+		if n, err = next(); n > 1 {
 			t.Errorf("a Next decoded %d chunks (%q so far): one at a time", n, got)
 		}
 	}
@@ -305,20 +311,60 @@ func TestBinaryWaitsForSymbolsOneChunkANext(t *testing.T) {
 	}
 }
 
-// While kallsyms loads, Next waits for it, for the end of the context, or for Close.
+// The backlog's buffers are reused once decoded: no allocation per chunk (new ones each time
+// were garbage that kept the collector busy).
+func TestBinaryBacklogReusesBuffers(t *testing.T) {
+	fs := rawFS(t, map[int][]string{0: {"unused"}})
+	s, err := newBinarySetup(fs.Top(), nil, Options{Notice: func(string, ...any) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	<-s.loading()
+	s.loaded()
+	chunk := markerChunks(1)[0]
+	n := 0
+	emit := func(*Event) error { n++; return nil }
+	allocs := testing.AllocsPerRun(50, func() {
+		for range 2 {
+			b := s.buffer()
+			s.push(b[:copy(b, chunk)])
+		}
+		s.push(s.buffer()[:0]) // a read that brought nothing
+		s.decodeNext(emit)
+		s.decodeNext(emit)
+	})
+	if allocs != 0 || s.pending() != 0 || s.backlogBytes != 0 || n != 2*51 {
+		t.Errorf("%.1f allocations a round, %d chunks pending (%d bytes), %d events", allocs, s.pending(), s.backlogBytes, n)
+	}
+}
+
+// While kallsyms loads, Next returns after loadPoll, or at once when the context ends or on
+// Close; what was read is then not decoded.
 func TestBinaryWaitsForSymbols(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	src, _, _ := openChunks(t, ctx, markerChunks(1))
 	var got []string
 	emit := func(ev *Event) error { got = append(got, string(ev.Text)); return nil }
+	start := time.Now()
+	if err := src.Next(emit); err != nil || len(got) != 0 || time.Since(start) < loadPoll {
+		t.Errorf("while kallsyms loads: %v, %q after %v", err, got, time.Since(start))
+	}
 	time.AfterFunc(50*time.Millisecond, cancel)
-	if err := src.Next(emit); !errors.Is(err, context.Canceled) || len(got) != 0 {
-		t.Errorf("the context ended while kallsyms loads: %v, %q", err, got)
+	for err := error(nil); !errors.Is(err, context.Canceled); {
+		if err = src.Next(emit); err != nil && !errors.Is(err, context.Canceled) || time.Since(start) > 5*time.Second {
+			t.Fatalf("the context ended while kallsyms loads: %v", err)
+		}
 	}
 	src, _, _ = openChunks(t, context.Background(), markerChunks(1))
 	time.AfterFunc(50*time.Millisecond, func() { src.Close() })
-	if err := src.Next(emit); !errors.Is(err, tracefs.ErrPipeClosed) || len(got) != 0 {
-		t.Errorf("Close while kallsyms loads: %v, %q", err, got)
+	for err := error(nil); !errors.Is(err, tracefs.ErrPipeClosed); {
+		if err = src.Next(emit); err != nil && !errors.Is(err, tracefs.ErrPipeClosed) || time.Since(start) > 5*time.Second {
+			t.Fatalf("Close while kallsyms loads: %v", err)
+		}
+	}
+	if len(got) != 0 {
+		t.Errorf("decoded %q", got)
 	}
 }
 
@@ -366,11 +412,11 @@ func (e *endless) Read(b []byte) (int, error) {
 
 func (e *endless) Close() error { return nil }
 
-// The reads do not wait for the decoder: while it is behind (kallsyms loading, a burst), what
-// the kernel has is read into more buffers, up to readAheadMax, instead of staying in the
-// kernel's buffer to be overrun. With three buffers the reader waited for the decoder for up to
-// half a second at a time, 1-1.5 s of each 5 s run (6.12 in the VM, vm/bench-hot.sh), and the
-// kernel's buffer overran meanwhile.
+// trace_pipe's read-ahead does not wait for the decoder: while it is behind, what the kernel
+// has is read into more buffers, up to readAheadMax, instead of staying in the kernel's buffer
+// to be overrun. With three buffers the reader waited for the decoder for up to half a second
+// at a time, 1-1.5 s of each 5 s run (the binary reader, then on a read-ahead too: 6.12 in the
+// VM, vm/bench-hot.sh), and the kernel's buffer overran meanwhile.
 func TestReadAheadDoesNotWaitForTheDecoder(t *testing.T) {
 	e := &endless{}
 	r := startReadAhead(e)

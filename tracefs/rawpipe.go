@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,8 +49,8 @@ type RawPipe struct {
 	cpus     []int
 	pollFDs  []unix.PollFd
 	readSome bool
-	done     []bool // per CPU, during a Read: caught up
-	caughtUp bool   // every CPU was caught up at the last Read: wait before reading again
+	done     []bool    // per CPU, during a Read: caught up
+	caughtUp time.Time // when every CPU was last found caught up: wait rawWait before reading again
 	eof      bool
 }
 
@@ -126,7 +127,14 @@ func (p *RawPipe) closeFDs() {
 // room for another page (see RawPipe). It returns io.EOF once tracing is off and everything
 // was read, ctx.Err() when the context ended, ErrPipeClosed after Close. RawPages walks what it
 // returned.
-func (p *RawPipe) Read(b []byte) (int, error) {
+func (p *RawPipe) Read(b []byte) (int, error) { return p.read(b, true) }
+
+// TryRead is Read without the waits: what the CPUs have now, 0 (and no error) when they have
+// nothing, or when every CPU was caught up less than rawWait ago (see RawPipe: read again at
+// once, a reader reads its own events).
+func (p *RawPipe) TryRead(b []byte) (int, error) { return p.read(b, false) }
+
+func (p *RawPipe) read(b []byte, block bool) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	unit := RawFrame + p.pageSize
@@ -140,12 +148,18 @@ func (p *RawPipe) Read(b []byte) (int, error) {
 		if len(b) < unit {
 			return 0, io.ErrShortBuffer
 		}
-		if p.caughtUp {
-			p.caughtUp = false
-			if err := p.wait(); err != nil {
-				return 0, err
+		if !p.caughtUp.IsZero() {
+			left := rawWait*time.Millisecond - time.Since(p.caughtUp)
+			if left > 0 && !block {
+				return 0, nil
 			}
-			continue
+			p.caughtUp = time.Time{}
+			if left > 0 {
+				if err := p.wait(left); err != nil {
+					return 0, err
+				}
+				continue
+			}
 		}
 		n := 0
 		// Two passes: first at most a fair share of b for each CPU, so that a busy CPU
@@ -168,12 +182,18 @@ func (p *RawPipe) Read(b []byte) (int, error) {
 			}
 		}
 		clear(p.done)
-		p.caughtUp = caughtUp == len(p.fds)
+		if caughtUp == len(p.fds) {
+			p.caughtUp = time.Now()
+		}
 		if n > 0 {
 			return n, nil
 		}
 		if p.readSome && p.tracingOff() {
 			p.eof = true
+			continue
+		}
+		if !block {
+			return 0, nil
 		}
 	}
 }
@@ -233,8 +253,8 @@ func RawPages(b []byte, f func(cpu int, page []byte)) {
 	}
 }
 
-// wait blocks until a CPU's buffer is past buffer_percent, the pipe is signalled, or rawWait.
-func (p *RawPipe) wait() error {
+// wait blocks until a CPU's buffer is past buffer_percent, the pipe is signalled, or d.
+func (p *RawPipe) wait(d time.Duration) error {
 	if p.pollFDs == nil { // every CPU's file (unless buffer_percent is 0) and the eventfd, made once
 		for _, fd := range p.fds {
 			if p.pollCPUs {
@@ -244,7 +264,7 @@ func (p *RawPipe) wait() error {
 		p.pollFDs = append(p.pollFDs, unix.PollFd{Fd: int32(p.wake), Events: unix.POLLIN})
 	}
 	for {
-		_, err := unix.Poll(p.pollFDs, rawWait)
+		_, err := unix.Poll(p.pollFDs, max(1, int(d/time.Millisecond)))
 		if err == unix.EINTR {
 			continue
 		}

@@ -182,3 +182,34 @@ func TestRawPipeWaitsAfterPartialPage(t *testing.T) {
 		t.Errorf("%d pages in %d Reads over %v: read again without waiting (want at most %d)", pages, reads, window, most)
 	}
 }
+
+// TryRead reads what the CPUs have now, without waiting: 0 and no error when they have
+// nothing, or when every CPU was caught up less than rawWait ago (a reader reading again at
+// once reads its own events, see TestRawPipeWaitsAfterPartialPage); io.EOF as Read.
+func TestRawPipeTryRead(t *testing.T) {
+	in := rawInstance(t, map[int]int{0: 2, 1: 0})
+	p, err := in.OpenRawPipe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	b := make([]byte, 8*(RawFrame+p.PageSize()))
+	if n, err := p.TryRead(b); err != nil || n != 2*(RawFrame+p.PageSize()) {
+		t.Fatalf("TryRead: %d bytes, %v; want two pages", n, err)
+	}
+	start := time.Now()
+	if n, err := p.TryRead(b); n != 0 || err != nil || time.Since(start) > 20*time.Millisecond {
+		t.Fatalf("TryRead, nothing left: %d bytes, %v after %v", n, err, time.Since(start))
+	}
+	// tracing is off and everything was read: Read and TryRead end the stream
+	if _, err := p.Read(b); !errors.Is(err, io.EOF) {
+		t.Fatalf("Read: %v", err)
+	}
+	if _, err := p.TryRead(b); !errors.Is(err, io.EOF) {
+		t.Fatalf("TryRead after the end: %v", err)
+	}
+	p.Close()
+	if _, err := p.TryRead(b); !errors.Is(err, ErrPipeClosed) {
+		t.Fatalf("TryRead after Close: %v", err)
+	}
+}
