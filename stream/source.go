@@ -218,7 +218,7 @@ func (s *Source) Next(emit Emit) error {
 // each call first takes what the kernel has now (TryRead) to the end of the backlog, so the
 // reads never wait for the decoder (up to readAheadMax), then decodes the backlog's oldest
 // chunk; with nothing waiting, it waits for the kernel (Read). While kallsyms loads, it only
-// reads, waiting loadPoll between reads.
+// reads, every loadPoll.
 //
 // One goroutine, not a reader goroutine beside the decoder: under a busy workload the two
 // handed the one P back and forth (every poll, every preemption) through the Go scheduler's
@@ -234,12 +234,10 @@ func (s *Source) nextBinary() error {
 	if err := s.stopped(); err != nil {
 		return err // what was read is not decoded
 	}
+	if err := s.drain(); err != nil {
+		return err
+	}
 	if loading := b.loading(); loading != nil {
-		if b.end == nil && !b.full() {
-			if err := s.readRaw(false); err != nil {
-				return err
-			}
-		}
 		if s.tick == nil {
 			s.tick = time.NewTimer(loadPoll)
 		} else {
@@ -254,15 +252,6 @@ func (s *Source) nextBinary() error {
 			return s.stopped()
 		case <-s.closed:
 			return tracefs.ErrPipeClosed
-		}
-	}
-	for b.end == nil && !b.full() { // what the kernel has now, behind what waits
-		n := b.pending()
-		if err := s.readRaw(false); err != nil {
-			return err
-		}
-		if b.pending() == n {
-			break
 		}
 	}
 	if b.pending() == 0 {
@@ -291,6 +280,21 @@ func (s *Source) stopped() error {
 	default:
 	}
 	return s.ctx.Err()
+}
+
+// drain takes what the kernel has now to the end of the backlog, without waiting.
+func (s *Source) drain() error {
+	b := s.bin
+	for b.end == nil && !b.full() {
+		n := b.pending()
+		if err := s.readRaw(false); err != nil {
+			return err
+		}
+		if b.pending() == n {
+			return nil
+		}
+	}
+	return nil
 }
 
 // loadPoll is how often the binary reader reads while kallsyms loads.
