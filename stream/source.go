@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ftctl/ftctl/tracefs"
@@ -427,19 +426,15 @@ func (f *selfFilter) own(pid int) bool {
 	return mine
 }
 
-// readAhead reads the pipe in a goroutine of its own while the caller decodes and prints what
+// readAhead reads trace_pipe in a goroutine of its own while the caller decodes and prints what
 // was read before: the kernel formats the next lines while ftctl formats the last ones, so with
-// a CPU to spare ftctl reads trace_pipe about as fast as cat does (BENCHMARKS.md, "Stream").
-// The reads never wait for the decoder while it is behind (kallsyms loading, a burst): what
-// the kernel has is read into more buffers, up to readAheadMax in all, rather than left in the
-// kernel's buffer to be overrun; once the decoder has caught up, the buffers beyond
-// readAheadBuffers are let go. It hands out its buffers in order; the goroutine ends when the
-// pipe does, and stop waits for it.
+// a CPU to spare ftctl reads trace_pipe about as fast as cat does (BENCHMARKS.md, "Stream"). It
+// hands out its few buffers in order; the goroutine ends when the pipe does, and stop waits
+// for it.
 type readAhead struct {
 	pipe chunkReader
-	free chan []byte    // buffers given back, to read into again
+	free chan []byte    // buffers to read into
 	full chan readChunk // what was read, in order; closed when the goroutine ends
-	made atomic.Int32   // buffers in use or in free
 	done chan struct{}  // closed by stop
 	once sync.Once
 }
@@ -450,11 +445,9 @@ type readChunk struct {
 	err error
 }
 
-// The kernel returns at most a page per read(2); a chunk gathers up to readAheadSize of them.
-// readAheadBuffers are kept; more are made while the decoder is behind, up to readAheadMax of
-// memory. With only three, the reader waited for the decoder for up to half a second at a time,
-// 1-1.5 s of each 5 s run under a hot function filter (6.12 in the VM, vm/bench-hot.sh), and
-// the kernel's buffer overran meanwhile.
+// readAheadBuffers and readAheadSize: the kernel returns at most a page per read(2); a chunk
+// gathers up to readAheadSize of them. The binary reader keeps up to readAheadMax of chunks
+// read and waiting to be decoded (binarySetup's backlog).
 const (
 	readAheadBuffers = 3
 	readAheadSize    = 128 << 10
@@ -468,8 +461,11 @@ type chunkReader interface {
 }
 
 func startReadAhead(p chunkReader) *readAhead {
-	const most = readAheadMax / readAheadSize
-	r := &readAhead{pipe: p, free: make(chan []byte, most), full: make(chan readChunk, most), done: make(chan struct{})}
+	r := &readAhead{pipe: p, free: make(chan []byte, readAheadBuffers),
+		full: make(chan readChunk, readAheadBuffers), done: make(chan struct{})}
+	for range readAheadBuffers {
+		r.free <- make([]byte, readAheadSize)
+	}
 	go r.run()
 	return r
 }
@@ -482,17 +478,6 @@ func (r *readAhead) run() {
 		case b = <-r.free:
 		case <-r.done:
 			return
-		default:
-			if r.made.Load() < readAheadMax/readAheadSize {
-				r.made.Add(1)
-				b = make([]byte, readAheadSize)
-				break
-			}
-			select { // readAheadMax read and not yet decoded: wait for the decoder
-			case b = <-r.free:
-			case <-r.done:
-				return
-			}
 		}
 		n, err := r.pipe.Read(b[:cap(b)])
 		r.full <- readChunk{b[:n], err} // never blocks: full holds as many as there are buffers
@@ -511,17 +496,11 @@ func (r *readAhead) next() readChunk {
 	return c
 }
 
-// release gives a buffer back; it never blocks. Once the decoder has caught up (nothing read
-// waits), buffers beyond readAheadBuffers are let go.
+// release gives a buffer back; it never blocks (there is room for every buffer).
 func (r *readAhead) release(b []byte) {
-	if len(r.full) == 0 && len(r.free) >= readAheadBuffers {
-		r.made.Add(-1)
-		return
-	}
 	select {
 	case r.free <- b:
 	default:
-		r.made.Add(-1)
 	}
 }
 
