@@ -222,8 +222,8 @@ func (s *Source) Next(emit Emit) error {
 // One goroutine, not a reader goroutine beside the decoder: under a busy workload the two
 // handed the one P back and forth (every poll, every preemption) through the Go scheduler's
 // lock, and whenever the thread holding it was preempted the other spun (8-18 % of ftctl's
-// samples in in-VM profiles, 6.12, vm/bench-hot.sh); in the same boot, runs of the same
-// binary decoded from 15,000 to 360,000 events in 5 s.
+// samples in in-VM profiles, 6.12, vm/bench-hot.sh), and runs of one build in one boot
+// printed from 35,000 to 363,000 events in 5 s; reading in Next, 225,000-262,000.
 //
 // kallsyms takes the kernel 0.1-0.7 s to format under emulation (40-50 ms on the development
 // host); 6.12's 163,000 symbols (a __pfx_ symbol before each function) take 3-5 times as long

@@ -3,7 +3,7 @@
 # and TCG mode: an instance traces every `_raw_spin_lock*` function while a busy workload runs in
 # the guest the whole time (BUSY shell loops, default 1: each runs `cat /proc/stat > /dev/null`
 # over and over, a fork, an exec and a read each time: scheduler, mm, procfs and tty locks),
-# and two readers take turns, each a fresh process, each for SECONDS (default 5):
+# and the readers take turns, each a fresh process, each for SECONDS (default 5):
 #   cat    busybox `cat trace_pipe > /dev/null`
 #   ftctl  `ftctl -B hot stream -o json > /dev/null` (auto reader: trace_pipe_raw here)
 # The buffer is cleared before each run (echo > trace: that also zeroes the counters). Each
@@ -13,16 +13,16 @@
 #   overrun   events overwritten before any reader got them ("overrun")
 #   left      events still in the buffer at the end ("entries")
 # delivered: the events the reader printed: for cat, read (it writes whatever it reads, its own
-# events among them: each line cat reads makes it take the ring buffer's reader lock about three
-# times, which the filter records); for ftctl, its summary's events (on stderr), which leave
-# out those of its own threads ("own", reported apart). generated = delivered + overrun, as
+# events among them: trace_pipe takes the ring buffer's reader lock more than once for each event
+# it hands out, which the filter records); for ftctl, its summary's events (on stderr), which
+# leave out those of its own threads ("own", reported apart). generated = delivered + overrun, as
 # issue 19 defines it; kept = delivered / generated. "left" (still in the buffer at the end) and
 # what ftctl had read but not yet printed when it was stopped are in neither. The reader's CPU
 # time (utime and stime, /proc/PID/stat) is taken just before the SIGTERM.
 #
-# RUNS (default 3) pairs, cat then ftctl, alternating in the same boot. MODES (default "single",
+# RUNS (default 3) rounds of the readers, in turn in the same boot. MODES (default "single",
 # the test suite's TCG; "single multi" adds multi-threaded TCG). BUF_KB sets buffer_size_kb
-# (default: the kernel's, 1408 KiB per CPU). STATS=1 prints every CPU's stats after each run.
+# (default: the kernel's, 1410 KiB per CPU). STATS=1 prints every CPU's stats after each run.
 # PROFILE=1 runs a `-tags profile` build with FTCTL_CPUPROFILE and copies each profile out to
 # build/hot-KERNEL-MODE-prof.N.pprof (base64 through the console); MEMPROFILE=1 adds
 # FTCTL_MEMPROFILE (every allocation: slower), build/hot-KERNEL-MODE-mem.N.pprof. FTCTL_ENV adds
@@ -42,7 +42,7 @@ tags=
 # BASE=COMMIT also builds that commit's ftctl, run as "base" in the same boots: before and after
 # a change, measured side by side. READERS orders the readers of each run (default "cat ftctl",
 # "cat base ftctl" with BASE); "alt" is this ftctl with ALT_ENV added to its environment and
-# ALT_PREFIX before it (e.g. "nice -n -10").
+# ALT_PREFIX before it (e.g. "taskset 2").
 files=(--file "$build/ftctl-hot:/bin/ftctl")
 readers=${READERS:-cat ${BASE:+base} ftctl}
 if [ -n "${BASE:-}" ]; then
