@@ -151,6 +151,7 @@ bench: vm-deps build
 	$(GO) test -run '^$$' -bench . -benchtime 2x ./stream
 	vm/bench-filters.sh $(KERNELS)
 	vm/bench-stream.sh $(KERNELS)
+	vm/bench-hot.sh $(KERNELS)
 
 clean:
 	rm -rf $(BUILD)

@@ -5,13 +5,19 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 )
 
 // With the profile build tag (go build -tags profile), FTCTL_CPUPROFILE=FILE writes a CPU
-// profile of the whole run to FILE: how BENCHMARKS.md's in-VM profiles were taken. Release
-// builds have no such switch.
+// profile of the whole run to FILE, and FTCTL_MEMPROFILE=FILE the allocations made (every
+// allocation sampled): how BENCHMARKS.md's in-VM profiles were taken. Release builds have no
+// such switch.
 func init() {
+	if path := os.Getenv("FTCTL_MEMPROFILE"); path != "" {
+		runtime.MemProfileRate = 1
+		profStop = func() { writeAllocs(path) }
+	}
 	path := os.Getenv("FTCTL_CPUPROFILE")
 	if path == "" {
 		return
@@ -24,5 +30,17 @@ func init() {
 		fmt.Fprintf(os.Stderr, "ftctl: FTCTL_CPUPROFILE: %v\n", err)
 		return
 	}
-	profStop = func() { pprof.StopCPUProfile(); f.Close() }
+	allocs := profStop
+	profStop = func() { pprof.StopCPUProfile(); f.Close(); allocs() }
+}
+
+func writeAllocs(path string) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		f.Close()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ftctl: FTCTL_MEMPROFILE: %v\n", err)
+	}
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
+	"runtime"
 	"strings"
 	"time"
 
@@ -206,6 +208,17 @@ func streamRun(ctx context.Context, o *StreamOptions) error {
 // loss summary (with summary, on stdout too). An interruption returns ctx's error (exit 130)
 // after the summary; a stream ended by a stream.EndCause returns nil.
 func printStream(ctx context.Context, g *Globals, in *tracefs.Instance, so stream.Options, out stream.Output, summary bool) error {
+	// One P, unless GOMAXPROCS says otherwise: the engine decodes in one goroutine (which also
+	// reads trace_pipe_raw), and trace_pipe's reader and kallsyms' loader spend their time in
+	// system calls, which need none. A second P brought only the scheduler's traffic between
+	// them (waking the idle P, preempted goroutines through the global queue, the collector's
+	// stops), which spins on the scheduler's lock whenever the thread holding it is preempted:
+	// on a CPU shared with a busy workload that was most of ftctl's time (6.12 in the VM under a
+	// hot function filter, vm/bench-hot.sh: 26-70 % of cat's events delivered with two Ps,
+	// 118-125 % with one; BENCHMARKS.md).
+	if os.Getenv("GOMAXPROCS") == "" {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	}
 	so.Notice = g.Notice
 	src, err := stream.Open(ctx, in, so)
 	if err != nil {

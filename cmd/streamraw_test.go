@@ -1,8 +1,11 @@
 package cmd
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -73,5 +76,34 @@ func TestStreamReaderInvalid(t *testing.T) {
 	code, _, errs := run(t, "--tracefs", root, "stream", "--reader", "binary")
 	if code != 2 || !strings.Contains(errs, `"counter" does not count nanoseconds`) {
 		t.Errorf("counter clock: exit %d %s", code, errs)
+	}
+}
+
+// procsWriter notes GOMAXPROCS when the stream writes.
+type procsWriter struct{ procs int }
+
+func (w *procsWriter) Write(b []byte) (int, error) {
+	w.procs = runtime.GOMAXPROCS(0)
+	return len(b), nil
+}
+
+// The stream runs with one P unless GOMAXPROCS says otherwise, and gives the setting back: it
+// decodes in one goroutine, and a second P only brought the scheduler's traffic between its
+// goroutines, which on a CPU shared with a busy workload cost most of ftctl's time (6.12 in the
+// VM, vm/bench-hot.sh: 26-70 % of cat's events delivered with two, 118-125 % with one).
+func TestStreamOneProc(t *testing.T) {
+	root := rawRoot(t, map[int][]string{0: {"x"}})
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, c := range []struct {
+		env  string
+		want int
+	}{{"", 1}, {"2", 2}} {
+		t.Setenv("GOMAXPROCS", c.env)
+		runtime.GOMAXPROCS(2)
+		w := &procsWriter{}
+		code := Run(context.Background(), []string{"--tracefs", root, "stream", "-o", "json"}, strings.NewReader(""), w, io.Discard)
+		if code != 0 || w.procs != c.want || runtime.GOMAXPROCS(0) != 2 {
+			t.Errorf("GOMAXPROCS=%q: exit %d, %d Ps while streaming (want %d), %d after", c.env, code, w.procs, c.want, runtime.GOMAXPROCS(0))
+		}
 	}
 }

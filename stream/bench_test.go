@@ -150,3 +150,67 @@ func BenchmarkMarkerBinaryJSON(b *testing.B) {
 	}
 	b.ReportMetric(10000*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
 }
+
+// hotFunctionLoad is what vm/bench-hot.sh's reader gets: function events of the
+// _raw_spin_lock* functions called from 170 call sites, in runs of about 60 events of a pid
+// among 270, over two CPUs, in pages, with a kallsyms of 100,000 kernel symbols (seen in the
+// 6.12 VM: 168 parents, 3 functions, 270 pids, 66 events a run on average in 4 s).
+func hotFunctionLoad(b *testing.B, n int) (*BinaryDecoder, []CPUPage) {
+	var text []byte
+	text = append(text, "ffffffff81000000 T _text\n"...)
+	addr := uint64(0xffffffff81000000)
+	var addrs []uint64
+	for i := range 100_000 {
+		addr += 16 + uint64(i*7919%400)
+		addrs = append(addrs, addr)
+		text = fmt.Appendf(text, "%016x t kernel_function_%d\n", addr, i)
+	}
+	text = fmt.Appendf(text, "%016x T _end\n", addr+4096)
+	syms, err := ParseKallsyms(text)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := testDecoder(b)
+	d.Symbols = syms
+	comms := &pidTable{vals: map[int][]byte{}}
+	for pid := 1000; pid < 1270; pid++ {
+		comms.vals[pid] = fmt.Appendf(nil, "worker-%d", pid)
+	}
+	d.Comm = comms.lookup
+	var pages []CPUPage
+	var data [2][]byte
+	flush := func(cpu int) {
+		pages = append(pages, CPUPage{CPU: cpu, Data: page(20_000_000_000, 0, 0, data[cpu])})
+		data[cpu] = nil
+	}
+	for i := range n {
+		cpu := i / 7 % 2
+		ip := addrs[50_000+i%4]
+		parent := addrs[(i*104729)%170*500] + 8
+		ev := rbEvent(300, entry(1, 0x01, 0x01, int32(1000+i/60%270), u64(ip), u64(parent)))
+		if 16+len(data[cpu])+len(ev) > 4096 {
+			flush(cpu)
+		}
+		data[cpu] = append(data[cpu], ev...)
+	}
+	flush(0)
+	flush(1)
+	return d, pages
+}
+
+// BenchmarkHotFunctionJSON: hotFunctionLoad decoded and encoded as NDJSON (ftctl stream -o
+// json with the binary reader), in read-ahead chunks of 32 pages.
+func BenchmarkHotFunctionJSON(b *testing.B) {
+	const n = 20_000
+	d, pages := hotFunctionLoad(b, n)
+	emit := sink(func(dst []byte, ev *Event) []byte { return AppendJSON(dst, ev, false) })
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := 0; i < len(pages); i += 32 {
+			if err := d.Feed(pages[i:min(i+32, len(pages))], emit); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(n*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}

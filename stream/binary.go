@@ -35,6 +35,9 @@ type BinaryDecoder struct {
 	TGID func(pid int) int
 	// Unknown is called once for an event type without a format; it may return one.
 	Unknown func(id int) *tracefs.Format
+	// Skip, when set, is asked for each event's pid before it is decoded: an event it says
+	// true to is neither decoded nor emitted (ftctl's own threads' events).
+	Skip func(pid int) bool
 
 	events map[int]*binEvent
 	ev     Event
@@ -257,6 +260,9 @@ func (d *BinaryDecoder) emitRec(cpu int, r *rec, emit Emit) error {
 		ev.Kind, ev.CPU, ev.Lost = KindLost, cpu, r.lost
 		return emit(ev)
 	}
+	if d.Skip != nil && len(r.data) >= 8 && d.Skip(int(int32(binary.LittleEndian.Uint32(r.data[4:])))) {
+		return nil
+	}
 	d.Decode(ev, cpu, r.ts, r.data) // it resets ev
 	return emit(ev)
 }
@@ -409,10 +415,15 @@ func (d *BinaryDecoder) appendIP(dst []byte, ip uint64, offset bool) []byte {
 }
 
 // sym fills a function event's Sym as the line parser would from what appendIP prints: with
-// sym-offset, the name, "0xoff/0xsize" and the module apart.
+// sym-offset, the name, "0xoff/0xsize" and the module apart. One symbol lookup, where
+// appendIP makes up to three (two function addresses an event, under a hot filter).
 func (d *BinaryDecoder) sym(sym *Sym, ip uint64) {
 	start := len(d.buf)
-	if name, off, size, mod, ok := d.Symbols.Lookup(ip); d.SymOffset && ok && len(name) > 0 && !d.Symbols.Kretprobed(ip) {
+	name, off, size, mod, ok := d.Symbols.Lookup(ip)
+	found := ok && len(name) > 0
+	kret := ok && off == 0 && kretprobeTrampoline(name)
+	switch {
+	case d.SymOffset && found && !kret:
 		d.buf = append(d.buf, name...)
 		sym.Name = d.buf[start:]
 		start = len(d.buf)
@@ -422,8 +433,17 @@ func (d *BinaryDecoder) sym(sym *Sym, ip uint64) {
 			sym.Module = mod
 		}
 		return
+	case ip == 0:
+		d.buf = append(d.buf, '0')
+	case kret:
+		d.buf = append(d.buf, kretprobedMsg...)
+	case found:
+		d.buf = append(d.buf, name...)
+	case d.SymOffset:
+		d.buf = appendHex(append(d.buf, "0x"...), ip, 1)
+	default:
+		d.buf = appendHex(append(d.buf, "0x"...), ip, 8)
 	}
-	d.buf = d.appendIP(d.buf, ip, d.SymOffset)
 	sym.Name = d.buf[start:]
 }
 

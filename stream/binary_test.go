@@ -397,6 +397,31 @@ func TestLatFlags(t *testing.T) {
 	}
 }
 
+// A function event's symbols (sym, one lookup) print as appendIP prints them, with and without
+// sym-offset: the kretprobe trampoline, no symbol, 0, a module's.
+func TestSymMatchesAppendIP(t *testing.T) {
+	d := testDecoder(t)
+	for _, offset := range []bool{false, true} {
+		d.SymOffset = offset
+		for _, addr := range []uint64{0, 0x10, 0x7fffffff, 0xffffffff81200010, 0xffffffff8120017f, 0xffffffff81200771,
+			0xffffffff81200800, 0xffffffff81200801, 0xffffffff82000001, 0xffffffffc0600083, 0xffffffffc0500101} {
+			var sym Sym
+			d.buf = d.buf[:0]
+			d.sym(&sym, addr)
+			got := string(sym.Name)
+			if sym.Offset != nil {
+				got += "+" + string(sym.Offset)
+			}
+			if sym.Module != nil {
+				got += " [" + string(sym.Module) + "]"
+			}
+			if want := string(d.appendIP(nil, addr, offset)); got != want {
+				t.Errorf("sym-offset %v, %#x: %q, want %q", offset, addr, got, want)
+			}
+		}
+	}
+}
+
 func TestSymbols(t *testing.T) {
 	s, err := ParseKallsyms([]byte(testKallsyms))
 	if err != nil {
@@ -488,14 +513,18 @@ func FuzzBinaryPage(f *testing.F) {
 	f.Add(page(100, 0, 0, rbEvent(0, entry(4, 0, 0, 1, u32(2), u32(0), u64(1), u64(2)))))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		d := testDecoder(t)
-		d.Feed([]CPUPage{{CPU: 0, Data: b}, {CPU: 3, Data: b}}, func(ev *Event) error {
+		emit := func(ev *Event) error {
 			js := AppendJSON(nil, ev, false)
 			if !json.Valid(js) {
 				t.Fatalf("invalid JSON %q", js)
 			}
 			AppendText(nil, ev, TextOptions{})
 			return nil
-		})
+		}
+		d.Feed([]CPUPage{{CPU: 0, Data: b}, {CPU: 3, Data: b}}, emit)
+		// with sym-offset, and odd pids left out before decoding
+		d.SymOffset, d.Skip = true, func(pid int) bool { return pid%2 != 0 }
+		d.Feed([]CPUPage{{CPU: 1, Data: b}}, emit)
 	})
 }
 

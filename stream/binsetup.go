@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -151,19 +150,21 @@ type binarySetup struct {
 	notice  func(format string, args ...any)
 	pages   []CPUPage
 
-	// While kallsyms loads (0.3-0.4 s of kernel time under TCG, 40-50 ms on the development
-	// host), what was read waits here, copied, so that the reads go on and the kernel's buffer
-	// does not overrun meanwhile; beyond maxBacklog the reads wait.
+	// What was read and waits to be decoded, oldest first (from head): what came while
+	// kallsyms loaded, and what the kernel had each time the decoder came back for more. The
+	// buffers are reused once decoded (spare): new ones each time were garbage that brought
+	// the collector round, whose stops spun on the scheduler's lock under emulation.
 	backlog      [][]byte
+	head         int
 	backlogBytes int
+	spare        [][]byte
+	end          error // io.EOF read: returned once the backlog is decoded
 }
-
-const maxBacklog = 256 << 20
 
 // newBinarySetup reads what the decoder needs: the page layout, ftrace's own formats, the
 // enabled events' formats (those binaryUnfit read, or read here when it read none), the
 // options it follows; saved_cmdlines and saved_tgids are read as pids come, and kallsyms loads
-// in the background (loading, loaded, finish).
+// in the background (loading, loaded).
 func newBinarySetup(in *tracefs.Instance, formats []*tracefs.Format, o Options) (*binarySetup, error) {
 	layout, err := in.PageLayout()
 	if err != nil {
@@ -219,53 +220,63 @@ func (s *binarySetup) loading() <-chan struct{} {
 }
 
 // loaded records the end of the kallsyms load (an error: addresses print as numbers, said
-// once) and decodes the backlog.
-func (s *binarySetup) loaded(emit Emit) error {
+// once).
+func (s *binarySetup) loaded() {
 	if err := s.symbols.err; err != nil {
 		s.notice("stream: %v: addresses are printed as numbers", err)
 	}
 	s.dec.Symbols = s.symbols.syms
 	s.waiting = nil
-	backlog := s.backlog
-	s.backlog, s.backlogBytes = nil, 0
-	for _, b := range backlog {
-		if err := s.decode(b, emit); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
-// feed decodes a chunk Read returned, or keeps a copy while kallsyms loads.
-func (s *binarySetup) feed(b []byte, emit Emit) error {
+// full says the backlog has no room for more: readAheadMax of buffers wait to be decoded.
+func (s *binarySetup) full() bool { return s.backlogBytes >= readAheadMax }
+
+// pending is how many chunks wait in the backlog.
+func (s *binarySetup) pending() int { return len(s.backlog) - s.head }
+
+// maxSpare bounds the buffers kept for reuse once the backlog is decoded.
+const maxSpare = 8
+
+// buffer is a buffer to read a chunk into (give it to push).
+func (s *binarySetup) buffer() []byte {
+	if n := len(s.spare); n > 0 {
+		b := s.spare[n-1]
+		s.spare = s.spare[:n-1]
+		return b[:cap(b)]
+	}
+	return make([]byte, readAheadSize)
+}
+
+// push puts a chunk read into buffer() at the end of the backlog; an empty one goes back to
+// the spares.
+func (s *binarySetup) push(b []byte) {
 	if len(b) == 0 {
-		return nil
+		s.recycle(b)
+		return
 	}
-	if s.waiting != nil && s.backlogBytes+len(b) <= maxBacklog {
-		s.backlog = append(s.backlog, bytes.Clone(b))
-		s.backlogBytes += len(b)
-		return nil
-	}
-	if s.waiting != nil { // the backlog is full: wait
-		<-s.waiting
-		if err := s.loaded(emit); err != nil {
-			return err
-		}
-	}
-	return s.decode(b, emit)
+	s.backlog = append(s.backlog, b)
+	s.backlogBytes += cap(b)
 }
 
-// finish waits for kallsyms (or ctx) and decodes the backlog: the end of the stream.
-func (s *binarySetup) finish(ctx context.Context, emit Emit) error {
-	if s.waiting == nil {
-		return nil
+func (s *binarySetup) recycle(b []byte) {
+	if len(s.spare) < maxSpare {
+		s.spare = append(s.spare, b)
 	}
-	select {
-	case <-s.waiting:
-		return s.loaded(emit)
-	case <-ctx.Done():
-		return ctx.Err()
+}
+
+// decodeNext decodes the backlog's oldest chunk.
+func (s *binarySetup) decodeNext(emit Emit) error {
+	b := s.backlog[s.head]
+	s.backlog[s.head] = nil
+	s.head++
+	if s.head == len(s.backlog) {
+		s.backlog, s.head = s.backlog[:0], 0
 	}
+	s.backlogBytes -= cap(b)
+	err := s.decode(b, emit)
+	s.recycle(b)
+	return err
 }
 
 func (s *binarySetup) decode(b []byte, emit Emit) error {
@@ -289,24 +300,36 @@ func (s *binarySetup) close() {
 // never seen, after pidRefresh; for one known missing, after pidRetry. Time is taken once per
 // chunk of pages (tick), not per event: reading the clock costs microseconds under emulation.
 // One goroutine uses it.
+//
+// pidRefresh bounds how long a new process shows as "<...>", and what the reads cost: under a
+// hot function filter with a workload forking all the time (70 new pids a second in the VM),
+// reading the file every 20 ms took 11 % of ftctl's CPU time (an in-VM profile, 6.1).
 type pidTable struct {
 	read func() (map[int][]byte, error)
 	vals map[int][]byte // a nil value: not in the file when last read
 	at   time.Time      // when the file was last read
 	t    time.Time      // the current chunk's time
 	now  *pidTable      // the table whose tick gives the time, when not this one
+	// the last pid found and its value: events come in runs of a pid (66 on average under a
+	// hot function filter in the VM), and a map lookup per event showed in profiles
+	lastPid int
+	lastVal []byte
 }
 
 const (
-	pidRefresh = 20 * time.Millisecond
+	pidRefresh = 100 * time.Millisecond
 	pidRetry   = time.Second
 )
 
 func (c *pidTable) tick() { c.t = time.Now() }
 
 func (c *pidTable) lookup(pid int) []byte {
+	if pid == c.lastPid && c.lastVal != nil {
+		return c.lastVal
+	}
 	v, seen := c.vals[pid]
 	if v != nil {
+		c.lastPid, c.lastVal = pid, v
 		return v
 	}
 	now := c.t
@@ -324,13 +347,15 @@ func (c *pidTable) lookup(pid int) []byte {
 		}
 	}
 	c.at = now
-	c.vals = map[int][]byte{}
+	c.vals, c.lastVal = map[int][]byte{}, nil
 	if m, err := c.read(); err == nil {
 		c.vals = m
 	}
 	v = c.vals[pid]
 	if v == nil {
 		c.vals[pid] = nil
+	} else {
+		c.lastPid, c.lastVal = pid, v
 	}
 	return v
 }

@@ -85,7 +85,7 @@ func Copy(src *Source, out Output) (*Summary, error) {
 			return nil, err
 		}
 	}
-	src.ra.stop() // what is read from now on is not the stream's
+	src.stopReading() // what is read from now on is not the stream's
 	_, cause := src.Interrupted()
 	var ec EndCause
 	switch {

@@ -67,9 +67,13 @@ type Source struct {
 
 	reader, why string
 	pipe        chunkReader
-	ra          *readAhead
+	ra          *readAhead // trace_pipe's
+	raw         rawReader  // trace_pipe_raw, read by Next itself
 	bin         *binarySetup
 	dec         Decoder
+	closed      chan struct{} // closed by Close
+	closeOnce   sync.Once
+	tick        *time.Timer // the binary reader's waits while kallsyms loads
 
 	emit     Emit // the caller's, for the current Next
 	filtered Emit // emitOwn, made once
@@ -122,8 +126,19 @@ func Open(ctx context.Context, in *tracefs.Instance, o Options) (*Source, error)
 		return nil, err
 	}
 	s.start = time.Now()
-	s.ra = startReadAhead(s.pipe)
+	s.closed = make(chan struct{})
+	if raw, ok := s.pipe.(rawReader); ok && s.bin != nil {
+		s.raw = raw
+	} else {
+		s.ra = startReadAhead(s.pipe)
+	}
 	return s, nil
+}
+
+// rawReader is tracefs.RawPipe.
+type rawReader interface {
+	chunkReader
+	TryRead([]byte) (int, error)
 }
 
 // choose decides between trace_pipe and trace_pipe_raw, and prepares the binary reader.
@@ -151,6 +166,9 @@ func (s *Source) choose() error {
 		return nil
 	}
 	s.bin, s.reader = b, pipeBinary
+	if !o.IncludeSelf {
+		b.dec.Skip = s.skipOwn // before decoding: emitOwn would only see them decoded
+	}
 	return nil
 }
 
@@ -171,51 +189,147 @@ func (s *Source) Own() int64 { return s.own }
 // not decoded); tracefs.ErrPipeClosed after Close; or a read error.
 func (s *Source) Next(emit Emit) error {
 	s.emit = emit
-	var c readChunk
-	var derr error
-	if loading := s.bin.loading(); loading != nil {
-		// kallsyms is loading: chunks wait in the backlog, the reads go on
-		select {
-		case <-loading:
-			derr = s.bin.loaded(s.filtered)
-		case c = <-s.ra.full:
-			if c.b == nil && c.err == nil {
-				c.err = tracefs.ErrPipeClosed
-			}
-		}
-	} else {
-		c = s.ra.next()
+	if s.bin != nil {
+		return s.nextBinary()
 	}
+	c := s.ra.next()
 	rerr := c.err
 	if err := s.ctx.Err(); err != nil && rerr == nil {
 		// Interrupted, or out of time: what was read ahead is not decoded.
 		c.b, rerr = c.b[:0], err
 	}
-	switch {
-	case derr != nil:
-	case s.bin != nil:
-		derr = s.bin.feed(c.b, s.filtered)
-		if derr == nil && errors.Is(rerr, io.EOF) {
-			derr = s.bin.finish(s.ctx, s.filtered) // the backlog, once kallsyms is in
-		}
-	default:
-		// The kernel prints an entry (a stack trace with all its frames too) within one
-		// read: whatever is pending after a read is complete.
-		derr = s.dec.Feed(c.b, s.filtered)
-		if derr == nil {
-			derr = s.dec.Flush(s.filtered)
-		}
+	// The kernel prints an entry (a stack trace with all its frames too) within one read:
+	// whatever is pending after a read is complete.
+	derr := s.dec.Feed(c.b, s.filtered)
+	if derr == nil {
+		derr = s.dec.Flush(s.filtered)
 	}
 	if c.b != nil {
 		s.ra.release(c.b)
-	}
-	if derr != nil && s.ctx.Err() != nil && errors.Is(derr, s.ctx.Err()) {
-		derr, rerr = nil, derr // interrupted (or out of time) while waiting for kallsyms
 	}
 	if derr != nil {
 		return derr
 	}
 	return rerr
+}
+
+// nextBinary is Next for trace_pipe_raw, which it reads itself, in the caller's goroutine:
+// each call first takes what the kernel has now (TryRead) to the end of the backlog, so the
+// reads never wait for the decoder (up to readAheadMax), then decodes the backlog's oldest
+// chunk; with nothing waiting, it waits for the kernel (Read). While kallsyms loads, it only
+// reads, every loadPoll.
+//
+// One goroutine, not a reader goroutine beside the decoder: under a busy workload the two
+// handed the one P back and forth (every poll, every preemption) through the Go scheduler's
+// lock, and whenever the thread holding it was preempted the other spun (8-18 % of ftctl's
+// samples in in-VM profiles, 6.12, vm/bench-hot.sh), and runs of one build in one boot
+// printed from 35,000 to 363,000 events in 5 s; reading in Next, 225,000-262,000.
+//
+// kallsyms takes the kernel 0.1-0.7 s to format under emulation (40-50 ms on the development
+// host); 6.12's 163,000 symbols (a __pfx_ symbol before each function) take 3-5 times as long
+// as 6.1's 94,000, and seconds with a busy workload beside.
+func (s *Source) nextBinary() error {
+	b := s.bin
+	if err := s.stopped(); err != nil {
+		return err // what was read is not decoded
+	}
+	if err := s.drain(); err != nil {
+		return err
+	}
+	if loading := b.loading(); loading != nil {
+		if s.tick == nil {
+			s.tick = time.NewTimer(loadPoll)
+		} else {
+			s.tick.Reset(loadPoll)
+		}
+		select {
+		case <-loading:
+			b.loaded()
+		case <-s.tick.C:
+			return nil
+		case <-s.ctx.Done():
+			return s.stopped()
+		case <-s.closed:
+			return tracefs.ErrPipeClosed
+		}
+	}
+	if b.pending() == 0 {
+		if b.end != nil {
+			return b.end
+		}
+		if err := s.readRaw(true); err != nil {
+			return err
+		}
+		if b.pending() == 0 {
+			return b.end
+		}
+	}
+	if err := s.stopped(); err != nil {
+		return err
+	}
+	return b.decodeNext(s.filtered)
+}
+
+// stopped is ErrPipeClosed after Close, the context's error once it ended (interrupted, or out
+// of time), else nil.
+func (s *Source) stopped() error {
+	select {
+	case <-s.closed:
+		return tracefs.ErrPipeClosed
+	default:
+	}
+	return s.ctx.Err()
+}
+
+// drain takes what the kernel has now to the end of the backlog, without waiting.
+func (s *Source) drain() error {
+	b := s.bin
+	for b.end == nil && !b.full() {
+		n := b.pending()
+		if err := s.readRaw(false); err != nil {
+			return err
+		}
+		if b.pending() == n {
+			return nil
+		}
+	}
+	return nil
+}
+
+// loadPoll is how often the binary reader reads while kallsyms loads.
+const loadPoll = 50 * time.Millisecond
+
+// readRaw reads trace_pipe_raw into the backlog: what the kernel has now, or (wait) as soon as
+// it has something. The kernel's end of the stream (io.EOF) waits there until the backlog is
+// decoded; the end of the context, Close or a read error end the stream at once.
+func (s *Source) readRaw(wait bool) error {
+	b := s.bin
+	buf := b.buffer()
+	var n int
+	var err error
+	if wait {
+		n, err = s.raw.Read(buf)
+	} else {
+		n, err = s.raw.TryRead(buf)
+	}
+	b.push(buf[:n])
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, io.EOF):
+		b.end = err
+		return nil
+	}
+	return err
+}
+
+// skipOwn says whether pid is one of ftctl's threads, and counts its event.
+func (s *Source) skipOwn(pid int) bool {
+	if s.self.own(pid) {
+		s.own++
+		return true
+	}
+	return false
 }
 
 // emitOwn leaves out the events of ftctl's own threads.
@@ -239,12 +353,26 @@ func (s *Source) Interrupted() (bool, error) {
 // Close stops reading: a Next in progress returns, the pipe is closed, the goroutines end
 // (Close waits for them). Calling it again does nothing.
 func (s *Source) Close() error {
-	s.ra.stop()
+	s.stopReading()
 	if s.bin != nil {
 		s.bin.close()
 	}
 	s.cancel()
 	return nil
+}
+
+// stopReading closes the pipe: what is read from now on is not the stream's; a Next waiting
+// returns ErrPipeClosed.
+func (s *Source) stopReading() {
+	if s.ra != nil {
+		s.ra.stop()
+	}
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		if s.raw != nil {
+			s.raw.Close()
+		}
+	})
 }
 
 // Summary starts the loss accounting of this stream: its counters before the first read.
@@ -298,7 +426,7 @@ func (f *selfFilter) own(pid int) bool {
 	return mine
 }
 
-// readAhead reads the pipe in a goroutine of its own while the caller decodes and prints what
+// readAhead reads trace_pipe in a goroutine of its own while the caller decodes and prints what
 // was read before: the kernel formats the next lines while ftctl formats the last ones, so with
 // a CPU to spare ftctl reads trace_pipe about as fast as cat does (BENCHMARKS.md, "Stream"). It
 // hands out its few buffers in order; the goroutine ends when the pipe does, and stop waits
@@ -318,10 +446,12 @@ type readChunk struct {
 }
 
 // readAheadBuffers and readAheadSize: the kernel returns at most a page per read(2); a chunk
-// gathers up to readAheadSize of them.
+// gathers up to readAheadSize of them. The binary reader keeps up to readAheadMax of chunks
+// read and waiting to be decoded (binarySetup's backlog).
 const (
 	readAheadBuffers = 3
 	readAheadSize    = 128 << 10
+	readAheadMax     = 32 << 20
 )
 
 // chunkReader is tracefs.Pipe or tracefs.RawPipe.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,7 +59,10 @@ func TestSourceBinary(t *testing.T) {
 	}
 }
 
-// Events of ftctl's own threads are left out and counted; IncludeSelf keeps them.
+// Events of ftctl's own threads are left out and counted; IncludeSelf keeps them. The binary
+// reader leaves them out before it decodes them: under a hot function filter every read of
+// the ring buffer records events of the reader (10-15 % of what it read in vm/bench-hot.sh),
+// and formatting them only to drop them cost as much as formatting the others.
 func TestSourceLeavesOutOwnThreads(t *testing.T) {
 	fs := rawFS(t, map[int][]string{0: {"mine", "theirs", "mine again"}})
 	for _, include := range []bool{false, true} {
@@ -68,7 +72,13 @@ func TestSourceLeavesOutOwnThreads(t *testing.T) {
 		}
 		looked := map[int]int{}
 		src.self.ownThread = func(pid int) bool { looked[pid]++; return pid == 154 }
+		decoded := map[int]int{}
+		comm := src.bin.dec.Comm
+		src.bin.dec.Comm = func(pid int) []byte { decoded[pid]++; return comm(pid) }
 		got, _ := collect(t, src)
+		if !include && decoded[154] != 0 {
+			t.Errorf("the events of ftctl's own threads were decoded (%d), then left out", decoded[154])
+		}
 		src.Close()
 		want, own := "e\x1bx y:theirs", int64(2)
 		if include {
@@ -210,53 +220,151 @@ func TestCopyDurationAndCount(t *testing.T) {
 	}
 }
 
-// While kallsyms loads, chunks wait in the backlog (copied: the reader reuses its buffers),
-// then come out in order; at the end of the stream finish waits for kallsyms, or for the
-// context.
-func TestBinaryBacklog(t *testing.T) {
-	fs := rawFS(t, map[int][]string{0: {"one", "two"}, 1: {"three"}})
-	var chunks [][]byte
-	for cpu := range 2 {
-		page, err := os.ReadFile(fs.Path(filepath.Join("per_cpu", "cpu"+strconv.Itoa(cpu), "trace_pipe_raw")))
+// chunkList is a chunkReader giving its chunks, one a Read, then io.EOF.
+type chunkList struct {
+	chunks [][]byte
+	reads  atomic.Int32
+}
+
+func (c *chunkList) Read(b []byte) (int, error) {
+	i := int(c.reads.Add(1)) - 1
+	if i >= len(c.chunks) {
+		return 0, io.EOF
+	}
+	return copy(b, c.chunks[i]), nil
+}
+
+func (c *chunkList) TryRead(b []byte) (int, error) { return c.Read(b) }
+
+func (c *chunkList) Close() error { return nil }
+
+// markerChunks makes n chunks as RawPipe.Read returns them, each one page of CPU 0 holding the
+// marker "mI".
+func markerChunks(n int) [][]byte {
+	var out [][]byte
+	for i := range n {
+		page := fixture.MarkerPage(0, []string{"m" + strconv.Itoa(i+1)}, 154)
+		c := binary.LittleEndian.AppendUint32(nil, 0)
+		c = binary.LittleEndian.AppendUint32(c, uint32(len(page)))
+		out = append(out, append(c, page...))
+	}
+	return out
+}
+
+// heldSymbols is a SymbolLoader whose load ends when the test says (release).
+func heldSymbols(t *testing.T, fs *tracefs.FS) (l *SymbolLoader, release func()) {
+	l = NewSymbolLoader(fs)
+	l.once.Do(func() {}) // no load of its own
+	return l, func() {
+		syms, err := ParseKallsyms([]byte(fixture.Kallsyms))
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := binary.LittleEndian.AppendUint32(nil, uint32(cpu))
-		c = binary.LittleEndian.AppendUint32(c, uint32(len(page)))
-		chunks = append(chunks, append(c, page...))
+		l.syms = syms
+		close(l.done)
 	}
+}
+
+// openChunks opens a binary Source whose reads give chunks, kallsyms held.
+func openChunks(t *testing.T, ctx context.Context, chunks [][]byte) (src *Source, pipe *chunkList, release func()) {
+	fs := rawFS(t, map[int][]string{0: {"unused"}})
+	syms, release := heldSymbols(t, fs)
+	src, err := Open(ctx, fs.Top(), Options{Reader: ReaderBinary, Symbols: syms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	src.raw.Close()
+	pipe = &chunkList{chunks: chunks}
+	src.raw = pipe
+	return src, pipe, release
+}
+
+// While kallsyms loads, each Next reads what the kernel has and decodes nothing; once it is
+// loaded, each Next first reads what the kernel has now, then decodes one chunk (decoding all
+// that waited in one Next held all its output before Copy wrote it).
+func TestBinaryWaitsForSymbolsOneChunkANext(t *testing.T) {
+	src, pipe, release := openChunks(t, context.Background(), markerChunks(6))
+	var got []string
+	next := func() (int, error) {
+		n := 0
+		err := src.Next(func(ev *Event) error { got = append(got, string(ev.Text)); n++; return nil })
+		return n, err
+	}
+	for range 2 {
+		if n, err := next(); n != 0 || err != nil || pipe.reads.Load() != 7 {
+			t.Fatalf("while kallsyms loads: %d events, %v, %d reads (want none, and the 6 chunks and the end read)", n, err, pipe.reads.Load())
+		}
+	}
+	release()
+	n, err := next()
+	if n != 1 || err != nil {
+		t.Fatalf("the first Next after kallsyms: %d events, %v", n, err)
+	}
+	for calls := 0; err == nil && calls < 20; calls++ {
+		if n, err = next(); n > 1 {
+			t.Errorf("a Next decoded %d chunks (%q so far): one at a time", n, got)
+		}
+	}
+	if !errors.Is(err, io.EOF) || strings.Join(got, ",") != "m1,m2,m3,m4,m5,m6" {
+		t.Errorf("got %q, end %v; want m1 to m6, then io.EOF", got, err)
+	}
+}
+
+// The backlog's buffers are reused once decoded: no allocation per chunk (new ones each time
+// were garbage that kept the collector busy).
+func TestBinaryBacklogReusesBuffers(t *testing.T) {
+	fs := rawFS(t, map[int][]string{0: {"unused"}})
 	s, err := newBinarySetup(fs.Top(), nil, Options{Notice: func(string, ...any) {}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.close()
-	real := s.waiting
-	pending := make(chan struct{})
-	s.waiting = pending // kallsyms "still loading"
+	<-s.loading()
+	s.loaded()
+	chunk := markerChunks(1)[0]
+	n := 0
+	emit := func(*Event) error { n++; return nil }
+	allocs := testing.AllocsPerRun(50, func() {
+		for range 2 {
+			b := s.buffer()
+			s.push(b[:copy(b, chunk)])
+		}
+		s.push(s.buffer()[:0]) // a read that brought nothing
+		s.decodeNext(emit)
+		s.decodeNext(emit)
+	})
+	if allocs != 0 || s.pending() != 0 || s.backlogBytes != 0 || n != 2*51 {
+		t.Errorf("%.1f allocations a round, %d chunks pending (%d bytes), %d events", allocs, s.pending(), s.backlogBytes, n)
+	}
+}
+
+// While kallsyms loads, Next returns after loadPoll, or at once when the context ends or on
+// Close; what was read is then not decoded.
+func TestBinaryWaitsForSymbols(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	src, _, _ := openChunks(t, ctx, markerChunks(1))
 	var got []string
 	emit := func(ev *Event) error { got = append(got, string(ev.Text)); return nil }
-	for _, c := range chunks {
-		buf := bytes.Clone(c)
-		if err := s.feed(buf, emit); err != nil {
-			t.Fatal(err)
+	start := time.Now()
+	if err := src.Next(emit); err != nil || len(got) != 0 || time.Since(start) < loadPoll {
+		t.Errorf("while kallsyms loads: %v, %q after %v", err, got, time.Since(start))
+	}
+	time.AfterFunc(50*time.Millisecond, cancel)
+	for err := error(nil); !errors.Is(err, context.Canceled); {
+		if err = src.Next(emit); err != nil && !errors.Is(err, context.Canceled) || time.Since(start) > 5*time.Second {
+			t.Fatalf("the context ended while kallsyms loads: %v", err)
 		}
-		clear(buf) // the reader reuses its buffer
 	}
-	if len(got) != 0 || len(s.backlog) != 2 {
-		t.Fatalf("decoded before kallsyms: %q, backlog %d", got, len(s.backlog))
+	src, _, _ = openChunks(t, context.Background(), markerChunks(1))
+	time.AfterFunc(50*time.Millisecond, func() { src.Close() })
+	for err := error(nil); !errors.Is(err, tracefs.ErrPipeClosed); {
+		if err = src.Next(emit); err != nil && !errors.Is(err, tracefs.ErrPipeClosed) || time.Since(start) > 5*time.Second {
+			t.Fatalf("Close while kallsyms loads: %v", err)
+		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := s.finish(ctx, emit); !errors.Is(err, context.Canceled) {
-		t.Fatalf("finish with the context ended: %v", err)
-	}
-	<-real
-	close(pending)
-	if err := s.finish(context.Background(), emit); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(got, ",") != "one,two,three" || s.loading() != nil || s.backlog != nil {
-		t.Errorf("after kallsyms: %q", got)
+	if len(got) != 0 {
+		t.Errorf("decoded %q", got)
 	}
 }
 
@@ -280,14 +388,16 @@ func TestPidTable(t *testing.T) {
 			t.Errorf("at %v, pid %d: %q, want %q", at, pid, got, want)
 		}
 	}
-	check(10*time.Millisecond, 11, "")       // known missing, not retried yet
-	check(10*time.Millisecond, 12, "")       // never seen, but read 10 ms ago
-	check(30*time.Millisecond, 11, "")       // known missing: waits pidRetry
-	check(30*time.Millisecond, 13, "")       // never seen, 30 ms: read again (12 and 11 now there)
-	check(30*time.Millisecond, 12, "twelve") // found by that read
-	check(30*time.Millisecond, 10, "TEN")    // the new table
+	early, later := pidRefresh/2, pidRefresh+pidRefresh/2
+	check(early, 11, "")       // known missing, not retried yet
+	check(early, 12, "")       // never seen, but read less than pidRefresh ago
+	check(later, 11, "")       // known missing: waits pidRetry
+	check(later, 13, "")       // never seen, past pidRefresh: read again (12 and 11 now there)
+	check(later, 12, "twelve") // found by that read
+	check(later, 10, "TEN")    // the new table
 	os.WriteFile(file, []byte("13 thirteen\n"), 0o644)
-	check(1100*time.Millisecond, 10, "TEN")      // found: no read
-	check(1100*time.Millisecond, 13, "thirteen") // known missing, 1.07 s after the last read: read again
-	check(1100*time.Millisecond, 10, "")         // gone from the kernel's table too
+	last := later + pidRetry + pidRefresh/2
+	check(last, 10, "TEN")      // found: no read
+	check(last, 13, "thirteen") // known missing, past pidRetry after the last read: read again
+	check(last, 10, "")         // gone from the kernel's table too
 }

@@ -34,7 +34,9 @@ type Symbols struct {
 	cache [symCacheSize]symCached
 }
 
-const symCacheSize = 1024
+const symCacheBits = 12
+
+const symCacheSize = 1 << symCacheBits
 
 // symCached is one cached lookup.
 type symCached struct {
@@ -212,7 +214,7 @@ func (s *Symbols) Lookup(addr uint64) (name []byte, offset, size uint64, module 
 	if s == nil {
 		return nil, 0, 0, nil, false
 	}
-	c := &s.cache[(addr^addr>>10)%symCacheSize]
+	c := &s.cache[(addr*0x9e3779b97f4a7c15)>>(64-symCacheBits)]
 	if !c.valid || c.addr != addr {
 		*c = symCached{addr: addr, valid: true}
 		c.name, c.offset, c.size, c.module, c.ok = s.lookup(addr)
@@ -306,7 +308,12 @@ const kretprobedMsg = "[unknown/kretprobe'd]"
 // Kretprobed says whether addr is the kretprobe (rethook) trampoline's.
 func (s *Symbols) Kretprobed(addr uint64) bool {
 	name, off, _, _, ok := s.Lookup(addr)
-	return ok && off == 0 && (string(name) == "__kretprobe_trampoline" || string(name) == "arch_rethook_trampoline")
+	return ok && off == 0 && kretprobeTrampoline(name)
+}
+
+// kretprobeTrampoline says whether a symbol is the kretprobe (rethook) trampoline.
+func kretprobeTrampoline(name []byte) bool {
+	return string(name) == "__kretprobe_trampoline" || string(name) == "arch_rethook_trampoline"
 }
 
 // AppendName appends addr as the kernel's function tracer prints it (seq_print_sym without
