@@ -107,7 +107,10 @@ func TestRawPipeCloseAndCancel(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("Read did not return after the context ended")
 	}
-	if d := time.Since(start); d > 200*time.Millisecond {
+	// Generous: a loaded 2-core machine delays any goroutine by hundreds of milliseconds (this
+	// failed at 215 ms under a load average of 9.5); the latency a user sees is measured in the
+	// VM (TestStreamInterruptLatency: 200 ms, idle or busy).
+	if d := time.Since(start); d > time.Second {
 		t.Errorf("Read took %v to see the cancellation", d)
 	}
 	p.Close()
