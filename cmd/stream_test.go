@@ -198,7 +198,7 @@ func TestStreamInterrupted(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("stream did not end")
 	}
-	if d := time.Since(start); d > 200*time.Millisecond {
+	if d := time.Since(start); d > time.Second { // generous: loaded CI; the VM measures 200 ms
 		t.Errorf("ended %v after the interrupt", d)
 	}
 	if code != 130 || !strings.Contains(out.String(), "before") || !strings.Contains(errb.String(), "1 events (1 shown)") {

@@ -123,7 +123,7 @@ func TestPipeContextUnblocksRead(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Read: %v", err)
 	}
-	if d := time.Since(start); d < 25*time.Millisecond || d > 150*time.Millisecond {
+	if d := time.Since(start); d < 25*time.Millisecond || d > time.Second { // generous: loaded CI
 		t.Errorf("Read returned after %v, the context ended after 30ms", d)
 	}
 	p.Close()
