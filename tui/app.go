@@ -163,8 +163,10 @@ func (m *Model) Init() tea.Cmd {
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	cmd := m.update(msg)
 	switch msg.(type) {
-	case tea.KeyMsg, tea.WindowSizeMsg:
-		m.render() // at once: what the user does shows in the next frame the renderer writes
+	case tea.KeyMsg, tea.WindowSizeMsg, previewMsg:
+		// At once: what the user does (and the count a key asked for) shows in the next frame
+		// the renderer writes.
+		m.render()
 	case frameTickMsg:
 	default:
 		m.dirty = true // data and answers: redrawn by the next frame tick
@@ -222,7 +224,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 			return tea.Batch(m.readStatus(), notice(describeErr("writing tracing_on", msg.err), true))
 		}
 		return tea.Batch(m.readStatus(), notice(map[bool]string{true: "tracing on", false: "tracing off"}[msg.on], false))
-	case indexMsg, listsMsg, planMsg, appliedMsg, suggestMsg:
+	case indexMsg, listsMsg, planMsg, appliedMsg, suggestMsg, previewMsg:
 		return m.funcs.Update(msg)
 	case probesMsg, probeAddedMsg, probeDoneMsg:
 		return m.probes.Update(msg)
