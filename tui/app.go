@@ -30,7 +30,7 @@ var stateNames = [stateCount]string{"Stream", "Functions", "Probes", "Top"}
 // Options configure the console.
 type Options struct {
 	Backend Backend
-	Source  Source // the events (a PipeSource over trace_pipe, or a test's)
+	Source  Source // the events (a PipeSource over the stream engine, or a test's)
 	// Instance is the trace array's name ("" top level); Private: the console created it and
 	// removes it on exit; Group: where probes without a group go.
 	Instance string
@@ -52,7 +52,10 @@ type Options struct {
 	QuitWait time.Duration
 }
 
-// suspender is a source that can let go of trace_pipe while f runs (PipeSource).
+// DefaultQuitWait is Options.QuitWait unless set.
+const DefaultQuitWait = 10 * time.Second
+
+// suspender is a source that can let go of the ring buffer's pipes while f runs (PipeSource).
 type suspender interface {
 	Suspend(f func() error) error
 }
@@ -130,7 +133,7 @@ func New(o Options) *Model {
 		o.Context = context.Background()
 	}
 	if o.QuitWait <= 0 {
-		o.QuitWait = 10 * time.Second
+		o.QuitWait = DefaultQuitWait
 	}
 	writes := newWriteTracker(o.Backend)
 	wctx, cancel := context.WithCancel(o.Context)
@@ -308,7 +311,7 @@ func (m *Model) updateKey(km tea.KeyMsg) tea.Cmd {
 		b, src := m.env.backend, m.opts.Source
 		return func() tea.Msg {
 			set := func() error { return b.SetTracer(next) }
-			if s, ok := src.(suspender); ok { // trace_pipe must be closed for the change
+			if s, ok := src.(suspender); ok { // the pipes must be closed for the change
 				return tracerMsg{next, s.Suspend(set)}
 			}
 			return tracerMsg{next, set()}

@@ -21,7 +21,7 @@ import (
 type Batch struct {
 	Rows []Row
 	// Dropped counts rows the source had to discard, oldest first, because the console fell
-	// more than a ring's worth behind: they were read from trace_pipe but never shown.
+	// more than a ring's worth behind: they were read from the kernel but never shown.
 	Dropped int64
 	// Err ends the stream (nil while it runs).
 	Err error
