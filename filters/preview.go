@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 )
 
@@ -22,6 +21,7 @@ type Previewer struct {
 	first []int32  // per name: its first record (0-based)
 	next  []int32  // per record: the next record of the same name, -1 at the end
 	of    []int32  // per record: its name, -1 for invalid records
+	all   []int    // every valid record (1-based): what "*" selects
 }
 
 // NewPreviewer prepares ix for previews (once per index: a few milliseconds for 70,000 records).
@@ -47,6 +47,7 @@ func NewPreviewer(ix *Index) *Previewer {
 			last[g] = int32(pos)
 		}
 		pv.of[pos] = g
+		pv.all = append(pv.all, pos+1)
 	}
 	return pv
 }
@@ -76,49 +77,71 @@ func nameTest(p *Pattern) func(string) bool {
 // Resolve returns the 1-based indexes of the records p selects, ascending, as Index.Resolve. With
 // within (the result of an earlier Resolve of a pattern that p Narrows), only those records are
 // tested. stop (may be nil) is asked between chunks: when it says true, Resolve gives up and
-// returns false.
+// returns false. The result may be shared with other calls: it must not be modified.
 func (pv *Previewer) Resolve(p *Pattern, within []int, stop func() bool) ([]int, bool) {
+	if stop != nil && stop() {
+		return nil, false
+	}
 	if _, ok := p.exactName(); ok {
-		if stop != nil && stop() {
-			return nil, false
-		}
 		return pv.ix.Resolve(p), true // a lookup
+	}
+	if p.re == nil && !p.hasMod && (p.fn.typ == matchEnd || p.fn.typ == matchMiddle) && p.fn.search == "" {
+		return pv.all, true // "*", "**": every valid record
 	}
 	test := nameTest(p)
 	recs := pv.ix.Records
-	words := (len(recs) + 63) / 64
-	var work func(lo, hi int, bm []uint64)
-	n := len(pv.names)
 	if within != nil {
-		n = len(within)
-		work = func(lo, hi int, bm []uint64) {
+		parts, ok := shareChunks(len(within), func(lo, hi int) []int32 {
+			var out []int32
 			for _, r := range within[lo:hi] {
 				pos := r - 1
 				if pos < 0 || pos >= len(recs) || pv.of[pos] < 0 {
 					continue
 				}
 				if test(recs[pos].Name) && (!p.hasMod || p.moduleMatches(recs[pos].Module)) {
-					bm[pos>>6] |= 1 << (pos & 63)
+					out = append(out, int32(pos))
 				}
 			}
+			return out
+		}, stop)
+		if !ok {
+			return nil, false
 		}
-	} else {
-		work = func(lo, hi int, bm []uint64) {
-			for g := lo; g < hi; g++ {
-				if !test(pv.names[g]) {
-					continue
-				}
-				for pos := pv.first[g]; pos >= 0; pos = pv.next[pos] {
-					if !p.hasMod || p.moduleMatches(recs[pos].Module) {
-						bm[pos>>6] |= 1 << (pos & 63)
-					}
-				}
+		n := 0
+		for _, part := range parts {
+			n += len(part)
+		}
+		out := make([]int, 0, n)
+		for _, part := range parts { // the chunks are in order, and within is ascending
+			for _, pos := range part {
+				out = append(out, int(pos)+1)
 			}
 		}
+		return out, true
 	}
-	bm, ok := shareChunks(n, words, work, stop)
+	parts, ok := shareChunks(len(pv.names), func(lo, hi int) []int32 {
+		var out []int32
+		for g := lo; g < hi; g++ {
+			if !test(pv.names[g]) {
+				continue
+			}
+			for pos := pv.first[g]; pos >= 0; pos = pv.next[pos] {
+				if !p.hasMod || p.moduleMatches(recs[pos].Module) {
+					out = append(out, pos)
+				}
+			}
+		}
+		return out
+	}, stop)
 	if !ok {
 		return nil, false
+	}
+	// A name's records are spread over the index: ascending order through a bitmap.
+	bm := make([]uint64, (len(recs)+63)/64)
+	for _, part := range parts {
+		for _, pos := range part {
+			bm[pos>>6] |= 1 << (pos & 63)
+		}
 	}
 	out := make([]int, 0, popcount(bm))
 	for w, word := range bm {
@@ -130,52 +153,60 @@ func (pv *Previewer) Resolve(p *Pattern, within []int, stop func() bool) ([]int,
 	return out, true
 }
 
-// shareChunks runs work over [0, n) in chunks of previewChunk, each worker (the caller and up
-// to three goroutines) taking the next chunk as it finishes one and setting bits in a bitmap of
-// its own; the bitmaps are OR-ed. A worker that the scheduler delays (a busy CPU) takes fewer
-// chunks instead of holding back a fixed share.
-func shareChunks(n, words int, work func(lo, hi int, bm []uint64), stop func() bool) ([]uint64, bool) {
+// previewParallelFrom is the number of names (or candidate records) from which the work is
+// shared between CPUs: below, a goroutine costs more than it saves.
+const previewParallelFrom = 8 * previewChunk
+
+// shareChunks runs work over [0, n) in chunks of previewChunk and returns each chunk's result,
+// in order. Small inputs run in the caller. Larger ones are shared by the caller and up to three
+// goroutines, each taking the next chunk as it finishes one: a worker the scheduler delays (a
+// busy CPU) takes fewer. When no chunk is left to take, a worker redoes the chunks still
+// running elsewhere (work is pure: the first result stored wins), so that the caller never
+// waits for a thread that waits for a CPU; such a straggler ends on its own when it runs again,
+// its result dropped.
+func shareChunks(n int, work func(lo, hi int) []int32, stop func() bool) ([][]int32, bool) {
 	chunks := (n + previewChunk - 1) / previewChunk
-	workers := min(runtime.GOMAXPROCS(0), 4, chunks)
+	results := make([]atomic.Pointer[[]int32], chunks)
 	var taken atomic.Int64
 	var stopped atomic.Bool
-	run := func(bm []uint64) {
-		for {
-			c := int(taken.Add(1) - 1)
-			if c >= chunks || stopped.Load() {
+	do := func(c int) bool {
+		if results[c].Load() != nil {
+			return true
+		}
+		if stopped.Load() || stop != nil && stop() {
+			stopped.Store(true)
+			return false
+		}
+		out := work(c*previewChunk, min((c+1)*previewChunk, n))
+		results[c].CompareAndSwap(nil, &out)
+		return true
+	}
+	run := func() {
+		for c := int(taken.Add(1) - 1); c < chunks; c = int(taken.Add(1) - 1) {
+			if !do(c) {
 				return
 			}
-			if stop != nil && stop() {
-				stopped.Store(true)
+		}
+		for c := 0; c < chunks; c++ { // what others still hold
+			if !do(c) {
 				return
 			}
-			work(c*previewChunk, min((c+1)*previewChunk, n), bm)
 		}
 	}
-	maps := make([][]uint64, max(workers, 1))
-	for i := range maps {
-		maps[i] = make([]uint64, words)
+	if n >= previewParallelFrom {
+		for w := 1; w < min(runtime.GOMAXPROCS(0), 4); w++ {
+			go run()
+		}
 	}
-	var wg sync.WaitGroup
-	for w := 1; w < workers; w++ {
-		wg.Add(1)
-		go func(bm []uint64) {
-			defer wg.Done()
-			run(bm)
-		}(maps[w])
-	}
-	run(maps[0])
-	wg.Wait()
+	run() // returns with every chunk's result stored, or stopped
 	if stopped.Load() {
 		return nil, false
 	}
-	bm := maps[0]
-	for _, m := range maps[1:] {
-		for i, w := range m {
-			bm[i] |= w
-		}
+	out := make([][]int32, chunks)
+	for c := range results {
+		out[c] = *results[c].Load()
 	}
-	return bm, true
+	return out, true
 }
 
 // Suggest is Index.Suggest for the console: the same names in the same order (those containing

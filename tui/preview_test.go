@@ -99,8 +99,8 @@ func TestPreviewNarrowingIsExact(t *testing.T) {
 		}
 	}
 	st := v.stats
-	t.Logf("previews: %d from the cache, %d narrowed, %d full scans", st.cached, st.narrowed, st.full)
-	if st.cached < 20 || st.narrowed < 50 || st.full < 20 {
+	t.Logf("previews: %d from the cache, %d narrowed (%d of them at once), %d full scans", st.cached, st.narrowed, st.inline, st.full)
+	if st.cached < 20 || st.inline < 30 || st.narrowed-st.inline < 20 || st.full < 20 {
 		t.Errorf("the edits did not exercise every path: %+v", st)
 	}
 }
