@@ -58,8 +58,7 @@ var keystrokeClasses = []struct{ name, pattern string }{
 func keystroke(b *testing.B, m *Model, key tea.KeyMsg, want string) time.Duration {
 	msgs := make(chan tea.Msg, 16)
 	var running sync.WaitGroup
-	var launch func(tea.Cmd)
-	launch = func(c tea.Cmd) {
+	launch := func(c tea.Cmd) {
 		if c == nil {
 			return
 		}
