@@ -178,7 +178,6 @@ func (v *FunctionsView) preview() tea.Cmd {
 		// A tenth of a millisecond at most: less than a trip through a command.
 		m, _ := pv.Resolve(p, within, nil)
 		v.stats.inline++
-		v.pending = true
 		return v.setPreview(previewMsg{seq: seq, text: text, pat: p, matches: m})
 	}
 	v.pending = true
