@@ -60,14 +60,15 @@ func (t gtok) admits(c byte) bool {
 // newDFA builds the automaton of a compiled glob, or returns nil when the glob has too many
 // tokens or states.
 func newDFA(g *kglob) *dfa {
-	d := &dfa{}
 	if g.never {
-		d.trans = make([]uint16, 2<<8)
-		d.final = []bool{false, true}
-		d.start = dfaDead
-		return d
+		return &dfa{trans: make([]uint16, 2<<8), final: []bool{false, true}, start: dfaDead}
 	}
-	toks := globTokens(g)
+	return tokensDFA(globTokens(g))
+}
+
+// tokensDFA is newDFA over tokens (no gEnd, no two stars in a row).
+func tokensDFA(toks []gtok) *dfa {
+	d := &dfa{}
 	n := len(toks)
 	if n > dfaMaxTokens {
 		return nil
@@ -164,4 +165,67 @@ func (d *dfa) match(s string) bool {
 		}
 	}
 	return d.final[st]
+}
+
+// globTest is the fastest exact test of a glob over names. A glob is HEAD*MIDDLE*TAIL, HEAD and
+// TAIL without stars: they have a fixed length, so they are compared with the name's start and
+// end directly (a suffix like "*_read" costs five byte comparisons, not a walk of the name), and
+// only what lies between is matched against *MIDDLE* (an automaton, which stops as soon as the
+// middle is found; kglob when the automaton would be too big). Without a star, the name is
+// compared byte by byte.
+func globTest(g *kglob) func(string) bool {
+	if g.never {
+		return func(string) bool { return false }
+	}
+	toks := globTokens(g)
+	first, last := -1, -1
+	for i, t := range toks {
+		if t.kind == gStar {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		all := byteSets(toks)
+		return func(s string) bool { return len(s) == len(all) && setsMatch(all, s) }
+	}
+	head, tail := byteSets(toks[:first]), byteSets(toks[last+1:])
+	var middle func(string) bool // nil: a lone star, anything
+	if mid := toks[first : last+1]; len(mid) > 1 {
+		if d := tokensDFA(mid); d != nil {
+			middle = d.match
+		} else {
+			k := &kglob{toks: mid}
+			middle = k.run
+		}
+	}
+	fixed := len(head) + len(tail)
+	return func(s string) bool {
+		if len(s) < fixed || !setsMatch(head, s[:len(head)]) || !setsMatch(tail, s[len(s)-len(tail):]) {
+			return false
+		}
+		return middle == nil || middle(s[len(head):len(s)-len(tail)])
+	}
+}
+
+// byteSets is the bytes each one-byte token admits.
+func byteSets(toks []gtok) [][4]uint64 {
+	out := make([][4]uint64, len(toks))
+	for i, t := range toks {
+		out[i] = t.bytes()
+	}
+	return out
+}
+
+// setsMatch says whether each byte of s is in its set (len(s) == len(sets)).
+func setsMatch(sets [][4]uint64, s string) bool {
+	for i, set := range sets {
+		c := s[i]
+		if set[c>>6]&(1<<(c&63)) == 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -9,12 +9,15 @@ import (
 )
 
 // Previewer resolves pattern after pattern over one index as someone types them (the console's
-// Functions view): each distinct name is matched once, full globs run as a deterministic
-// automaton, the work is shared by the CPUs in small chunks taken as they go (a CPU busy with
-// something else takes fewer), a computation can be abandoned when the text changes again, and
-// a pattern that provably selects a subset of an earlier one's matches (Pattern.Narrows) is
-// resolved within them. Its answers are Index.Resolve's, record for record (TestPreviewerAgrees).
-// A Previewer is safe for concurrent use.
+// Functions view). Each distinct name is matched once, and only the names a pattern can select
+// are tested: those starting with its literal head (a range of the sorted names), or holding a
+// byte pair two of its adjacent tokens admit (lists made once), or the records of modules for
+// ":mod:". A full glob compares its fixed head and tail in place and runs its middle as a
+// deterministic automaton (globTest). Larger work is shared by the CPUs in small chunks taken as
+// they go (a CPU busy with something else takes fewer); a computation can be abandoned when the
+// text changes again; a pattern that provably selects a subset of an earlier one's matches
+// (Pattern.Narrows) is resolved within them. Its answers are Index.Resolve's, record for record
+// (TestPreviewerAgrees, TestPreviewerAgreesRandom). A Previewer is safe for concurrent use.
 type Previewer struct {
 	ix    *Index
 	names []string // distinct valid names, in the order of their first record
@@ -22,9 +25,23 @@ type Previewer struct {
 	next  []int32  // per record: the next record of the same name, -1 at the end
 	of    []int32  // per record: its name, -1 for invalid records
 	all   []int    // every valid record (1-based): what "*" selects
+	// sorted is the names (their positions in names) in byte order: the names starting with a
+	// pattern's literal head are a range of it.
+	sorted []int32
+	// inModule is the valid records of modules (1-based): the only candidates of ":mod:M".
+	inModule []int
+	// pairNames[pairAt[k]:pairAt[k+1]] is the names (positions in names, ascending) in which
+	// byte a is followed by byte b, k = a<<8|b: the names a pattern can select are among those
+	// holding one of the byte pairs two of its adjacent one-byte tokens admit.
+	pairAt    []int32
+	pairNames []int32
 }
 
-// NewPreviewer prepares ix for previews (once per index: a few milliseconds for 70,000 records).
+// pair is the names holding the byte pair k.
+func (pv *Previewer) pair(k int) []int32 { return pv.pairNames[pv.pairAt[k]:pv.pairAt[k+1]] }
+
+// NewPreviewer prepares ix for previews, once per index (tens of milliseconds and a few
+// megabytes for 70,000 records: the byte-pair lists are most of both).
 func NewPreviewer(ix *Index) *Previewer {
 	pv := &Previewer{ix: ix, next: make([]int32, len(ix.Records)), of: make([]int32, len(ix.Records))}
 	seen := make(map[string]int32, len(ix.Records))
@@ -48,8 +65,142 @@ func NewPreviewer(ix *Index) *Previewer {
 		}
 		pv.of[pos] = g
 		pv.all = append(pv.all, pos+1)
+		if k.Module != "" {
+			pv.inModule = append(pv.inModule, pos+1)
+		}
 	}
+	// The pair lists, in one array: count, then fill.
+	pv.pairAt = make([]int32, 1<<16+1)
+	counted := make([]int32, 1<<16) // the last name that counted each pair, plus one
+	eachPair := func(f func(k int, g int32)) {
+		clear(counted)
+		for g, name := range pv.names {
+			for i := 0; i+1 < len(name); i++ {
+				if k := int(name[i])<<8 | int(name[i+1]); counted[k] != int32(g)+1 {
+					counted[k] = int32(g) + 1
+					f(k, int32(g))
+				}
+			}
+		}
+	}
+	eachPair(func(k int, _ int32) { pv.pairAt[k+1]++ })
+	for k := 1; k < len(pv.pairAt); k++ {
+		pv.pairAt[k] += pv.pairAt[k-1]
+	}
+	pv.pairNames = make([]int32, pv.pairAt[1<<16])
+	fill := append([]int32(nil), pv.pairAt[:1<<16]...)
+	eachPair(func(k int, g int32) { pv.pairNames[fill[k]] = g; fill[k]++ })
+	pv.sorted = make([]int32, len(pv.names))
+	for i := range pv.sorted {
+		pv.sorted[i] = int32(i)
+	}
+	sort.Slice(pv.sorted, func(a, b int) bool { return pv.names[pv.sorted[a]] < pv.names[pv.sorted[b]] })
 	return pv
+}
+
+// startingWith is the names (positions in names) that start with prefix.
+func (pv *Previewer) startingWith(prefix string) []int32 {
+	lo := sort.Search(len(pv.sorted), func(i int) bool { return pv.names[pv.sorted[i]] >= prefix })
+	hi := lo
+	for hi < len(pv.sorted) && strings.HasPrefix(pv.names[pv.sorted[hi]], prefix) {
+		hi++
+	}
+	return pv.sorted[lo:hi]
+}
+
+// pairsMost bounds the byte pairs a token pair may stand for (a class times a class), and
+// pairsWorth the share of the names below which candidates from pairs are worth the merge.
+const (
+	pairsMost  = 64
+	pairsWorth = 2 // at most half the names
+)
+
+// byPairs is the names that can match p by the rarest pair of adjacent one-byte tokens of its
+// function half (positions in names, ascending), or nil when no pair narrows enough.
+func (pv *Previewer) byPairs(p *Pattern) []int32 {
+	if p.re != nil || p.hasMod && p.fn.blank() || p.fn.typ == matchIndex {
+		return nil
+	}
+	g := p.fn.kglob()
+	if g.never {
+		return []int32{}
+	}
+	toks := globTokens(&g)
+	best, bestN := [][]int32(nil), len(pv.names)/pairsWorth
+	for i := 0; i+1 < len(toks); i++ {
+		a, b := toks[i], toks[i+1]
+		if a.kind == gStar || b.kind == gStar {
+			continue
+		}
+		as, bs := setBytes(a.bytes()), setBytes(b.bytes())
+		if len(as)*len(bs) > pairsMost {
+			continue
+		}
+		var lists [][]int32
+		n := 0
+		for _, x := range as {
+			for _, y := range bs {
+				if l := pv.pair(int(x)<<8 | int(y)); len(l) > 0 {
+					lists = append(lists, l)
+					n += len(l)
+				}
+			}
+		}
+		if n < bestN || best == nil && n == 0 {
+			best, bestN = lists, n
+			if best == nil {
+				best = [][]int32{}
+			}
+		}
+	}
+	switch {
+	case best == nil:
+		return nil
+	case len(best) == 0:
+		return []int32{}
+	case len(best) == 1:
+		return best[0]
+	}
+	mark := make([]uint64, (len(pv.names)+63)/64)
+	for _, l := range best {
+		for _, g := range l {
+			mark[g>>6] |= 1 << (g & 63)
+		}
+	}
+	out := make([]int32, 0, bestN)
+	for w, word := range mark {
+		for word != 0 {
+			out = append(out, int32(w*64+bits.TrailingZeros64(word)))
+			word &= word - 1
+		}
+	}
+	return out
+}
+
+// setBytes lists the bytes of a set.
+func setBytes(set [4]uint64) []byte {
+	var out []byte
+	for w, word := range set {
+		for word != 0 {
+			out = append(out, byte(w*64+bits.TrailingZeros64(word)))
+			word &= word - 1
+		}
+	}
+	return out
+}
+
+// literalHead is the text every name the pattern's function half selects starts with ("" when
+// none can be said).
+func (p *Pattern) literalHead() string {
+	switch {
+	case p.re != nil || p.hasMod && p.fn.blank():
+		return ""
+	case p.fn.typ == matchFront || p.fn.typ == matchFull:
+		return p.fn.search
+	case p.fn.typ == matchGlob:
+		return p.fn.k.prefix // kglob.match requires it too
+	}
+	return ""
 }
 
 // Index is the index the previewer works on.
@@ -67,9 +218,7 @@ func nameTest(p *Pattern) func(string) bool {
 	case p.hasMod && p.fn.blank():
 		return func(string) bool { return true }
 	case p.fn.typ == matchGlob:
-		if d := newDFA(&p.fn.k); d != nil {
-			return d.match
-		}
+		return globTest(&p.fn.k)
 	}
 	return p.fn.match
 }
@@ -90,6 +239,19 @@ func (pv *Previewer) Resolve(p *Pattern, within []int, stop func() bool) ([]int,
 	}
 	test := nameTest(p)
 	recs := pv.ix.Records
+	// Fewer candidates when the pattern says so: ":mod:M" selects only records of modules; a
+	// literal head, only names starting with it (a range of the sorted names); two adjacent
+	// one-byte tokens, only names holding a pair of bytes they admit ("sched": the names with
+	// "sc"; "_[rw]": those with "_r" or "_w").
+	var names []int32
+	switch head := p.literalHead(); {
+	case within == nil && p.re == nil && p.hasMod && !p.modExclude:
+		within = pv.inModule
+	case within == nil && head != "":
+		names = pv.startingWith(head)
+	case within == nil:
+		names = pv.byPairs(p)
+	}
 	if within != nil {
 		parts, ok := shareChunks(len(within), func(lo, hi int) []int32 {
 			var out []int32
@@ -119,9 +281,17 @@ func (pv *Previewer) Resolve(p *Pattern, within []int, stop func() bool) ([]int,
 		}
 		return out, true
 	}
-	parts, ok := shareChunks(len(pv.names), func(lo, hi int) []int32 {
+	n := len(pv.names)
+	if names != nil {
+		n = len(names)
+	}
+	parts, ok := shareChunks(n, func(lo, hi int) []int32 {
 		var out []int32
-		for g := lo; g < hi; g++ {
+		for i := lo; i < hi; i++ {
+			g := int32(i)
+			if names != nil {
+				g = names[i]
+			}
 			if !test(pv.names[g]) {
 				continue
 			}

@@ -14,7 +14,8 @@ var previewPatterns = []string{
 	"[a-c]*_?", "*[", "vfs_rea[", "[!a-y]*", `vfs\_read`, `vfs_read\`, `*\*`, "?", "???*",
 	"*a*b*c*d*", "[]]*", "[!]]*", "[a-]*", "*[0-9][0-9]", "tcp_v[46]_*", "*:mod:nls*",
 	"*:mod:", "*:mod:!", "*:mod:!dummy", "dummy_*:mod:dummy", ":mod:dummy", "*x*:mod:*",
-	"*:mod:0abc", "[z-a]*", "*a??????????", "*a?????????b*",
+	"*:mod:0abc", "[z-a]*", "*a??????????", "*a?????????b*", "vfs_*:mod:", "vfs_*:mod:!",
+	"dummy_x*:mod:!nls*", "char2uni:mod:nls_utf8", "__x64_sys_*", "a*", "z", "*_", "_*",
 }
 
 func TestPreviewerAgrees(t *testing.T) {
@@ -35,6 +36,27 @@ func TestPreviewerAgrees(t *testing.T) {
 	}
 }
 
+// TestPreviewerAgreesRandom: the same over random patterns (pieces of real names, every kind of
+// glob syntax and qualifier), both kernels.
+func TestPreviewerAgreesRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	for _, kernel := range []string{"6.1", "6.12"} {
+		ix := fixtureIndex(t, kernel)
+		pv := NewPreviewer(ix)
+		for i := 0; i < 300; i++ {
+			s := randomPattern(r, ix)
+			p, err := Compile(s)
+			if err != nil {
+				continue
+			}
+			want := ix.Resolve(p)
+			if got, _ := pv.Resolve(p, nil, nil); !slices.Equal(got, want) {
+				t.Errorf("%s %q: previewer %d records, Index.Resolve %d", kernel, s, len(got), len(want))
+			}
+		}
+	}
+}
+
 func TestPreviewerStops(t *testing.T) {
 	ix := fixtureIndex(t, "6.12")
 	pv := NewPreviewer(ix)
@@ -48,8 +70,9 @@ func TestPreviewerStops(t *testing.T) {
 	}
 }
 
-// TestDFAAgreesWithKglob: the automaton answers like lib/glob.c's algorithm for every name of a
-// kernel, for the patterns above; patterns with too many states fall back.
+// TestDFAAgreesWithKglob: the automaton, and globTest (head and tail compared in place, the
+// middle by the automaton), answer like lib/glob.c's algorithm for every name of a kernel, for
+// the patterns above; patterns with too many states fall back.
 func TestDFAAgreesWithKglob(t *testing.T) {
 	ix := fixtureIndex(t, "6.12")
 	built := 0
@@ -61,9 +84,14 @@ func TestDFAAgreesWithKglob(t *testing.T) {
 			continue
 		}
 		built++
+		test := globTest(&g)
 		for _, k := range ix.Records {
-			if got, want := d.match(k.Name), g.match(k.Name); got != want {
+			want := g.match(k.Name)
+			if got := d.match(k.Name); got != want {
 				t.Fatalf("%q vs %q: automaton %v, kglob %v", s, k.Name, got, want)
+			}
+			if got := test(k.Name); got != want {
+				t.Fatalf("%q vs %q: globTest %v, kglob %v", s, k.Name, got, want)
 			}
 		}
 	}
@@ -76,6 +104,7 @@ func TestDFAAgreesWithKglob(t *testing.T) {
 	}
 }
 
+// FuzzDFAAgreesWithKglob: globTest and the automaton answer like kglob (lib/glob.c).
 func FuzzDFAAgreesWithKglob(f *testing.F) {
 	for _, s := range previewPatterns {
 		f.Add(s, "vfs_read_iter")
@@ -88,12 +117,12 @@ func FuzzDFAAgreesWithKglob(f *testing.F) {
 			return
 		}
 		g := compileKglob(pat)
-		d := newDFA(&g)
-		if d == nil {
-			return
+		want := g.match(name)
+		if got := globTest(&g)(name); got != want {
+			t.Fatalf("%q vs %q: globTest %v, kglob %v", pat, name, got, want)
 		}
-		if got, want := d.match(name), g.match(name); got != want {
-			t.Fatalf("%q vs %q: automaton %v, kglob %v", pat, name, got, want)
+		if d := newDFA(&g); d != nil && d.match(name) != want {
+			t.Fatalf("%q vs %q: automaton %v, kglob %v", pat, name, !want, want)
 		}
 	})
 }

@@ -62,6 +62,9 @@ type FunctionsView struct {
 	seq     *atomic.Uint64
 	cache   previewCache
 	stats   struct{ cached, inline, narrowed, full int } // how previews were answered (tests, benchmarks)
+	// inlineMost is the most earlier matches a growing pattern is narrowed within at once, on
+	// the event loop (inlineWithin; tests lower it to exercise both ways).
+	inlineMost int
 
 	marks []mark
 	sel   int
@@ -81,7 +84,7 @@ func newFunctionsView(e *env) *FunctionsView {
 	in.CharLimit = 256
 	in.Focus()
 	return &FunctionsView{env: e, keys: newFunctionsKeys(), ckeys: newConfirmKeys(), input: in,
-		target: filters.FilterFile, loading: true, seq: new(atomic.Uint64)}
+		target: filters.FilterFile, loading: true, seq: new(atomic.Uint64), inlineMost: inlineWithin}
 }
 
 // Keys implements the component contract.
@@ -168,13 +171,13 @@ func (v *FunctionsView) preview() tea.Cmd {
 		v.matches = e.matches
 		return v.suggestions()
 	}
-	pv, cur, within := v.pv, v.seq, v.cache.within(p)
+	pv, cur, within := v.pv, v.seq, v.cache.within(p, v.ix.Len()/4)
 	if within != nil {
 		v.stats.narrowed++
 	} else {
 		v.stats.full++
 	}
-	if within != nil && len(within) <= inlineWithin {
+	if within != nil && len(within) <= v.inlineMost {
 		// A tenth of a millisecond at most: less than a trip through a command.
 		m, _ := pv.Resolve(p, within, nil)
 		v.stats.inline++
@@ -236,7 +239,7 @@ func (v *FunctionsView) resolveNow() {
 	if !v.pending || v.pat == nil {
 		return
 	}
-	m, _ := v.pv.Resolve(v.pat, v.cache.within(v.pat), nil)
+	m, _ := v.pv.Resolve(v.pat, v.cache.within(v.pat, v.ix.Len()/4), nil)
 	v.setPreview(previewMsg{seq: v.seq.Load(), text: v.pat.Text, pat: v.pat, matches: m})
 }
 

@@ -45,11 +45,13 @@ func (c *previewCache) put(e previewEntry) {
 
 // within returns the matches of the cached pattern with the fewest matches that p provably
 // narrows (every record p selects, it selects), or nil: then p is resolved over the whole index.
-func (c *previewCache) within(p *filters.Pattern) []int {
+// An entry with more than most matches is not worth it: the whole index is scanned by distinct
+// names, faster than testing that many records one by one.
+func (c *previewCache) within(p *filters.Pattern, most int) []int {
 	var best []int
 	found := false
 	for _, e := range c.entries {
-		if (!found || len(e.matches) < len(best)) && p.Narrows(e.pat) {
+		if len(e.matches) <= most && (!found || len(e.matches) < len(best)) && p.Narrows(e.pat) {
 			best, found = e.matches, true
 		}
 	}

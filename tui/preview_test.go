@@ -65,8 +65,9 @@ func TestPreviewNarrowingIsExact(t *testing.T) {
 	step(m, indexMsg{ix: fb.ix})
 	step(m, press("2"))
 	v := m.funcs
+	v.inlineMost = 8 // narrowing both at once and in a command
 	r := rand.New(rand.NewPCG(7, 11))
-	seqs, edits := 120, 14
+	seqs, edits := 200, 14
 	if testing.Short() {
 		seqs = 20
 	}
