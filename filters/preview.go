@@ -126,7 +126,8 @@ func (pv *Previewer) byPairs(p *Pattern) []int32 {
 		return []int32{}
 	}
 	toks := globTokens(&g)
-	best, bestN := [][]int32(nil), len(pv.names)/pairsWorth
+	var best [][]int32
+	found, bestN := false, len(pv.names)/pairsWorth
 	for i := 0; i+1 < len(toks); i++ {
 		a, b := toks[i], toks[i+1]
 		if a.kind == gStar || b.kind == gStar {
@@ -146,19 +147,17 @@ func (pv *Previewer) byPairs(p *Pattern) []int32 {
 				}
 			}
 		}
-		if n < bestN || best == nil && n == 0 {
-			best, bestN = lists, n
-			if best == nil {
-				best = [][]int32{}
-			}
+		if n == 0 {
+			return []int32{} // the two tokens match two bytes in a row: no name has them
+		}
+		if n < bestN {
+			best, bestN, found = lists, n, true
 		}
 	}
-	switch {
-	case best == nil:
+	if !found {
 		return nil
-	case len(best) == 0:
-		return []int32{}
-	case len(best) == 1:
+	}
+	if len(best) == 1 {
 		return best[0]
 	}
 	mark := make([]uint64, (len(pv.names)+63)/64)
