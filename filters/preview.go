@@ -115,19 +115,19 @@ const (
 	pairsWorth = 2 // at most half the names
 )
 
-// byPairs is the names that can match p by the rarest pair of adjacent one-byte tokens of its
-// function half (positions in names, ascending), or nil when no pair narrows enough.
-func (pv *Previewer) byPairs(p *Pattern) []int32 {
+// pairLists is the lists of the rarest pair of adjacent one-byte tokens of p's function half
+// and how many names they hold in all: the names p can select are among them. ok is false when
+// no pair narrows enough (then every name is a candidate); no lists and ok: nothing can match.
+func (pv *Previewer) pairLists(p *Pattern) (lists [][]int32, n int, ok bool) {
 	if p.re != nil || p.hasMod && p.fn.blank() || p.fn.typ == matchIndex {
-		return nil
+		return nil, 0, false
 	}
 	g := p.fn.kglob()
 	if g.never {
-		return []int32{}
+		return nil, 0, true
 	}
 	toks := globTokens(&g)
-	var best [][]int32
-	found, bestN := false, len(pv.names)/pairsWorth
+	n = len(pv.names) / pairsWorth
 	for i := 0; i+1 < len(toks); i++ {
 		a, b := toks[i], toks[i+1]
 		if a.kind == gStar || b.kind == gStar {
@@ -137,36 +137,41 @@ func (pv *Previewer) byPairs(p *Pattern) []int32 {
 		if len(as)*len(bs) > pairsMost {
 			continue
 		}
-		var lists [][]int32
-		n := 0
+		var these [][]int32
+		k := 0
 		for _, x := range as {
 			for _, y := range bs {
 				if l := pv.pair(int(x)<<8 | int(y)); len(l) > 0 {
-					lists = append(lists, l)
-					n += len(l)
+					these = append(these, l)
+					k += len(l)
 				}
 			}
 		}
-		if n == 0 {
-			return []int32{} // the two tokens match two bytes in a row: no name has them
+		if k == 0 {
+			return nil, 0, true // the two tokens match two bytes in a row: no name has them
 		}
-		if n < bestN {
-			best, bestN, found = lists, n, true
+		if k < n {
+			lists, n, ok = these, k, true
 		}
 	}
-	if !found {
-		return nil
-	}
-	if len(best) == 1 {
-		return best[0]
+	return lists, n, ok
+}
+
+// merge is the names of several pair lists, once each, ascending.
+func (pv *Previewer) merge(lists [][]int32, n int) []int32 {
+	switch len(lists) {
+	case 0:
+		return []int32{}
+	case 1:
+		return lists[0]
 	}
 	mark := make([]uint64, (len(pv.names)+63)/64)
-	for _, l := range best {
+	for _, l := range lists {
 		for _, g := range l {
 			mark[g>>6] |= 1 << (g & 63)
 		}
 	}
-	out := make([]int32, 0, bestN)
+	out := make([]int32, 0, n)
 	for w, word := range mark {
 		for word != 0 {
 			out = append(out, int32(w*64+bits.TrailingZeros64(word)))
@@ -222,6 +227,63 @@ func nameTest(p *Pattern) func(string) bool {
 	return p.fn.match
 }
 
+// Cost is how many names or records Resolve would test for p (0 for a lookup): a caller can
+// resolve a cheap pattern at once and hand an expensive one to another goroutine.
+func (pv *Previewer) Cost(p *Pattern, within []int) int {
+	c := pv.candidates(p, within)
+	switch {
+	case c.answered:
+		return 0
+	case c.within != nil:
+		return len(c.within)
+	case c.names != nil:
+		return len(c.names)
+	case c.lists != nil || c.pairs > 0:
+		return c.pairs
+	}
+	return len(pv.names)
+}
+
+// candidateSet is what Resolve tests for a pattern: the answer itself (a lookup, or every
+// record), records (within), names, or the pair lists holding them (merged only when used).
+type candidateSet struct {
+	answered bool
+	answer   []int
+	within   []int
+	names    []int32
+	lists    [][]int32
+	pairs    int
+}
+
+// candidates narrows what p can select before anything is tested: ":mod:M" selects only records
+// of modules; a literal head, only names starting with it (a range of the sorted names); two
+// adjacent one-byte tokens, only names holding a pair of bytes they admit ("sched": the names
+// with "sc"; "_[rw]": those with "_r" or "_w").
+func (pv *Previewer) candidates(p *Pattern, within []int) candidateSet {
+	if _, ok := p.exactName(); ok {
+		return candidateSet{answered: true, answer: pv.ix.Resolve(p)} // a lookup
+	}
+	if p.re == nil && !p.hasMod && (p.fn.typ == matchEnd || p.fn.typ == matchMiddle) && p.fn.search == "" {
+		return candidateSet{answered: true, answer: pv.all} // "*", "**": every valid record
+	}
+	switch {
+	case within != nil:
+		return candidateSet{within: within}
+	case p.re == nil && p.hasMod && !p.modExclude:
+		return candidateSet{within: pv.inModule}
+	}
+	if head := p.literalHead(); head != "" {
+		return candidateSet{names: pv.startingWith(head)}
+	}
+	if lists, n, ok := pv.pairLists(p); ok {
+		if lists == nil {
+			return candidateSet{names: []int32{}}
+		}
+		return candidateSet{lists: lists, pairs: n}
+	}
+	return candidateSet{}
+}
+
 // Resolve returns the 1-based indexes of the records p selects, ascending, as Index.Resolve. With
 // within (the result of an earlier Resolve of a pattern that p Narrows), only those records are
 // tested. stop (may be nil) is asked between chunks: when it says true, Resolve gives up and
@@ -230,26 +292,15 @@ func (pv *Previewer) Resolve(p *Pattern, within []int, stop func() bool) ([]int,
 	if stop != nil && stop() {
 		return nil, false
 	}
-	if _, ok := p.exactName(); ok {
-		return pv.ix.Resolve(p), true // a lookup
-	}
-	if p.re == nil && !p.hasMod && (p.fn.typ == matchEnd || p.fn.typ == matchMiddle) && p.fn.search == "" {
-		return pv.all, true // "*", "**": every valid record
+	c := pv.candidates(p, within)
+	if c.answered {
+		return c.answer, true
 	}
 	test := nameTest(p)
 	recs := pv.ix.Records
-	// Fewer candidates when the pattern says so: ":mod:M" selects only records of modules; a
-	// literal head, only names starting with it (a range of the sorted names); two adjacent
-	// one-byte tokens, only names holding a pair of bytes they admit ("sched": the names with
-	// "sc"; "_[rw]": those with "_r" or "_w").
-	var names []int32
-	switch head := p.literalHead(); {
-	case within == nil && p.re == nil && p.hasMod && !p.modExclude:
-		within = pv.inModule
-	case within == nil && head != "":
-		names = pv.startingWith(head)
-	case within == nil:
-		names = pv.byPairs(p)
+	within, names := c.within, c.names
+	if c.lists != nil {
+		names = pv.merge(c.lists, c.pairs)
 	}
 	if within != nil {
 		parts, ok := shareChunks(len(within), func(lo, hi int) []int32 {
@@ -393,6 +444,7 @@ func (pv *Previewer) Suggest(lit string, n int, stop func() bool) ([]string, boo
 	less := func(a, b cand) bool { return a.d < b.d || a.d == b.d && a.name < b.name }
 	best := make([]cand, 0, n+1)
 	maxd := max(1, len(lit)/4)
+	var rows editRows
 	for i, name := range pv.names {
 		if i%previewChunk == 0 && stop != nil && stop() {
 			return nil, false
@@ -404,7 +456,7 @@ func (pv *Previewer) Suggest(lit string, n int, stop func() bool) ([]string, boo
 		case abs(len(name)-len(lit)) > maxd:
 			continue
 		default:
-			d := editDistance(lit, name, maxd)
+			d := rows.distance(lit, name, maxd)
 			if d > maxd {
 				continue
 			}
@@ -426,4 +478,38 @@ func (pv *Previewer) Suggest(lit string, n int, stop func() bool) ([]string, boo
 		out[i] = c.name
 	}
 	return out, true
+}
+
+// editRows is editDistance with its two rows kept from one name to the next: the suggestions
+// compare a literal with thousands of names, and a pair of slices each would keep the garbage
+// collector busy while the next key is resolved.
+type editRows struct{ prev, cur []int }
+
+// distance is the Levenshtein distance, giving up (limit+1) once every cell of a row exceeds
+// limit, as editDistance.
+func (r *editRows) distance(a, b string, limit int) int {
+	if cap(r.prev) < len(b)+1 {
+		r.prev, r.cur = make([]int, len(b)+1), make([]int, len(b)+1)
+	}
+	prev, cur := r.prev[:len(b)+1], r.cur[:len(b)+1]
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			rowMin = min(rowMin, cur[j])
+		}
+		if rowMin > limit {
+			return limit + 1
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -57,6 +57,24 @@ func TestPreviewerAgreesRandom(t *testing.T) {
 	}
 }
 
+func TestPreviewerCost(t *testing.T) {
+	pv := NewPreviewer(fixtureIndex(t, "6.12"))
+	for _, c := range []struct {
+		pat      string
+		min, max int
+	}{
+		{"vfs_read", 0, 0}, {"*", 0, 0}, {"vfs_*", 50, 500}, {"*:mod:nls*", 1, 20},
+		{"*sched*", 500, 3000}, {"*_[rw]*", 3000, 15000}, {"*[!x]", 40000, 50000},
+	} {
+		if got := pv.Cost(mustCompile(t, c.pat)[0], nil); got < c.min || got > c.max {
+			t.Errorf("cost of %q: %d, want %d to %d", c.pat, got, c.min, c.max)
+		}
+	}
+	if got := pv.Cost(mustCompile(t, "vfs_*x")[0], []int{1, 2, 3}); got != 3 {
+		t.Errorf("cost within 3 records: %d", got)
+	}
+}
+
 func TestPreviewerStops(t *testing.T) {
 	ix := fixtureIndex(t, "6.12")
 	pv := NewPreviewer(ix)
@@ -318,6 +336,13 @@ func TestPreviewerSuggestAgrees(t *testing.T) {
 		got, ok := pv.Suggest(lit, 5, nil)
 		if !ok || !slices.Equal(got, want) {
 			t.Errorf("%q: previewer %v, index %v", lit, got, want)
+		}
+	}
+	var rows editRows // reused from name to name, like Suggest
+	for i, k := range ix.Records[:5000] {
+		lit := []string{"vfs_raed", "x", "do_sys_open", ""}[i%4]
+		if got, want := rows.distance(lit, k.Name, 3), editDistance(lit, k.Name, 3); got != want {
+			t.Fatalf("distance %q %q: %d, editDistance %d", lit, k.Name, got, want)
 		}
 	}
 	if _, ok := pv.Suggest("_", 5, func() bool { return true }); ok {

@@ -61,9 +61,11 @@ type FunctionsView struct {
 	suggest []string
 	seq     *atomic.Uint64
 	cache   previewCache
-	stats   struct{ cached, inline, narrowed, full int } // how previews were answered (tests, benchmarks)
-	// inlineMost is the most earlier matches a growing pattern is narrowed within at once, on
-	// the event loop (inlineWithin; tests lower it to exercise both ways).
+	// stats counts how previews were answered (tests): from the cache; within earlier matches
+	// or over the index; at once or in a command.
+	stats struct{ cached, narrowedNow, narrowedLater, scannedNow, scannedLater int }
+	// inlineMost is the most names or records a preview tests at once, on the event loop
+	// (inlineWithin; tests lower it to exercise both ways).
 	inlineMost int
 
 	marks []mark
@@ -148,10 +150,10 @@ func (v *FunctionsView) SetLists(m listsMsg) {
 }
 
 // preview resolves what is typed. A text seen lately (a backspace) is answered from the cache at
-// once, and so is a pattern that provably narrows a cached one with few matches
-// (filters.Pattern.Narrows: "vfs_*" then "vfs_*x"), within those matches; otherwise a command
-// resolves it, within a cached pattern's matches or over the whole index, and the answer comes
-// back as a previewMsg. Close names for a pattern that matches nothing (an edit
+// once. Otherwise it is resolved within the matches of a cached pattern it provably narrows
+// (filters.Pattern.Narrows: "vfs_*" then "vfs_*x") or over the index: at once when that means
+// testing a few thousand names or records at most, else in a command whose answer comes back as
+// a previewMsg. Close names for a pattern that matches nothing (an edit
 // distance to every name) come after the count, in another command.
 func (v *FunctionsView) preview() tea.Cmd {
 	seq := v.seq.Add(1)
@@ -172,15 +174,22 @@ func (v *FunctionsView) preview() tea.Cmd {
 		return v.suggestions()
 	}
 	pv, cur, within := v.pv, v.seq, v.cache.within(p, v.ix.Len()/4)
-	if within != nil {
-		v.stats.narrowed++
-	} else {
-		v.stats.full++
+	now := pv.Cost(p, within) <= v.inlineMost
+	switch {
+	case within != nil && now:
+		v.stats.narrowedNow++
+	case within != nil:
+		v.stats.narrowedLater++
+	case now:
+		v.stats.scannedNow++
+	default:
+		v.stats.scannedLater++
 	}
-	if within != nil && len(within) <= v.inlineMost {
-		// A tenth of a millisecond at most: less than a trip through a command.
+	if now {
+		// A tenth of a millisecond at most (a lookup, names with a given start, a few earlier
+		// matches): less than a trip through a command, which on a busy machine may wait for
+		// a CPU.
 		m, _ := pv.Resolve(p, within, nil)
-		v.stats.inline++
 		return v.setPreview(previewMsg{seq: seq, text: text, pat: p, matches: m})
 	}
 	v.pending = true
@@ -193,8 +202,8 @@ func (v *FunctionsView) preview() tea.Cmd {
 	}
 }
 
-// inlineWithin is the most earlier matches a growing pattern is narrowed within on the event
-// loop; more, or a scan of the whole index, runs in a command.
+// inlineWithin is the most names or records a preview tests on the event loop (filters.
+// Previewer.Cost); more runs in a command.
 const inlineWithin = 4096
 
 // previewMsg is the answer of a preview command.
