@@ -30,7 +30,7 @@ func NewCmdTUI(g *Globals, runF func(context.Context, *TUIOptions) error) *cobra
 		Short: "An interactive console: live stream, function filters, probes, top",
 		Long: `An interactive terminal console over one trace array.
 
-  1 Stream     the live events (trace_pipe) in coloured columns: space pauses, f follows,
+  1 Stream     the live events in coloured columns: space pauses, f follows,
                / searches (highlighted, n/N), e c p filter by event, comm, pid; the event rate
                and the lost-event counters (LOST lines, overruns, drops) always in view
   2 Functions  type a pattern: each key shows how many functions match and which; enter marks
@@ -43,17 +43,22 @@ func NewCmdTUI(g *Globals, runF func(context.Context, *TUIOptions) error) *cobra
   T / O        cycle the tracer (nop, function, function_graph: never over an empty filter)
                and turn tracing on or off;  ? help;  q quit
 
-By default the console works in a private instance, ftctl-PID, created at the start and removed
-on exit with everything in it (tracer, filters, events), and probes added without a group go to
-the group ftctl_PID, removed on exit too; --keep leaves both (ftctl reset removes them later, as
-leftovers of a process that is gone). -B NAME attaches to an existing instance instead: nothing
-is torn down, probes go to the group ftctl. Quitting always runs the teardown: q (exit 0),
-Ctrl-C (exit 130), SIGTERM or SIGHUP (exit 130).
+By default the console works in a private instance, ftctl-PID-ID, created at the start and
+removed on exit with everything in it (tracer, filters, events), and probes added without a
+group go to the group ftctl_PID_ID, removed on exit too; --keep leaves both (ftctl reset removes
+them later, as leftovers of a process that is gone). -B NAME attaches to an existing instance
+instead: nothing is torn down, probes go to the group ftctl. Quitting always runs the teardown:
+q (exit 0), Ctrl-C (exit 130), SIGTERM or SIGHUP (exit 130). It never leaves a change half done
+nor races it: q waits for an apply (or a probe definition) in flight to finish; Ctrl-C, SIGTERM
+and SIGHUP roll an apply back, the lists as they were (as ftctl filter does when interrupted).
+Each waits 10 s at most; then q rolls back too, and after 10 s more the console quits anyway and
+says what it left unfinished.
 
 Trace data is escaped before it reaches the terminal; the console keeps the last --ring events
-(memory is bounded); writes take the ftctl lock like every other command. The stream reads
-trace_pipe, which consumes what it reads: on an instance shared with another reader, each sees
-only part of the events.`,
+(memory is bounded); writes take the ftctl lock like every other command. The stream reads the
+ring buffer as ftctl stream does (trace_pipe_raw where it prints what trace_pipe would, else
+trace_pipe; the Stream view says which), and consumes what it reads: on an instance shared with
+another reader, each sees only part of the events.`,
 		Example: `  sudo ftctl tui
   sudo ftctl tui --keep
   sudo ftctl -B incident42 tui`,
@@ -65,7 +70,7 @@ only part of the events.`,
 			return tuiRun(c.Context(), opts)
 		},
 	}
-	c.Flags().BoolVar(&opts.Keep, "keep", false, "leave the private instance ftctl-PID and its probes on exit")
+	c.Flags().BoolVar(&opts.Keep, "keep", false, "leave the private instance ftctl-PID-ID and its probes on exit")
 	c.Flags().IntVar(&opts.RingSize, "ring", tui.DefaultRingSize, "keep the last `N` events (memory is bounded by it)")
 	return c
 }
@@ -136,6 +141,10 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	m := tui.New(tui.Options{Backend: backend, Source: src, Instance: inst.Name, Private: g.Instance == "",
 		Group: group, RingSize: opts.RingSize, Context: ctx})
 	aborted, err := tui.Run(ctx, m, in, out)
+	if m.Unfinished != "" {
+		fmt.Fprintf(g.Err, "ftctl: quit with %s still running after %v: what it changes in %s may be left half done\n",
+			m.Unfinished, 2*tui.DefaultQuitWait, safe(inst.Label()))
+	}
 	switch {
 	case ctx.Err() != nil, aborted:
 		return ErrInterrupted

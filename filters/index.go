@@ -385,26 +385,6 @@ func abs(x int) int {
 // EditDistance is the Levenshtein distance, giving up (returning limit+1) once every cell of a
 // row exceeds limit: ftctl's one measure of "close names", for functions and event fields alike.
 func EditDistance(a, b string, limit int) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			rowMin = min(rowMin, cur[j])
-		}
-		if rowMin > limit {
-			return limit + 1
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	var r editRows
+	return r.distance(a, b, limit)
 }

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -31,7 +30,7 @@ var stateNames = [stateCount]string{"Stream", "Functions", "Probes", "Top"}
 // Options configure the console.
 type Options struct {
 	Backend Backend
-	Source  Source // the events (a PipeSource over trace_pipe, or a test's)
+	Source  Source // the events (a PipeSource over the stream engine, or a test's)
 	// Instance is the trace array's name ("" top level); Private: the console created it and
 	// removes it on exit; Group: where probes without a group go.
 	Instance string
@@ -43,10 +42,20 @@ type Options struct {
 	FrameEvery, StatusEvery time.Duration
 	Now                     func() time.Time // the clock (time.Now)
 	Styles                  *Styles
-	Context                 context.Context // for the commands' kernel writes
+	// Context ends the console (SIGTERM, SIGHUP, SIGINT) and the kernel writes in flight (an
+	// apply puts the lists back when it ends).
+	Context context.Context
+	// QuitWait bounds quitting while a kernel write runs (10 s by default): q waits that long for
+	// it to finish, then cancels it (an apply is rolled back) and waits that long again; ctrl+c
+	// and the end of Context cancel it at once. After that the console quits anyway and says so
+	// (Model.Unfinished).
+	QuitWait time.Duration
 }
 
-// suspender is a source that can let go of trace_pipe while f runs (PipeSource).
+// DefaultQuitWait is Options.QuitWait unless set.
+const DefaultQuitWait = 10 * time.Second
+
+// suspender is a source that can let go of the ring buffer's pipes while f runs (PipeSource).
 type suspender interface {
 	Suspend(f func() error) error
 }
@@ -89,8 +98,21 @@ type Model struct {
 	renderedAt time.Time    // wall clock: paces frames, whatever Options.Now says
 	frames     atomic.Int64 // frames rendered (for the benchmarks)
 
-	// Aborted says the user pressed ctrl+c (exit 130); Quit that they pressed q.
+	// Quitting with kernel writes in flight: every write the backend does goes through writes;
+	// cancelWrites ends the context of those that take one (an apply rolls back). waitRound
+	// numbers the waits, so that the timeout of an earlier one is not taken for the current.
+	writes       *writeTracker
+	cancelWrites context.CancelFunc
+	quitting     bool
+	cancelled    bool
+	waitRound    int
+	done         chan struct{} // closed when Run ends: the context watcher stops
+
+	// Aborted says the user pressed ctrl+c or Context ended (exit 130); Quit that they pressed q.
 	Aborted, Quit bool
+	// Unfinished names the kernel write still running when the console gave up waiting for it
+	// ("the apply"): its lists may be left half changed.
+	Unfinished string
 }
 
 // New makes the console.
@@ -110,9 +132,15 @@ func New(o Options) *Model {
 	if o.Context == nil {
 		o.Context = context.Background()
 	}
-	e := &env{backend: o.Backend, styles: o.Styles, now: o.Now, instance: o.Instance, private: o.Private,
-		group: o.Group, ctx: o.Context}
-	m := &Model{env: e, opts: o, keys: newGlobalKeys(), help: help.New()}
+	if o.QuitWait <= 0 {
+		o.QuitWait = DefaultQuitWait
+	}
+	writes := newWriteTracker(o.Backend)
+	wctx, cancel := context.WithCancel(o.Context)
+	e := &env{backend: writes, styles: o.Styles, now: o.Now, instance: o.Instance, private: o.Private,
+		group: o.Group, ctx: wctx}
+	m := &Model{env: e, opts: o, keys: newGlobalKeys(), help: help.New(), writes: writes, cancelWrites: cancel,
+		done: make(chan struct{})}
 	m.stream = newStreamView(e, o.RingSize)
 	m.funcs = newFunctionsView(e)
 	m.probes = newProbesView(e)
@@ -151,7 +179,7 @@ func (m *Model) readStatus() tea.Cmd {
 
 // Init starts the stream, the ticks, and the first reads of every view.
 func (m *Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{waitBatch(m.opts.Source), m.frameTick(), m.statusTick(), m.readStatus()}
+	cmds := []tea.Cmd{waitBatch(m.opts.Source), m.frameTick(), m.statusTick(), m.readStatus(), m.watchContext()}
 	for _, v := range m.views {
 		cmds = append(cmds, v.Init())
 	}
@@ -163,8 +191,10 @@ func (m *Model) Init() tea.Cmd {
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	cmd := m.update(msg)
 	switch msg.(type) {
-	case tea.KeyMsg, tea.WindowSizeMsg:
-		m.render() // at once: what the user does shows in the next frame the renderer writes
+	case tea.KeyMsg, tea.WindowSizeMsg, previewMsg:
+		// At once: what the user does (and the count a key asked for) shows in the next frame
+		// the renderer writes.
+		m.render()
 	case frameTickMsg:
 	default:
 		m.dirty = true // data and answers: redrawn by the next frame tick
@@ -210,8 +240,14 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		}
 		return nil
 	case noticeMsg:
-		m.msg, m.msgErr = msg.text, msg.isErr
+		if !m.quitting { // the wait's own line stays
+			m.msg, m.msgErr = msg.text, msg.isErr
+		}
 		return nil
+	case interruptMsg:
+		return m.quit(true)
+	case writesDoneMsg:
+		return m.writesDone(msg)
 	case tracerMsg:
 		if msg.err != nil {
 			return tea.Batch(m.readStatus(), notice(describeErr("setting the tracer to "+msg.tracer, msg.err), true))
@@ -222,7 +258,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 			return tea.Batch(m.readStatus(), notice(describeErr("writing tracing_on", msg.err), true))
 		}
 		return tea.Batch(m.readStatus(), notice(map[bool]string{true: "tracing on", false: "tracing off"}[msg.on], false))
-	case indexMsg, listsMsg, planMsg, appliedMsg, suggestMsg:
+	case indexMsg, listsMsg, planMsg, appliedMsg, suggestMsg, previewMsg:
 		return m.funcs.Update(msg)
 	case probesMsg, probeAddedMsg, probeDoneMsg:
 		return m.probes.Update(msg)
@@ -235,8 +271,10 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 func (m *Model) updateKey(km tea.KeyMsg) tea.Cmd {
 	k := m.keys
 	if key.Matches(km, k.Abort) {
-		m.Aborted = true
-		return tea.Quit
+		return m.quit(true)
+	}
+	if m.quitting {
+		return nil // nothing new starts while quitting
 	}
 	if m.showHelp {
 		m.showHelp = false
@@ -254,8 +292,7 @@ func (m *Model) updateKey(km tea.KeyMsg) tea.Cmd {
 	}
 	switch {
 	case key.Matches(km, k.Quit):
-		m.Quit = true
-		return tea.Quit
+		return m.quit(false)
 	case key.Matches(km, k.Help):
 		m.showHelp = true
 	case key.Matches(km, k.Stream):
@@ -274,7 +311,7 @@ func (m *Model) updateKey(km tea.KeyMsg) tea.Cmd {
 		b, src := m.env.backend, m.opts.Source
 		return func() tea.Msg {
 			set := func() error { return b.SetTracer(next) }
-			if s, ok := src.(suspender); ok { // trace_pipe must be closed for the change
+			if s, ok := src.(suspender); ok { // the pipes must be closed for the change
 				return tracerMsg{next, s.Suspend(set)}
 			}
 			return tracerMsg{next, set()}
@@ -287,6 +324,89 @@ func (m *Model) updateKey(km tea.KeyMsg) tea.Cmd {
 		return view.Update(km)
 	}
 	return nil
+}
+
+type (
+	// interruptMsg: Context ended (SIGTERM, SIGHUP, SIGINT).
+	interruptMsg struct{}
+	// writesDoneMsg ends a wait for the kernel writes in flight: they ended, or QuitWait passed.
+	writesDoneMsg struct {
+		round int
+		ended bool
+	}
+)
+
+// watchContext turns the end of Context into a message, so that a signal quits the way ctrl+c
+// does (the writes in flight rolled back and waited for, the wait on screen).
+func (m *Model) watchContext() tea.Cmd {
+	ctx, done := m.opts.Context, m.done
+	if ctx.Done() == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		select {
+		case <-ctx.Done():
+			return interruptMsg{}
+		case <-done:
+			return nil
+		}
+	}
+}
+
+// quit ends the console once no kernel write runs. q lets a write in flight finish (the user
+// confirmed it); ctrl+c and signals (abort) cancel it first: an apply puts the lists back as they
+// were, as ftctl filter does when interrupted. Either way the wait shows on the message line and
+// is bounded (Options.QuitWait); no new write starts meanwhile.
+func (m *Model) quit(abort bool) tea.Cmd {
+	if abort {
+		m.Aborted = true
+		if !m.cancelled {
+			m.cancelled = true
+			m.cancelWrites()
+		}
+	} else {
+		m.Quit = true
+	}
+	what, idle := m.writes.closeIfIdle()
+	if idle {
+		return tea.Quit
+	}
+	if m.quitting && !abort {
+		return nil
+	}
+	m.quitting = true
+	if m.cancelled {
+		m.msg, m.msgErr = "rolling "+what+" back, then quitting…", true
+	} else {
+		m.msg, m.msgErr = "waiting for "+what+" to finish, then quitting… (ctrl+c rolls it back)", true
+	}
+	return m.waitWrites()
+}
+
+func (m *Model) waitWrites() tea.Cmd {
+	m.waitRound++
+	w, d, round := m.writes, m.opts.QuitWait, m.waitRound
+	return func() tea.Msg { return writesDoneMsg{round: round, ended: w.wait(d)} }
+}
+
+// writesDone: quit when the writes ended; after a wait that timed out, cancel them (once) and
+// wait again, then give up.
+func (m *Model) writesDone(msg writesDoneMsg) tea.Cmd {
+	switch {
+	case msg.ended:
+		return tea.Quit
+	case msg.round != m.waitRound:
+		return nil // an earlier wait: a later one runs
+	case !m.cancelled:
+		m.cancelled = true
+		m.cancelWrites()
+		what := m.writes.running()
+		m.msg, m.msgErr = fmt.Sprintf("%s did not finish in %v: rolling it back, then quitting…", what, m.opts.QuitWait), true
+		return m.waitWrites()
+	}
+	m.Unfinished = m.writes.running()
+	m.writes.shut()
+	return tea.Quit
 }
 
 // Frames is how many frames the model rendered (safe to call while the program runs).
@@ -407,32 +527,49 @@ func (m *Model) helpView() string {
 		"Trace data is shown escaped (control characters as \\xNN). Writes take the ftctl lock;",
 		"function lists change through the swap protocol, after a confirmation.",
 		"Quitting (q, ctrl+c, SIGTERM, SIGHUP) tears the private instance down unless --keep.",
+		"Quitting never leaves a change half done: q waits for an apply (or a probe) in flight to",
+		"finish; ctrl+c, SIGTERM and SIGHUP roll an apply back to the lists as they were. Each waits",
+		"10 s at most: then q rolls back too, and after 10 s more the console quits and says so.",
 		"Any key closes this help.",
 	}, "\n")))
 	return b.String()
 }
 
 // Run runs the console on a terminal until the user quits, ctx ends (SIGTERM, SIGHUP), or the
-// program fails; the source is closed before it returns. It reports whether the user aborted
-// (ctrl+c) and whether ctx ended it.
+// program fails; the source is closed before it returns. A kernel write in flight is waited for
+// (see Model.quit) before it returns: the caller's teardown never races it. It reports whether
+// the user aborted (ctrl+c) and whether ctx ended it.
 func Run(ctx context.Context, m *Model, in io.Reader, out io.Writer, extra ...tea.ProgramOption) (aborted bool, err error) {
 	defer func() {
 		if m.opts.Source != nil {
 			m.opts.Source.Close()
 		}
 	}()
-	opts := append([]tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out),
+	// ctx ends the console through the model (interruptMsg), which waits for the writes in
+	// flight; the program is killed only if that takes longer than the model's own bound.
+	kctx, kill := context.WithCancel(context.Background())
+	defer kill()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(2*m.opts.QuitWait+time.Second, kill) })
+	defer stop()
+	opts := append([]tea.ProgramOption{tea.WithContext(kctx), tea.WithInput(in), tea.WithOutput(out),
 		tea.WithAltScreen(), tea.WithFPS(30),
 		// ftctl's own handling: SIGINT, SIGTERM and SIGHUP end ctx (exit 130); bubbletea's
 		// would make SIGTERM a normal quit.
 		tea.WithoutSignalHandler()}, extra...)
 	p := tea.NewProgram(m, opts...)
 	final, err := p.Run()
+	close(m.done)
 	if fm, ok := final.(*Model); ok && fm != nil {
 		m = fm
 	}
-	if err != nil && errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
-		return m.Aborted, ctx.Err()
+	// However the program ended (an error, killed), no write outlives Run.
+	m.cancelWrites()
+	if !m.writes.wait(m.opts.QuitWait) && m.Unfinished == "" {
+		m.Unfinished = m.writes.running()
+		m.writes.shut()
+	}
+	if ctx.Err() != nil {
+		return true, ctx.Err()
 	}
 	return m.Aborted, err
 }

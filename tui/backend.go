@@ -94,7 +94,12 @@ func (b *KernelBackend) Close() {
 
 // locked runs f holding the tracefs lock, as every ftctl writer does.
 func (b *KernelBackend) locked(f func() error) error {
-	l, err := b.FS.Lock(context.Background(), b.LockTimeout, nil)
+	return b.lockedCtx(context.Background(), f)
+}
+
+// lockedCtx is locked with a wait for the lock that ctx can end.
+func (b *KernelBackend) lockedCtx(ctx context.Context, f func() error) error {
+	l, err := b.FS.Lock(ctx, b.LockTimeout, nil)
 	if err != nil {
 		return err
 	}
@@ -160,9 +165,10 @@ func (b *KernelBackend) Lists() (Lists, error) {
 	return l, nil
 }
 
-// Apply implements Backend.
+// Apply implements Backend. The end of ctx stops a wait for the lock (nothing written), or makes
+// the Applier put back what it changed.
 func (b *KernelBackend) Apply(ctx context.Context, changes []filters.Change) (res []filters.Result, err error) {
-	err = b.locked(func() error {
+	err = b.lockedCtx(ctx, func() error {
 		ap := &filters.Applier{In: b.In, Top: b.FS.Top(), ByName: !b.FS.IndexWrites()}
 		res, err = ap.Apply(ctx, changes)
 		return err

@@ -2,13 +2,15 @@
 // (Model) with a state enum and a shared context, and four views, each a component with
 // Init/Update/View, SetSize and its key map (keys.go; colours in styles.go):
 //
-//   - Stream: the live events of the trace array's trace_pipe, in coloured columns, kept in a
+//   - Stream: the live events of the trace array (stream.Open: trace_pipe_raw where it prints
+//     what trace_pipe would, else trace_pipe; the view says which), in coloured columns, kept in a
 //     ring of the last 100,000 (memory is bounded), followed or paused, narrowed by quick
 //     filters (event, comm, pid), searched with highlighting, with the rate and every loss
 //     counter in view;
-//   - Functions: a pattern previewed against available_filter_functions on every keystroke,
-//     marked for the filter or the notrace list, applied with the swap protocol after a
-//     confirmation showing what each list gains and loses;
+//   - Functions: a pattern previewed against available_filter_functions on every keystroke
+//     (resolved in a command, narrowed from earlier matches when provably a subset, stale
+//     answers dropped), marked for the filter or the notrace list, applied with the swap
+//     protocol after a confirmation showing what each list gains and loses;
 //   - Probes: kprobe_events, with definitions validated as they are typed (a caret under the
 //     mistake before anything reaches the kernel, the kernel's own error_log after);
 //   - Top: counts per function or event (or comm), sorted, live.
@@ -17,5 +19,6 @@
 // from a tea.Cmd, and the stream is a re-arming command that takes one batch from the source's
 // channel per call (source.go). Trace data is escaped (stream.AppendEscaped) before it is
 // styled or shown. Data marks the frame dirty and a tick redraws it, so a flood of events
-// costs at most 30 renders a second while keys still redraw at once.
+// costs at most 30 renders a second while keys still redraw at once. Quitting waits for the
+// kernel writes in flight (writes.go), so that the caller's teardown never races them.
 package tui

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
+	"sync/atomic"
 
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
@@ -43,19 +43,30 @@ type FunctionsView struct {
 	height int
 
 	ix      *filters.Index
+	pv      *filters.Previewer
 	ixErr   error
 	loading bool
 
 	input  textinput.Model
 	target string // where Enter puts the pattern
 
-	// The preview of what is typed.
+	// The preview of what is typed. The matches are resolved in a command (off the event loop);
+	// while it runs, pending is set and no count is shown: the count on screen is always the
+	// current text's. seq numbers the texts: a command whose text is no longer current gives up
+	// between chunks, and a late answer is dropped.
 	pat     *filters.Pattern
 	patErr  error
 	matches []int
+	pending bool
 	suggest []string
-	gen     int // numbers previews, so that late suggestions for an old text are dropped
-	took    time.Duration
+	seq     *atomic.Uint64
+	cache   previewCache
+	// stats counts how previews were answered (tests): from the cache; within earlier matches
+	// or over the index; at once or in a command.
+	stats struct{ cached, narrowedNow, narrowedLater, scannedNow, scannedLater int }
+	// inlineMost is the most names or records a preview tests at once, on the event loop
+	// (inlineWithin; tests lower it to exercise both ways).
+	inlineMost int
 
 	marks []mark
 	sel   int
@@ -75,7 +86,7 @@ func newFunctionsView(e *env) *FunctionsView {
 	in.CharLimit = 256
 	in.Focus()
 	return &FunctionsView{env: e, keys: newFunctionsKeys(), ckeys: newConfirmKeys(), input: in,
-		target: filters.FilterFile, loading: true}
+		target: filters.FilterFile, loading: true, seq: new(atomic.Uint64), inlineMost: inlineWithin}
 }
 
 // Keys implements the component contract.
@@ -99,7 +110,10 @@ func (v *FunctionsView) loadIndex() tea.Cmd {
 	b := v.env.backend
 	return func() tea.Msg {
 		ix, err := b.Index()
-		return indexMsg{ix, err}
+		if err != nil {
+			return indexMsg{err: err}
+		}
+		return indexMsg{ix: ix, pv: filters.NewPreviewer(ix)}
 	}
 }
 
@@ -114,13 +128,17 @@ func (v *FunctionsView) loadLists() tea.Cmd {
 // SetIndex takes the loaded index.
 func (v *FunctionsView) SetIndex(m indexMsg) tea.Cmd {
 	v.loading = false
-	v.ix, v.ixErr = m.ix, m.err
+	v.ix, v.pv, v.ixErr = m.ix, m.pv, m.err
+	if v.ix != nil && (v.pv == nil || v.pv.Index() != v.ix) {
+		v.pv = filters.NewPreviewer(v.ix)
+	}
+	v.cache = previewCache{}
 	return v.preview()
 }
 
 // suggestMsg carries close names for a pattern that matched nothing.
 type suggestMsg struct {
-	gen   int
+	seq   uint64
 	names []string
 }
 
@@ -131,15 +149,17 @@ func (v *FunctionsView) SetLists(m listsMsg) {
 	}
 }
 
-// preview resolves what is typed: pure, in memory, a few milliseconds over 70,000 functions
-// (BenchmarkFunctionsKeystroke). Close names for a pattern that matches nothing take longer (an
-// edit distance to every name): they are computed in a command, and arrive after the count.
+// preview resolves what is typed. A text seen lately (a backspace) is answered from the cache at
+// once. Otherwise it is resolved within the matches of a cached pattern it provably narrows
+// (filters.Pattern.Narrows: "vfs_*" then "vfs_*x") or over the index: at once when that means
+// testing a few thousand names or records at most, else in a command whose answer comes back as
+// a previewMsg. Close names for a pattern that matches nothing (an edit
+// distance to every name) come after the count, in another command.
 func (v *FunctionsView) preview() tea.Cmd {
-	start := time.Now()
-	v.gen++
+	seq := v.seq.Add(1)
 	text := strings.TrimSpace(v.input.Value())
-	v.pat, v.patErr, v.matches, v.suggest = nil, nil, nil, nil
-	if text == "" || v.ix == nil {
+	v.pat, v.patErr, v.matches, v.suggest, v.pending = nil, nil, nil, nil, false
+	if text == "" || v.pv == nil {
 		return nil
 	}
 	p, err := filters.Compile(text)
@@ -148,13 +168,88 @@ func (v *FunctionsView) preview() tea.Cmd {
 		return nil
 	}
 	v.pat = p
-	v.matches = v.ix.Resolve(p)
-	v.took = time.Since(start)
-	if len(v.matches) == 0 {
-		gen, ix, lit := v.gen, v.ix, p.Literal()
-		return func() tea.Msg { return suggestMsg{gen, ix.Suggest(lit, 5)} }
+	if e := v.cache.get(text); e != nil {
+		v.stats.cached++
+		v.matches = e.matches
+		return v.suggestions()
 	}
-	return nil
+	pv, cur, within := v.pv, v.seq, v.cache.within(p, v.ix.Len()/4)
+	now := pv.Cost(p, within) <= v.inlineMost
+	switch {
+	case within != nil && now:
+		v.stats.narrowedNow++
+	case within != nil:
+		v.stats.narrowedLater++
+	case now:
+		v.stats.scannedNow++
+	default:
+		v.stats.scannedLater++
+	}
+	if now {
+		// A tenth of a millisecond at most (a lookup, names with a given start, a few earlier
+		// matches): less than a trip through a command, which on a busy machine may wait for
+		// a CPU.
+		m, _ := pv.Resolve(p, within, nil)
+		return v.setPreview(previewMsg{seq: seq, text: text, pat: p, matches: m})
+	}
+	v.pending = true
+	return func() tea.Msg {
+		m, ok := pv.Resolve(p, within, func() bool { return cur.Load() != seq })
+		if !ok {
+			return nil // the text changed: nobody waits for this answer
+		}
+		return previewMsg{seq: seq, text: text, pat: p, matches: m}
+	}
+}
+
+// inlineWithin is the most names or records a preview tests on the event loop (filters.
+// Previewer.Cost); more runs in a command.
+const inlineWithin = 4096
+
+// previewMsg is the answer of a preview command.
+type previewMsg struct {
+	seq     uint64
+	text    string
+	pat     *filters.Pattern
+	matches []int
+}
+
+// setPreview takes a preview's answer if its text is still the current one.
+func (v *FunctionsView) setPreview(m previewMsg) tea.Cmd {
+	if m.seq != v.seq.Load() {
+		return nil
+	}
+	if m.matches == nil {
+		m.matches = []int{}
+	}
+	v.matches, v.pending = m.matches, false
+	v.cache.put(previewEntry{text: m.text, pat: m.pat, matches: m.matches})
+	return v.suggestions()
+}
+
+// suggestions computes close names when the current pattern matches nothing.
+func (v *FunctionsView) suggestions() tea.Cmd {
+	if len(v.matches) > 0 || v.pat == nil {
+		return nil
+	}
+	seq, cur, pv, lit := v.seq.Load(), v.seq, v.pv, v.pat.Literal()
+	return func() tea.Msg {
+		names, ok := pv.Suggest(lit, 5, func() bool { return cur.Load() != seq })
+		if !ok {
+			return nil
+		}
+		return suggestMsg{seq, names}
+	}
+}
+
+// resolveNow finishes a pending preview on the event loop, for a key that needs the matches at
+// once (enter marks the pattern): a few milliseconds at most, once.
+func (v *FunctionsView) resolveNow() {
+	if !v.pending || v.pat == nil {
+		return
+	}
+	m, _ := v.pv.Resolve(v.pat, v.cache.within(v.pat, v.ix.Len()/4), nil)
+	v.setPreview(previewMsg{seq: v.seq.Load(), text: v.pat.Text, pat: v.pat, matches: m})
 }
 
 // Update handles the view's keys and the answers of its commands.
@@ -166,8 +261,10 @@ func (v *FunctionsView) Update(msg tea.Msg) tea.Cmd {
 			return notice(describeErr("reading available_filter_functions", msg.err), true)
 		}
 		return cmd
+	case previewMsg:
+		return v.setPreview(msg)
 	case suggestMsg:
-		if msg.gen == v.gen {
+		if msg.seq == v.seq.Load() {
 			v.suggest = msg.names
 		}
 		return nil
@@ -278,6 +375,7 @@ func (v *FunctionsView) toggleTarget() { v.target = other(v.target) }
 // mark adds what is typed to the marks, if it selects something.
 func (v *FunctionsView) mark() tea.Cmd {
 	text := strings.TrimSpace(v.input.Value())
+	v.resolveNow()
 	switch {
 	case v.ix == nil:
 		return notice("the function list is not loaded yet", true)
@@ -415,6 +513,8 @@ func (v *FunctionsView) View() string {
 		top = append(top, s.Err.Render(safe(describeErr("available_filter_functions", v.ixErr))))
 	case v.patErr != nil:
 		top = append(top, s.Err.Render(safe(v.patErr.Error())))
+	case v.pending:
+		top = append(top, s.Dim.Render("counting…"))
 	case v.pat == nil:
 		top = append(top, s.Dim.Render(fmt.Sprintf("%s traceable functions · type a pattern: the count and the matches follow each key",
 			itoa(int64(v.ix.Len()-v.ix.Invalid)))))

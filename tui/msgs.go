@@ -52,6 +52,7 @@ type (
 	}
 	indexMsg struct {
 		ix  *filters.Index
+		pv  *filters.Previewer // prepared in the command, off the event loop
 		err error
 	}
 	listsMsg struct {

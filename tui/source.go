@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -20,10 +21,13 @@ import (
 type Batch struct {
 	Rows []Row
 	// Dropped counts rows the source had to discard, oldest first, because the console fell
-	// more than a ring's worth behind: they were read from trace_pipe but never shown.
+	// more than a ring's worth behind: they were read from the kernel but never shown.
 	Dropped int64
 	// Err ends the stream (nil while it runs).
 	Err error
+	// Reader is the kernel file the events are read from ("trace_pipe_raw", or "trace_pipe"
+	// with the reason when the binary reader could not be used); "" when not known.
+	Reader string
 }
 
 // Source delivers the trace's events as batches. Batches is closed when the source ends.
@@ -65,6 +69,8 @@ type collector struct {
 	stop chan struct{}
 	max  int
 	done chan struct{}
+
+	reader atomic.Pointer[string] // Batch.Reader
 }
 
 func newCollector(max int) *collector {
@@ -113,7 +119,7 @@ func (c *collector) run() {
 			}
 		case err := <-errc:
 			final, errc = err, nil
-		case out <- Batch{Rows: pending, Dropped: dropped, Err: final}:
+		case out <- Batch{Rows: pending, Dropped: dropped, Err: final, Reader: c.readerName()}:
 			if final != nil {
 				return
 			}
@@ -122,6 +128,16 @@ func (c *collector) run() {
 			return
 		}
 	}
+}
+
+// setReader names the file the rows come from, for the batches from now on.
+func (c *collector) setReader(name string) { c.reader.Store(&name) }
+
+func (c *collector) readerName() string {
+	if p := c.reader.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 func (c *collector) close() {
@@ -214,9 +230,25 @@ func (s *PipeSource) reopen(pause time.Duration) (EventStream, error) {
 	return r, err
 }
 
+// readerOf says which file a stream reads (a stream.Source knows), "" for a test's stream.
+func readerOf(r EventStream) string {
+	src, ok := r.(interface {
+		Reader() string
+		ReaderWhy() string
+	})
+	if !ok {
+		return ""
+	}
+	if why := src.ReaderWhy(); why != "" {
+		return src.Reader() + " (" + why + ")"
+	}
+	return src.Reader()
+}
+
 func (s *PipeSource) read(r EventStream) {
 	defer s.wg.Done()
 	g := newIngester()
+	s.c.setReader(readerOf(r))
 	for {
 		err := r.Next(g.emit)
 		if rows := g.take(); len(rows) > 0 {
@@ -253,6 +285,7 @@ func (s *PipeSource) read(r EventStream) {
 				return
 			}
 		}
+		s.c.setReader(readerOf(r)) // chosen again: the tracer may have changed
 	}
 }
 

@@ -47,6 +47,8 @@ type StreamView struct {
 	width  int
 	height int
 
+	reader string // the kernel file the events come from (Batch.Reader)
+
 	filter   stream.Filter
 	filtered bool
 	matched  seqList // the Seqs the filter lets through (when filtered)
@@ -100,6 +102,9 @@ func (v *StreamView) Init() tea.Cmd { return nil }
 // Add takes a batch into the ring (no rendering: the frame tick does that).
 func (v *StreamView) Add(b Batch) {
 	v.behind += b.Dropped
+	if b.Reader != "" {
+		v.reader = b.Reader
+	}
 	var ev stream.Event
 	for i := range b.Rows {
 		r := &b.Rows[i]
@@ -554,6 +559,9 @@ func (v *StreamView) View() string {
 	}
 	if v.ended != "" {
 		fl += "  " + s.Err.Render(v.ended)
+	}
+	if v.reader != "" {
+		fl += s.Dim.Render(" · reading " + safe(v.reader))
 	}
 	lines = append(lines, fit(fl, v.width))
 	// 3: column headers.

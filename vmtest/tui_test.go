@@ -3,22 +3,26 @@
 package vmtest
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/ftctl/ftctl/internal/vtscreen"
+	"github.com/ftctl/ftctl/stream"
 )
 
 // The console's end-to-end tests: the real `ftctl tui` in a pseudo-terminal on the real kernel,
@@ -384,5 +388,273 @@ func TestTUIProbeRefusesOthersEvent(t *testing.T) {
 	}
 	if got := read(t, "kprobe_events"); got != want {
 		t.Errorf("after the console: kprobe_events changed:\nbefore:\n%s\nafter:\n%s", want, got)
+	}
+}
+
+// TestTUIStreamAgreesWithStream: the console's Stream view reads the ring buffer through the
+// binary reader (it says so) and shows the events as ftctl stream -o json reports them. A
+// consuming read leaves nothing for a second reader, so the events are recorded twice at once:
+// two instances with the same function filter, the same kprobe (a string argument holding
+// control bytes) and the same pid filters, and the same markers (odd bytes) written to each by
+// one shell pinned to one CPU. The kernel takes a timestamp per buffer, so each instance has
+// its own: the console's TIME column is compared with the kernel's own text of its instance (the
+// trace file, which does not consume), every other column with ftctl stream's JSON of the other
+// instance (as multisets: a marker written to one instance and then the other lands between
+// different neighbours in each).
+func TestTUIStreamAgreesWithStream(t *testing.T) {
+	const group = "ftctltuicmp"
+	a, b := streamInstance(t, "tuicmp_a"), streamInstance(t, "tuicmp_b")
+	write(t, "kprobe_events", "p:"+group+"/open do_sys_openat2 path=+0(%si):string\n")
+	removeProbeLater(t, group, "open")
+	for _, inst := range []string{a, b} {
+		write(t, inst+"/tracing_on", "0\n")
+		write(t, inst+"/set_ftrace_filter", "vfs_open ksys_write\n")
+		write(t, inst+"/current_tracer", "function\n")
+		write(t, inst+"/events/"+group+"/enable", "1\n")
+		truncate(t, inst+"/trace")
+	}
+	name := "/tmp/ftctl-tui-\x1b[31mred\ttab"
+	if err := os.WriteFile(name, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(name)
+	// The shell waits for "go" (its pid in the filters first), reads the file, then writes each
+	// marker to both instances; echo is a builtin: every event is the shell's.
+	script := `read go
+read l < "$1"
+for m in "$2" "$3"; do
+	echo "$m" > ` + filepath.Join(tracing, a, "trace_marker") + `
+	echo "$m" > ` + filepath.Join(tracing, b, "trace_marker") + `
+done`
+	work := exec.Command("/bin/taskset", "-c", "1", "/bin/sh", "-c", script, "sh", name,
+		"esc \x1b[2J tab\there", "del \x7f c1 \xc2\x9b bad \xff end")
+	stdin, err := work.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := work.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(work.Process.Pid)
+	for _, inst := range []string{a, b} {
+		write(t, inst+"/set_ftrace_pid", pid+"\n")
+		write(t, inst+"/set_event_pid", pid+"\n")
+		write(t, inst+"/tracing_on", "1\n")
+	}
+	stdin.Write([]byte("go\n"))
+	stdin.Close()
+	if err := work.Wait(); err != nil {
+		t.Fatalf("workload: %v", err)
+	}
+	for _, inst := range []string{a, b} {
+		write(t, inst+"/tracing_on", "0\n")
+	}
+
+	// The kernel's text of instance a, for the timestamps.
+	var stamps []string
+	var d stream.Decoder
+	var body strings.Builder
+	for _, l := range strings.SplitAfter(read(t, a+"/trace"), "\n") {
+		if !strings.HasPrefix(l, "#") {
+			body.WriteString(l)
+		}
+	}
+	emit := func(ev *stream.Event) error { stamps = append(stamps, string(ev.TS)); return nil }
+	if err := d.Feed([]byte(body.String()), emit); err != nil {
+		t.Fatal(err)
+	}
+	d.Flush(emit)
+	n := len(stamps)
+	if n < 16 || n > tuiRows-6 {
+		t.Fatalf("%d events recorded in %s, want 16 that fit on one screen:\n%s", n, a, read(t, a+"/trace"))
+	}
+
+	// The console on instance a.
+	r := startTUI(t, "-B", "tuicmp_a", "tui")
+	r.waitFor(fmt.Sprintf(" · %d events · ", n))
+	r.waitFor("reading trace_pipe_raw")
+	lines := r.screen.Lines()
+	hdr := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "TIME") && strings.Contains(l, "DETAIL") })
+	if hdr < 0 || hdr+n >= len(lines) {
+		t.Fatalf("no %d rows under a column header:\n%s", n, r.screen)
+	}
+	shown := lines[hdr+1 : hdr+1+n]
+	r.keys("q")
+	if code := r.wait(); code != 0 {
+		t.Errorf("q: exit %d", code)
+	}
+
+	// ftctl stream of instance b.
+	p := ftctlRun(t, "-B", "tuicmp_b", "stream", "-o", "json", "--summary") // tracing is off: it ends at the end of the buffer
+	if p.code != 0 {
+		t.Fatalf("ftctl stream: %v", p)
+	}
+	var want []string
+	kinds := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(p.stdout), "\n") {
+		if strings.Contains(line, `"event":"summary"`) {
+			if !strings.Contains(line, `"reader":"trace_pipe_raw"`) {
+				t.Errorf("ftctl stream did not read trace_pipe_raw: %s", line)
+			}
+			continue
+		}
+		row, kind := consoleRow(t, line)
+		kinds[kind]++
+		want = append(want, row)
+	}
+	for _, k := range []string{"function", "open", "marker"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s event in %v: the test did not test it", k, kinds)
+		}
+	}
+
+	// What the console shows: TIME (columns 1-12), then the rest. The JSON cannot say which
+	// invalid byte a string held (it has U+FFFD, which the expected row escapes as \ufffd), so
+	// the console's \xNN of one becomes \ufffd.
+	invalid := regexp.MustCompile(`\\x[89a-f][0-9a-f]`)
+	var got []string
+	for i, l := range shown {
+		row := []rune(l)
+		if len(row) < 14 {
+			t.Fatalf("row %d is short: %q", i, l)
+		}
+		if ts := strings.TrimSpace(string(row[1:13])); ts != stamps[i] {
+			t.Errorf("row %d: time %q, the kernel's text %q", i, ts, stamps[i])
+		}
+		got = append(got, invalid.ReplaceAllLiteralString(string(row[13:]), `\ufffd`))
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if len(got) != len(want) {
+		t.Errorf("the console shows %d events, ftctl stream %d", len(got), len(want))
+	}
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			t.Errorf("row:\nconsole       %q\nftctl stream  %q", got[i], want[i])
+		}
+	}
+	if t.Failed() {
+		t.Logf("screen:\n%s\nftctl stream:\n%s", r.screen, p.stdout)
+	}
+}
+
+// consoleRow lays an event of ftctl stream -o json out as the Stream view does after its TIME
+// column (cpu, comm-pid, event, what it says; escaped; cut at the screen's width), for the
+// kinds TestTUIStreamAgreesWithStream records.
+func consoleRow(t *testing.T, line string) (row, kind string) {
+	t.Helper()
+	var ev struct {
+		CPU    *int            `json:"cpu"`
+		Comm   string          `json:"comm"`
+		PID    int             `json:"pid"`
+		TGID   int             `json:"tgid"`
+		Event  string          `json:"event"`
+		Func   string          `json:"func"`
+		Parent string          `json:"parent"`
+		Probe  string          `json:"probe"`
+		Args   json.RawMessage `json:"args"`
+		Text   *string         `json:"text"`
+	}
+	if err := json.Unmarshal([]byte(line), &ev); err != nil {
+		t.Fatalf("%q: %v", line, err)
+	}
+	esc := func(s string) string { return string(stream.AppendEscaped(nil, []byte(s))) }
+	pad := func(s string, n int, left bool) string {
+		if k := utf8.RuneCountInString(s); k < n {
+			if left {
+				return strings.Repeat(" ", n-k) + s
+			}
+			return s + strings.Repeat(" ", n-k)
+		}
+		return s
+	}
+	cpu := ""
+	if ev.CPU != nil {
+		cpu = strconv.Itoa(*ev.CPU)
+	}
+	task := esc(ev.Comm) + "-" + strconv.Itoa(ev.PID)
+	if ev.TGID > 0 {
+		task += " (" + strconv.Itoa(ev.TGID) + ")"
+	}
+	var detail string
+	switch {
+	case ev.Func != "":
+		kind = "function"
+		detail = esc(ev.Func)
+		if ev.Parent != "" {
+			detail += " <- " + esc(ev.Parent)
+		}
+	case ev.Probe != "":
+		kind = "open"
+		var args map[string]*string
+		if err := json.Unmarshal(ev.Args, &args); err != nil || len(args) != 1 || args["path"] == nil {
+			t.Fatalf("%q: not the probe's one string argument", line)
+		}
+		detail = "(" + esc(ev.Probe) + `) path="` + esc(*args["path"]) + `"`
+	case ev.Text != nil:
+		kind = ev.Event
+		detail = esc(*ev.Text)
+	default:
+		t.Fatalf("%q: not a kind the test records", line)
+	}
+	row = " " + pad(cpu, 3, true) + " " + pad(task, 22, false) + " " + pad(esc(ev.Event), 14, false) + " " + detail
+	if rs := []rune(row); len(rs) > tuiCols-13 {
+		row = string(rs[:tuiCols-13])
+	}
+	return strings.TrimRight(row, " "), kind
+}
+
+// Quitting while an apply waits for the ftctl lock (another process holds it): q waits for the
+// apply, which completes once the lock is free, and only then exits; ctrl+c and SIGTERM cancel
+// it (its wait for the lock ends: nothing is written) and exit 130 and 143 without waiting for
+// the lock.
+func TestTUIQuitDuringApply(t *testing.T) {
+	const name = "tuiquit"
+	newInstance(t, name)
+	filter := "instances/" + name + "/set_ftrace_filter"
+	for _, c := range []struct {
+		name    string
+		stop    func(r *tuiRun)
+		code    int
+		applied bool
+	}{
+		{"q", func(r *tuiRun) { r.keys("\x1b"); r.keys("q") }, 0, true},
+		{"ctrl+c", func(r *tuiRun) { r.keys("\x03") }, 130, false},
+		{"SIGTERM", func(r *tuiRun) { r.cmd.Process.Signal(syscall.SIGTERM) }, 143, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			truncate(t, filter)
+			r := startTUI(t, "--lock-timeout", "60s", "-B", name, "tui")
+			r.keys("2")
+			r.waitFor("traceable functions")
+			r.keys("vfs_read")
+			r.waitFor("match ·")
+			r.keys("\r")
+			r.waitFor("filter  vfs_read")
+			r.keys("\r")
+			r.waitFor("swap protocol?")
+			_, release := startLockHolder(t)
+			r.keys("y")
+			r.waitFor("applying")
+			c.stop(r)
+			if c.applied {
+				r.waitFor("waiting for the apply to finish")
+				select {
+				case err := <-r.done:
+					r.done <- err
+					t.Fatalf("q ended the console while the apply waited for the lock:\n%s", r.screen)
+				case <-time.After(time.Second):
+				}
+				release()
+			}
+			if code := r.wait(); code != c.code {
+				t.Errorf("exit %d, want %d; screen:\n%s", code, c.code, r.screen)
+			}
+			release()
+			got := listedFunctions(t, filter)
+			if c.applied && strings.Join(got, ",") != "vfs_read" || !c.applied && len(got) != 0 {
+				t.Errorf("set_ftrace_filter of %s after quitting: %v", name, got)
+			}
+		})
 	}
 }
