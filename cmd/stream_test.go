@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ftctl/ftctl/internal/fixture"
 	"golang.org/x/sys/unix"
 )
 
@@ -304,7 +304,7 @@ func TestSignalExitStatus(t *testing.T) {
 	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}, {syscall.SIGHUP, 129}} {
 		t.Run(c.sig.String(), func(t *testing.T) {
 			root, w := fifoRoot(t)
-			out := &syncBuffer{}
+			out := &fixture.SyncBuffer{}
 			var errb bytes.Buffer
 			done := make(chan int)
 			go func() {
@@ -330,22 +330,4 @@ func TestSignalExitStatus(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncBuffer is a bytes.Buffer written by the command and read by the test at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

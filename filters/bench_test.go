@@ -20,17 +20,20 @@ func previewIndex(b *testing.B) *Index {
 	return ix
 }
 
+// previewClasses are the pattern classes the preview benchmarks time, one pattern each.
+var previewClasses = []struct{ name, pat string }{
+	{"exact", "vfs_read"},
+	{"prefix", "vfs_*"},
+	{"middle", "*sched*"},
+	{"suffix", "*_read"},
+	{"glob", "*_[rw]*_[!x]?*"},
+	{"everything", "*"},
+	{"module", "*:mod:nls*"},
+}
+
 func BenchmarkPreview(b *testing.B) {
 	ix := previewIndex(b)
-	for _, c := range []struct{ name, pat string }{
-		{"exact", "vfs_read"},
-		{"prefix", "vfs_*"},
-		{"middle", "*sched*"},
-		{"suffix", "*_read"},
-		{"glob", "*_[rw]*_[!x]?*"},
-		{"everything", "*"},
-		{"module", "*:mod:nls*"},
-	} {
+	for _, c := range previewClasses {
 		p, err := Compile(c.pat)
 		if err != nil {
 			b.Fatal(err)

@@ -307,15 +307,7 @@ func FuzzNarrowsIsSound(f *testing.F) {
 func BenchmarkPreviewer(b *testing.B) {
 	ix := previewIndex(b)
 	pv := NewPreviewer(ix)
-	for _, c := range []struct{ name, pat string }{
-		{"exact", "vfs_read"},
-		{"prefix", "vfs_*"},
-		{"middle", "*sched*"},
-		{"suffix", "*_read"},
-		{"glob", "*_[rw]*_[!x]?*"},
-		{"everything", "*"},
-		{"module", "*:mod:nls*"},
-	} {
+	for _, c := range previewClasses {
 		p, err := Compile(c.pat)
 		if err != nil {
 			b.Fatal(err)

@@ -54,6 +54,22 @@ func corpusDefs() []string {
 // removes whatever it created.
 func kernelAccepts(t *testing.T, def string) (bool, string) {
 	t.Helper()
+	err := tryDefinition(t, def)
+	if err == nil {
+		return true, ""
+	}
+	var te *tracefs.Error
+	msg := err.Error()
+	if errors.As(err, &te) && len(te.KernelLog) > 0 {
+		msg = te.KernelLog[len(te.KernelLog)-1].Message
+	}
+	return false, msg
+}
+
+// tryDefinition writes def to kprobe_events (no O_TRUNC) and removes every event the write
+// created, returning the write's error.
+func tryDefinition(t *testing.T, def string) error {
+	t.Helper()
 	top := topFS(t).Top()
 	before := probeSet(t)
 	err := top.Write("kprobe_events", def+"\n")
@@ -64,15 +80,7 @@ func kernelAccepts(t *testing.T, def string) (bool, string) {
 			}
 		}
 	}
-	if err == nil {
-		return true, ""
-	}
-	var te *tracefs.Error
-	msg := err.Error()
-	if errors.As(err, &te) && len(te.KernelLog) > 0 {
-		msg = te.KernelLog[len(te.KernelLog)-1].Message
-	}
-	return false, msg
+	return err
 }
 
 func probeSet(t *testing.T) map[string]bool {
@@ -434,17 +442,8 @@ func TestProbeEmptyTypesRefusedAsTheKernel(t *testing.T) {
 // returns the kernel's error_log entry for it (nil when there is none).
 func kernelVerdict(t *testing.T, def string) (bool, *tracefs.LogEntry) {
 	t.Helper()
-	top := topFS(t).Top()
-	before := probeSet(t)
 	truncate(t, "error_log")
-	err := top.Write("kprobe_events", def+"\n")
-	for _, p := range tracefs.ParseProbeList(read(t, "kprobe_events")) {
-		if !before[p.Group+"/"+p.Event] {
-			if e := top.Write("kprobe_events", "-:"+p.Group+"/"+p.Event+"\n"); e != nil {
-				t.Fatalf("cleaning up %s/%s: %v", p.Group, p.Event, e)
-			}
-		}
-	}
+	err := tryDefinition(t, def)
 	if err == nil {
 		return true, nil
 	}

@@ -16,37 +16,21 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ftctl/ftctl/internal/fixture"
 )
-
-// syncBuffer is a bytes.Buffer safe to read while a process writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // streamProc is a running `ftctl stream`.
 type streamProc struct {
 	cmd       *exec.Cmd
-	out, errb *syncBuffer
+	out, errb *fixture.SyncBuffer
 }
 
 // startStream starts ftctl stream with args and waits until it has trace_pipe (or a
 // trace_pipe_raw) open.
 func startStream(t *testing.T, stdout io.Writer, args ...string) *streamProc {
 	t.Helper()
-	p := &streamProc{out: &syncBuffer{}, errb: &syncBuffer{}}
+	p := &streamProc{out: &fixture.SyncBuffer{}, errb: &fixture.SyncBuffer{}}
 	p.cmd = exec.Command(ftctl, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.errb
 	if stdout != nil {
@@ -436,7 +420,7 @@ func TestStreamClosedStdout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var errb syncBuffer
+	var errb fixture.SyncBuffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
