@@ -127,7 +127,7 @@ func (l *Leftover) Remove(fs *tracefs.FS) error {
 
 // GroupAlive says what can be told of the session owning a probe group without changing
 // anything: false when the session is gone (its instance is), true when it may be running
-// (its instance exists; `ftctl reset` tells). The shared group and other groups are not a
+// (its instance exists, or cannot be looked at; `ftctl reset` tells). The shared group and other groups are not a
 // session's: false.
 func GroupAlive(fs *tracefs.FS, group string) bool {
 	id, ok := GroupID(group)
@@ -135,5 +135,9 @@ func GroupAlive(fs *tracefs.FS, group string) bool {
 		return false
 	}
 	in, err := fs.Existing(id.Instance())
-	return err == nil && in.Exists()
+	if err != nil {
+		return false
+	}
+	gone, err := in.Gone()
+	return err != nil || !gone
 }

@@ -3,6 +3,8 @@ package session
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -65,7 +67,7 @@ func TestLeftoversAndRemove(t *testing.T) {
 	if left[0].State != StateInUse || len(left[0].Removed) != 0 || readAll(t, fs, "kprobe_events") != before {
 		t.Errorf("live session: state %q, removed %v, kprobe_events %q", left[0].State, left[0].Removed, readAll(t, fs, "kprobe_events"))
 	}
-	if !live.Instance.Exists() {
+	if gone, err := live.Instance.Gone(); err != nil || gone {
 		t.Error("the live session's instance is gone")
 	}
 	// The dead session: its instance first, then its probes, each said as done.
@@ -145,4 +147,21 @@ func TestLeftoverRemoveDryRun(t *testing.T) {
 func readAll(t *testing.T, fs interface{ Path(string) string }, rel string) string {
 	t.Helper()
 	return readFile(t, fs.Path(rel))
+}
+
+// A session whose instance cannot be looked at (stat fails for another reason than "no such
+// file": here a loop of links, ELOOP) may be running: GroupAlive must not call it gone, or
+// `probe remove --all-owned` would remove a live session's probes.
+func TestGroupAliveWhenInstanceCannotBeSeen(t *testing.T) {
+	fs, _ := fakeFS(t, nil)
+	dir := filepath.Join(fs.Mount.Path, "instances", "ftctl-47-0badcafe")
+	if err := os.Symlink(dir, dir); err != nil {
+		t.Fatal(err)
+	}
+	if !GroupAlive(fs, "ftctl_47_0badcafe") {
+		t.Error("an instance that stat could not look at (ELOOP) was judged gone")
+	}
+	if GroupAlive(fs, "ftctl_48_0badcafe") {
+		t.Error("a missing instance was judged alive")
+	}
 }

@@ -36,9 +36,16 @@ func ResetAll(fs *tracefs.FS, notice func(string, ...any)) []error {
 			errs = append(errs, fmt.Errorf("instance %s: %w", strconv.Quote(n), errors.Join(e...)))
 			continue
 		}
-		if fs.DryRun == nil && in.Exists() {
-			errs = append(errs, fmt.Errorf("instance %s is still there after its rmdir", strconv.Quote(n)))
-			continue
+		if fs.DryRun == nil {
+			gone, err := in.Gone()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("instance %s: cannot tell whether its rmdir removed it: %w", strconv.Quote(n), err))
+				continue
+			}
+			if !gone {
+				errs = append(errs, fmt.Errorf("instance %s is still there after its rmdir", strconv.Quote(n)))
+				continue
+			}
 		}
 		if fs.DryRun == nil {
 			notice("removed instance %s", strconv.Quote(n))

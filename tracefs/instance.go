@@ -141,10 +141,18 @@ func (i *Instance) Remove() error {
 	return nil
 }
 
-// Exists says whether the instance's directory is there.
-func (i *Instance) Exists() bool {
-	st, err := os.Stat(i.dir)
-	return err == nil && st.IsDir()
+// Gone says whether the instance is known to be absent: only the kernel's "no such file" proves
+// it. Any other failure to look (the error: permission, a loop of links...) proves nothing either
+// way, and a caller deciding whether an owner is alive must take it as "may be".
+func (i *Instance) Gone() (bool, error) {
+	_, err := os.Stat(i.dir)
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return true, nil
+	}
+	return false, i.fs.opError("stat", i.dir, "", err)
 }
 
 // Hold keeps a file of the instance open (tracing_on: its open takes a reference on the trace
