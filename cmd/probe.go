@@ -135,6 +135,11 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 	if len(d.Args) > probes.MaxArgs {
 		return InvalidInput(fmt.Errorf("%d arguments: the kernel records at most %d (6.12 refuses more, older kernels silently drop the rest)", len(d.Args), probes.MaxArgs))
 	}
+	if opts.Filter != "" { // its syntax before anything is written; its fields once the event exists
+		if _, err := probes.ParseEventFilter(opts.Filter); err != nil {
+			return InvalidInput(filterError(err))
+		}
+	}
 	fs, lock, err := g.BeginWrite(ctx)
 	if err != nil {
 		return err
@@ -150,9 +155,12 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 	if err != nil {
 		var re *probes.RejectedError
 		var ee *probes.ExistsError
+		var fe *probes.FilterError
 		switch {
 		case errors.Is(err, probes.ErrSyntax): // the line as written, with its group, is too long
 			return syntaxError(err)
+		case errors.As(err, &fe): // checked against the new event's fields; the probe was taken back
+			return InvalidInput(fmt.Errorf("%w\n  %s", filterError(err), safe(strings.TrimSuffix(err.Error(), ": "+fe.Error()))))
 		case errors.As(err, &re):
 			return rejectedError(re)
 		case errors.As(err, &ee):

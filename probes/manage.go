@@ -357,6 +357,17 @@ func (m *Manager) configure(ctx context.Context, a *Added, opt AddOptions) error
 		return fmt.Errorf("%s %s (%s): %w", doing, name, what, err)
 	}
 	if opt.Filter != "" {
+		// The event's fields are known now that the kernel has defined it: the filter is
+		// checked against them before it is written, in ftctl's words with a caret.
+		f, err := in.EventFormat(a.Group, a.Event)
+		if err != nil {
+			return fail("reading the format of", err)
+		}
+		ff := FieldsOf(f)
+		ff.Event = "probe " + name
+		if _, err := CheckEventFilter(opt.Filter, ff); err != nil {
+			return fail("checking the filter of", err)
+		}
 		if a.Appended {
 			b, err := in.ReadFile(dir + "filter")
 			if err != nil {

@@ -309,11 +309,23 @@ func TestProbeKernelRejects(t *testing.T) {
 	if r.code != 3 || !strings.Contains(r.stderr, "p:ftctl/dup vfs_read") {
 		t.Errorf("EEXIST: %v", r)
 	}
-	// A filter the kernel refuses: exit 3 and the probe is removed again.
+	// A filter naming a field the new event lacks: ftctl checks it against the event's format
+	// before writing it (exit 2, its words and a caret; the kernel is not asked) and removes the
+	// probe again. A filter whose syntax is wrong is refused before anything is written.
+	truncate(t, "error_log")
 	r = ftctlRun(t, "probe", "add", "p:filt vfs_read x=%di", "--filter", "nosuchfield == 1", "--enable")
 	t.Logf("bad filter:\n%s", r.stderr)
-	if r.code != 3 || strings.Contains(read(t, "kprobe_events"), "ftctl/filt") {
+	if r.code != 2 || strings.Contains(read(t, "kprobe_events"), "ftctl/filt") ||
+		!strings.Contains(r.stderr, "invalid --filter for probe ftctl/filt") || !strings.Contains(r.stderr, "x") {
 		t.Errorf("bad filter: %v\n%s", r, read(t, "kprobe_events"))
+	}
+	if log := read(t, "error_log"); strings.Contains(log, "nosuchfield") {
+		t.Errorf("the kernel was asked to take the filter:\n%s", log)
+	}
+	r = ftctlRun(t, "probe", "add", "p:filt vfs_read x=%di", "--filter", "x ==")
+	t.Logf("filter syntax:\n%s", r.stderr)
+	if r.code != 2 || strings.Contains(r.stderr, "removed again") || !strings.Contains(r.stderr, "invalid --filter") {
+		t.Errorf("filter syntax: %v", r)
 	}
 	// No event name: the kernel names it and ftctl prints the name.
 	removeProbeLater(t, "ftctl", "p_vfs_write_0")
@@ -362,13 +374,14 @@ func TestProbeAddNeverAppendsToOthers(t *testing.T) {
 	}
 	unchanged("add onto an event the kernel named after an existing one")
 
-	// --append on purpose; a failing filter takes back only the point it added, even while the
-	// owner has the event enabled, and gives the owner's filter back.
+	// --append on purpose; a failing filter (refused by ftctl's check against the event's
+	// fields, once the point is added) takes back only the point it added, even while the owner
+	// has the event enabled, and leaves the owner's filter as it was.
 	write(t, "events/kprobes/other/filter", "common_pid != 0")
 	write(t, "events/kprobes/other/enable", "1")
 	r = ftctlRun(t, "probe", "add", "--append", "p:kprobes/other vfs_write", "--filter", "nosuchfield == 1")
 	t.Logf("--append, failing filter:\n%s", r.stderr)
-	if r.code != 3 {
+	if r.code != 2 || !strings.Contains(r.stderr, "invalid --filter for probe kprobes/other") {
 		t.Errorf("--append with a failing filter: %v", r)
 	}
 	unchanged("--append with a failing filter")
@@ -398,7 +411,7 @@ func TestProbeAddNeverAppendsToOthers(t *testing.T) {
 		write(t, "kprobe_events", "p:kprobes/argsother vfs_read "+a+"\n")
 		want = read(t, "kprobe_events")
 		r = ftctlRun(t, "probe", "add", "--append", "p:kprobes/argsother vfs_write "+a, "--filter", "nosuchfield == 1")
-		if r.code != 3 {
+		if r.code != 2 {
 			t.Errorf("--append %q with a failing filter: %v", a, r)
 		}
 		unchanged("--append " + a + " with a failing filter")
