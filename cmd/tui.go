@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/charmbracelet/lipgloss"
-	"github.com/muesli/termenv"
 	"github.com/spf13/cobra"
 
 	"github.com/ftctl/ftctl/session"
@@ -135,11 +133,8 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	if err != nil {
 		return err
 	}
-	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
-		lipgloss.SetColorProfile(termenv.Ascii)
-	}
 	m := tui.New(tui.Options{Backend: backend, Source: src, Instance: inst.Name, Private: g.Instance == "",
-		Group: group, RingSize: opts.RingSize, Context: ctx})
+		Group: group, RingSize: opts.RingSize, Context: ctx, Plain: !colorFor(out)})
 	aborted, err := tui.Run(ctx, m, in, out)
 	if m.Unfinished != "" {
 		fmt.Fprintf(g.Err, "ftctl: quit with %s still running after %v: what it changes in %s may be left half done\n",

@@ -4,13 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/charmbracelet/bubbles/help"
-	"github.com/charmbracelet/bubbles/key"
-	tea "github.com/charmbracelet/bubbletea"
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -42,6 +44,10 @@ type Options struct {
 	FrameEvery, StatusEvery time.Duration
 	Now                     func() time.Time // the clock (time.Now)
 	Styles                  *Styles
+	// Plain draws text only, without colours or attributes (ftctl's colour rule: NO_COLOR set,
+	// TERM=dumb). Otherwise the palette is drawn as the environment says the terminal allows
+	// (TERM, COLORTERM); nothing asks the terminal itself.
+	Plain bool
 	// Context ends the console (SIGTERM, SIGHUP, SIGINT) and the kernel writes in flight (an
 	// apply puts the lists back when it ends).
 	Context context.Context
@@ -139,7 +145,7 @@ func New(o Options) *Model {
 	wctx, cancel := context.WithCancel(o.Context)
 	e := &env{backend: writes, styles: o.Styles, now: o.Now, instance: o.Instance, private: o.Private,
 		group: o.Group, ctx: wctx}
-	m := &Model{env: e, opts: o, keys: newGlobalKeys(), help: help.New(), writes: writes, cancelWrites: cancel,
+	m := &Model{env: e, opts: o, keys: newGlobalKeys(), help: newHelp(), writes: writes, cancelWrites: cancel,
 		done: make(chan struct{})}
 	m.stream = newStreamView(e, o.RingSize)
 	m.funcs = newFunctionsView(e)
@@ -157,7 +163,7 @@ func (m *Model) SetSize(w, h int) {
 	for _, v := range m.views {
 		v.SetSize(w, max(h-3, 1))
 	}
-	m.help.Width = w
+	m.help.SetWidth(w)
 	m.render()
 }
 
@@ -191,7 +197,7 @@ func (m *Model) Init() tea.Cmd {
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	cmd := m.update(msg)
 	switch msg.(type) {
-	case tea.KeyMsg, tea.WindowSizeMsg, previewMsg:
+	case tea.KeyPressMsg, tea.PasteMsg, tea.WindowSizeMsg, previewMsg:
 		// At once: what the user does (and the count a key asked for) shows in the next frame
 		// the renderer writes.
 		m.render()
@@ -262,13 +268,20 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return m.funcs.Update(msg)
 	case probesMsg, probeAddedMsg, probeDoneMsg:
 		return m.probes.Update(msg)
-	case tea.KeyMsg:
+	case tea.KeyPressMsg:
 		return m.updateKey(msg)
+	case tea.PasteMsg:
+		// Pasted text goes to the field that has the focus, if one has; it is never taken for
+		// keys.
+		if v := m.views[m.state]; v.Typing() && !m.quitting && !m.showHelp {
+			return v.Update(msg)
+		}
+		return nil
 	}
 	return m.views[m.state].Update(msg)
 }
 
-func (m *Model) updateKey(km tea.KeyMsg) tea.Cmd {
+func (m *Model) updateKey(km tea.KeyPressMsg) tea.Cmd {
 	k := m.keys
 	if key.Matches(km, k.Abort) {
 		return m.quit(true)
@@ -412,8 +425,12 @@ func (m *Model) writesDone(msg writesDoneMsg) tea.Cmd {
 // Frames is how many frames the model rendered (safe to call while the program runs).
 func (m *Model) Frames() int64 { return m.frames.Load() }
 
-// View returns the last frame rendered.
-func (m *Model) View() string { return m.frame }
+// View returns the last frame rendered, on the alternate screen.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.frame)
+	v.AltScreen = true
+	return v
+}
 
 // Render draws the frame now (tests and the final screen).
 func (m *Model) Render() string {
@@ -551,11 +568,19 @@ func Run(ctx context.Context, m *Model, in io.Reader, out io.Writer, extra ...te
 	defer kill()
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(2*m.opts.QuitWait+time.Second, kill) })
 	defer stop()
-	opts := append([]tea.ProgramOption{tea.WithContext(kctx), tea.WithInput(in), tea.WithOutput(out),
-		tea.WithAltScreen(), tea.WithFPS(30),
+	opts := []tea.ProgramOption{tea.WithContext(kctx), tea.WithInput(in), tea.WithOutput(out), tea.WithFPS(30),
 		// ftctl's own handling: SIGINT, SIGTERM and SIGHUP end ctx (exit 130); bubbletea's
 		// would make SIGTERM a normal quit.
-		tea.WithoutSignalHandler()}, extra...)
+		tea.WithoutSignalHandler()}
+	// The colours the terminal type allows, from the environment only: no terminal query, no
+	// terminfo file, no `tmux info` (bubbletea's own detection reads both). Plain: text only, no
+	// colour, no bold or reverse either (NO_COLOR, TERM=dumb).
+	profile := colorprofile.Env(os.Environ())
+	if m.opts.Plain {
+		profile = colorprofile.NoTTY
+	}
+	opts = append(opts, tea.WithColorProfile(profile))
+	opts = append(opts, extra...)
 	p := tea.NewProgram(m, opts...)
 	final, err := p.Run()
 	close(m.done)

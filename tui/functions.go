@@ -6,11 +6,10 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/charmbracelet/bubbles/cursor"
-	"github.com/charmbracelet/bubbles/help"
-	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/textinput"
-	tea "github.com/charmbracelet/bubbletea"
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/ftctl/ftctl/filters"
 )
@@ -79,11 +78,7 @@ type FunctionsView struct {
 }
 
 func newFunctionsView(e *env) *FunctionsView {
-	in := textinput.New()
-	in.Prompt = "pattern> "
-	in.Placeholder = "a kernel glob: vfs_*, *sched*, tcp_v4_*:mod:!*, ext4_*:mod:ext4"
-	in.Cursor.SetMode(cursor.CursorStatic)
-	in.CharLimit = 256
+	in := newInput("pattern> ", "a kernel glob: vfs_*, *sched*, tcp_v4_*:mod:!*, ext4_*:mod:ext4", 256)
 	in.Focus()
 	return &FunctionsView{env: e, keys: newFunctionsKeys(), ckeys: newConfirmKeys(), input: in,
 		target: filters.FilterFile, loading: true, seq: new(atomic.Uint64), inlineMost: inlineWithin}
@@ -95,7 +90,7 @@ func (v *FunctionsView) Keys() help.KeyMap { return v.keys }
 // SetSize implements the component contract.
 func (v *FunctionsView) SetSize(w, h int) {
 	v.width, v.height = w, h
-	v.input.Width = max(w-len(v.input.Prompt)-14, 10)
+	v.input.SetWidth(max(w-len(v.input.Prompt)-14, 10))
 }
 
 // Typing says whether keys go to the pattern field.
@@ -289,13 +284,28 @@ func (v *FunctionsView) Update(msg tea.Msg) tea.Cmd {
 			parts = append(parts, fmt.Sprintf("%s: %s (+%d −%d)", r.File, plural(r.After, "function"), r.Added, r.Removed))
 		}
 		return tea.Batch(v.loadLists(), notice("applied, verified: "+strings.Join(parts, "; "), false))
-	case tea.KeyMsg:
+	case tea.KeyPressMsg:
 		return v.updateKey(msg)
+	case tea.PasteMsg:
+		if v.Typing() {
+			return v.edit(msg)
+		}
 	}
 	return nil
 }
 
-func (v *FunctionsView) updateKey(km tea.KeyMsg) tea.Cmd {
+// edit gives a key or a paste to the pattern field and previews the text if it changed.
+func (v *FunctionsView) edit(msg tea.Msg) tea.Cmd {
+	var cmd tea.Cmd
+	old := v.input.Value()
+	v.input, cmd = v.input.Update(msg)
+	if v.input.Value() != old {
+		return tea.Batch(cmd, v.preview())
+	}
+	return cmd
+}
+
+func (v *FunctionsView) updateKey(km tea.KeyPressMsg) tea.Cmd {
 	k := v.keys
 	if v.confirm != nil {
 		switch {
@@ -327,13 +337,7 @@ func (v *FunctionsView) updateKey(km tea.KeyMsg) tea.Cmd {
 			}
 			return v.mark()
 		}
-		var cmd tea.Cmd
-		old := v.input.Value()
-		v.input, cmd = v.input.Update(km)
-		if v.input.Value() != old {
-			return tea.Batch(cmd, v.preview())
-		}
-		return cmd
+		return v.edit(km)
 	}
 	switch {
 	case key.Matches(km, k.Edit):

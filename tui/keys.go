@@ -1,6 +1,6 @@
 package tui
 
-import "github.com/charmbracelet/bubbles/key"
+import "charm.land/bubbles/v2/key"
 
 // The key maps: one per view plus the global one, each a struct of bindings so that the help
 // screen is generated from what the code matches (ShortHelp/FullHelp), never written twice.
@@ -48,7 +48,7 @@ type streamKeys struct {
 
 func newStreamKeys() streamKeys {
 	return streamKeys{
-		Pause:    bind("space", "pause/resume", " "),
+		Pause:    bind("space", "pause/resume", "space"),
 		Follow:   bind("f/end", "follow the newest", "f", "end", "G"),
 		Up:       bind("↑/k", "up", "up", "k"),
 		Down:     bind("↓/j", "down", "down", "j"),
@@ -114,7 +114,7 @@ func newProbesKeys() probesKeys {
 		Cancel:  bind("esc", "cancel", "esc"),
 		Up:      bind("↑/k", "up", "up", "k"),
 		Down:    bind("↓/j", "down", "down", "j"),
-		Toggle:  bind("e/space", "enable/disable here", "e", " "),
+		Toggle:  bind("e/space", "enable/disable here", "e", "space"),
 		Remove:  bind("x/del", "remove (confirm first)", "x", "delete"),
 		Refresh: bind("r", "refresh", "r"),
 	}

@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/charmbracelet/bubbles/cursor"
-	"github.com/charmbracelet/bubbles/help"
-	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/textinput"
-	tea "github.com/charmbracelet/bubbletea"
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/tracefs"
@@ -47,11 +46,7 @@ type ProbesView struct {
 }
 
 func newProbesView(e *env) *ProbesView {
-	in := textinput.New()
-	in.Prompt = "probe> "
-	in.Placeholder = "p:myopen do_sys_openat2 dfd=%di   or   r:ret vfs_read ret=$retval"
-	in.Cursor.SetMode(cursor.CursorStatic)
-	in.CharLimit = probes.MaxLineLen
+	in := newInput("probe> ", "p:myopen do_sys_openat2 dfd=%di   or   r:ret vfs_read ret=$retval", probes.MaxLineLen)
 	return &ProbesView{env: e, keys: newProbesKeys(), ckeys: newConfirmKeys(), input: in}
 }
 
@@ -61,7 +56,7 @@ func (v *ProbesView) Keys() help.KeyMap { return v.keys }
 // SetSize implements the component contract.
 func (v *ProbesView) SetSize(w, h int) {
 	v.width, v.height = w, h
-	v.input.Width = max(w-len(v.input.Prompt)-2, 10)
+	v.input.SetWidth(max(w-len(v.input.Prompt)-2, 10))
 }
 
 // Typing says whether keys go to the definition field.
@@ -132,13 +127,28 @@ func (v *ProbesView) Update(msg tea.Msg) tea.Cmd {
 			return tea.Batch(v.refresh(), notice(describeErr(msg.what, msg.err), true))
 		}
 		return tea.Batch(v.refresh(), notice(msg.what, false))
-	case tea.KeyMsg:
+	case tea.KeyPressMsg:
 		return v.updateKey(msg)
+	case tea.PasteMsg:
+		if v.adding && v.remove == nil {
+			return v.edit(msg)
+		}
 	}
 	return nil
 }
 
-func (v *ProbesView) updateKey(km tea.KeyMsg) tea.Cmd {
+// edit gives a key or a paste to the definition field and checks the text if it changed.
+func (v *ProbesView) edit(msg tea.Msg) tea.Cmd {
+	var cmd tea.Cmd
+	old := v.input.Value()
+	v.input, cmd = v.input.Update(msg)
+	if v.input.Value() != old {
+		v.validate()
+	}
+	return cmd
+}
+
+func (v *ProbesView) updateKey(km tea.KeyPressMsg) tea.Cmd {
 	k := v.keys
 	if v.remove != nil {
 		p := *v.remove
@@ -177,13 +187,7 @@ func (v *ProbesView) updateKey(km tea.KeyMsg) tea.Cmd {
 				return probeAddedMsg{a, err}
 			}
 		}
-		var cmd tea.Cmd
-		old := v.input.Value()
-		v.input, cmd = v.input.Update(km)
-		if v.input.Value() != old {
-			v.validate()
-		}
-		return cmd
+		return v.edit(km)
 	}
 	switch {
 	case key.Matches(km, k.Add):

@@ -6,12 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/cursor"
-	"github.com/charmbracelet/bubbles/help"
-	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/textinput"
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ftctl/ftctl/stream"
@@ -78,9 +77,7 @@ type StreamView struct {
 }
 
 func newStreamView(e *env, ringSize int) *StreamView {
-	p := textinput.New()
-	p.Cursor.SetMode(cursor.CursorStatic)
-	p.CharLimit = 256
+	p := newInput("", "", 256)
 	return &StreamView{env: e, keys: newStreamKeys(), pkeys: newPromptKeys(), ring: NewRing(ringSize), follow: true, prompt: p}
 }
 
@@ -90,7 +87,7 @@ func (v *StreamView) Keys() help.KeyMap { return v.keys }
 // SetSize implements the component contract.
 func (v *StreamView) SetSize(w, h int) {
 	v.width, v.height = w, h
-	v.prompt.Width = max(w-20, 10)
+	v.prompt.SetWidth(max(w-20, 10))
 }
 
 // Typing says whether keys go to the prompt.
@@ -344,7 +341,12 @@ func lowerASCII(s string) string {
 
 // Update handles the view's keys.
 func (v *StreamView) Update(msg tea.Msg) tea.Cmd {
-	km, ok := msg.(tea.KeyMsg)
+	if p, ok := msg.(tea.PasteMsg); ok && v.pkind != promptNone {
+		var cmd tea.Cmd
+		v.prompt, cmd = v.prompt.Update(p)
+		return cmd
+	}
+	km, ok := msg.(tea.KeyPressMsg)
 	if !ok {
 		return nil
 	}
@@ -437,7 +439,7 @@ func (v *StreamView) openPrompt(kind promptKind, label, value string) tea.Cmd {
 	return v.prompt.Focus()
 }
 
-func (v *StreamView) updatePrompt(km tea.KeyMsg) tea.Cmd {
+func (v *StreamView) updatePrompt(km tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(km, v.pkeys.Cancel):
 		v.pkind = promptNone

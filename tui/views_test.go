@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ftctl/ftctl/filters"
@@ -44,26 +44,30 @@ func feed(m *Model, text string) {
 	step(m, batchMsg{Rows: newIngester().feed([]byte(text))})
 }
 
-func press(s string) tea.KeyMsg {
+func press(s string) tea.KeyPressMsg {
 	switch s {
 	case "enter":
-		return tea.KeyMsg{Type: tea.KeyEnter}
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
 	case "esc":
-		return tea.KeyMsg{Type: tea.KeyEsc}
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
 	case "tab":
-		return tea.KeyMsg{Type: tea.KeyTab}
+		return tea.KeyPressMsg{Code: tea.KeyTab}
 	case "up":
-		return tea.KeyMsg{Type: tea.KeyUp}
+		return tea.KeyPressMsg{Code: tea.KeyUp}
 	case "down":
-		return tea.KeyMsg{Type: tea.KeyDown}
+		return tea.KeyPressMsg{Code: tea.KeyDown}
 	case "space":
-		return tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}}
+		return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}
 	case "ctrl+c":
-		return tea.KeyMsg{Type: tea.KeyCtrlC}
+		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
 	case "f2":
-		return tea.KeyMsg{Type: tea.KeyF2}
+		return tea.KeyPressMsg{Code: tea.KeyF2}
 	}
-	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)}
+	r := []rune(s)
+	if len(r) != 1 {
+		panic("press: one key: " + s)
+	}
+	return tea.KeyPressMsg{Code: r[0], Text: s}
 }
 
 // step sends msg to the model and runs the commands it returns, feeding their messages back as
@@ -97,7 +101,7 @@ func runCmd(m *Model, cmd tea.Cmd, depth int) {
 
 func typeText(m *Model, s string) {
 	for _, r := range s {
-		step(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+		step(m, press(string(r)))
 	}
 }
 
@@ -412,7 +416,7 @@ func TestResizeAndTinyTerminal(t *testing.T) {
 				step(m, press("esc"))
 			}
 			step(m, press(st))
-			lines := strings.Split(m.View(), "\n")
+			lines := strings.Split(m.View().Content, "\n")
 			if len(lines) != sz[1] {
 				t.Errorf("%v view %s: %d lines", sz, st, len(lines))
 			}
@@ -426,8 +430,8 @@ func TestResizeAndTinyTerminal(t *testing.T) {
 		step(m, press("esc"))
 	}
 	step(m, tea.WindowSizeMsg{Width: 30, Height: 5})
-	if !strings.Contains(m.View(), "too small") {
-		t.Error(m.View())
+	if !strings.Contains(m.View().Content, "too small") {
+		t.Error(m.View().Content)
 	}
 }
 

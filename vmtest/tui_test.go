@@ -19,8 +19,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ftctl/ftctl/internal/vtscreen"
 	"github.com/ftctl/ftctl/stream"
 )
@@ -40,27 +38,12 @@ type tuiRun struct {
 	read   chan struct{}
 }
 
-// openPTY makes a pseudo-terminal pair without cgo: posix_openpt is open("/dev/ptmx"),
-// unlockpt and ptsname are ioctls.
+// openPTY makes a pseudo-terminal pair of the console's size.
 func openPTY(t *testing.T) (master, slave *os.File) {
 	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	m, s, err := vtscreen.OpenPTY(tuiCols, tuiRows)
 	if err != nil {
-		t.Fatalf("open /dev/ptmx: %v", err)
-	}
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatalf("unlockpt: %v", err)
-	}
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatalf("ptsname: %v", err)
-	}
-	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatalf("open the pty's slave: %v", err)
-	}
-	if err := unix.IoctlSetWinsize(int(s.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: tuiRows, Col: tuiCols}); err != nil {
-		t.Fatalf("TIOCSWINSZ: %v", err)
+		t.Fatal(err)
 	}
 	return m, s
 }
