@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ftctl/ftctl/filters"
+	"github.com/ftctl/ftctl/tracefs"
 )
 
 // testTrace is a deterministic trace_pipe text: function calls of two processes, a marker and a
@@ -448,4 +450,104 @@ func TestNoIOInUpdate(t *testing.T) {
 		t.Errorf("%d backend calls from Update", n)
 	}
 	_ = cmds
+}
+
+// Issue 18 item 7: after marking a pattern, a applies (as the hint says): the marks go to the
+// backend after the confirmation, and the a is not typed into the pattern.
+func TestFunctionsMarkThenApply(t *testing.T) {
+	fb := newFakeBackend(t)
+	m := testModel(t, fb, "")
+	m.SetSize(100, 30)
+	step(m, indexMsg{ix: fb.ix})
+	step(m, listsMsg{l: fb.lists})
+	step(m, press("2"))
+	typeText(m, "vfs_read")
+	step(m, press("enter")) // mark
+	if len(m.funcs.marks) != 1 {
+		t.Fatalf("marks %+v", m.funcs.marks)
+	}
+	if s := screen(m); !strings.Contains(s, "a apply") && !strings.Contains(s, "a or enter applies") {
+		t.Errorf("no hint that a applies:\n%s", s)
+	}
+	step(m, press("a"))
+	if v := m.funcs.input.Value(); v != "" {
+		t.Errorf("a was typed into the pattern: %q", v)
+	}
+	if s := screen(m); !strings.Contains(s, "swap protocol?") {
+		t.Fatalf("a did not ask for the confirmation:\n%s", s)
+	}
+	step(m, press("y"))
+	if len(fb.applied) != 1 || fb.lists.Filter.Total() != 1 {
+		t.Fatalf("applied %v, filter %d", fb.applied, fb.lists.Filter.Total())
+	}
+	// Another pattern: / (or i) goes back to the field.
+	step(m, press("/"))
+	typeText(m, "vfs_write")
+	if v := m.funcs.input.Value(); v != "vfs_write" || !m.funcs.Typing() {
+		t.Errorf("after /: field %q, typing %v", v, m.funcs.Typing())
+	}
+}
+
+// lockdownErr is an error whose cause comes at the end of a line longer than a terminal.
+var lockdownErr = &tracefs.Error{Op: "read", Path: "/sys/kernel/tracing/available_filter_functions", Errno: syscall.EPERM,
+	Reason: "kernel lockdown (confidentiality mode): boot with lockdown=integrity to trace"}
+
+// shows says whether the screen holds text whole, however it is wrapped: every character in
+// order, the spaces and line breaks aside.
+func shows(screen, text string) bool {
+	squeeze := func(s string) string { return strings.Join(strings.Fields(s), "") }
+	return strings.Contains(squeeze(screen), squeeze(text))
+}
+
+// Issue 18 item 7: error lines longer than the terminal are wrapped, not cut: the cause shows
+// in full, in every view, on an 80-column terminal; every line keeps the screen's width.
+func TestErrorLinesWrap(t *testing.T) {
+	cause := lockdownErr.Error()
+	for _, c := range []struct {
+		name string
+		view string
+		msgs []tea.Msg
+		want string
+	}{
+		{"the message line in Stream", "1", []tea.Msg{noticeMsg{describeErr("setting the tracer to function", lockdownErr), true}}, cause},
+		{"the message line in Top", "4", []tea.Msg{noticeMsg{describeErr("writing tracing_on", lockdownErr), true}}, cause},
+		{"the status line in Stream", "1", []tea.Msg{statusMsg{err: lockdownErr}}, cause},
+		{"the status line in Functions", "2", []tea.Msg{statusMsg{err: lockdownErr}}, cause},
+		{"the status line in Probes", "3", []tea.Msg{statusMsg{err: lockdownErr}}, cause},
+		{"the status line in Top", "4", []tea.Msg{statusMsg{err: lockdownErr}}, cause},
+		{"the index in Functions", "2", []tea.Msg{indexMsg{err: lockdownErr}}, cause},
+		{"the pattern in Functions", "2", []tea.Msg{indexMsg{ix: fixtureIndex(t)}, press("1"), press("a"), press("b"), press("c")}, ""},
+		{"the list in Probes", "3", []tea.Msg{probesMsg{err: lockdownErr}}, cause},
+		{"adding a probe", "3", []tea.Msg{press("a"), probeAddedMsg{err: lockdownErr}}, cause},
+		{"the stream's end", "1", []tea.Msg{batchMsg{Err: lockdownErr}}, cause},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := testModel(t, newFakeBackend(t), "")
+			m.SetSize(80, 24)
+			step(m, press(c.view))
+			for _, msg := range c.msgs {
+				step(m, msg)
+			}
+			want := c.want
+			if want == "" { // the pattern's own error
+				if m.funcs.patErr == nil {
+					t.Fatal("no pattern error")
+				}
+				want = m.funcs.patErr.Error()
+			}
+			s := screen(m)
+			if !shows(s, want) {
+				t.Errorf("%q is cut:\n%s", want, s)
+			}
+			lines := strings.Split(m.Render(), "\n")
+			if len(lines) != 24 {
+				t.Errorf("%d lines", len(lines))
+			}
+			for _, l := range lines {
+				if w := ansi.StringWidth(l); w != 80 {
+					t.Errorf("a line %d wide: %q", w, ansi.Strip(l))
+				}
+			}
+		})
+	}
 }
