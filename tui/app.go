@@ -95,6 +95,7 @@ type Model struct {
 	statErr error
 
 	width, height int
+	viewHeight    int // the views' height: the screen less the tabs, the message lines, the bar
 	showHelp      bool
 	msg           string
 	msgErr        bool
@@ -157,14 +158,20 @@ func New(o Options) *Model {
 	return m
 }
 
-// SetSize lays the views out: tabs, the view, the message line, the status bar.
+// SetSize lays the views out: tabs, the view, the message lines, the status bar.
 func (m *Model) SetSize(w, h int) {
 	m.width, m.height = w, h
-	for _, v := range m.views {
-		v.SetSize(w, max(h-3, 1))
-	}
 	m.help.SetWidth(w)
 	m.render()
+}
+
+// layout gives the views the height the message lines leave (render calls it: a long message
+// takes more lines while it shows).
+func (m *Model) layout(messageLines int) {
+	m.viewHeight = max(m.height-2-messageLines, 1)
+	for _, v := range m.views {
+		v.SetSize(m.width, m.viewHeight)
+	}
 }
 
 func (m *Model) frameTick() tea.Cmd {
@@ -446,16 +453,20 @@ func (m *Model) render() {
 		m.frame = fit("too small: 40×8 at least", m.width)
 		return
 	}
+	msg := m.messageLines()
+	m.layout(len(msg))
 	var b strings.Builder
 	b.WriteString(m.tabs())
 	b.WriteByte('\n')
 	if m.showHelp {
-		b.WriteString(strings.Join(block(m.helpView(), m.width, m.height-3), "\n"))
+		b.WriteString(strings.Join(block(m.helpView(), m.width, m.viewHeight), "\n"))
 	} else {
 		b.WriteString(m.views[m.state].View())
 	}
-	b.WriteByte('\n')
-	b.WriteString(m.messageLine())
+	for _, l := range msg {
+		b.WriteByte('\n')
+		b.WriteString(fit(l, m.width))
+	}
 	b.WriteByte('\n')
 	b.WriteString(m.statusBar())
 	m.frame = b.String()
@@ -477,15 +488,24 @@ func (m *Model) tabs() string {
 	return fit(strings.Join(parts, " "), m.width)
 }
 
-func (m *Model) messageLine() string {
+// messageLines are the lines above the status bar: the last message (or the view's keys), then
+// the status read's error, if any; each wrapped, not cut, to the screen's width. They take half
+// the screen at most (the view keeps the rest), the last line cut if they need more.
+func (m *Model) messageLines() []string {
 	s := m.env.styles
-	if m.msg == "" {
-		return fit(m.help.ShortHelpView(m.views[m.state].Keys().ShortHelp()), m.width)
+	var out []string
+	switch {
+	case m.msg == "":
+		out = append(out, m.help.ShortHelpView(m.views[m.state].Keys().ShortHelp()))
+	case m.msgErr:
+		out = wrapLines(s.Err, "", m.msg, m.width)
+	default:
+		out = wrapLines(s.OK, "", m.msg, m.width)
 	}
-	if m.msgErr {
-		return fit(s.Err.Render(m.msg), m.width)
+	if m.statErr != nil {
+		out = append(out, wrapLines(s.Err, "", describeErr("reading the status", m.statErr), m.width)...)
 	}
-	return fit(s.OK.Render(m.msg), m.width)
+	return atMost(out, (m.height-3)/2, m.width)
 }
 
 func (m *Model) statusBar() string {
@@ -514,11 +534,7 @@ func (m *Model) statusBar() string {
 		}
 	}
 	parts = append(parts, item("overruns", over))
-	line := strings.Join(parts, s.Sep.Render(" "))
-	if m.statErr != nil {
-		line += s.Err.Render(" " + describeErr("status", m.statErr))
-	}
-	line = cut(line, m.width)
+	line := cut(strings.Join(parts, s.Sep.Render(" ")), m.width)
 	if w := ansi.StringWidth(line); w < m.width {
 		line += s.Bar.Render(strings.Repeat(" ", m.width-w))
 	}

@@ -86,11 +86,13 @@ func TestFlowFunctionsApply(t *testing.T) {
 	tm.waitFor("traceable functions")
 	tm.Type("vfs_rea*")
 	tm.waitFor("3 functions match")
-	tm.Send(press("enter"))
+	tm.Send(press("enter")) // marked; the keys go to the marks
+	tm.Type("/")            // another pattern
 	tm.Send(press("tab"))
 	tm.Type("vfs_readv")
 	tm.waitFor("1 function match")
 	tm.Send(press("enter"))
+	tm.Type("/")
 	tm.Send(press("enter")) // empty field: the plan
 	tm.waitFor("swap protocol?")
 	tm.Type("y")
@@ -112,12 +114,13 @@ func TestFlowFunctionsConfirmation(t *testing.T) {
 	tm.Type("tcp_v4_*")
 	tm.waitFor("functions match")
 	tm.Send(press("enter"))
+	tm.Type("/")
 	tm.Send(press("tab"))
 	tm.Type("tcp_v4_do_rcv")
 	tm.waitFor("1 function match")
 	tm.Send(press("enter"))
-	tm.Send(press("esc"))
-	tm.Type("a")
+	tm.waitFor("a or enter applies")
+	tm.Type("a") // right after marking: applies (issue 18 item 7)
 	tm.waitFor("swap protocol?")
 	golden(t, tm.finish())
 }

@@ -84,8 +84,13 @@ func newFunctionsView(e *env) *FunctionsView {
 		target: filters.FilterFile, loading: true, seq: new(atomic.Uint64), inlineMost: inlineWithin}
 }
 
-// Keys implements the component contract.
-func (v *FunctionsView) Keys() help.KeyMap { return v.keys }
+// Keys implements the component contract: the keys of the field while typing, else the marks'.
+func (v *FunctionsView) Keys() help.KeyMap {
+	if v.input.Focused() {
+		return functionsFieldKeys{v.keys}
+	}
+	return v.keys
+}
 
 // SetSize implements the component contract.
 func (v *FunctionsView) SetSize(w, h int) {
@@ -376,7 +381,7 @@ func other(file string) string {
 
 func (v *FunctionsView) toggleTarget() { v.target = other(v.target) }
 
-// mark adds what is typed to the marks, if it selects something.
+// mark adds what is typed to the marks, if it selects something, and leaves the field.
 func (v *FunctionsView) mark() tea.Cmd {
 	text := strings.TrimSpace(v.input.Value())
 	v.resolveNow()
@@ -392,8 +397,12 @@ func (v *FunctionsView) mark() tea.Cmd {
 		}
 		return notice(msg, true)
 	}
-	for _, m := range v.marks {
+	// Marked (or marked already): the field empties and gives the keys back to the marks, so
+	// that a applies them, as the hint says; / or i types another pattern.
+	defer v.input.Blur()
+	for i, m := range v.marks {
 		if m.text == text && m.file == v.target {
+			v.sel = i
 			v.input.SetValue("")
 			return v.preview()
 		}
@@ -514,9 +523,9 @@ func (v *FunctionsView) View() string {
 	case v.loading && v.ix == nil:
 		top = append(top, s.Dim.Render("reading available_filter_functions…"))
 	case v.ixErr != nil:
-		top = append(top, s.Err.Render(safe(describeErr("available_filter_functions", v.ixErr))))
+		top = append(top, wrapLines(s.Err, "", describeErr("available_filter_functions", v.ixErr), w)...)
 	case v.patErr != nil:
-		top = append(top, s.Err.Render(safe(v.patErr.Error())))
+		top = append(top, wrapLines(s.Err, "", v.patErr.Error(), w)...)
 	case v.pending:
 		top = append(top, s.Dim.Render("counting…"))
 	case v.pat == nil:
@@ -537,7 +546,11 @@ func (v *FunctionsView) View() string {
 	if v.confirm != nil {
 		bottom = append(bottom, v.confirmView()...)
 	} else {
-		bottom = append(bottom, s.Header.Render("marked")+s.Dim.Render(" (the lists become these; empty input + enter, or a, applies)"))
+		hint := " (the lists become these; a or enter applies them · / types another pattern)"
+		if v.input.Focused() {
+			hint = " (the lists become these; enter on an empty pattern applies them)"
+		}
+		bottom = append(bottom, s.Header.Render("marked")+s.Dim.Render(hint))
 		if len(v.marks) == 0 {
 			bottom = append(bottom, s.Dim.Render("  none yet"))
 		}

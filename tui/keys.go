@@ -89,17 +89,25 @@ func newFunctionsKeys() functionsKeys {
 		Up:     bind("↑/k", "select mark", "up", "k"),
 		Down:   bind("↓/j", "select mark", "down", "j"),
 		Unmark: bind("d/del", "unmark", "d", "delete", "backspace"),
-		Apply:  bind("a", "apply the marks (confirm first)", "a"),
+		Apply:  bind("a/enter", "apply the marks (confirm first)", "a", "enter"),
 		Load:   bind("r", "re-read lists and functions", "r"),
 	}
 }
 
+// ShortHelp: the keys of the marks (the field does not have the focus).
 func (k functionsKeys) ShortHelp() []key.Binding {
-	return []key.Binding{k.Edit, k.Mark, k.Target, k.Apply, k.Unmark}
+	return []key.Binding{k.Apply, k.Edit, k.Target, k.Unmark, k.Load}
 }
 
 func (k functionsKeys) FullHelp() [][]key.Binding {
 	return [][]key.Binding{{k.Edit, k.Mark, k.Target, k.Leave}, {k.Up, k.Down, k.Unmark, k.Apply, k.Load}}
+}
+
+// functionsFieldKeys are the Functions view's keys while the pattern field has the focus.
+type functionsFieldKeys struct{ functionsKeys }
+
+func (k functionsFieldKeys) ShortHelp() []key.Binding {
+	return []key.Binding{k.Mark, k.Target, k.Leave}
 }
 
 // probesKeys are the Probes view's.

@@ -270,9 +270,9 @@ func (v *ProbesView) View() string {
 	var body []string
 	switch {
 	case v.listErr != nil && errors.Is(v.listErr, tracefs.ErrUnavailable):
-		body = append(body, s.Err.Render(" "+safe(v.listErr.Error())))
+		body = append(body, wrapLines(s.Err, " ", v.listErr.Error(), v.width)...)
 	case v.listErr != nil:
-		body = append(body, s.Err.Render(" "+describeErr("reading kprobe_events", v.listErr)))
+		body = append(body, wrapLines(s.Err, " ", describeErr("reading kprobe_events", v.listErr), v.width)...)
 	case !v.loaded:
 		body = append(body, s.Dim.Render(" reading kprobe_events…"))
 	case len(v.list) == 0:
@@ -312,17 +312,17 @@ func (v *ProbesView) View() string {
 
 // addView is the definition field with its live validation and the kernel's last answer.
 func (v *ProbesView) addView() []string {
-	s := v.env.styles
+	s, w := v.env.styles, v.width
 	out := []string{v.input.View()}
 	switch {
 	case v.synErr != nil:
 		out = append(out, v.caretLines("  ", v.synErr.Source, v.synErr.Pos)...)
-		out = append(out, s.Err.Render("  "+safe(v.synErr.Msg))+s.Dim.Render(" (found before anything reached the kernel)"))
+		out = append(out, wrapSpans("  ", w, span{v.synErr.Msg, s.Err}, span{" (found before anything reached the kernel)", s.Dim})...)
 		if v.synErr.Hint != "" {
-			out = append(out, s.Dim.Render("  "+safe(v.synErr.Hint)))
+			out = append(out, wrapLines(s.Dim, "  ", v.synErr.Hint, w)...)
 		}
 	case v.err != nil:
-		out = append(out, s.Err.Render("  "+safe(v.err.Error())))
+		out = append(out, wrapLines(s.Err, "  ", v.err.Error(), w)...)
 	case v.def != nil:
 		kind := "kprobe"
 		if v.def.IsReturn() {
@@ -337,28 +337,28 @@ func (v *ProbesView) addView() []string {
 		out = append(out, s.Dim.Render("  sending to the kernel…"))
 	}
 	if re := v.rejected; re != nil {
-		head := "  the kernel rejected " + fmt.Sprintf("%q", safe(v.sent))
+		head := "the kernel rejected " + fmt.Sprintf("%q", safe(v.sent))
 		var te *tracefs.Error
 		if errors.As(re.Err, &te) && te.Errno != nil {
 			head += fmt.Sprintf(" (%v)", te.Errno)
 		}
-		out = append(out, s.Err.Render(head))
+		out = append(out, wrapLines(s.Err, "  ", head, w)...)
 		if d := re.Diagnosis; d != nil {
-			out = append(out, s.Bold.Render("  kernel error_log: ")+safe(d.Message))
+			out = append(out, wrapSpans("  ", w, span{"kernel error_log: ", s.Bold}, span{d.Message, plain})...)
 			if d.Pos >= 0 {
 				out = append(out, v.caretLines("    ", d.Source, d.Pos)...)
 			}
 		} else if re.Err != nil {
-			out = append(out, "  "+safe(re.Err.Error()))
+			out = append(out, wrapLines(plain, "  ", re.Err.Error(), w)...)
 		}
 		if len(re.Existing) > 0 {
-			out = append(out, "  a probe of that name exists: "+safe(strings.Join(re.Existing, " | ")))
+			out = append(out, wrapLines(plain, "  ", "a probe of that name exists: "+strings.Join(re.Existing, " | "), w)...)
 		}
 		if len(re.Suggestions) > 0 {
-			out = append(out, "  no such symbol; close function names: "+safe(strings.Join(re.Suggestions, ", ")))
+			out = append(out, wrapLines(plain, "  ", "no such symbol; close function names: "+strings.Join(re.Suggestions, ", "), w)...)
 		}
 	} else if v.rejectedErr != nil {
-		out = append(out, s.Err.Render("  "+describeErr("adding the probe", v.rejectedErr)))
+		out = append(out, wrapLines(s.Err, "  ", describeErr("adding the probe", v.rejectedErr), w)...)
 	}
 	return out
 }

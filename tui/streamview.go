@@ -187,11 +187,19 @@ func (v *StreamView) indexOf(seq uint64) int {
 
 // rowsHeight is how many event rows fit.
 func (v *StreamView) rowsHeight() int {
-	h := v.height - 3
+	h := v.height - 3 - len(v.endedLines())
 	if v.pkind != promptNone {
 		h--
 	}
 	return max(h, 1)
+}
+
+// endedLines say why the stream ended, whole, under the filter line.
+func (v *StreamView) endedLines() []string {
+	if v.ended == "" {
+		return nil
+	}
+	return atMost(wrapLines(v.env.styles.Err, "", v.ended, v.width), v.height/2, v.width)
 }
 
 // window returns the positions of the top and bottom rows shown and of the selected one.
@@ -559,19 +567,19 @@ func (v *StreamView) View() string {
 	} else {
 		fl += s.Dim.Render(" · / search")
 	}
-	if v.ended != "" {
-		fl += "  " + s.Err.Render(v.ended)
-	}
 	if v.reader != "" {
 		fl += s.Dim.Render(" · reading " + safe(v.reader))
 	}
 	lines = append(lines, fit(fl, v.width))
+	for _, l := range v.endedLines() {
+		lines = append(lines, fit(l, v.width))
+	}
 	// 3: column headers.
 	hdr := " " + padLeft("TIME", colTS) + " " + padLeft("CPU", colCPU) + " " + padRight("TASK", colTask) + " " +
 		padRight("EVENT", colEvent) + " DETAIL"
 	lines = append(lines, fit(s.Header.Render(cut(hdr, v.width)), v.width))
 	// rows
-	rows := v.rowsHeight()
+	head, rows := len(lines), v.rowsHeight()
 	top, bottom, cur := v.window()
 	q := lowerASCII(v.query)
 	var buf []byte
@@ -583,8 +591,8 @@ func (v *StreamView) View() string {
 		buf = v.renderRow(buf[:0], r, i == cur, q)
 		lines = append(lines, fit(string(buf), v.width))
 	}
-	for len(lines) < 3+rows {
-		if v.count() == 0 && len(lines) == 3 {
+	for len(lines) < head+rows {
+		if v.count() == 0 && len(lines) == head {
 			msg := "waiting for events…"
 			if v.total > 0 {
 				msg = "no event matches the filter"

@@ -68,6 +68,9 @@ func DefaultStyles() *Styles {
 	return s
 }
 
+// plain is text without a style.
+var plain = lipgloss.NewStyle()
+
 // newInput is a one-line text field: the prompt and the text unstyled, a grey placeholder, a
 // reversed cursor that does not blink (no timer redraws the screen for it).
 func newInput(prompt, placeholder string, limit int) textinput.Model {

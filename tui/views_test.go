@@ -288,14 +288,18 @@ func TestFunctionsPreviewMarkApply(t *testing.T) {
 	}
 	m.funcs.input.SetValue("vfs_rea*")
 	m.funcs.preview()
-	step(m, press("enter"))
+	step(m, press("enter")) // marked: the field gives the keys back to the marks
+	if m.funcs.Typing() {
+		t.Error("the field kept the focus after marking")
+	}
+	step(m, press("/")) // another pattern
 	step(m, press("tab"))
 	typeText(m, "vfs_readv")
 	step(m, press("enter"))
 	if len(m.funcs.marks) != 2 || m.funcs.marks[1].file != filters.NotraceFile {
 		t.Fatalf("marks %+v", m.funcs.marks)
 	}
-	// Empty field + enter: the plan, computed in a command.
+	// enter on the marks: the plan, computed in a command.
 	cmd := m.funcs.Update(press("enter"))
 	msg := cmd().(planMsg)
 	if msg.err != nil || len(msg.lines) != 2 || len(msg.changes) != 3 {
@@ -508,18 +512,19 @@ func TestErrorLinesWrap(t *testing.T) {
 		view string
 		msgs []tea.Msg
 		want string
+		own  bool // the view's own line: the message line (which may say it too) is emptied
 	}{
-		{"the message line in Stream", "1", []tea.Msg{noticeMsg{describeErr("setting the tracer to function", lockdownErr), true}}, cause},
-		{"the message line in Top", "4", []tea.Msg{noticeMsg{describeErr("writing tracing_on", lockdownErr), true}}, cause},
-		{"the status line in Stream", "1", []tea.Msg{statusMsg{err: lockdownErr}}, cause},
-		{"the status line in Functions", "2", []tea.Msg{statusMsg{err: lockdownErr}}, cause},
-		{"the status line in Probes", "3", []tea.Msg{statusMsg{err: lockdownErr}}, cause},
-		{"the status line in Top", "4", []tea.Msg{statusMsg{err: lockdownErr}}, cause},
-		{"the index in Functions", "2", []tea.Msg{indexMsg{err: lockdownErr}}, cause},
-		{"the pattern in Functions", "2", []tea.Msg{indexMsg{ix: fixtureIndex(t)}, press("1"), press("a"), press("b"), press("c")}, ""},
-		{"the list in Probes", "3", []tea.Msg{probesMsg{err: lockdownErr}}, cause},
-		{"adding a probe", "3", []tea.Msg{press("a"), probeAddedMsg{err: lockdownErr}}, cause},
-		{"the stream's end", "1", []tea.Msg{batchMsg{Err: lockdownErr}}, cause},
+		{"the message line in Stream", "1", []tea.Msg{noticeMsg{describeErr("setting the tracer to function", lockdownErr), true}}, cause, false},
+		{"the message line in Top", "4", []tea.Msg{noticeMsg{describeErr("writing tracing_on", lockdownErr), true}}, cause, false},
+		{"the status line in Stream", "1", []tea.Msg{statusMsg{err: lockdownErr}}, cause, false},
+		{"the status line in Functions", "2", []tea.Msg{statusMsg{err: lockdownErr}}, cause, false},
+		{"the status line in Probes", "3", []tea.Msg{statusMsg{err: lockdownErr}}, cause, false},
+		{"the status line in Top", "4", []tea.Msg{statusMsg{err: lockdownErr}}, cause, false},
+		{"the index in Functions", "2", []tea.Msg{indexMsg{err: lockdownErr}}, cause, true},
+		{"the pattern in Functions", "2", []tea.Msg{indexMsg{ix: fixtureIndex(t)}, press("1"), press("a"), press("b"), press("c")}, "", true},
+		{"the list in Probes", "3", []tea.Msg{probesMsg{err: lockdownErr}}, cause, true},
+		{"adding a probe", "3", []tea.Msg{press("a"), probeAddedMsg{err: lockdownErr}}, cause, true},
+		{"the stream's end", "1", []tea.Msg{batchMsg{Err: lockdownErr}}, cause, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := testModel(t, newFakeBackend(t), "")
@@ -527,6 +532,9 @@ func TestErrorLinesWrap(t *testing.T) {
 			step(m, press(c.view))
 			for _, msg := range c.msgs {
 				step(m, msg)
+			}
+			if c.own {
+				m.msg = ""
 			}
 			want := c.want
 			if want == "" { // the pattern's own error
