@@ -27,14 +27,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 // asks the terminal anything: each finishes at once and writes no escape sequence. (bubbletea
 // v1 asked for the background colour at package init and waited 5 s for the answer.)
 func TestNoTerminalQueryOutsideTUI(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	if err := os.Symlink(exe, filepath.Join(bin, "ftctl")); err != nil {
-		t.Fatal(err)
-	}
+	bin := linkFtctl(t)
 	root := fakeRoot(t)
 	for _, args := range [][]string{{"--version"}, {"version"}, {"--tracefs", root, "status"}} {
 		master, slave := openPTY(t)

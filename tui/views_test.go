@@ -252,13 +252,19 @@ func TestRenderSegmentsHighlight(t *testing.T) {
 	}
 }
 
-func TestFunctionsPreviewMarkApply(t *testing.T) {
+// functionsModel is a console on the Functions view, its index and lists read.
+func functionsModel(t *testing.T) (*Model, *fakeBackend) {
 	fb := newFakeBackend(t)
 	m := testModel(t, fb, "")
 	m.SetSize(100, 30)
 	step(m, indexMsg{ix: fb.ix})
 	step(m, listsMsg{l: fb.lists})
 	step(m, press("2"))
+	return m, fb
+}
+
+func TestFunctionsPreviewMarkApply(t *testing.T) {
+	m, fb := functionsModel(t)
 	if !m.funcs.Typing() {
 		t.Fatal("the pattern field has the focus in the Functions view")
 	}
@@ -459,12 +465,7 @@ func TestNoIOInUpdate(t *testing.T) {
 // Issue 18 item 7: after marking a pattern, a applies (as the hint says): the marks go to the
 // backend after the confirmation, and the a is not typed into the pattern.
 func TestFunctionsMarkThenApply(t *testing.T) {
-	fb := newFakeBackend(t)
-	m := testModel(t, fb, "")
-	m.SetSize(100, 30)
-	step(m, indexMsg{ix: fb.ix})
-	step(m, listsMsg{l: fb.lists})
-	step(m, press("2"))
+	m, fb := functionsModel(t)
 	typeText(m, "vfs_read")
 	step(m, press("enter")) // mark
 	if len(m.funcs.marks) != 1 {
