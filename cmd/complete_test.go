@@ -356,14 +356,7 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // tracing directory given by FTCTL_TRACEFS.
 func TestBashCompletion(t *testing.T) {
 	bash := shellFor(t, "bash")
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	if err := os.Symlink(exe, filepath.Join(bin, "ftctl")); err != nil {
-		t.Fatal(err)
-	}
+	bin := linkFtctl(t)
 	var script bytes.Buffer
 	if err := NewRootCmd(&Globals{}).GenBashCompletionV2(&script, true); err != nil {
 		t.Fatal(err)
@@ -453,9 +446,9 @@ func shellFor(t *testing.T, name string) string {
 	return p
 }
 
-// completionEnv links this test binary as ftctl on PATH (TestMain runs it as ftctl when so
-// named) and returns the directory and the environment a shell completes with.
-func completionEnv(t *testing.T) (bin string, env []string) {
+// linkFtctl links this test binary as ftctl in a new directory, which it returns (TestMain runs
+// it as ftctl when so named).
+func linkFtctl(t *testing.T) (bin string) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -465,6 +458,14 @@ func completionEnv(t *testing.T) (bin string, env []string) {
 	if err := os.Symlink(exe, filepath.Join(bin, "ftctl")); err != nil {
 		t.Fatal(err)
 	}
+	return bin
+}
+
+// completionEnv links this test binary as ftctl on PATH and returns the directory and the
+// environment a shell completes with.
+func completionEnv(t *testing.T) (bin string, env []string) {
+	t.Helper()
+	bin = linkFtctl(t)
 	root := completionRoot(t)
 	return bin, append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "FTCTL_TRACEFS="+root, "COLUMNS=200")
 }

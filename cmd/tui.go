@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/charmbracelet/lipgloss"
-	"github.com/muesli/termenv"
 	"github.com/spf13/cobra"
 
 	"github.com/ftctl/ftctl/session"
@@ -34,8 +32,9 @@ func NewCmdTUI(g *Globals, runF func(context.Context, *TUIOptions) error) *cobra
                / searches (highlighted, n/N), e c p filter by event, comm, pid; the event rate
                and the lost-event counters (LOST lines, overruns, drops) always in view
   2 Functions  type a pattern: each key shows how many functions match and which; enter marks
-               it for the filter (tab: the notrace list); the marks are applied with the swap
-               protocol after a confirmation showing +N/-M per list
+               it for the filter (tab: the notrace list) and leaves the field (/ types another);
+               a or enter applies the marks with the swap protocol after a confirmation
+               showing +N/-M per list
   3 Probes     the kprobes; a adds one, checked as you type (a caret under the mistake before
                anything reaches the kernel; the kernel's own error_log after); e enables or
                disables it here, x removes it
@@ -135,11 +134,8 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	if err != nil {
 		return err
 	}
-	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
-		lipgloss.SetColorProfile(termenv.Ascii)
-	}
 	m := tui.New(tui.Options{Backend: backend, Source: src, Instance: inst.Name, Private: g.Instance == "",
-		Group: group, RingSize: opts.RingSize, Context: ctx})
+		Group: group, RingSize: opts.RingSize, Context: ctx, Plain: !colorFor(out)})
 	aborted, err := tui.Run(ctx, m, in, out)
 	if m.Unfinished != "" {
 		fmt.Fprintf(g.Err, "ftctl: quit with %s still running after %v: what it changes in %s may be left half done\n",

@@ -4,13 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/charmbracelet/bubbles/help"
-	"github.com/charmbracelet/bubbles/key"
-	tea "github.com/charmbracelet/bubbletea"
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -42,6 +44,10 @@ type Options struct {
 	FrameEvery, StatusEvery time.Duration
 	Now                     func() time.Time // the clock (time.Now)
 	Styles                  *Styles
+	// Plain draws text only, without colours or attributes (ftctl's colour rule: NO_COLOR set,
+	// TERM=dumb). Otherwise the palette is drawn as the environment says the terminal allows
+	// (TERM, COLORTERM); nothing asks the terminal itself.
+	Plain bool
 	// Context ends the console (SIGTERM, SIGHUP, SIGINT) and the kernel writes in flight (an
 	// apply puts the lists back when it ends).
 	Context context.Context
@@ -89,6 +95,7 @@ type Model struct {
 	statErr error
 
 	width, height int
+	viewHeight    int // the views' height: the screen less the tabs, the message lines, the bar
 	showHelp      bool
 	msg           string
 	msgErr        bool
@@ -139,7 +146,7 @@ func New(o Options) *Model {
 	wctx, cancel := context.WithCancel(o.Context)
 	e := &env{backend: writes, styles: o.Styles, now: o.Now, instance: o.Instance, private: o.Private,
 		group: o.Group, ctx: wctx}
-	m := &Model{env: e, opts: o, keys: newGlobalKeys(), help: help.New(), writes: writes, cancelWrites: cancel,
+	m := &Model{env: e, opts: o, keys: newGlobalKeys(), help: newHelp(), writes: writes, cancelWrites: cancel,
 		done: make(chan struct{})}
 	m.stream = newStreamView(e, o.RingSize)
 	m.funcs = newFunctionsView(e)
@@ -151,14 +158,20 @@ func New(o Options) *Model {
 	return m
 }
 
-// SetSize lays the views out: tabs, the view, the message line, the status bar.
+// SetSize lays the views out: tabs, the view, the message lines, the status bar.
 func (m *Model) SetSize(w, h int) {
 	m.width, m.height = w, h
-	for _, v := range m.views {
-		v.SetSize(w, max(h-3, 1))
-	}
-	m.help.Width = w
+	m.help.SetWidth(w)
 	m.render()
+}
+
+// layout gives the views the height the message lines leave (render calls it: a long message
+// takes more lines while it shows).
+func (m *Model) layout(messageLines int) {
+	m.viewHeight = max(m.height-2-messageLines, 1)
+	for _, v := range m.views {
+		v.SetSize(m.width, m.viewHeight)
+	}
 }
 
 func (m *Model) frameTick() tea.Cmd {
@@ -191,7 +204,7 @@ func (m *Model) Init() tea.Cmd {
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	cmd := m.update(msg)
 	switch msg.(type) {
-	case tea.KeyMsg, tea.WindowSizeMsg, previewMsg:
+	case tea.KeyPressMsg, tea.PasteMsg, tea.WindowSizeMsg, previewMsg:
 		// At once: what the user does (and the count a key asked for) shows in the next frame
 		// the renderer writes.
 		m.render()
@@ -262,13 +275,20 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return m.funcs.Update(msg)
 	case probesMsg, probeAddedMsg, probeDoneMsg:
 		return m.probes.Update(msg)
-	case tea.KeyMsg:
+	case tea.KeyPressMsg:
 		return m.updateKey(msg)
+	case tea.PasteMsg:
+		// Pasted text goes to the field that has the focus, if one has; it is never taken for
+		// keys.
+		if v := m.views[m.state]; v.Typing() && !m.quitting && !m.showHelp {
+			return v.Update(msg)
+		}
+		return nil
 	}
 	return m.views[m.state].Update(msg)
 }
 
-func (m *Model) updateKey(km tea.KeyMsg) tea.Cmd {
+func (m *Model) updateKey(km tea.KeyPressMsg) tea.Cmd {
 	k := m.keys
 	if key.Matches(km, k.Abort) {
 		return m.quit(true)
@@ -412,8 +432,12 @@ func (m *Model) writesDone(msg writesDoneMsg) tea.Cmd {
 // Frames is how many frames the model rendered (safe to call while the program runs).
 func (m *Model) Frames() int64 { return m.frames.Load() }
 
-// View returns the last frame rendered.
-func (m *Model) View() string { return m.frame }
+// View returns the last frame rendered, on the alternate screen.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.frame)
+	v.AltScreen = true
+	return v
+}
 
 // Render draws the frame now (tests and the final screen).
 func (m *Model) Render() string {
@@ -429,16 +453,20 @@ func (m *Model) render() {
 		m.frame = fit("too small: 40×8 at least", m.width)
 		return
 	}
+	msg := m.messageLines()
+	m.layout(len(msg))
 	var b strings.Builder
 	b.WriteString(m.tabs())
 	b.WriteByte('\n')
 	if m.showHelp {
-		b.WriteString(strings.Join(block(m.helpView(), m.width, m.height-3), "\n"))
+		b.WriteString(strings.Join(block(m.helpView(), m.width, m.viewHeight), "\n"))
 	} else {
 		b.WriteString(m.views[m.state].View())
 	}
-	b.WriteByte('\n')
-	b.WriteString(m.messageLine())
+	for _, l := range msg {
+		b.WriteByte('\n')
+		b.WriteString(fit(l, m.width))
+	}
 	b.WriteByte('\n')
 	b.WriteString(m.statusBar())
 	m.frame = b.String()
@@ -460,15 +488,24 @@ func (m *Model) tabs() string {
 	return fit(strings.Join(parts, " "), m.width)
 }
 
-func (m *Model) messageLine() string {
+// messageLines are the lines above the status bar: the last message (or the view's keys), then
+// the status read's error, if any; each wrapped, not cut, to the screen's width. They take half
+// the screen at most (the view keeps the rest), the last line cut if they need more.
+func (m *Model) messageLines() []string {
 	s := m.env.styles
-	if m.msg == "" {
-		return fit(m.help.ShortHelpView(m.views[m.state].Keys().ShortHelp()), m.width)
+	var out []string
+	switch {
+	case m.msg == "":
+		out = append(out, m.help.ShortHelpView(m.views[m.state].Keys().ShortHelp()))
+	case m.msgErr:
+		out = wrapLines(s.Err, "", m.msg, m.width)
+	default:
+		out = wrapLines(s.OK, "", m.msg, m.width)
 	}
-	if m.msgErr {
-		return fit(s.Err.Render(m.msg), m.width)
+	if m.statErr != nil {
+		out = append(out, wrapLines(s.Err, "", describeErr("reading the status", m.statErr), m.width)...)
 	}
-	return fit(s.OK.Render(m.msg), m.width)
+	return atMost(out, (m.height-3)/2, m.width)
 }
 
 func (m *Model) statusBar() string {
@@ -497,11 +534,7 @@ func (m *Model) statusBar() string {
 		}
 	}
 	parts = append(parts, item("overruns", over))
-	line := strings.Join(parts, s.Sep.Render(" "))
-	if m.statErr != nil {
-		line += s.Err.Render(" " + describeErr("status", m.statErr))
-	}
-	line = cut(line, m.width)
+	line := cut(strings.Join(parts, s.Sep.Render(" ")), m.width)
 	if w := ansi.StringWidth(line); w < m.width {
 		line += s.Bar.Render(strings.Repeat(" ", m.width-w))
 	}
@@ -551,11 +584,19 @@ func Run(ctx context.Context, m *Model, in io.Reader, out io.Writer, extra ...te
 	defer kill()
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(2*m.opts.QuitWait+time.Second, kill) })
 	defer stop()
-	opts := append([]tea.ProgramOption{tea.WithContext(kctx), tea.WithInput(in), tea.WithOutput(out),
-		tea.WithAltScreen(), tea.WithFPS(30),
+	opts := []tea.ProgramOption{tea.WithContext(kctx), tea.WithInput(in), tea.WithOutput(out), tea.WithFPS(30),
 		// ftctl's own handling: SIGINT, SIGTERM and SIGHUP end ctx (exit 130); bubbletea's
 		// would make SIGTERM a normal quit.
-		tea.WithoutSignalHandler()}, extra...)
+		tea.WithoutSignalHandler()}
+	// The colours the terminal type allows, from the environment only: no terminal query, no
+	// terminfo file, no `tmux info` (bubbletea's own detection reads both). Plain: text only, no
+	// colour, no bold or reverse either (NO_COLOR, TERM=dumb).
+	profile := colorprofile.Env(os.Environ())
+	if m.opts.Plain {
+		profile = colorprofile.NoTTY
+	}
+	opts = append(opts, tea.WithColorProfile(profile))
+	opts = append(opts, extra...)
 	p := tea.NewProgram(m, opts...)
 	final, err := p.Run()
 	close(m.done)

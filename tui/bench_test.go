@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"runtime"
@@ -11,10 +10,11 @@ import (
 	"testing"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/internal/fixture"
+	"github.com/ftctl/ftctl/internal/vtscreen"
 )
 
 // previewIndex is the 70,000-function index of the budget: the 6.12 list followed by the
@@ -55,7 +55,7 @@ var keystrokeClasses = []struct{ name, pattern string }{
 // their messages back through Update on this goroutine (the event loop), until the frame shows
 // want. Then it waits for the commands still running (close names for a text that matches
 // nothing) so that the next key starts on a quiet process, as a person's next key would.
-func keystroke(b *testing.B, m *Model, key tea.KeyMsg, want string) time.Duration {
+func keystroke(b *testing.B, m *Model, key tea.Msg, want string) time.Duration {
 	msgs := make(chan tea.Msg, 16)
 	var running sync.WaitGroup
 	launch := func(c tea.Cmd) {
@@ -73,7 +73,7 @@ func keystroke(b *testing.B, m *Model, key tea.KeyMsg, want string) time.Duratio
 	launch(cmd)
 	var took time.Duration
 	for took == 0 {
-		if strings.Contains(m.View(), want) {
+		if strings.Contains(m.View().Content, want) {
 			took = time.Since(start)
 			break
 		}
@@ -90,7 +90,7 @@ func keystroke(b *testing.B, m *Model, key tea.KeyMsg, want string) time.Duratio
 				launch(c)
 			}
 		case <-time.After(5 * time.Second):
-			b.Fatalf("the frame never showed %q:\n%s", want, m.View())
+			b.Fatalf("the frame never showed %q:\n%s", want, m.View().Content)
 		}
 	}
 	go func() { running.Wait(); close(msgs) }()
@@ -166,7 +166,7 @@ func BenchmarkFunctionsKeystroke(b *testing.B) {
 			took := make([]time.Duration, 0, b.N)
 			for i := 0; i < b.N; i++ {
 				reset()
-				key := tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(c.pattern), Paste: true}
+				key := tea.PasteMsg{Content: c.pattern}
 				took = append(took, keystroke(b, m, key, want[len(c.pattern)]))
 			}
 			report(b, took)
@@ -174,10 +174,11 @@ func BenchmarkFunctionsKeystroke(b *testing.B) {
 	}
 }
 
-// frameWriter records when the program writes (one write per frame) and whether a write
-// contains a marker.
+// frameWriter is the terminal: it records when the program writes (one write per frame) and
+// whether the screen shows a marker after the write.
 type frameWriter struct {
 	mu     sync.Mutex
+	screen *vtscreen.Screen
 	frames []time.Time
 	marks  map[string][]time.Time
 	want   []string
@@ -188,15 +189,16 @@ func (w *frameWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.frames = append(w.frames, now)
+	w.screen.Write(p)
 	for _, s := range w.want {
-		if bytes.Contains(p, []byte(s)) {
+		if w.screen.Contains(s) {
 			w.marks[s] = append(w.marks[s], now)
 		}
 	}
 	return len(p), nil
 }
 
-// firstAfter is when a write containing s first happened after t.
+// firstAfter is when a write first left s on the screen after t.
 func (w *frameWriter) firstAfter(s string, t time.Time) (time.Time, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -226,16 +228,17 @@ type loadResult struct {
 func runUnderLoad(t testing.TB, rate int, d time.Duration) loadResult {
 	src := NewSyntheticSource(rate, 5*time.Millisecond, DefaultRingSize)
 	m := New(Options{Backend: &fakeBackend{ix: &filters.Index{}, tracer: "function", on: true}, Source: src, StatusEvery: time.Second})
-	w := &frameWriter{marks: map[string][]time.Time{}, want: []string{"PAUSED", "FOLLOWING"}}
+	w := &frameWriter{screen: vtscreen.New(160, 50), marks: map[string][]time.Time{}, want: []string{"PAUSED", "FOLLOWING"}}
+	w.screen.MapNewline = true // no terminal on the program's input: bubbletea takes it to be in cooked mode
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(nil), tea.WithOutput(w), tea.WithFPS(30), tea.WithoutSignalHandler())
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(nil), tea.WithOutput(w), tea.WithFPS(30), tea.WithoutSignalHandler(),
+		tea.WithWindowSize(160, 50), tea.WithEnvironment([]string{"TERM=xterm-256color"}))
 	done := make(chan struct{})
 	go func() {
 		p.Run()
 		close(done)
 	}()
-	p.Send(tea.WindowSizeMsg{Width: 160, Height: 50})
 	time.Sleep(500 * time.Millisecond) // the ring fills, the rate settles
 	start := time.Now()
 	w.mu.Lock()

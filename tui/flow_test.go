@@ -2,60 +2,102 @@ package tui
 
 import (
 	"bytes"
-	"os"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
-	"github.com/charmbracelet/x/exp/teatest"
-	"github.com/muesli/termenv"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest/v2"
+
+	"github.com/ftctl/ftctl/internal/vtscreen"
 )
 
-// The flows run the whole program (teatest): a fixed terminal size, a fixed colour profile,
-// the fake backend, a fixed clock and trace. Each ends with the final frame compared with a
-// golden file under testdata/ (go test ./tui -run Flow -update rewrites them).
+// The flows run the whole program (teatest): a fixed terminal size and type, a fixed colour
+// profile, the fake backend, a fixed clock and trace. What the program writes goes through a
+// terminal emulator: a flow waits for text to show on the screen, as a person would (bubbletea
+// v2 redraws only the cells that change, so the bytes written need not hold the text whole).
+// Each ends with the final frame compared with a golden file under testdata/ (go test ./tui -run
+// Flow -update rewrites them).
 
-func TestMain(m *testing.M) {
-	lipgloss.SetColorProfile(termenv.Ascii)
-	os.Exit(m.Run())
+// flow is a program under test and the screen it draws on.
+type flow struct {
+	t      *testing.T
+	tm     *teatest.TestModel
+	screen *vtscreen.Screen
 }
 
-func waitFor(t *testing.T, tm *teatest.TestModel, what string) {
-	t.Helper()
-	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(what)) },
-		teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+// newFlow runs m on a w×h xterm, without colours unless profile says otherwise.
+func newFlow(t *testing.T, m *Model, w, h int, profile ...colorprofile.Profile) *flow {
+	p := colorprofile.NoTTY
+	if len(profile) > 0 {
+		p = profile[0]
+	}
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(w, h), teatest.WithProgramOptions(
+		tea.WithColorProfile(p), tea.WithEnvironment([]string{"TERM=xterm-256color"})))
+	s := vtscreen.New(w, h)
+	s.MapNewline = true // no terminal on the program's input: bubbletea takes it to be in cooked mode
+	return &flow{t: t, tm: tm, screen: s}
 }
 
-func finish(t *testing.T, tm *teatest.TestModel) *Model {
-	t.Helper()
-	tm.Send(press("ctrl+c"))
-	return tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
+func (f *flow) Send(msg tea.Msg) { f.tm.Send(msg) }
+func (f *flow) Type(s string)    { f.tm.Type(s) }
+
+// waitFor waits until the screen shows what.
+func (f *flow) waitFor(what string) {
+	f.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		io.Copy(f.screen, f.tm.Output())
+		if f.screen.Contains(what) {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("the screen never showed %q:\n%s", what, f.screen)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
+// finish aborts the console (ctrl+c) and returns its final model.
+func (f *flow) finish() *Model {
+	f.t.Helper()
+	f.tm.Send(press("ctrl+c"))
+	return f.final()
+}
+
+func (f *flow) final() *Model {
+	f.t.Helper()
+	return f.tm.FinalModel(f.t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
+}
+
+// golden compares the final frame, as a terminal without colours shows it, with the golden file.
 func golden(t *testing.T, m *Model) {
 	t.Helper()
-	teatest.RequireEqualOutput(t, []byte(m.Render()+"\n"))
+	teatest.RequireEqualOutput(t, []byte(ansi.Strip(m.Render())+"\n"))
 }
 
 func TestFlowFunctionsApply(t *testing.T) {
 	fb := newFakeBackend(t)
-	tm := teatest.NewTestModel(t, testModel(t, fb, testTrace), teatest.WithInitialTermSize(100, 30))
+	tm := newFlow(t, testModel(t, fb, testTrace), 100, 30)
 	tm.Send(press("2"))
-	waitFor(t, tm, "traceable functions")
+	tm.waitFor("traceable functions")
 	tm.Type("vfs_rea*")
-	waitFor(t, tm, "3 functions match")
-	tm.Send(press("enter"))
+	tm.waitFor("3 functions match")
+	tm.Send(press("enter")) // marked; the keys go to the marks
+	tm.Type("/")            // another pattern
 	tm.Send(press("tab"))
 	tm.Type("vfs_readv")
-	waitFor(t, tm, "1 function match")
+	tm.waitFor("1 function match")
 	tm.Send(press("enter"))
+	tm.Type("/")
 	tm.Send(press("enter")) // empty field: the plan
-	waitFor(t, tm, "swap protocol?")
+	tm.waitFor("swap protocol?")
 	tm.Type("y")
-	waitFor(t, tm, "applied, verified")
-	m := finish(t, tm)
+	tm.waitFor("applied, verified")
+	m := tm.finish()
 	golden(t, m)
 	if len(fb.applied) != 1 || fb.lists.Filter.Total() != 3 || fb.lists.Notrace.Total() != 1 {
 		t.Errorf("applied %v", fb.applied)
@@ -66,63 +108,67 @@ func TestFlowFunctionsApply(t *testing.T) {
 }
 
 func TestFlowFunctionsConfirmation(t *testing.T) {
-	tm := teatest.NewTestModel(t, testModel(t, newFakeBackend(t), testTrace), teatest.WithInitialTermSize(100, 24))
+	tm := newFlow(t, testModel(t, newFakeBackend(t), testTrace), 100, 24)
 	tm.Send(press("2"))
-	waitFor(t, tm, "traceable functions")
+	tm.waitFor("traceable functions")
 	tm.Type("tcp_v4_*")
-	waitFor(t, tm, "functions match")
+	tm.waitFor("functions match")
 	tm.Send(press("enter"))
+	tm.Type("/")
 	tm.Send(press("tab"))
 	tm.Type("tcp_v4_do_rcv")
-	waitFor(t, tm, "1 function match")
+	tm.waitFor("1 function match")
 	tm.Send(press("enter"))
-	tm.Send(press("esc"))
-	tm.Type("a")
-	waitFor(t, tm, "swap protocol?")
-	golden(t, finish(t, tm))
+	tm.waitFor("a or enter applies")
+	tm.Type("a") // right after marking: applies (issue 18 item 7)
+	tm.waitFor("swap protocol?")
+	golden(t, tm.finish())
 }
 
 func TestFlowProbeRejected(t *testing.T) {
-	tm := teatest.NewTestModel(t, testModel(t, newFakeBackend(t), testTrace), teatest.WithInitialTermSize(100, 24))
+	tm := newFlow(t, testModel(t, newFakeBackend(t), testTrace), 100, 24)
 	tm.Send(press("3"))
-	waitFor(t, tm, "no kprobes")
+	tm.waitFor("no kprobes")
 	tm.Type("a")
 	tm.Type("p:op vfs_raed n=%ax")
-	waitFor(t, tm, "1 argument")
+	tm.waitFor("1 argument")
 	tm.Send(press("enter"))
-	waitFor(t, tm, "kernel error_log")
-	golden(t, finish(t, tm))
+	tm.waitFor("kernel error_log")
+	golden(t, tm.finish())
 }
 
 func TestFlowProbeSyntaxError(t *testing.T) {
 	fb := newFakeBackend(t)
-	tm := teatest.NewTestModel(t, testModel(t, fb, testTrace), teatest.WithInitialTermSize(100, 24))
+	tm := newFlow(t, testModel(t, fb, testTrace), 100, 24)
 	tm.Send(press("3"))
-	waitFor(t, tm, "no kprobes")
+	tm.waitFor("no kprobes")
 	tm.Type("a")
 	tm.Type("r:ret vfs_read ret=$retval:u33")
-	waitFor(t, tm, "found before")
+	tm.waitFor("found before")
 	tm.Send(press("enter"))
-	waitFor(t, tm, "fix the definition first")
-	golden(t, finish(t, tm))
+	tm.waitFor("fix the definition first")
+	golden(t, tm.finish())
 	if len(fb.added) != 0 {
 		t.Error("sent to the kernel")
 	}
 }
 
 func TestFlowStreamColours(t *testing.T) {
-	lipgloss.SetColorProfile(termenv.ANSI)
-	defer lipgloss.SetColorProfile(termenv.Ascii)
 	m := testModel(t, newFakeBackend(t), testTrace)
-	m.env.styles = DefaultStyles()
-	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(110, 30))
-	waitFor(t, tm, "35 events")
+	tm := newFlow(t, m, 110, 30, colorprofile.ANSI)
+	tm.waitFor("35 events")
 	tm.Type("/")
 	tm.Type("passwd")
 	tm.Send(press("enter"))
-	waitFor(t, tm, "search: passwd")
-	out := finish(t, tm)
-	golden(t, out)
+	tm.waitFor("search: passwd")
+	out := tm.finish()
+	// The frame as a 16-colour terminal gets it.
+	var b bytes.Buffer
+	w := &colorprofile.Writer{Forward: &b, Profile: colorprofile.ANSI}
+	if _, err := w.WriteString(out.Render() + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	teatest.RequireEqualOutput(t, b.Bytes())
 	// Only SGR sequences reach the terminal: trace data cannot clear it, retitle it, ring it.
 	frame := out.Render()
 	for i := 0; i < len(frame); i++ {
@@ -139,38 +185,38 @@ func TestFlowStreamColours(t *testing.T) {
 }
 
 func TestFlowStreamFilteredPaused(t *testing.T) {
-	tm := teatest.NewTestModel(t, testModel(t, newFakeBackend(t), testTrace), teatest.WithInitialTermSize(100, 24))
-	waitFor(t, tm, "35 events")
+	tm := newFlow(t, testModel(t, newFakeBackend(t), testTrace), 100, 24)
+	tm.waitFor("35 events")
 	tm.Type("c")
 	tm.Send(press("enter")) // prefilled with the newest row's comm: bash
-	waitFor(t, tm, "comm=bash")
+	tm.waitFor("comm=bash")
 	tm.Send(press("space"))
 	tm.Send(press("up"))
 	tm.Send(press("up"))
-	waitFor(t, tm, "PAUSED")
-	golden(t, finish(t, tm))
+	tm.waitFor("PAUSED")
+	golden(t, tm.finish())
 }
 
 func TestFlowTop(t *testing.T) {
-	tm := teatest.NewTestModel(t, testModel(t, newFakeBackend(t), testTrace), teatest.WithInitialTermSize(90, 16))
-	waitFor(t, tm, "35 events")
+	tm := newFlow(t, testModel(t, newFakeBackend(t), testTrace), 90, 16)
+	tm.waitFor("35 events")
 	tm.Type("4")
-	waitFor(t, tm, "since start")
-	golden(t, finish(t, tm))
+	tm.waitFor("since start")
+	golden(t, tm.finish())
 }
 
 func TestFlowHelp(t *testing.T) {
-	tm := teatest.NewTestModel(t, testModel(t, newFakeBackend(t), testTrace), teatest.WithInitialTermSize(100, 30))
+	tm := newFlow(t, testModel(t, newFakeBackend(t), testTrace), 100, 30)
 	tm.Type("?")
-	waitFor(t, tm, "everywhere")
-	golden(t, finish(t, tm))
+	tm.waitFor("everywhere")
+	golden(t, tm.finish())
 }
 
 func TestFlowQuit(t *testing.T) {
-	tm := teatest.NewTestModel(t, testModel(t, newFakeBackend(t), testTrace), teatest.WithInitialTermSize(80, 24))
-	waitFor(t, tm, "35 events")
+	tm := newFlow(t, testModel(t, newFakeBackend(t), testTrace), 80, 24)
+	tm.waitFor("35 events")
 	tm.Type("q")
-	m := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
+	m := tm.final()
 	if !m.Quit || m.Aborted {
 		t.Errorf("quit %v aborted %v", m.Quit, m.Aborted)
 	}

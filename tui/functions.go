@@ -6,11 +6,10 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/charmbracelet/bubbles/cursor"
-	"github.com/charmbracelet/bubbles/help"
-	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/textinput"
-	tea "github.com/charmbracelet/bubbletea"
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/ftctl/ftctl/filters"
 )
@@ -79,23 +78,24 @@ type FunctionsView struct {
 }
 
 func newFunctionsView(e *env) *FunctionsView {
-	in := textinput.New()
-	in.Prompt = "pattern> "
-	in.Placeholder = "a kernel glob: vfs_*, *sched*, tcp_v4_*:mod:!*, ext4_*:mod:ext4"
-	in.Cursor.SetMode(cursor.CursorStatic)
-	in.CharLimit = 256
+	in := newInput("pattern> ", "a kernel glob: vfs_*, *sched*, tcp_v4_*:mod:!*, ext4_*:mod:ext4", 256)
 	in.Focus()
 	return &FunctionsView{env: e, keys: newFunctionsKeys(), ckeys: newConfirmKeys(), input: in,
 		target: filters.FilterFile, loading: true, seq: new(atomic.Uint64), inlineMost: inlineWithin}
 }
 
-// Keys implements the component contract.
-func (v *FunctionsView) Keys() help.KeyMap { return v.keys }
+// Keys implements the component contract: the keys of the field while typing, else the marks'.
+func (v *FunctionsView) Keys() help.KeyMap {
+	if v.input.Focused() {
+		return functionsFieldKeys{v.keys}
+	}
+	return v.keys
+}
 
 // SetSize implements the component contract.
 func (v *FunctionsView) SetSize(w, h int) {
 	v.width, v.height = w, h
-	v.input.Width = max(w-len(v.input.Prompt)-14, 10)
+	v.input.SetWidth(max(w-len(v.input.Prompt)-14, 10))
 }
 
 // Typing says whether keys go to the pattern field.
@@ -289,13 +289,28 @@ func (v *FunctionsView) Update(msg tea.Msg) tea.Cmd {
 			parts = append(parts, fmt.Sprintf("%s: %s (+%d −%d)", r.File, plural(r.After, "function"), r.Added, r.Removed))
 		}
 		return tea.Batch(v.loadLists(), notice("applied, verified: "+strings.Join(parts, "; "), false))
-	case tea.KeyMsg:
+	case tea.KeyPressMsg:
 		return v.updateKey(msg)
+	case tea.PasteMsg:
+		if v.Typing() {
+			return v.edit(msg)
+		}
 	}
 	return nil
 }
 
-func (v *FunctionsView) updateKey(km tea.KeyMsg) tea.Cmd {
+// edit gives a key or a paste to the pattern field and previews the text if it changed.
+func (v *FunctionsView) edit(msg tea.Msg) tea.Cmd {
+	var cmd tea.Cmd
+	old := v.input.Value()
+	v.input, cmd = v.input.Update(msg)
+	if v.input.Value() != old {
+		return tea.Batch(cmd, v.preview())
+	}
+	return cmd
+}
+
+func (v *FunctionsView) updateKey(km tea.KeyPressMsg) tea.Cmd {
 	k := v.keys
 	if v.confirm != nil {
 		switch {
@@ -327,13 +342,7 @@ func (v *FunctionsView) updateKey(km tea.KeyMsg) tea.Cmd {
 			}
 			return v.mark()
 		}
-		var cmd tea.Cmd
-		old := v.input.Value()
-		v.input, cmd = v.input.Update(km)
-		if v.input.Value() != old {
-			return tea.Batch(cmd, v.preview())
-		}
-		return cmd
+		return v.edit(km)
 	}
 	switch {
 	case key.Matches(km, k.Edit):
@@ -372,7 +381,7 @@ func other(file string) string {
 
 func (v *FunctionsView) toggleTarget() { v.target = other(v.target) }
 
-// mark adds what is typed to the marks, if it selects something.
+// mark adds what is typed to the marks, if it selects something, and leaves the field.
 func (v *FunctionsView) mark() tea.Cmd {
 	text := strings.TrimSpace(v.input.Value())
 	v.resolveNow()
@@ -388,8 +397,12 @@ func (v *FunctionsView) mark() tea.Cmd {
 		}
 		return notice(msg, true)
 	}
-	for _, m := range v.marks {
+	// Marked (or marked already): the field empties and gives the keys back to the marks, so
+	// that a applies them, as the hint says; / or i types another pattern.
+	defer v.input.Blur()
+	for i, m := range v.marks {
 		if m.text == text && m.file == v.target {
+			v.sel = i
 			v.input.SetValue("")
 			return v.preview()
 		}
@@ -510,9 +523,9 @@ func (v *FunctionsView) View() string {
 	case v.loading && v.ix == nil:
 		top = append(top, s.Dim.Render("reading available_filter_functions…"))
 	case v.ixErr != nil:
-		top = append(top, s.Err.Render(safe(describeErr("available_filter_functions", v.ixErr))))
+		top = append(top, wrapLines(s.Err, "", describeErr("available_filter_functions", v.ixErr), w)...)
 	case v.patErr != nil:
-		top = append(top, s.Err.Render(safe(v.patErr.Error())))
+		top = append(top, wrapLines(s.Err, "", v.patErr.Error(), w)...)
 	case v.pending:
 		top = append(top, s.Dim.Render("counting…"))
 	case v.pat == nil:
@@ -533,7 +546,11 @@ func (v *FunctionsView) View() string {
 	if v.confirm != nil {
 		bottom = append(bottom, v.confirmView()...)
 	} else {
-		bottom = append(bottom, s.Header.Render("marked")+s.Dim.Render(" (the lists become these; empty input + enter, or a, applies)"))
+		hint := " (the lists become these; a or enter applies them · / types another pattern)"
+		if v.input.Focused() {
+			hint = " (the lists become these; enter on an empty pattern applies them)"
+		}
+		bottom = append(bottom, s.Header.Render("marked")+s.Dim.Render(hint))
 		if len(v.marks) == 0 {
 			bottom = append(bottom, s.Dim.Render("  none yet"))
 		}

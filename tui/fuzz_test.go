@@ -4,9 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/muesli/termenv"
 )
 
 // FuzzRowRendering: whatever bytes trace_pipe hands over (comms, markers and probed strings
@@ -19,8 +17,6 @@ func FuzzRowRendering(f *testing.F) {
 	f.Add("CPU:0 [LOST 3 EVENTS]\n")
 	f.Add("              sh-1       [001] .....     1.000000: <stack trace>\n => \x1b[31m\n")
 	fb := &fakeBackend{ix: nil, tracer: "nop"}
-	lipgloss.SetColorProfile(termenv.ANSI)
-	defer lipgloss.SetColorProfile(termenv.Ascii)
 	f.Fuzz(func(t *testing.T, text string) {
 		m := New(Options{Backend: fb, RingSize: 1000, Now: fixedNow})
 		m.SetSize(100, 20)

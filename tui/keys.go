@@ -1,6 +1,6 @@
 package tui
 
-import "github.com/charmbracelet/bubbles/key"
+import "charm.land/bubbles/v2/key"
 
 // The key maps: one per view plus the global one, each a struct of bindings so that the help
 // screen is generated from what the code matches (ShortHelp/FullHelp), never written twice.
@@ -48,7 +48,7 @@ type streamKeys struct {
 
 func newStreamKeys() streamKeys {
 	return streamKeys{
-		Pause:    bind("space", "pause/resume", " "),
+		Pause:    bind("space", "pause/resume", "space"),
 		Follow:   bind("f/end", "follow the newest", "f", "end", "G"),
 		Up:       bind("↑/k", "up", "up", "k"),
 		Down:     bind("↓/j", "down", "down", "j"),
@@ -89,17 +89,25 @@ func newFunctionsKeys() functionsKeys {
 		Up:     bind("↑/k", "select mark", "up", "k"),
 		Down:   bind("↓/j", "select mark", "down", "j"),
 		Unmark: bind("d/del", "unmark", "d", "delete", "backspace"),
-		Apply:  bind("a", "apply the marks (confirm first)", "a"),
+		Apply:  bind("a/enter", "apply the marks (confirm first)", "a", "enter"),
 		Load:   bind("r", "re-read lists and functions", "r"),
 	}
 }
 
+// ShortHelp: the keys of the marks (the field does not have the focus).
 func (k functionsKeys) ShortHelp() []key.Binding {
-	return []key.Binding{k.Edit, k.Mark, k.Target, k.Apply, k.Unmark}
+	return []key.Binding{k.Apply, k.Edit, k.Target, k.Unmark, k.Load}
 }
 
 func (k functionsKeys) FullHelp() [][]key.Binding {
 	return [][]key.Binding{{k.Edit, k.Mark, k.Target, k.Leave}, {k.Up, k.Down, k.Unmark, k.Apply, k.Load}}
+}
+
+// functionsFieldKeys are the Functions view's keys while the pattern field has the focus.
+type functionsFieldKeys struct{ functionsKeys }
+
+func (k functionsFieldKeys) ShortHelp() []key.Binding {
+	return []key.Binding{k.Mark, k.Target, k.Leave}
 }
 
 // probesKeys are the Probes view's.
@@ -114,7 +122,7 @@ func newProbesKeys() probesKeys {
 		Cancel:  bind("esc", "cancel", "esc"),
 		Up:      bind("↑/k", "up", "up", "k"),
 		Down:    bind("↓/j", "down", "down", "j"),
-		Toggle:  bind("e/space", "enable/disable here", "e", " "),
+		Toggle:  bind("e/space", "enable/disable here", "e", "space"),
 		Remove:  bind("x/del", "remove (confirm first)", "x", "delete"),
 		Refresh: bind("r", "refresh", "r"),
 	}

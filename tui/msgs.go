@@ -7,7 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ftctl/ftctl/filters"
@@ -137,6 +138,66 @@ func fit(s string, width int) string {
 		s += strings.Repeat(" ", width-w)
 	}
 	return s
+}
+
+// wrapLines breaks text into lines of width cells at most (indent included), each styled and
+// started by indent: at spaces and after a '/' where it can, inside a word where it must. An
+// error is shown whole this way, never cut at the screen's edge where its cause comes last. The
+// text is escaped here (safe): it may come from the kernel.
+func wrapLines(style lipgloss.Style, indent, text string, width int) []string {
+	return wrapSpans(indent, width, span{text, style})
+}
+
+// atMost keeps the first most lines (one at least), the last ending in … when some are left out.
+func atMost(lines []string, most, width int) []string {
+	most = max(most, 1)
+	if len(lines) <= most {
+		return lines
+	}
+	lines = lines[:most]
+	lines[most-1] = ansi.Truncate(lines[most-1], width-1, "") + "…"
+	return lines
+}
+
+// span is text in one style.
+type span struct {
+	text  string
+	style lipgloss.Style
+}
+
+// wrapSpans is wrapLines for text in several styles (a bold label, then the kernel's message):
+// the text is wrapped as one, each piece keeps its style on whichever lines it lands.
+func wrapSpans(indent string, width int, spans ...span) []string {
+	var b strings.Builder
+	ends := make([]int, len(spans)) // where each span ends in the text
+	for i, sp := range spans {
+		b.WriteString(safe(sp.text))
+		ends[i] = b.Len()
+	}
+	text := b.String()
+	var out []string
+	off := 0
+	for _, l := range strings.Split(ansi.Wrap(text, max(width-ansi.StringWidth(indent), 1), "/"), "\n") {
+		// Wrapping only drops the spaces it breaks at: the line is the text's next piece.
+		at := strings.Index(text[off:], l)
+		if at < 0 {
+			out = append(out, indent+spans[0].style.Render(l))
+			continue
+		}
+		at += off
+		var line strings.Builder
+		line.WriteString(indent)
+		start := 0
+		for i, end := range ends {
+			if lo, hi := max(start, at), min(end, at+len(l)); lo < hi {
+				line.WriteString(spans[i].style.Render(text[lo:hi]))
+			}
+			start = end
+		}
+		out = append(out, line.String())
+		off = at + len(l)
+	}
+	return out
 }
 
 // cut cuts a line to width cells without padding.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/ftctl/ftctl/filters"
 )
@@ -30,28 +30,28 @@ func drain(m *Model, cmd tea.Cmd) {
 
 // randomEdit is one key (or paste) that changes the pattern field: typing at the cursor,
 // pasting a piece of a real name or a qualifier, deleting either side, moving the cursor.
-func randomEdit(r *rand.Rand, ix *filters.Index) tea.KeyMsg {
+func randomEdit(r *rand.Rand, ix *filters.Index) tea.Msg {
 	const chars = "abcdefghijklmnopqrstuvwxyz_0123456789*?[]!-\\:"
 	switch r.IntN(12) {
 	case 0, 1, 2, 3:
-		return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{rune(chars[r.IntN(len(chars))])}}
+		return press(string(chars[r.IntN(len(chars))]))
 	case 4:
 		name := ix.Records[r.IntN(ix.Len())].Name
 		lo := r.IntN(len(name))
-		return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(name[lo:min(len(name), lo+1+r.IntN(8))]), Paste: true}
+		return tea.PasteMsg{Content: name[lo:min(len(name), lo+1+r.IntN(8))]}
 	case 5:
 		q := []string{":mod:", ":mod:dummy", ":mod:!", ":mod:nls*", "*", "[rw]", "[!x]?"}[r.IntN(7)]
-		return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(q), Paste: true}
+		return tea.PasteMsg{Content: q}
 	case 6, 7:
-		return tea.KeyMsg{Type: tea.KeyBackspace}
+		return tea.KeyPressMsg{Code: tea.KeyBackspace}
 	case 8:
-		return tea.KeyMsg{Type: tea.KeyDelete}
+		return tea.KeyPressMsg{Code: tea.KeyDelete}
 	case 9:
-		return tea.KeyMsg{Type: tea.KeyLeft}
+		return tea.KeyPressMsg{Code: tea.KeyLeft}
 	case 10:
-		return tea.KeyMsg{Type: tea.KeyRight}
+		return tea.KeyPressMsg{Code: tea.KeyRight}
 	}
-	return []tea.KeyMsg{{Type: tea.KeyHome}, {Type: tea.KeyEnd}, {Type: tea.KeyCtrlU}}[r.IntN(3)]
+	return []tea.KeyPressMsg{{Code: tea.KeyHome}, {Code: tea.KeyEnd}, {Code: 'u', Mod: tea.ModCtrl}}[r.IntN(3)]
 }
 
 // TestPreviewNarrowingIsExact types random edit sequences (typing in the middle, pastes,

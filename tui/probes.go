@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/charmbracelet/bubbles/cursor"
-	"github.com/charmbracelet/bubbles/help"
-	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/textinput"
-	tea "github.com/charmbracelet/bubbletea"
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/tracefs"
@@ -47,11 +46,7 @@ type ProbesView struct {
 }
 
 func newProbesView(e *env) *ProbesView {
-	in := textinput.New()
-	in.Prompt = "probe> "
-	in.Placeholder = "p:myopen do_sys_openat2 dfd=%di   or   r:ret vfs_read ret=$retval"
-	in.Cursor.SetMode(cursor.CursorStatic)
-	in.CharLimit = probes.MaxLineLen
+	in := newInput("probe> ", "p:myopen do_sys_openat2 dfd=%di   or   r:ret vfs_read ret=$retval", probes.MaxLineLen)
 	return &ProbesView{env: e, keys: newProbesKeys(), ckeys: newConfirmKeys(), input: in}
 }
 
@@ -61,7 +56,7 @@ func (v *ProbesView) Keys() help.KeyMap { return v.keys }
 // SetSize implements the component contract.
 func (v *ProbesView) SetSize(w, h int) {
 	v.width, v.height = w, h
-	v.input.Width = max(w-len(v.input.Prompt)-2, 10)
+	v.input.SetWidth(max(w-len(v.input.Prompt)-2, 10))
 }
 
 // Typing says whether keys go to the definition field.
@@ -132,13 +127,28 @@ func (v *ProbesView) Update(msg tea.Msg) tea.Cmd {
 			return tea.Batch(v.refresh(), notice(describeErr(msg.what, msg.err), true))
 		}
 		return tea.Batch(v.refresh(), notice(msg.what, false))
-	case tea.KeyMsg:
+	case tea.KeyPressMsg:
 		return v.updateKey(msg)
+	case tea.PasteMsg:
+		if v.adding && v.remove == nil {
+			return v.edit(msg)
+		}
 	}
 	return nil
 }
 
-func (v *ProbesView) updateKey(km tea.KeyMsg) tea.Cmd {
+// edit gives a key or a paste to the definition field and checks the text if it changed.
+func (v *ProbesView) edit(msg tea.Msg) tea.Cmd {
+	var cmd tea.Cmd
+	old := v.input.Value()
+	v.input, cmd = v.input.Update(msg)
+	if v.input.Value() != old {
+		v.validate()
+	}
+	return cmd
+}
+
+func (v *ProbesView) updateKey(km tea.KeyPressMsg) tea.Cmd {
 	k := v.keys
 	if v.remove != nil {
 		p := *v.remove
@@ -177,13 +187,7 @@ func (v *ProbesView) updateKey(km tea.KeyMsg) tea.Cmd {
 				return probeAddedMsg{a, err}
 			}
 		}
-		var cmd tea.Cmd
-		old := v.input.Value()
-		v.input, cmd = v.input.Update(km)
-		if v.input.Value() != old {
-			v.validate()
-		}
-		return cmd
+		return v.edit(km)
 	}
 	switch {
 	case key.Matches(km, k.Add):
@@ -266,9 +270,9 @@ func (v *ProbesView) View() string {
 	var body []string
 	switch {
 	case v.listErr != nil && errors.Is(v.listErr, tracefs.ErrUnavailable):
-		body = append(body, s.Err.Render(" "+safe(v.listErr.Error())))
+		body = append(body, wrapLines(s.Err, " ", v.listErr.Error(), v.width)...)
 	case v.listErr != nil:
-		body = append(body, s.Err.Render(" "+describeErr("reading kprobe_events", v.listErr)))
+		body = append(body, wrapLines(s.Err, " ", describeErr("reading kprobe_events", v.listErr), v.width)...)
 	case !v.loaded:
 		body = append(body, s.Dim.Render(" reading kprobe_events…"))
 	case len(v.list) == 0:
@@ -308,17 +312,17 @@ func (v *ProbesView) View() string {
 
 // addView is the definition field with its live validation and the kernel's last answer.
 func (v *ProbesView) addView() []string {
-	s := v.env.styles
+	s, w := v.env.styles, v.width
 	out := []string{v.input.View()}
 	switch {
 	case v.synErr != nil:
 		out = append(out, v.caretLines("  ", v.synErr.Source, v.synErr.Pos)...)
-		out = append(out, s.Err.Render("  "+safe(v.synErr.Msg))+s.Dim.Render(" (found before anything reached the kernel)"))
+		out = append(out, wrapSpans("  ", w, span{v.synErr.Msg, s.Err}, span{" (found before anything reached the kernel)", s.Dim})...)
 		if v.synErr.Hint != "" {
-			out = append(out, s.Dim.Render("  "+safe(v.synErr.Hint)))
+			out = append(out, wrapLines(s.Dim, "  ", v.synErr.Hint, w)...)
 		}
 	case v.err != nil:
-		out = append(out, s.Err.Render("  "+safe(v.err.Error())))
+		out = append(out, wrapLines(s.Err, "  ", v.err.Error(), w)...)
 	case v.def != nil:
 		kind := "kprobe"
 		if v.def.IsReturn() {
@@ -333,28 +337,28 @@ func (v *ProbesView) addView() []string {
 		out = append(out, s.Dim.Render("  sending to the kernel…"))
 	}
 	if re := v.rejected; re != nil {
-		head := "  the kernel rejected " + fmt.Sprintf("%q", safe(v.sent))
+		head := "the kernel rejected " + fmt.Sprintf("%q", safe(v.sent))
 		var te *tracefs.Error
 		if errors.As(re.Err, &te) && te.Errno != nil {
 			head += fmt.Sprintf(" (%v)", te.Errno)
 		}
-		out = append(out, s.Err.Render(head))
+		out = append(out, wrapLines(s.Err, "  ", head, w)...)
 		if d := re.Diagnosis; d != nil {
-			out = append(out, s.Bold.Render("  kernel error_log: ")+safe(d.Message))
+			out = append(out, wrapSpans("  ", w, span{"kernel error_log: ", s.Bold}, span{d.Message, plain})...)
 			if d.Pos >= 0 {
 				out = append(out, v.caretLines("    ", d.Source, d.Pos)...)
 			}
 		} else if re.Err != nil {
-			out = append(out, "  "+safe(re.Err.Error()))
+			out = append(out, wrapLines(plain, "  ", re.Err.Error(), w)...)
 		}
 		if len(re.Existing) > 0 {
-			out = append(out, "  a probe of that name exists: "+safe(strings.Join(re.Existing, " | ")))
+			out = append(out, wrapLines(plain, "  ", "a probe of that name exists: "+strings.Join(re.Existing, " | "), w)...)
 		}
 		if len(re.Suggestions) > 0 {
-			out = append(out, "  no such symbol; close function names: "+safe(strings.Join(re.Suggestions, ", ")))
+			out = append(out, wrapLines(plain, "  ", "no such symbol; close function names: "+strings.Join(re.Suggestions, ", "), w)...)
 		}
 	} else if v.rejectedErr != nil {
-		out = append(out, s.Err.Render("  "+describeErr("adding the probe", v.rejectedErr)))
+		out = append(out, wrapLines(s.Err, "  ", describeErr("adding the probe", v.rejectedErr), w)...)
 	}
 	return out
 }

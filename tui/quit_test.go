@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -9,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/ftctl/ftctl/filters"
+	"github.com/ftctl/ftctl/internal/vtscreen"
 )
 
 // blockingBackend is the fake kernel with an Apply that holds on until the test releases it, or
@@ -59,29 +61,11 @@ func (b *blockingBackend) state() (time.Time, bool) {
 	return b.ended, b.rolledBack
 }
 
-// syncBuffer is the terminal: what the program wrote, safe to read while it writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) contains(text string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Contains(s.b.Bytes(), []byte(text))
-}
-
 // console is Run on a pipe and a buffer, as on a terminal.
 type console struct {
 	t    *testing.T
 	in   *io.PipeWriter
-	out  *syncBuffer
+	out  *vtscreen.Screen
 	done chan error
 	end  time.Time
 	m    *Model
@@ -91,9 +75,10 @@ func startConsole(t *testing.T, ctx context.Context, b Backend, quitWait time.Du
 	m := New(Options{Backend: b, Source: NewTextSource(testTrace), Instance: "ftctl-4242-1", Private: true,
 		Group: "ftctl_4242_1", Now: fixedNow, StatusEvery: time.Hour, RingSize: 1000, Context: ctx, QuitWait: quitWait})
 	r, w := io.Pipe()
-	c := &console{t: t, in: w, out: &syncBuffer{}, done: make(chan error, 1), m: m}
+	c := &console{t: t, in: w, out: vtscreen.New(80, 24), done: make(chan error, 1), m: m}
+	c.out.MapNewline = true // no terminal on the program's input: bubbletea takes it to be in cooked mode
 	go func() {
-		_, err := Run(ctx, m, r, c.out)
+		_, err := Run(ctx, m, r, c.out, tea.WithWindowSize(80, 24), tea.WithEnvironment([]string{"TERM=xterm-256color"}))
 		c.end = time.Now()
 		c.done <- err
 	}()
@@ -107,15 +92,17 @@ func (c *console) keys(s string) {
 	if _, err := c.in.Write([]byte(s)); err != nil {
 		c.t.Fatal(err)
 	}
-	time.Sleep(30 * time.Millisecond) // one key per read
+	// One key per read, and a lone ESC read as the esc key: bubbletea waits 50 ms for the rest of
+	// a sequence.
+	time.Sleep(80 * time.Millisecond)
 }
 
 func (c *console) waitFor(text string) {
 	c.t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for !c.out.contains(text) {
+	for !c.out.Contains(text) {
 		if time.Now().After(deadline) {
-			c.t.Fatalf("the console never showed %q", text)
+			c.t.Fatalf("the console never showed %q:\n%s", text, c.out)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

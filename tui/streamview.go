@@ -6,12 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/cursor"
-	"github.com/charmbracelet/bubbles/help"
-	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/textinput"
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ftctl/ftctl/stream"
@@ -78,9 +77,7 @@ type StreamView struct {
 }
 
 func newStreamView(e *env, ringSize int) *StreamView {
-	p := textinput.New()
-	p.Cursor.SetMode(cursor.CursorStatic)
-	p.CharLimit = 256
+	p := newInput("", "", 256)
 	return &StreamView{env: e, keys: newStreamKeys(), pkeys: newPromptKeys(), ring: NewRing(ringSize), follow: true, prompt: p}
 }
 
@@ -90,7 +87,7 @@ func (v *StreamView) Keys() help.KeyMap { return v.keys }
 // SetSize implements the component contract.
 func (v *StreamView) SetSize(w, h int) {
 	v.width, v.height = w, h
-	v.prompt.Width = max(w-20, 10)
+	v.prompt.SetWidth(max(w-20, 10))
 }
 
 // Typing says whether keys go to the prompt.
@@ -190,11 +187,19 @@ func (v *StreamView) indexOf(seq uint64) int {
 
 // rowsHeight is how many event rows fit.
 func (v *StreamView) rowsHeight() int {
-	h := v.height - 3
+	h := v.height - 3 - len(v.endedLines())
 	if v.pkind != promptNone {
 		h--
 	}
 	return max(h, 1)
+}
+
+// endedLines say why the stream ended, whole, under the filter line.
+func (v *StreamView) endedLines() []string {
+	if v.ended == "" {
+		return nil
+	}
+	return atMost(wrapLines(v.env.styles.Err, "", v.ended, v.width), v.height/2, v.width)
 }
 
 // window returns the positions of the top and bottom rows shown and of the selected one.
@@ -344,7 +349,12 @@ func lowerASCII(s string) string {
 
 // Update handles the view's keys.
 func (v *StreamView) Update(msg tea.Msg) tea.Cmd {
-	km, ok := msg.(tea.KeyMsg)
+	if p, ok := msg.(tea.PasteMsg); ok && v.pkind != promptNone {
+		var cmd tea.Cmd
+		v.prompt, cmd = v.prompt.Update(p)
+		return cmd
+	}
+	km, ok := msg.(tea.KeyPressMsg)
 	if !ok {
 		return nil
 	}
@@ -437,7 +447,7 @@ func (v *StreamView) openPrompt(kind promptKind, label, value string) tea.Cmd {
 	return v.prompt.Focus()
 }
 
-func (v *StreamView) updatePrompt(km tea.KeyMsg) tea.Cmd {
+func (v *StreamView) updatePrompt(km tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(km, v.pkeys.Cancel):
 		v.pkind = promptNone
@@ -557,19 +567,19 @@ func (v *StreamView) View() string {
 	} else {
 		fl += s.Dim.Render(" · / search")
 	}
-	if v.ended != "" {
-		fl += "  " + s.Err.Render(v.ended)
-	}
 	if v.reader != "" {
 		fl += s.Dim.Render(" · reading " + safe(v.reader))
 	}
 	lines = append(lines, fit(fl, v.width))
+	for _, l := range v.endedLines() {
+		lines = append(lines, fit(l, v.width))
+	}
 	// 3: column headers.
 	hdr := " " + padLeft("TIME", colTS) + " " + padLeft("CPU", colCPU) + " " + padRight("TASK", colTask) + " " +
 		padRight("EVENT", colEvent) + " DETAIL"
 	lines = append(lines, fit(s.Header.Render(cut(hdr, v.width)), v.width))
 	// rows
-	rows := v.rowsHeight()
+	head, rows := len(lines), v.rowsHeight()
 	top, bottom, cur := v.window()
 	q := lowerASCII(v.query)
 	var buf []byte
@@ -581,8 +591,8 @@ func (v *StreamView) View() string {
 		buf = v.renderRow(buf[:0], r, i == cur, q)
 		lines = append(lines, fit(string(buf), v.width))
 	}
-	for len(lines) < 3+rows {
-		if v.count() == 0 && len(lines) == 3 {
+	for len(lines) < head+rows {
+		if v.count() == 0 && len(lines) == head {
 			msg := "waiting for events…"
 			if v.total > 0 {
 				msg = "no event matches the filter"

@@ -1,7 +1,11 @@
 package tui
 
 import (
-	"github.com/charmbracelet/lipgloss"
+	"image/color"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/textinput"
+	"charm.land/lipgloss/v2"
 
 	"github.com/ftctl/ftctl/stream"
 )
@@ -20,9 +24,11 @@ type Styles struct {
 	StatusKey, StatusValue, Sep lipgloss.Style
 }
 
-// DefaultStyles is the palette (ANSI 16 colours: what every terminal has).
+// DefaultStyles is the palette (ANSI 16 colours: what every terminal has). It is fixed: nothing
+// in it depends on asking the terminal (its background colour, say), which a serial console
+// never answers.
 func DefaultStyles() *Styles {
-	c := func(n string) lipgloss.Color { return lipgloss.Color(n) }
+	c := func(n string) color.Color { return lipgloss.Color(n) }
 	s := &Styles{
 		Tab:         lipgloss.NewStyle().Padding(0, 1),
 		ActiveTab:   lipgloss.NewStyle().Padding(0, 1).Bold(true).Reverse(true),
@@ -60,4 +66,30 @@ func DefaultStyles() *Styles {
 		stream.KindLost:      lipgloss.NewStyle().Foreground(c("1")).Bold(true),
 	}
 	return s
+}
+
+// plain is text without a style.
+var plain = lipgloss.NewStyle()
+
+// newInput is a one-line text field: the prompt and the text unstyled, a grey placeholder, a
+// reversed cursor that does not blink (no timer redraws the screen for it).
+func newInput(prompt, placeholder string, limit int) textinput.Model {
+	in := textinput.New()
+	st := in.Styles()
+	for _, s := range []*textinput.StyleState{&st.Focused, &st.Blurred} {
+		s.Prompt, s.Text = lipgloss.NewStyle(), lipgloss.NewStyle()
+		s.Placeholder = lipgloss.NewStyle().Foreground(lipgloss.Color("240"))
+	}
+	st.Cursor.Color, st.Cursor.Blink = nil, false
+	in.SetStyles(st)
+	in.Prompt, in.Placeholder, in.CharLimit = prompt, placeholder, limit
+	return in
+}
+
+// newHelp is the key help, in the colours bubbles' help shows on a dark background (light
+// enough to read on a light one): a fixed choice, as the palette is.
+func newHelp() help.Model {
+	h := help.New()
+	h.Styles = help.DefaultDarkStyles()
+	return h
 }

@@ -3,13 +3,15 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ftctl/ftctl/filters"
+	"github.com/ftctl/ftctl/tracefs"
 )
 
 // testTrace is a deterministic trace_pipe text: function calls of two processes, a marker and a
@@ -44,26 +46,30 @@ func feed(m *Model, text string) {
 	step(m, batchMsg{Rows: newIngester().feed([]byte(text))})
 }
 
-func press(s string) tea.KeyMsg {
+func press(s string) tea.KeyPressMsg {
 	switch s {
 	case "enter":
-		return tea.KeyMsg{Type: tea.KeyEnter}
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
 	case "esc":
-		return tea.KeyMsg{Type: tea.KeyEsc}
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
 	case "tab":
-		return tea.KeyMsg{Type: tea.KeyTab}
+		return tea.KeyPressMsg{Code: tea.KeyTab}
 	case "up":
-		return tea.KeyMsg{Type: tea.KeyUp}
+		return tea.KeyPressMsg{Code: tea.KeyUp}
 	case "down":
-		return tea.KeyMsg{Type: tea.KeyDown}
+		return tea.KeyPressMsg{Code: tea.KeyDown}
 	case "space":
-		return tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}}
+		return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}
 	case "ctrl+c":
-		return tea.KeyMsg{Type: tea.KeyCtrlC}
+		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
 	case "f2":
-		return tea.KeyMsg{Type: tea.KeyF2}
+		return tea.KeyPressMsg{Code: tea.KeyF2}
 	}
-	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)}
+	r := []rune(s)
+	if len(r) != 1 {
+		panic("press: one key: " + s)
+	}
+	return tea.KeyPressMsg{Code: r[0], Text: s}
 }
 
 // step sends msg to the model and runs the commands it returns, feeding their messages back as
@@ -97,7 +103,7 @@ func runCmd(m *Model, cmd tea.Cmd, depth int) {
 
 func typeText(m *Model, s string) {
 	for _, r := range s {
-		step(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+		step(m, press(string(r)))
 	}
 }
 
@@ -246,13 +252,19 @@ func TestRenderSegmentsHighlight(t *testing.T) {
 	}
 }
 
-func TestFunctionsPreviewMarkApply(t *testing.T) {
+// functionsModel is a console on the Functions view, its index and lists read.
+func functionsModel(t *testing.T) (*Model, *fakeBackend) {
 	fb := newFakeBackend(t)
 	m := testModel(t, fb, "")
 	m.SetSize(100, 30)
 	step(m, indexMsg{ix: fb.ix})
 	step(m, listsMsg{l: fb.lists})
 	step(m, press("2"))
+	return m, fb
+}
+
+func TestFunctionsPreviewMarkApply(t *testing.T) {
+	m, fb := functionsModel(t)
 	if !m.funcs.Typing() {
 		t.Fatal("the pattern field has the focus in the Functions view")
 	}
@@ -282,14 +294,18 @@ func TestFunctionsPreviewMarkApply(t *testing.T) {
 	}
 	m.funcs.input.SetValue("vfs_rea*")
 	m.funcs.preview()
-	step(m, press("enter"))
+	step(m, press("enter")) // marked: the field gives the keys back to the marks
+	if m.funcs.Typing() {
+		t.Error("the field kept the focus after marking")
+	}
+	step(m, press("/")) // another pattern
 	step(m, press("tab"))
 	typeText(m, "vfs_readv")
 	step(m, press("enter"))
 	if len(m.funcs.marks) != 2 || m.funcs.marks[1].file != filters.NotraceFile {
 		t.Fatalf("marks %+v", m.funcs.marks)
 	}
-	// Empty field + enter: the plan, computed in a command.
+	// enter on the marks: the plan, computed in a command.
 	cmd := m.funcs.Update(press("enter"))
 	msg := cmd().(planMsg)
 	if msg.err != nil || len(msg.lines) != 2 || len(msg.changes) != 3 {
@@ -412,7 +428,7 @@ func TestResizeAndTinyTerminal(t *testing.T) {
 				step(m, press("esc"))
 			}
 			step(m, press(st))
-			lines := strings.Split(m.View(), "\n")
+			lines := strings.Split(m.View().Content, "\n")
 			if len(lines) != sz[1] {
 				t.Errorf("%v view %s: %d lines", sz, st, len(lines))
 			}
@@ -426,8 +442,8 @@ func TestResizeAndTinyTerminal(t *testing.T) {
 		step(m, press("esc"))
 	}
 	step(m, tea.WindowSizeMsg{Width: 30, Height: 5})
-	if !strings.Contains(m.View(), "too small") {
-		t.Error(m.View())
+	if !strings.Contains(m.View().Content, "too small") {
+		t.Error(m.View().Content)
 	}
 }
 
@@ -444,4 +460,103 @@ func TestNoIOInUpdate(t *testing.T) {
 		t.Errorf("%d backend calls from Update", n)
 	}
 	_ = cmds
+}
+
+// Issue 18 item 7: after marking a pattern, a applies (as the hint says): the marks go to the
+// backend after the confirmation, and the a is not typed into the pattern.
+func TestFunctionsMarkThenApply(t *testing.T) {
+	m, fb := functionsModel(t)
+	typeText(m, "vfs_read")
+	step(m, press("enter")) // mark
+	if len(m.funcs.marks) != 1 {
+		t.Fatalf("marks %+v", m.funcs.marks)
+	}
+	if s := screen(m); !strings.Contains(s, "a apply") && !strings.Contains(s, "a or enter applies") {
+		t.Errorf("no hint that a applies:\n%s", s)
+	}
+	step(m, press("a"))
+	if v := m.funcs.input.Value(); v != "" {
+		t.Errorf("a was typed into the pattern: %q", v)
+	}
+	if s := screen(m); !strings.Contains(s, "swap protocol?") {
+		t.Fatalf("a did not ask for the confirmation:\n%s", s)
+	}
+	step(m, press("y"))
+	if len(fb.applied) != 1 || fb.lists.Filter.Total() != 1 {
+		t.Fatalf("applied %v, filter %d", fb.applied, fb.lists.Filter.Total())
+	}
+	// Another pattern: / (or i) goes back to the field.
+	step(m, press("/"))
+	typeText(m, "vfs_write")
+	if v := m.funcs.input.Value(); v != "vfs_write" || !m.funcs.Typing() {
+		t.Errorf("after /: field %q, typing %v", v, m.funcs.Typing())
+	}
+}
+
+// lockdownErr is an error whose cause comes at the end of a line longer than a terminal.
+var lockdownErr = &tracefs.Error{Op: "read", Path: "/sys/kernel/tracing/available_filter_functions", Errno: syscall.EPERM,
+	Reason: "kernel lockdown (confidentiality mode): boot with lockdown=integrity to trace"}
+
+// shows says whether the screen holds text whole, however it is wrapped: every character in
+// order, the spaces and line breaks aside.
+func shows(screen, text string) bool {
+	squeeze := func(s string) string { return strings.Join(strings.Fields(s), "") }
+	return strings.Contains(squeeze(screen), squeeze(text))
+}
+
+// Issue 18 item 7: error lines longer than the terminal are wrapped, not cut: the cause shows
+// in full, in every view, on an 80-column terminal; every line keeps the screen's width.
+func TestErrorLinesWrap(t *testing.T) {
+	cause := lockdownErr.Error()
+	for _, c := range []struct {
+		name string
+		view string
+		msgs []tea.Msg
+		want string
+		own  bool // the view's own line: the message line (which may say it too) is emptied
+	}{
+		{"the message line in Stream", "1", []tea.Msg{noticeMsg{describeErr("setting the tracer to function", lockdownErr), true}}, cause, false},
+		{"the message line in Top", "4", []tea.Msg{noticeMsg{describeErr("writing tracing_on", lockdownErr), true}}, cause, false},
+		{"the status line in Stream", "1", []tea.Msg{statusMsg{err: lockdownErr}}, cause, false},
+		{"the status line in Functions", "2", []tea.Msg{statusMsg{err: lockdownErr}}, cause, false},
+		{"the status line in Probes", "3", []tea.Msg{statusMsg{err: lockdownErr}}, cause, false},
+		{"the status line in Top", "4", []tea.Msg{statusMsg{err: lockdownErr}}, cause, false},
+		{"the index in Functions", "2", []tea.Msg{indexMsg{err: lockdownErr}}, cause, true},
+		{"the pattern in Functions", "2", []tea.Msg{indexMsg{ix: fixtureIndex(t)}, press("1"), press("a"), press("b"), press("c")}, "", true},
+		{"the list in Probes", "3", []tea.Msg{probesMsg{err: lockdownErr}}, cause, true},
+		{"adding a probe", "3", []tea.Msg{press("a"), probeAddedMsg{err: lockdownErr}}, cause, true},
+		{"the stream's end", "1", []tea.Msg{batchMsg{Err: lockdownErr}}, cause, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := testModel(t, newFakeBackend(t), "")
+			m.SetSize(80, 24)
+			step(m, press(c.view))
+			for _, msg := range c.msgs {
+				step(m, msg)
+			}
+			if c.own {
+				m.msg = ""
+			}
+			want := c.want
+			if want == "" { // the pattern's own error
+				if m.funcs.patErr == nil {
+					t.Fatal("no pattern error")
+				}
+				want = m.funcs.patErr.Error()
+			}
+			s := screen(m)
+			if !shows(s, want) {
+				t.Errorf("%q is cut:\n%s", want, s)
+			}
+			lines := strings.Split(m.Render(), "\n")
+			if len(lines) != 24 {
+				t.Errorf("%d lines", len(lines))
+			}
+			for _, l := range lines {
+				if w := ansi.StringWidth(l); w != 80 {
+					t.Errorf("a line %d wide: %q", w, ansi.Strip(l))
+				}
+			}
+		})
+	}
 }

@@ -19,8 +19,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ftctl/ftctl/internal/vtscreen"
 	"github.com/ftctl/ftctl/stream"
 )
@@ -36,51 +34,45 @@ type tuiRun struct {
 	cmd    *exec.Cmd
 	master *os.File
 	screen *vtscreen.Screen
+	raw    *syncBuffer // every byte it wrote to the terminal
 	done   chan error
 	read   chan struct{}
 }
 
-// openPTY makes a pseudo-terminal pair without cgo: posix_openpt is open("/dev/ptmx"),
-// unlockpt and ptsname are ioctls.
+// openPTY makes a pseudo-terminal pair of the console's size.
 func openPTY(t *testing.T) (master, slave *os.File) {
 	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	m, s, err := vtscreen.OpenPTY(tuiCols, tuiRows)
 	if err != nil {
-		t.Fatalf("open /dev/ptmx: %v", err)
-	}
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatalf("unlockpt: %v", err)
-	}
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatalf("ptsname: %v", err)
-	}
-	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatalf("open the pty's slave: %v", err)
-	}
-	if err := unix.IoctlSetWinsize(int(s.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: tuiRows, Col: tuiCols}); err != nil {
-		t.Fatalf("TIOCSWINSZ: %v", err)
+		t.Fatal(err)
 	}
 	return m, s
 }
 
 // startTUI runs ftctl with args (ending in "tui") on a new pty, as a session leader with the
-// pty as its controlling terminal, and waits for its first screen.
+// pty as its controlling terminal, and waits for its first screen. The terminal is an xterm that
+// never answers a query.
 func startTUI(t *testing.T, args ...string) *tuiRun {
+	t.Helper()
+	return startTUIEnv(t, []string{"TERM=xterm-256color"}, args...)
+}
+
+// startTUIEnv is startTUI with env (TERM=..., NO_COLOR=...) added to a minimal environment.
+func startTUIEnv(t *testing.T, env []string, args ...string) *tuiRun {
 	t.Helper()
 	master, slave := openPTY(t)
 	cmd := exec.Command(ftctl, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.Env = []string{"PATH=/bin", "HOME=/root", "TERM=xterm-256color"}
+	cmd.Env = append([]string{"PATH=/bin", "HOME=/root"}, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	slave.Close()
-	r := &tuiRun{t: t, cmd: cmd, master: master, screen: vtscreen.New(tuiCols, tuiRows), done: make(chan error, 1), read: make(chan struct{})}
+	r := &tuiRun{t: t, cmd: cmd, master: master, screen: vtscreen.New(tuiCols, tuiRows), raw: &syncBuffer{},
+		done: make(chan error, 1), read: make(chan struct{})}
 	go func() {
-		io.Copy(r.screen, master) // until the slave side is gone (EIO)
+		io.Copy(io.MultiWriter(r.screen, r.raw), master) // until the slave side is gone (EIO)
 		close(r.read)
 	}()
 	go func() { r.done <- cmd.Wait() }()
@@ -125,6 +117,21 @@ func (r *tuiRun) keys(s string) {
 		r.t.Fatalf("typing %q: %v", s, err)
 	}
 	time.Sleep(300 * time.Millisecond)
+}
+
+// restored checks, once ftctl tui has exited, that it gave the terminal back: the main screen
+// shown, the cursor visible.
+func (r *tuiRun) restored() {
+	r.t.Helper()
+	select {
+	case <-r.read: // everything it wrote is on the screen
+	case <-time.After(10 * time.Second):
+		r.t.Fatal("the pty is still open after ftctl tui exited")
+	}
+	if r.screen.AltScreen() || r.screen.CursorHidden() {
+		r.t.Errorf("the terminal is not restored: alternate screen %v, cursor hidden %v; screen:\n%s",
+			r.screen.AltScreen(), r.screen.CursorHidden(), r.screen)
+	}
 }
 
 // wait waits for the process to end and returns its exit code.
@@ -243,6 +250,7 @@ func TestTUIAppliesFilterInPrivateInstanceAndTearsDown(t *testing.T) {
 	if code := r.wait(); code != 0 {
 		t.Errorf("q: exit %d; screen:\n%s", code, r.screen)
 	}
+	r.restored()
 	if exists(instanceDir(name)) {
 		t.Errorf("the private instance %s is still there after quitting", name)
 	}
@@ -294,6 +302,7 @@ func TestTUITearsDownOnEveryWayOut(t *testing.T) {
 			if code := r.wait(); code != c.code {
 				t.Errorf("exit %d, want %d; screen:\n%s", code, c.code, r.screen)
 			}
+			r.restored()
 			if exists(instanceDir(name)) {
 				t.Errorf("instance %s left behind", name)
 			}
@@ -312,6 +321,42 @@ func TestTUIKeepLeavesInstance(t *testing.T) {
 	}
 	if !exists(instanceDir(name)) {
 		t.Errorf("--keep removed %s", name)
+	}
+}
+
+// NO_COLOR and TERM=dumb: the console draws text only (no colour, no bold or reverse), works,
+// and gives the terminal back; an xterm gets colours (the check can fail).
+func TestTUIPlainTerminal(t *testing.T) {
+	sgr := regexp.MustCompile("\x1b\\[([0-9;:]*)m")
+	for _, c := range []struct {
+		env      []string
+		coloured bool
+	}{
+		{[]string{"TERM=xterm-256color"}, true},
+		{[]string{"TERM=xterm-256color", "NO_COLOR=1"}, false},
+		{[]string{"TERM=dumb"}, false},
+	} {
+		t.Run(strings.Join(c.env, ","), func(t *testing.T) {
+			r := startTUIEnv(t, c.env, "tui")
+			r.waitFor("tracer nop")
+			r.keys("2")
+			r.waitFor("traceable functions")
+			var styled []string
+			for _, m := range sgr.FindAllStringSubmatch(r.raw.String(), -1) {
+				if m[1] != "" && m[1] != "0" {
+					styled = append(styled, m[0])
+				}
+			}
+			if c.coloured != (len(styled) > 0) {
+				t.Errorf("%v: styled %v, want styled %v", c.env, styled[:min(len(styled), 5)], c.coloured)
+			}
+			r.keys("\x1b")
+			r.keys("q")
+			if code := r.wait(); code != 0 {
+				t.Errorf("q: exit %d; screen:\n%s", code, r.screen)
+			}
+			r.restored()
+		})
 	}
 }
 
@@ -650,6 +695,7 @@ func TestTUIQuitDuringApply(t *testing.T) {
 			if code := r.wait(); code != c.code {
 				t.Errorf("exit %d, want %d; screen:\n%s", code, c.code, r.screen)
 			}
+			r.restored()
 			release()
 			got := listedFunctions(t, filter)
 			if c.applied && strings.Join(got, ",") != "vfs_read" || !c.applied && len(got) != 0 {

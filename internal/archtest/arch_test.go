@@ -44,6 +44,7 @@ var confined = []struct {
 }{
 	{"golang.org/x/sys/unix", []string{"tracefs"}, "only tracefs/ makes system calls on kernel files"},
 	{"github.com/spf13/cobra", []string{"cmd", "internal/gendocs"}, "commands and flags are cmd/'s"},
+	{"charm.land/", []string{"tui", "cmd"}, "the console is tui/'s (cmd/tui.go starts it)"},
 	{"github.com/charmbracelet/", []string{"tui", "cmd"}, "the console is tui/'s (cmd/tui.go starts it)"},
 }
 
