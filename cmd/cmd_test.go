@@ -632,6 +632,10 @@ func TestTraceFilterFields(t *testing.T) {
 
 // Every command's help fits 100 columns and names what a flag takes (N, D, PID, NAME...),
 // never a Go type (int, ints, duration, string).
+// signalExit finds "SIGNAL (exit N)", "SIGNAL (N)" and "SIGNAL or SIGNAL (exit N)" in help text;
+// the last form names the second signal (the first is checked where it stands alone).
+var signalExit = regexp.MustCompile(`(SIGTERM|SIGHUP|SIGINT|Ctrl-C) \((?:exit )?(\d+)\)`)
+
 func TestHelpFitsAndSaysWhatFlagsTake(t *testing.T) {
 	goType := regexp.MustCompile(`--[a-z-]+ (int|ints|uint|duration|string|strings|stringArray|intSlice)( |$)`)
 	var walk func(c *cobra.Command)
@@ -647,6 +651,13 @@ func TestHelpFitsAndSaysWhatFlagsTake(t *testing.T) {
 			}
 			if goType.MatchString(line) {
 				t.Errorf("%s --help, line %d: a Go type as placeholder: %q", c.CommandPath(), i+1, line)
+			}
+		}
+		// An exit status said of a signal is the table's 128+N.
+		flat := strings.Join(strings.Fields(out), " ")
+		for _, m := range signalExit.FindAllStringSubmatch(flat, -1) {
+			if want := map[string]string{"SIGTERM": "143", "SIGHUP": "129", "SIGINT": "130", "Ctrl-C": "130"}[m[1]]; m[2] != want {
+				t.Errorf("%s --help: %q: the exit status of %s is %s", c.CommandPath(), m[0], m[1], want)
 			}
 		}
 		for _, s := range c.Commands() {

@@ -184,12 +184,15 @@ func TestStreamInterrupted(t *testing.T) {
 	root, w := fifoRoot(t)
 	w.WriteString("              sh-152     [001] .....    17.803464: tracing_mark_write: before\n")
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errb bytes.Buffer
+	var out, errb fixture.SyncBuffer
 	done := make(chan int)
 	go func() {
 		done <- Run(ctx, []string{"--tracefs", root, "stream"}, strings.NewReader(""), &out, &errb)
 	}()
-	time.Sleep(100 * time.Millisecond)
+	// Interrupted once it shows the line (a fixed sleep was overrun on a loaded machine).
+	for wait := time.Now(); !strings.Contains(out.String(), "before") && time.Since(wait) < 10*time.Second; {
+		time.Sleep(10 * time.Millisecond)
+	}
 	start := time.Now()
 	cancel()
 	var code int

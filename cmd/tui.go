@@ -47,7 +47,7 @@ removed on exit with everything in it (tracer, filters, events), and probes adde
 group go to the group ftctl_PID_ID, removed on exit too; --keep leaves both (ftctl reset removes
 them later, as leftovers of a process that is gone). -B NAME attaches to an existing instance
 instead: nothing is torn down, probes go to the group ftctl. Quitting always runs the teardown:
-q (exit 0), Ctrl-C (exit 130), SIGTERM or SIGHUP (exit 130). It never leaves a change half done
+q (exit 0), Ctrl-C (exit 130), SIGTERM (143) or SIGHUP (129). It never leaves a change half done
 nor races it: q waits for an apply (or a probe definition) in flight to finish; Ctrl-C, SIGTERM
 and SIGHUP roll an apply back, the lists as they were (as ftctl filter does when interrupted).
 Each waits 10 s at most; then q rolls back too, and after 10 s more the console quits anyway and

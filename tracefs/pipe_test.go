@@ -238,7 +238,9 @@ func TestPipeEndsWhenTracingStops(t *testing.T) {
 		if err != io.EOF {
 			t.Fatalf("after tracing stopped: %v", err)
 		}
-		if d := time.Since(start); d > 2*eofCheck*time.Millisecond {
+		// One check period, and a second of slack for a loaded 2-core machine (measured 761 ms
+		// there once); the VM suite measures what a user sees.
+		if d := time.Since(start); d > eofCheck*time.Millisecond+time.Second {
 			t.Errorf("end of file %v after tracing stopped", d)
 		}
 	case <-time.After(3 * time.Second):

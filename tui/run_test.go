@@ -4,12 +4,12 @@ import (
 	"context"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/charmbracelet/x/term"
 
+	"github.com/ftctl/ftctl/internal/fixture"
 	"github.com/ftctl/ftctl/internal/vtscreen"
 )
 
@@ -29,7 +29,7 @@ func TestRunOnSilentTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	screen := vtscreen.New(100, 30)
-	var raw syncBytes
+	var raw fixture.SyncBuffer
 	go io.Copy(io.MultiWriter(screen, &raw), master) // only reads: never answers
 	t.Setenv("TERM", "xterm-256color")
 	m := New(Options{Backend: newFakeBackend(t), Source: NewTextSource(testTrace), Instance: "ftctl-4242", Private: true,
@@ -106,22 +106,4 @@ func queries(out string) []string {
 		}
 	}
 	return q
-}
-
-// syncBytes collects bytes written from one goroutine and read from another.
-type syncBytes struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBytes) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBytes) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

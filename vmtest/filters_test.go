@@ -752,6 +752,10 @@ func TestFilterInterrupt(t *testing.T) {
 			outcomes["interrupted, restored"]++
 		case code == 0 && got.Equal(newSet):
 			outcomes["finished"]++
+		case code == -1 && got.Equal(oldSet):
+			// Killed by the signal before Go's runtime had ftctl's handler in place (seen on a
+			// loaded host at 300 ms): nothing had been written yet, and nothing was.
+			outcomes["killed before its handler, unchanged"]++
 		default:
 			t.Errorf("SIGINT after %dms: exit %d with %d functions listed (old %d, new %d)", 300+250*k, code, got.Total(), oldSet.Total(), newSet.Total())
 		}

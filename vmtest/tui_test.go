@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ftctl/ftctl/internal/fixture"
 	"github.com/ftctl/ftctl/internal/vtscreen"
 	"github.com/ftctl/ftctl/stream"
 )
@@ -34,7 +35,7 @@ type tuiRun struct {
 	cmd    *exec.Cmd
 	master *os.File
 	screen *vtscreen.Screen
-	raw    *syncBuffer // every byte it wrote to the terminal
+	raw    *fixture.SyncBuffer // every byte it wrote to the terminal
 	done   chan error
 	read   chan struct{}
 }
@@ -69,7 +70,7 @@ func startTUIEnv(t *testing.T, env []string, args ...string) *tuiRun {
 		t.Fatal(err)
 	}
 	slave.Close()
-	r := &tuiRun{t: t, cmd: cmd, master: master, screen: vtscreen.New(tuiCols, tuiRows), raw: &syncBuffer{},
+	r := &tuiRun{t: t, cmd: cmd, master: master, screen: vtscreen.New(tuiCols, tuiRows), raw: &fixture.SyncBuffer{},
 		done: make(chan error, 1), read: make(chan struct{})}
 	go func() {
 		io.Copy(io.MultiWriter(r.screen, r.raw), master) // until the slave side is gone (EIO)
