@@ -132,9 +132,6 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 	if d.Kind == probes.Delete {
 		return InvalidInput(fmt.Errorf("%q removes a probe: use ftctl probe remove", opts.Definition))
 	}
-	if len(d.Args) > probes.MaxArgs {
-		return InvalidInput(fmt.Errorf("%d arguments: the kernel records at most %d (6.12 refuses more, older kernels silently drop the rest)", len(d.Args), probes.MaxArgs))
-	}
 	if opts.Filter != "" { // its syntax before anything is written; its fields once the event exists
 		if _, err := probes.ParseEventFilter(opts.Filter); err != nil {
 			return InvalidInput(filterError(err))

@@ -66,6 +66,7 @@ func (g *Globals) FS() (*tracefs.FS, error) {
 		return nil, err
 	}
 	fs.KallsymsFile = os.Getenv("FTCTL_KALLSYMS")
+	fs.BTFDir = os.Getenv("FTCTL_BTF")
 	if g.DryRun {
 		// The plan is the output of a dry run, except with -o json, where stdout is one JSON
 		// document for scripts and the plan goes to stderr.
