@@ -36,6 +36,9 @@ func NewKernel(fs *tracefs.FS) *Kernel {
 		}),
 		btf: fs.BTF(),
 		Suggest: func(sym string) []string {
+			if fs.Mount.Path == "" { // no tracefs: no function list
+				return nil
+			}
 			b, err := fs.Top().ReadFile("available_filter_functions")
 			if err != nil {
 				return nil

@@ -2,76 +2,12 @@ package probes
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/cilium/ebpf/btf"
-
+	"github.com/ftctl/ftctl/internal/fixture"
 	"github.com/ftctl/ftctl/tracefs"
 )
-
-// fixtureBTF writes a small vmlinux BTF built in memory: the types of vfs_read, getname, kfree
-// and do_sys_openat2 as the 6.12 kernel declares them, cut down, with an unsigned char at type
-// ID 8 as on Debian's 6.12 (see fitsString). Modules' BTF (split on vmlinux's, which
-// btf.Builder does not write) is tested on the VM kernels.
-func fixtureBTF(t testing.TB) string {
-	t.Helper()
-	uchar := &btf.Int{Name: "unsigned char", Size: 1}
-	char := &btf.Int{Name: "char", Size: 1}
-	u32 := &btf.Int{Name: "unsigned int", Size: 4}
-	s32 := &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}
-	ulong := &btf.Int{Name: "long unsigned int", Size: 8}
-	slonglong := &btf.Int{Name: "long long int", Size: 8, Encoding: btf.Signed}
-	sizeT := &btf.Typedef{Name: "size_t", Type: ulong}
-	ssizeT := &btf.Typedef{Name: "ssize_t", Type: &btf.Int{Name: "long int", Size: 8, Encoding: btf.Signed}}
-	loffT := &btf.Typedef{Name: "loff_t", Type: slonglong}
-	qstr := &btf.Struct{Name: "qstr", Size: 16, Members: []btf.Member{
-		{Name: "", Type: &btf.Union{Size: 8, Members: []btf.Member{
-			{Name: "", Type: &btf.Struct{Size: 8, Members: []btf.Member{{Name: "hash", Type: u32}, {Name: "len", Type: u32, Offset: 32}}}},
-			{Name: "hash_len", Type: ulong},
-		}}},
-		{Name: "name", Type: &btf.Pointer{Target: &btf.Const{Type: uchar}}, Offset: 64},
-	}}
-	dentry := &btf.Struct{Name: "dentry", Size: 32, Members: []btf.Member{{Name: "d_name", Type: qstr}, {Name: "d_iname", Type: &btf.Array{Type: uchar, Index: u32, Nelems: 16}, Offset: 128}}}
-	path := &btf.Struct{Name: "path", Size: 16, Members: []btf.Member{{Name: "dentry", Type: &btf.Pointer{Target: dentry}}}}
-	inode := &btf.Struct{Name: "inode", Size: 8, Members: []btf.Member{{Name: "i_ino", Type: ulong}}}
-	file := &btf.Struct{Name: "file", Size: 40, Members: []btf.Member{
-		{Name: "f_flags", Type: u32},
-		{Name: "f_inode", Type: &btf.Pointer{Target: inode}, Offset: 64},
-		{Name: "f_path", Type: path, Offset: 128},
-		{Name: "f_pos", Type: loffT, Offset: 256},
-	}}
-	filename := &btf.Struct{Name: "filename", Size: 8, Members: []btf.Member{{Name: "name", Type: &btf.Pointer{Target: &btf.Const{Type: char}}}}}
-	fn := func(name string, ret btf.Type, params ...btf.FuncParam) *btf.Func {
-		return &btf.Func{Name: name, Type: &btf.FuncProto{Return: ret, Params: params}, Linkage: btf.GlobalFunc}
-	}
-	types := []btf.Type{s32, u32, ulong, slonglong, &btf.Int{Name: "short int", Size: 2, Encoding: btf.Signed}, &btf.Int{Name: "short unsigned int", Size: 2}, &btf.Int{Name: "_Bool", Size: 1, Encoding: btf.Bool}, uchar, char,
-		fn("vfs_read", ssizeT,
-			btf.FuncParam{Name: "file", Type: &btf.Pointer{Target: file}},
-			btf.FuncParam{Name: "buf", Type: &btf.Pointer{Target: char}},
-			btf.FuncParam{Name: "count", Type: sizeT},
-			btf.FuncParam{Name: "pos", Type: &btf.Pointer{Target: loffT}}),
-		fn("getname", &btf.Pointer{Target: filename}, btf.FuncParam{Name: "filename", Type: &btf.Pointer{Target: &btf.Const{Type: char}}}),
-		fn("kfree", (*btf.Void)(nil), btf.FuncParam{Name: "objp", Type: &btf.Pointer{Target: &btf.Const{Type: (*btf.Void)(nil)}}}),
-		fn("do_sys_openat2", &btf.Int{Name: "long int", Size: 8, Encoding: btf.Signed}, btf.FuncParam{Name: "dfd", Type: s32}),
-		fn("noargs", s32),
-	}
-	b, err := btf.NewBuilder(types, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := b.Marshal(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "vmlinux"), raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 const fixtureKallsyms = "ffffffff81000000 T vfs_read\nffffffff81000100 T getname\nffffffff81000200 T kfree\n" +
 	"ffffffff81000300 T do_sys_openat2\nffffffff81000400 T noargs\nffffffff81000500 t twice\nffffffff81000600 t twice\n" +
@@ -79,7 +15,7 @@ const fixtureKallsyms = "ffffffff81000000 T vfs_read\nffffffff81000100 T getname
 
 func btfParser(t testing.TB) Parser {
 	t.Helper()
-	fs := &tracefs.FS{BTFDir: fixtureBTF(t)}
+	fs := &tracefs.FS{BTFDir: fixture.BTFDir(t)}
 	k := NewKernelFrom([]byte(fixtureKallsyms), fs.BTF())
 	k.Suggest = func(sym string) []string { return []string{"vfs_read"} }
 	return Parser{Features: AllFeatures, Arch: "amd64", Kernel: k}
@@ -213,4 +149,28 @@ func TestFuncArgs(t *testing.T) {
 	if _, err := none.FuncArgs("vfs_read"); !errors.Is(err, tracefs.ErrNoBTF) || !errors.Is(err, tracefs.ErrUnavailable) {
 		t.Errorf("no BTF: %v", err)
 	}
+}
+
+// FuzzParseBTF: the checks against kallsyms and BTF (names, ->field and .field chains,
+// $retval, :string, $argN) never panic, and a refusal points inside the definition.
+func FuzzParseBTF(f *testing.F) {
+	for _, s := range []string{
+		"p vfs_read x=file->f_path.dentry->d_name.name:string", "r getname x=$retval->name:string",
+		"p vfs_read $arg* file", "p vfs_read $arg2:string count->x", "r kfree $retval",
+		"p vfs_read x=+0(file->f_inode)->i_ino", "p vfs_read file->->", "p vfs_read file.->x",
+		"r do_sys_openat2 $retval.x->y", "p dummy:dummy_xmit skb", "p twice", "p vfs_read $arg1 $arg9",
+	} {
+		f.Add(s)
+	}
+	p := btfParser(f)
+	f.Fuzz(func(t *testing.T, src string) {
+		_, err := p.Parse(src)
+		if err == nil {
+			return
+		}
+		var se *SyntaxError
+		if !errors.As(err, &se) || se.Pos < 0 || se.Pos > len(src)+1 {
+			t.Fatalf("Parse(%q): bad error %#v", src, err)
+		}
+	})
 }

@@ -84,7 +84,7 @@ func (b *BTF) load(name string, base *btf.Spec) (*btf.Spec, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, &Error{Op: "open", Path: path, Class: ErrNoBTF, Errno: unwrapPath(err),
-			Reason: "this kernel exposes no BTF there (CONFIG_DEBUG_INFO_BTF, or the module is not loaded or has none)"}
+			Reason: "no BTF: a kernel built without CONFIG_DEBUG_INFO_BTF, or a module not loaded or built without BTF"}
 	case err != nil:
 		return nil, (&FS{}).opError("read", path, "", unwrapPath(err))
 	}

@@ -4,10 +4,13 @@ package vmtest
 
 import (
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -563,7 +566,9 @@ func TestProbeLineTooLongWithGroup(t *testing.T) {
 	}
 	removeProbeLater(t, "ftctl", "x")
 	write(t, "kprobe_events", "-:ftctl/x\n")
-	long := "p " + strings.Repeat("a", probes.MaxLineLen-2)
+	// A symbol of a module that is not loaded: kallsyms cannot judge it (the kernel would
+	// keep the probe pending), so the line's length is what is refused.
+	long := "p nomod:" + strings.Repeat("a", probes.MaxLineLen-8)
 	r = ftctlRun(t, "probe", "add", long)
 	if r.code != 2 || !strings.Contains(r.stderr, "line is too long") {
 		t.Errorf("too long with its group: exit %d\n%.400s", r.code, r.stderr)
@@ -585,4 +590,88 @@ func TestProbeLineTooLongWithGroup(t *testing.T) {
 			write(t, "kprobe_events", "-:ftctl/lim\n")
 		}
 	}
+}
+
+// probe args: a function's parameters from the kernel's BTF (both kernels have
+// CONFIG_DEBUG_INFO_BTF), and a module's function from the module's BTF when it has some.
+func TestProbeArgs(t *testing.T) {
+	r := ftctlRun(t, "probe", "args", "vfs_read")
+	want := "vfs_read\n    struct file *file\n    char *buf\n    size_t count\n    loff_t *pos\n    returns ssize_t\n"
+	if r.code != 0 || r.stdout != want {
+		t.Fatalf("probe args vfs_read: %v\nwant:\n%s", r, want)
+	}
+	r = ftctlRun(t, "probe", "args", "do_sys_openat2", "-o", "json")
+	var info probes.FuncInfo
+	if err := json.Unmarshal([]byte(r.stdout), &info); r.code != 0 || err != nil || info.Func != "do_sys_openat2" ||
+		info.Module != "" || info.Return != "long int" || len(info.Params) != 3 || info.Params[1] != (probes.Param{Name: "filename", Type: "const char *"}) {
+		t.Errorf("json: %v (%v): %+v", r, err, info)
+	}
+	r = ftctlRun(t, "probe", "args", "vfs_raed")
+	if r.code != 2 || !strings.Contains(r.stderr, "did you mean") || !strings.Contains(r.stderr, "vfs_read") {
+		t.Errorf("unknown function: %v", r)
+	}
+	insmod(t, "dummy")
+	if _, err := os.Stat(filepath.Join(tracefs.BTFDir, "dummy")); err != nil {
+		r = ftctlRun(t, "probe", "args", "dummy:dummy_xmit")
+		if r.code != 4 || !strings.Contains(r.stderr, "no BTF") {
+			t.Errorf("a module without BTF: %v", r)
+		}
+		t.Skipf("dummy has no BTF on %s: %v", tracefs.KernelRelease(), err)
+	}
+	for _, ref := range []string{"dummy_xmit", "dummy:dummy_xmit"} {
+		r = ftctlRun(t, "probe", "args", ref)
+		want := "dummy_xmit [dummy]\n    struct sk_buff *skb\n    struct net_device *dev\n    returns netdev_tx_t\n"
+		if r.code != 0 || r.stdout != want {
+			t.Errorf("probe args %s: %v\nwant:\n%s", ref, r, want)
+		}
+	}
+}
+
+// TestBTFLoadCost measures what reading BTF costs a command (BENCHMARKS.md): the load of
+// vmlinux's BTF, the first lookup (the name index), a module's, and the whole `probe args`
+// command's wall time and peak RSS. It asserts only that BTF works.
+func TestBTFLoadCost(t *testing.T) {
+	insmod(t, "dummy")
+	st, err := os.Stat(filepath.Join(tracefs.BTFDir, "vmlinux"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	start := time.Now()
+	b := topFS(t).BTF()
+	if _, err := b.Vmlinux(); err != nil {
+		t.Fatal(err)
+	}
+	load := time.Since(start)
+	start = time.Now()
+	k := probes.NewKernel(topFS(t))
+	if _, err := k.FuncArgs("vfs_read"); err != nil {
+		t.Fatal(err)
+	}
+	first := time.Since(start) // a new Kernel: its own load, and the name index
+	start = time.Now()
+	if _, err := k.FuncArgs("do_sys_openat2"); err != nil {
+		t.Fatal(err)
+	}
+	second := time.Since(start)
+	start = time.Now()
+	_, modErr := k.FuncArgs("dummy:dummy_xmit")
+	module := time.Since(start)
+	runtime.ReadMemStats(&m1)
+	var runs []string
+	for range 3 {
+		c := exec.Command(ftctl, "probe", "args", "vfs_read")
+		start := time.Now()
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		ru := c.ProcessState.SysUsage().(*syscall.Rusage)
+		runs = append(runs, fmt.Sprintf("%v wall, %.1f MiB max RSS", time.Since(start).Round(time.Millisecond), float64(ru.Maxrss)/1024))
+	}
+	t.Logf("BTF on %s: vmlinux %.1f MiB; Vmlinux() %v; a new Kernel's first FuncArgs (load + name index) %v, the next %v; dummy's BTF %v (%v); heap after: %.1f MiB more in use, %.1f MiB more from the OS; `ftctl probe args vfs_read`: %s",
+		tracefs.KernelRelease(), float64(st.Size())/(1<<20), load.Round(time.Millisecond), first.Round(time.Millisecond),
+		second.Round(time.Microsecond), module.Round(time.Millisecond), modErr,
+		float64(int64(m1.HeapInuse)-int64(m0.HeapInuse))/(1<<20), float64(int64(m1.Sys)-int64(m0.Sys))/(1<<20), strings.Join(runs, "; "))
 }
