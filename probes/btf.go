@@ -165,25 +165,7 @@ func findFunc(s *btf.Spec, name string) *btf.FuncProto {
 
 // skipModifiers is btf_type_skip_modifiers(): through typedefs, const, volatile, restrict and
 // type tags to the type underneath.
-func skipModifiers(t btf.Type) btf.Type {
-	for range 64 {
-		switch v := t.(type) {
-		case *btf.Typedef:
-			t = v.Type
-		case *btf.Const:
-			t = v.Type
-		case *btf.Volatile:
-			t = v.Type
-		case *btf.Restrict:
-			t = v.Type
-		case *btf.TypeTag:
-			t = v.Type
-		default:
-			return t
-		}
-	}
-	return t
-}
+func skipModifiers(t btf.Type) btf.Type { return btf.UnderlyingType(t) }
 
 // members of a struct or union; ok is false for any other type.
 func members(t btf.Type) ([]btf.Member, bool) {
@@ -240,7 +222,6 @@ func isChar8(t btf.Type) bool {
 // happens to be the type ID of an 8-bit unsigned integer passes (seen: size_t and loff_t
 // arguments take :string on 6.12, int and unsigned int do not). spec resolves that ID.
 func fitsString(spec *btf.Spec, t btf.Type) bool {
-	var size uint32
 	switch v := t.(type) {
 	case *btf.Array:
 		return isChar8(v.Type)
@@ -248,20 +229,12 @@ func fitsString(spec *btf.Spec, t btf.Type) bool {
 		return isChar8(v.Target)
 	case *btf.FuncProto:
 		return isChar8(v.Return)
-	case *btf.Int:
-		size = v.Size
-	case *btf.Enum:
-		size = v.Size
-	case *btf.Struct:
-		size = v.Size
-	case *btf.Union:
-		size = v.Size
-	case *btf.Float:
-		size = v.Size
+	case *btf.Int, *btf.Enum, *btf.Struct, *btf.Union, *btf.Float: // their "type" is their size
 	default:
 		return false
 	}
-	if spec == nil || size == 0 {
+	size, err := btf.Sizeof(t)
+	if spec == nil || err != nil || size <= 0 {
 		return false
 	}
 	at, err := spec.TypeByID(btf.TypeID(size))
