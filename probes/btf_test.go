@@ -88,6 +88,23 @@ func TestBTFChecks(t *testing.T) {
 	}
 }
 
+// BTF is big: a definition that names nothing BTF describes does not read it.
+func TestBTFReadOnlyWhenNeeded(t *testing.T) {
+	p := btfParser(t)
+	for _, def := range []string{"p vfs_read x=%di y=+0(%si):string", "r vfs_read x=%ax", "p vfs_read $comm $stack3 @jiffies", "p:e vfs_read"} {
+		if _, err := p.Parse(def); err != nil {
+			t.Fatalf("%q: %v", def, err)
+		}
+	}
+	if p.Kernel.lookups != 0 {
+		t.Errorf("BTF looked up %d times for definitions without BTF names", p.Kernel.lookups)
+	}
+	p.Parse("p vfs_read count")
+	if p.Kernel.lookups != 1 {
+		t.Errorf("a BTF name: %d lookups, want 1", p.Kernel.lookups)
+	}
+}
+
 // Without BTF (the kernel has none, or it cannot be read) nothing BTF-related is refused.
 func TestBTFAbsentChecksNothing(t *testing.T) {
 	k := NewKernelFrom([]byte(fixtureKallsyms), (&tracefs.FS{BTFDir: t.TempDir()}).BTF())

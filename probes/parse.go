@@ -484,25 +484,9 @@ func (st *state) parseArgs() error {
 	// With BTF, $argN and $arg* are rewritten into the parameters' names before anything is
 	// parsed; $argN past the last parameter has no name.
 	n := len(args)
-	fn, fnKnown := st.proto()
-	if fnKnown && (varArgs >= 0 || st.hasArgN(args)) {
-		switch {
-		case (fn == nil || len(fn.Params) == 0) && varArgs >= 0:
-			return st.errAt(varArgs+2, 0, "BTF is not available or not supported")
-		case fn != nil && len(fn.Params) > 0:
-			for i := range args {
-				t := st.text(i + 2)
-				if !strings.HasPrefix(t, "$arg") || i == varArgs {
-					continue
-				}
-				num, _ := simpleStrtoul(t[4:])
-				if num >= 1 && num > uint64(len(fn.Params)) {
-					return st.errAt(i+2, 0, "This variable is not found at this probe point")
-				}
-			}
-			if varArgs >= 0 {
-				n += len(fn.Params) - 1
-			}
+	if varArgs >= 0 || st.hasArgN(args) {
+		if err := st.expandArgs(args, varArgs, &n); err != nil {
+			return err
 		}
 	}
 	// __trace_kprobe_create(): more than MAX_TRACE_ARGS is E2BIG on 6.12 (no error_log
@@ -526,6 +510,33 @@ func (st *state) parseArgs() error {
 			known[name] = true
 		}
 		d.Args = append(d.Args, a)
+	}
+	return nil
+}
+
+// expandArgs is traceprobe_expand_meta_args(): with BTF, $arg* becomes every parameter and
+// $argN the Nth; n grows by the parameters $arg* adds.
+func (st *state) expandArgs(args []span, varArgs int, n *int) error {
+	fn, fnKnown := st.proto()
+	if fnKnown {
+		switch {
+		case (fn == nil || len(fn.Params) == 0) && varArgs >= 0:
+			return st.errAt(varArgs+2, 0, "BTF is not available or not supported")
+		case fn != nil && len(fn.Params) > 0:
+			for i := range args {
+				t := st.text(i + 2)
+				if !strings.HasPrefix(t, "$arg") || i == varArgs {
+					continue
+				}
+				num, _ := simpleStrtoul(t[4:])
+				if num >= 1 && num > uint64(len(fn.Params)) {
+					return st.errAt(i+2, 0, "This variable is not found at this probe point")
+				}
+			}
+			if varArgs >= 0 {
+				*n += len(fn.Params) - 1
+			}
+		}
 	}
 	return nil
 }
@@ -573,20 +584,19 @@ func (st *state) parseArg(t string, i int, varArgs bool) (Arg, []string, error) 
 	if err != nil {
 		return a, nil, err
 	}
-	fn, _ := st.proto()
 	switch {
 	case name != "":
 		return a, []string{name}, nil
-	case varArgs && fn != nil:
-		var names []string
-		for _, p := range fn.Params {
-			names = append(names, p.Name)
+	case varArgs:
+		if fn, _ := st.proto(); fn != nil {
+			var names []string
+			for _, p := range fn.Params {
+				names = append(names, p.Name)
+			}
+			return a, names, nil
 		}
-		return a, names, nil
-	case a.Name == "" && a.Fetch.Kind == FetchArgN && fn != nil:
-		if n, err := strconv.Atoi(strings.TrimPrefix(a.Fetch.Text, "+")); err == nil && n >= 1 && n <= len(fn.Params) {
-			return a, []string{fn.Params[n-1].Name}, nil
-		}
+	case st.argN != nil:
+		return a, []string{st.argN.Name}, nil
 	}
 	return a, nil, nil
 }
@@ -1030,8 +1040,11 @@ func validImmediate(s string) bool {
 // finalize is the kernel's store-operation checks (finalize_fetch_insn): which fetches a
 // string or array type accepts, bitfields, and the instruction budget.
 func (st *state) finalize(a *Arg, typ string, f *Fetch, ops, tpos, off int) error {
-	_, fnKnown := st.proto()
-	unexpanded := fnKnown && st.fn == nil // BTF has no such function: $argN stays a register
+	unexpanded := false // BTF has no such function: $argN stays a register
+	if f.Kind == FetchArgN && st.unnamedArgN {
+		_, fnKnown := st.proto()
+		unexpanded = fnKnown && st.fn == nil
+	}
 	btf := f.Kind == FetchBTF || f.Kind == FetchArgs || (f.Kind == FetchRetval && (f.Text != "" || st.lastType != nil)) ||
 		(st.p.Features.BTFArgs && f.Kind == FetchArgN && st.unnamedArgN && !unexpanded)
 	if btf && typ == "" {
