@@ -274,6 +274,9 @@ func rejectedError(re *probes.RejectedError) error {
 	if len(re.Suggestions) > 0 {
 		b.WriteString("\n  no such symbol; close function names: " + safe(strings.Join(re.Suggestions, ", ")))
 	}
+	if re.NotTraceable {
+		b.WriteString("\n  ftrace cannot trace " + safe(re.Def.Symbol) + " (it is not in available_filter_functions): kprobe events refuse such code unless the kernel is built with CONFIG_KPROBE_EVENTS_ON_NOTRACE")
+	}
 	if re.Diagnosis == nil && len(re.Existing) == 0 {
 		b.WriteString("\n  " + safe(re.Err.Error()))
 	}

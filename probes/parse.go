@@ -591,7 +591,9 @@ func (st *state) parseArg(t string, i int, varArgs bool) (Arg, []string, error) 
 		if fn, _ := st.proto(); fn != nil {
 			var names []string
 			for _, p := range fn.Params {
-				names = append(names, p.Name)
+				if p.Name != "" { // a variadic function's "..." has no name
+					names = append(names, p.Name)
+				}
 			}
 			return a, names, nil
 		}

@@ -324,7 +324,8 @@ func TestProbeKernelRejects(t *testing.T) {
 	r = ftctlRun(t, "probe", "add", def)
 	t.Logf("data symbol:\n%s", r.stderr)
 	wantCaret = "    " + def + "\n" + strings.Repeat(" ", 4+strings.Index(def, "jiffies")) + "^"
-	if r.code != 3 || !strings.Contains(r.stderr, "kernel error_log: ") || !strings.Contains(r.stderr, wantCaret) {
+	if r.code != 3 || !strings.Contains(r.stderr, "kernel error_log: ") || !strings.Contains(r.stderr, wantCaret) ||
+		!strings.Contains(r.stderr, "ftrace cannot trace jiffies (it is not in available_filter_functions)") {
 		t.Errorf("data symbol: %v\nwant caret\n%s", r, wantCaret)
 	}
 	// A BTF name the function does not have (6.12: BTF tells, exit 2, its parameters named),
@@ -698,4 +699,58 @@ func TestBTFLoadCost(t *testing.T) {
 		tracefs.KernelRelease(), float64(st.Size())/(1<<20), load.Round(time.Millisecond), first.Round(time.Millisecond),
 		second.Round(time.Microsecond), module.Round(time.Millisecond), modErr,
 		float64(int64(m1.HeapInuse)-int64(m0.HeapInuse))/(1<<20), float64(int64(m1.Sys)-int64(m0.Sys))/(1<<20), strings.Join(runs, "\n"))
+}
+
+// The kernel checks a probed symbol against kallsyms (validate_probe_symbol), and ftctl does
+// the same; a code symbol kallsyms lists but ftrace cannot trace (not in
+// available_filter_functions) then passes that check. Seen on both Debian kernels, built
+// without CONFIG_KPROBE_EVENTS_ON_NOTRACE: the kernel refuses every one tried when it registers
+// the probe (trace_kprobe.c within_notrace_func: "Failed to register probe event"), a refusal
+// ftctl leaves to the kernel (a kernel built with that option takes them). The test fails if
+// the kernel takes one that ftctl refuses, and logs what the kernel did.
+func TestProbeSymbolOutsideFilterList(t *testing.T) {
+	traceable := map[string]bool{}
+	for _, l := range strings.Split(read(t, "available_filter_functions"), "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			traceable[f[0]] = true
+		}
+	}
+	p := probes.NewManager(topFS(t)).Parser
+	syms, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	var candidates []string
+	for _, l := range strings.Split(string(syms), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 || (f[1] != "t" && f[1] != "T") {
+			continue // vmlinux code only
+		}
+		count[f[2]]++
+		if !traceable[f[2]] && !strings.ContainsAny(f[2], ".$") && !strings.HasPrefix(f[2], "__") {
+			candidates = append(candidates, f[2])
+		}
+	}
+	accepted, tried := 0, 0
+	reasons := map[string]int{}
+	for i := 0; i < len(candidates) && tried < 20; i += len(candidates)/23 + 1 {
+		sym := candidates[i]
+		if count[sym] != 1 {
+			continue
+		}
+		tried++
+		def := "p:ftc/untraceable " + sym
+		kok, kmsg := kernelAccepts(t, def)
+		if _, lerr := p.Parse(def); lerr != nil {
+			t.Errorf("ftctl refuses %q, a code symbol kallsyms lists: %v", def, lerr)
+		}
+		if kok {
+			accepted++
+		} else {
+			reasons[kmsg]++
+		}
+	}
+	t.Logf("on %s the kernel took %d of %d code symbols outside available_filter_functions; refusals: %v",
+		tracefs.KernelRelease(), accepted, tried, reasons)
 }
