@@ -133,7 +133,14 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 			Reason: "this kernel has no kprobe events (CONFIG_KPROBE_EVENTS)"}
 	}
 	m := probes.NewManager(fs)
+	m.Parser.Kernel = probes.NewKernel(fs) // kallsyms and BTF, read when a definition needs them
 	d, err := m.Parser.Parse(opts.Definition)
+	var se *probes.SyntaxError
+	if errors.As(err, &se) && se.Symbol != "" {
+		if names := m.Parser.Kernel.Suggest(se.Symbol); len(names) > 0 {
+			se.Hint = "no such symbol; did you mean " + strings.Join(names, ", ") + "?"
+		}
+	}
 	if err != nil {
 		return syntaxError(err)
 	}

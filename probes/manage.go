@@ -82,7 +82,7 @@ type Manager struct {
 
 // NewManager reads the running kernel's probe features.
 func NewManager(f *tracefs.FS) *Manager {
-	return &Manager{FS: f, Parser: Parser{Features: f.DetectFeatures().Probe, Kernel: NewKernel(f)}}
+	return &Manager{FS: f, Parser: Parser{Features: f.DetectFeatures().Probe}}
 }
 
 // List reads kprobe_events and where each event is enabled.

@@ -113,7 +113,8 @@ type Parser struct {
 	Arch string
 	// Kernel, when set, checks what the grammar cannot: the probed symbol against kallsyms,
 	// BTF argument names, ->field chains, $retval and :string against BTF. Without it (or
-	// where the kernel exposes no BTF) those are left to the kernel.
+	// where the kernel exposes no BTF) those are left to the kernel. It reads kernel files on
+	// first use: the console, which parses at every key press inside Update, leaves it nil.
 	Kernel *Kernel
 }
 
@@ -173,6 +174,9 @@ type SyntaxError struct {
 	Pos    int    // byte offset in Source where the caret goes (may equal len(Source))
 	Msg    string // what is wrong
 	Hint   string // what to do about it, "" if nothing to add
+	// Symbol is the probed symbol when kallsyms does not list it: for close names
+	// (Kernel.Suggest), which are too slow to find at every key press of the console.
+	Symbol string
 }
 
 // ErrSyntax: every SyntaxError is one (errors.Is), wherever it is wrapped.
@@ -426,12 +430,11 @@ func (st *state) parsePlace() error {
 	// refused before anything else.
 	switch n := st.p.Kernel.SymbolCount(d.Module, d.Symbol); {
 	case n == 0:
+		// Close names are the caller's to find (SyntaxError.Symbol): the console checks a
+		// definition at every key press.
 		e := st.err(0, "Invalid probed address or symbol")
-		if k := st.p.Kernel; k.Suggest != nil {
-			if names := k.Suggest(d.Symbol); len(names) > 0 {
-				e.Hint = "no such symbol; did you mean " + strings.Join(names, ", ") + "?"
-			}
-		}
+		e.Hint = "kallsyms lists no symbol " + d.Symbol
+		e.Symbol = d.Symbol
 		return e
 	case n > 1:
 		e := st.err(0, "The symbol is not unique")

@@ -130,6 +130,7 @@ func TestProbeCorpus(t *testing.T) {
 	insmod(t, "dummy")
 	start := probeSet(t)
 	p := probes.NewManager(topFS(t)).Parser
+	p.Kernel = probes.NewKernel(topFS(t)) // as probe add checks
 	var both, neither, kernelOnly, localOnly int
 	var table strings.Builder
 	for _, def := range corpusDefs() {
@@ -716,6 +717,7 @@ func TestProbeSymbolOutsideFilterList(t *testing.T) {
 		}
 	}
 	p := probes.NewManager(topFS(t)).Parser
+	p.Kernel = probes.NewKernel(topFS(t)) // as probe add checks
 	syms, err := os.ReadFile("/proc/kallsyms")
 	if err != nil {
 		t.Fatal(err)
