@@ -25,6 +25,11 @@ func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == "ftctl" {
 		os.Exit(Main())
 	}
+	// The unit tests never consult the kernel running them: no kallsyms, no BTF unless a
+	// test gives a fixture (FTCTL_BTF).
+	none := filepath.Join(os.TempDir(), "ftctl-unit-tests-have-no-kernel")
+	os.Setenv("FTCTL_KALLSYMS", filepath.Join(none, "kallsyms"))
+	os.Setenv("FTCTL_BTF", filepath.Join(none, "btf"))
 	os.Exit(m.Run())
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/ftctl/ftctl/internal/fixture"
 )
 
 // jsonKeys collects every object key in a JSON document, at any depth.
@@ -67,11 +69,13 @@ func TestJSONFormatsAreDocumentedAsPrinted(t *testing.T) {
 		"ftctl notrace remove": {"--dry-run", "notrace", "remove", "vfs_read"},
 		"ftctl notrace clear":  {"--dry-run", "notrace", "clear"},
 		"ftctl probe list":     {"probe", "list"},
+		"ftctl probe args":     {"probe", "args", "vfs_read"}, // FTCTL_BTF: the fixture, below
 	}
 	// Fields that only appear in some states (omitempty): lockdown levels, or why it is unknown.
 	optional := map[string]bool{"levels": true, "note": true}
 
 	root := completionRoot(t)
+	t.Setenv("FTCTL_BTF", fixture.BTFDir(t))
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		for _, s := range c.Commands() {

@@ -41,7 +41,8 @@ system), and removal disables the event everywhere first.`,
 		Args: args(cobra.NoArgs),
 	}
 	c.AddCommand(NewCmdProbeAdd(g, nil), NewCmdProbeList(g, nil), NewCmdProbeRemove(g, nil),
-		NewCmdProbeEnable(g, true, nil), NewCmdProbeEnable(g, false, nil), NewCmdProbeFormat(g, nil))
+		NewCmdProbeEnable(g, true, nil), NewCmdProbeEnable(g, false, nil), NewCmdProbeFormat(g, nil),
+		NewCmdProbeArgs(g, nil))
 	return c
 }
 
@@ -62,6 +63,13 @@ the groups ftctl uses (ftctl, ftctl_PID), else other; enabled_in lists the trace
 the event is enabled ("" is the top level).`
 
 	probeRemoveJSON = `One object, "removed": the GROUP/EVENT names removed (a probe already gone is not listed).`
+
+	probeArgsJSON = `One object: "func", "module" ("" for the kernel itself), "params" (each with "name"
+and "type", the C type) and "return" (the C type, "void" when none):
+
+  {"func": "vfs_read", "module": "", "params": [{"name": "file", "type": "struct file *"},
+    {"name": "buf", "type": "char *"}, {"name": "count", "type": "size_t"},
+    {"name": "pos", "type": "loff_t *"}], "return": "ssize_t"}`
 
 	probeFormatJSON = `One object: "name", "id", "fields" (each with "name", "type", "offset", "size",
 "signed", and "common" for the common_* fields every event has) and "print_fmt".`
@@ -125,15 +133,19 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 			Reason: "this kernel has no kprobe events (CONFIG_KPROBE_EVENTS)"}
 	}
 	m := probes.NewManager(fs)
+	m.Parser.Kernel = probes.NewKernel(fs) // kallsyms and BTF, read when a definition needs them
 	d, err := m.Parser.Parse(opts.Definition)
+	var se *probes.SyntaxError
+	if errors.As(err, &se) && se.Symbol != "" {
+		if names := m.Parser.Kernel.Suggest(se.Symbol); len(names) > 0 {
+			se.Hint = "no such symbol; did you mean " + strings.Join(names, ", ") + "?"
+		}
+	}
 	if err != nil {
 		return syntaxError(err)
 	}
 	if d.Kind == probes.Delete {
 		return InvalidInput(fmt.Errorf("%q removes a probe: use ftctl probe remove", opts.Definition))
-	}
-	if len(d.Args) > probes.MaxArgs {
-		return InvalidInput(fmt.Errorf("%d arguments: the kernel records at most %d (6.12 refuses more, older kernels silently drop the rest)", len(d.Args), probes.MaxArgs))
 	}
 	if opts.Filter != "" { // its syntax before anything is written; its fields once the event exists
 		if _, err := probes.ParseEventFilter(opts.Filter); err != nil {
@@ -268,6 +280,9 @@ func rejectedError(re *probes.RejectedError) error {
 	}
 	if len(re.Suggestions) > 0 {
 		b.WriteString("\n  no such symbol; close function names: " + safe(strings.Join(re.Suggestions, ", ")))
+	}
+	if re.NotTraceable {
+		b.WriteString("\n  ftrace cannot trace " + safe(re.Def.Symbol) + " (it is not in available_filter_functions): kprobe events refuse such code unless the kernel is built with CONFIG_KPROBE_EVENTS_ON_NOTRACE")
 	}
 	if re.Diagnosis == nil && len(re.Existing) == 0 {
 		b.WriteString("\n  " + safe(re.Err.Error()))
@@ -607,4 +622,74 @@ func lockedProbes(ctx context.Context, g *Globals) (*probes.Manager, []probes.Pr
 		return nil, nil, nil, err
 	}
 	return m, list, func() { lock.Unlock() }, nil
+}
+
+// ProbeArgsOptions are the inputs of `ftctl probe args`.
+type ProbeArgsOptions struct {
+	G    *Globals
+	Func string // FUNC or MODULE:FUNC
+}
+
+// NewCmdProbeArgs builds `ftctl probe args`.
+func NewCmdProbeArgs(g *Globals, runF func(context.Context, *ProbeArgsOptions) error) *cobra.Command {
+	opts := &ProbeArgsOptions{G: g}
+	return &cobra.Command{
+		Use:   "args FUNC | MODULE:FUNC",
+		Short: "List a kernel function's parameters and their types, from BTF",
+		Long: `List a function's parameters with their C types and its return type, as the kernel's BTF
+describes them (/sys/kernel/btf/vmlinux, and /sys/kernel/btf/MODULE for a loaded module's
+functions): the names a probe definition can use on kernels that take BTF arguments (6.x built
+with CONFIG_PROBE_EVENTS_BTF_ARGS), e.g. 'p vfs_read count pos' or 'file->f_path.dentry'.
+A function BTF does not describe is exit 2, with close function names; a kernel (or module)
+without BTF is exit 4. Read only.`,
+		Example: `  sudo ftctl probe args vfs_read
+  sudo ftctl probe args ext4:ext4_file_open
+  sudo ftctl probe args do_sys_openat2 -o json`,
+		Args:              args(cobra.ExactArgs(1)),
+		Annotations:       map[string]string{AnnotationJSON: probeArgsJSON},
+		ValidArgsFunction: completeFunctionNames(g),
+		RunE: func(c *cobra.Command, a []string) error {
+			opts.Func = a[0]
+			return runCmd(c, runF, probeArgsRun, opts)
+		},
+	}
+}
+
+func probeArgsRun(_ context.Context, opts *ProbeArgsOptions) error {
+	g := opts.G
+	fs, err := g.FS()
+	if err != nil { // BTF does not need tracefs: without it, no close names
+		fs = kernelFiles(&tracefs.FS{})
+	}
+	info, err := probes.NewKernel(fs).FuncArgs(opts.Func)
+	if errors.Is(err, probes.ErrNoFunc) {
+		return InvalidInput(err)
+	}
+	if err != nil {
+		return err
+	}
+	if g.JSON() {
+		return writeJSON(g.Out, info)
+	}
+	name := info.Func
+	if info.Module != "" {
+		name += " [" + info.Module + "]"
+	}
+	fmt.Fprintln(g.Out, safe(name))
+	for _, p := range info.Params {
+		fmt.Fprintf(g.Out, "    %s\n", safe(declare(p.Type, p.Name)))
+	}
+	fmt.Fprintf(g.Out, "    returns %s\n", safe(info.Return))
+	return nil
+}
+
+// declare writes a C declaration: "struct file *file", "size_t count".
+func declare(typ, name string) string {
+	if name == "" {
+		return typ
+	}
+	if strings.HasSuffix(typ, "*") {
+		return typ + name
+	}
+	return typ + " " + name
 }

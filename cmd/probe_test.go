@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ftctl/ftctl/internal/fixture"
 	"github.com/ftctl/ftctl/probes"
 )
 
@@ -210,5 +211,32 @@ func TestProbeAddTooLongWithGroup(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(filepath.Join(root, "kprobe_events")); string(after) != string(before) {
 		t.Errorf("kprobe_events changed: %.100q", after)
+	}
+}
+
+func TestProbeArgs(t *testing.T) {
+	root := fakeRoot(t)
+	t.Setenv("FTCTL_BTF", fixture.BTFDir(t))
+	code, out, errs := run(t, "--tracefs", root, "probe", "args", "vfs_read")
+	want := "vfs_read\n    struct file *file\n    char *buf\n    size_t count\n    loff_t *pos\n    returns ssize_t\n"
+	if code != 0 || out != want {
+		t.Fatalf("exit %d, stdout:\n%s\nwant:\n%s\nstderr: %s", code, out, want, errs)
+	}
+	code, out, _ = run(t, "--tracefs", root, "probe", "args", "kfree", "-o", "json")
+	var got probes.FuncInfo
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got.Func != "kfree" || got.Return != "void" ||
+		len(got.Params) != 1 || got.Params[0] != (probes.Param{Name: "objp", Type: "const void *"}) {
+		t.Errorf("json: exit %d, %v: %s", code, err, out)
+	}
+	// A function BTF does not describe: exit 2, with close names from the function list.
+	code, _, errs = run(t, "--tracefs", root, "probe", "args", "vfs_reed")
+	if code != 2 || !strings.Contains(errs, "vfs_reed: no such function in the kernel's BTF; did you mean vfs_read?") {
+		t.Errorf("unknown function: exit %d: %s", code, errs)
+	}
+	// No BTF: exit 4, saying so.
+	t.Setenv("FTCTL_BTF", t.TempDir())
+	code, _, errs = run(t, "--tracefs", root, "probe", "args", "vfs_read")
+	if code != 4 || !strings.Contains(errs, "no BTF") && !strings.Contains(errs, "exposes no BTF") {
+		t.Errorf("no BTF: exit %d: %s", code, errs)
 	}
 }

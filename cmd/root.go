@@ -49,6 +49,14 @@ func (g *Globals) Notice(format string, args ...any) {
 	}
 }
 
+// kernelFiles points fs at the copies of kernel files the environment names (FTCTL_KALLSYMS,
+// FTCTL_BTF): fixtures in tests.
+func kernelFiles(fs *tracefs.FS) *tracefs.FS {
+	fs.KallsymsFile = os.Getenv("FTCTL_KALLSYMS")
+	fs.BTFDir = os.Getenv("FTCTL_BTF")
+	return fs
+}
+
 // FS locates tracefs once per command. A missing tracefs is ErrNotMounted (exit 4) with the
 // command that mounts it.
 func (g *Globals) FS() (*tracefs.FS, error) {
@@ -65,7 +73,7 @@ func (g *Globals) FS() (*tracefs.FS, error) {
 	if err != nil {
 		return nil, err
 	}
-	fs.KallsymsFile = os.Getenv("FTCTL_KALLSYMS")
+	kernelFiles(fs)
 	if g.DryRun {
 		// The plan is the output of a dry run, except with -o json, where stdout is one JSON
 		// document for scripts and the plan goes to stderr.

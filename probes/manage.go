@@ -221,7 +221,12 @@ type RejectedError struct {
 	Diagnosis   *KernelDiagnosis
 	Existing    []string // definitions of the probe that already exists (EEXIST)
 	Suggestions []string // close symbol names (unknown symbol)
-	Err         error    // the tracefs error
+	// NotTraceable: the kernel could not register the probe and ftrace cannot trace the
+	// symbol (it is not in available_filter_functions): kprobe events refuse such code
+	// unless the kernel is built with CONFIG_KPROBE_EVENTS_ON_NOTRACE (trace_kprobe.c
+	// within_notrace_func; seen on both Debian kernels).
+	NotTraceable bool
+	Err          error // the tracefs error
 }
 
 func (e *RejectedError) Error() string {
@@ -416,6 +421,12 @@ func (m *Manager) rejected(d *Definition, w *Written, before []byte, err error) 
 	}
 	if re.Diagnosis != nil && re.Diagnosis.Message == "Invalid probed address or symbol" && !d.IsAddr {
 		re.Suggestions = m.suggest(d.Symbol)
+	}
+	if re.Diagnosis != nil && re.Diagnosis.Message == "Failed to register probe event" && !d.IsAddr {
+		if b, err := m.FS.Top().ReadFile("available_filter_functions"); err == nil {
+			list := "\n" + string(b) // lines "NAME" or "NAME [MODULE]"
+			re.NotTraceable = !strings.Contains(list, "\n"+d.Symbol+"\n") && !strings.Contains(list, "\n"+d.Symbol+" [")
+		}
 	}
 	return re
 }

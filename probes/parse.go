@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cilium/ebpf/btf"
+
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -109,6 +111,11 @@ type Parser struct {
 	Features tracefs.ProbeFeatures
 	// Arch selects the register names (GOARCH values); "" means the running binary's.
 	Arch string
+	// Kernel, when set, checks what the grammar cannot: the probed symbol against kallsyms,
+	// BTF argument names, ->field chains, $retval and :string against BTF. Without it (or
+	// where the kernel exposes no BTF) those are left to the kernel. It reads kernel files on
+	// first use: the console, which parses at every key press inside Update, leaves it nil.
+	Kernel *Kernel
 }
 
 // AllFeatures enables every feature the parser knows: for parsing what a kernel lists, and
@@ -167,6 +174,9 @@ type SyntaxError struct {
 	Pos    int    // byte offset in Source where the caret goes (may equal len(Source))
 	Msg    string // what is wrong
 	Hint   string // what to do about it, "" if nothing to add
+	// Symbol is the probed symbol when kallsyms does not list it: for close names
+	// (Kernel.Suggest), which are too slow to find at every key press of the console.
+	Symbol string
 }
 
 // ErrSyntax: every SyntaxError is one (errors.Is), wherever it is wrapped.
@@ -185,6 +195,18 @@ type state struct {
 	tok    int // token whose offsets errors refer to
 	ret    bool
 	fentry bool
+
+	// BTF: the probed function's prototype (looked up once, when an argument needs it), and
+	// the type of what the argument being parsed fetches (ctx->last_type in the kernel).
+	fnDone   bool
+	fnKnown  bool
+	fn       *btf.FuncProto
+	fnSpec   *btf.Spec
+	lastType btf.Type
+	// argN: the parameter an unnamed $argN stands for (the kernel rewrites it into the
+	// parameter's name); unnamedArgN: the argument is a whole "$argN..." token.
+	argN        *btf.FuncParam
+	unnamedArgN bool
 }
 
 func (st *state) errAt(tok, off int, msg string) *SyntaxError {
@@ -404,6 +426,21 @@ func (st *state) parsePlace() error {
 	if d.Symbol == "" || (d.Module == "" && strings.HasPrefix(sym, ":")) {
 		return st.err(0, "Invalid probed address or symbol")
 	}
+	// validate_probe_symbol(): a symbol kallsyms does not list, or lists more than once, is
+	// refused before anything else.
+	switch n := st.p.Kernel.SymbolCount(d.Module, d.Symbol); {
+	case n == 0:
+		// Close names are the caller's to find (SyntaxError.Symbol): the console checks a
+		// definition at every key press.
+		e := st.err(0, "Invalid probed address or symbol")
+		e.Hint = "kallsyms lists no symbol " + d.Symbol
+		e.Symbol = d.Symbol
+		return e
+	case n > 1:
+		e := st.err(0, "The symbol is not unique")
+		e.Hint = fmt.Sprintf("kallsyms lists %d symbols called %s: probe one by its address, or MODULE:SYMBOL", n, d.Symbol)
+		return e
+	}
 	if st.ret && off > 4 && st.arch() == "amd64" {
 		// x86 arch_kprobe_on_func_entry(): the entry is offset 0, or up to 4 with IBT.
 		return st.err(0, "Retprobe address must be an function entry")
@@ -447,14 +484,29 @@ func (st *state) parseArgs() error {
 		}
 		varArgs = i
 	}
+	// With BTF, $argN and $arg* are rewritten into the parameters' names before anything is
+	// parsed; $argN past the last parameter has no name.
+	n := len(args)
+	if varArgs >= 0 || st.hasArgN(args) {
+		if err := st.expandArgs(args, varArgs, &n); err != nil {
+			return err
+		}
+	}
+	// __trace_kprobe_create(): more than MAX_TRACE_ARGS is E2BIG on 6.12 (no error_log
+	// entry); 6.1 takes the line and drops the arguments past the 128th.
+	if n > MaxArgs {
+		e := st.errAt(2+min(MaxArgs, len(args)-1), 0, "Too many arguments are specified")
+		e.Hint = fmt.Sprintf("%d arguments: the kernel records at most %d (6.12 refuses more, 6.1 silently drops the rest)", n, MaxArgs)
+		return e
+	}
 	for i := range args {
 		st.tok = i + 2
 		t := st.text(i + 2)
-		a, name, err := st.parseArg(t, i)
+		a, names, err := st.parseArg(t, i, i == varArgs)
 		if err != nil {
 			return err
 		}
-		if name != "" {
+		for _, name := range names {
 			if known[name] {
 				return st.err(0, "This argument name is already used")
 			}
@@ -465,12 +517,102 @@ func (st *state) parseArgs() error {
 	return nil
 }
 
-// parseArg is traceprobe_parse_probe_arg(): [NAME=]BODY. It returns the field name the
-// kernel will use, or "" when only BTF can tell.
-func (st *state) parseArg(t string, i int) (Arg, string, error) {
+// expandArgs is traceprobe_expand_meta_args(): with BTF, $arg* becomes every parameter and
+// $argN the Nth; n grows by the parameters $arg* adds.
+func (st *state) expandArgs(args []span, varArgs int, n *int) error {
+	fn, fnKnown := st.proto()
+	if fnKnown {
+		switch {
+		case (fn == nil || len(fn.Params) == 0) && varArgs >= 0:
+			return st.errAt(varArgs+2, 0, "BTF is not available or not supported")
+		case fn != nil && len(fn.Params) > 0:
+			for i := range args {
+				t := st.text(i + 2)
+				if !strings.HasPrefix(t, "$arg") || i == varArgs {
+					continue
+				}
+				num, _ := simpleStrtoul(t[4:])
+				if num >= 1 && num > uint64(len(fn.Params)) {
+					return st.errAt(i+2, 0, "This variable is not found at this probe point")
+				}
+			}
+			if varArgs >= 0 {
+				*n += len(fn.Params) - 1
+			}
+		}
+	}
+	return nil
+}
+
+// hasArgN: an argument is a whole "$argN" (what the kernel rewrites with BTF).
+func (st *state) hasArgN(args []span) bool {
+	for i := range args {
+		if t := st.text(i + 2); strings.HasPrefix(t, "$arg") && len(t) > 4 && isdigit(t[4]) {
+			return true
+		}
+	}
+	return false
+}
+
+// proto is the probed function's BTF prototype, looked up on first use. known is false when
+// nothing can be checked: no BTF arguments in this kernel, no Kernel, no BTF, an address.
+func (st *state) proto() (*btf.FuncProto, bool) {
+	if !st.fnDone {
+		st.fnDone = true
+		if st.p.Features.BTFArgs && st.p.Kernel != nil && !st.d.IsAddr {
+			f, known := st.p.Kernel.probed(st.d.Module, st.d.Symbol)
+			st.fnKnown = known
+			if f != nil {
+				st.fn, st.fnSpec = f.proto, f.spec
+			}
+		}
+	}
+	return st.fn, st.fnKnown
+}
+
+// param is the BTF parameter called name.
+func (st *state) param(name string) *btf.FuncParam {
+	for i := range st.fn.Params {
+		if st.fn.Params[i].Name == name {
+			return &st.fn.Params[i]
+		}
+	}
+	return nil
+}
+
+// parseArg is traceprobe_parse_probe_arg(): [NAME=]BODY. It returns the field names the
+// kernel will use (several for $arg*), none when only BTF can tell and ftctl has none.
+func (st *state) parseArg(t string, i int, varArgs bool) (Arg, []string, error) {
+	a, name, err := st.parseArg1(t, i)
+	if err != nil {
+		return a, nil, err
+	}
+	switch {
+	case name != "":
+		return a, []string{name}, nil
+	case varArgs:
+		if fn, _ := st.proto(); fn != nil {
+			var names []string
+			for _, p := range fn.Params {
+				if p.Name != "" { // a variadic function's "..." has no name
+					names = append(names, p.Name)
+				}
+			}
+			return a, names, nil
+		}
+	case st.argN != nil:
+		return a, []string{st.argN.Name}, nil
+	}
+	return a, nil, nil
+}
+
+func (st *state) parseArg1(t string, i int) (Arg, string, error) {
 	var a Arg
 	body, off := t, 0
 	name := ""
+	st.lastType = nil
+	st.argN = nil
+	st.unnamedArgN = false
 	if eq := strings.IndexByte(t, '='); eq >= 0 {
 		if eq > MaxArgNameLen {
 			return a, "", st.err(0, "Argument name is too long")
@@ -486,6 +628,12 @@ func (st *state) parseArg(t string, i int) (Arg, string, error) {
 		// $argN and $arg* are renamed after the BTF parameters: unknown here.
 		if strings.HasPrefix(t, "$arg") {
 			name = ""
+			st.unnamedArgN = true
+			if fn, _ := st.proto(); fn != nil {
+				if n, _ := simpleStrtoul(t[4:]); n >= 1 && n <= uint64(len(fn.Params)) {
+					st.argN = &fn.Params[n-1]
+				}
+			}
 		} else if n, _, _ := strings.Cut(t, ":"); isGoodName(n) {
 			name = n
 		} else {
@@ -711,6 +859,7 @@ func (st *state) parseFetch(s string, off int, ops *int) (*Fetch, error) {
 		if in.Kind == FetchComm || in.Kind == FetchImmString {
 			return nil, st.err(innerOff, "$comm can not be dereferenced")
 		}
+		st.lastType = nil // what is read through a dereference has no BTF type
 		f.Inner = in
 		if in.Kind != FetchBTF && !(in.Kind == FetchRetval && in.Text != "") {
 			*ops++
@@ -748,9 +897,14 @@ func (st *state) parseFetch(s string, off int, ops *int) (*Fetch, error) {
 			return nil, st.unsupported(off, "Invalid fetch argument", "BTF argument names")
 		}
 		if !st.fentry && !st.ret {
-			return nil, st.err(off, "This variable is not supported at this probe point (only on function entry or exit)")
+			e := st.err(off, "BTF is not available or not supported")
+			e.Hint = "argument names are only known at a function's entry (offset 0) or exit"
+			return nil, e
 		}
 		if err := st.checkBTFPath(s, off, false); err != nil {
+			return nil, err
+		}
+		if err := st.btfVar(s, off); err != nil {
 			return nil, err
 		}
 		return &Fetch{Kind: FetchBTF, Text: s}, nil
@@ -767,7 +921,7 @@ func (st *state) checkBTFPath(s string, off int, retval bool) error {
 		switch s[i] {
 		case '-':
 			if i+1 >= len(s) || s[i+1] != '>' {
-				return st.err(off+i, "Failed to parse BTF field: '-' must be part of '->'")
+				return st.err(off+i, "Failed to parse single hyphen. Forgot '>'?")
 			}
 			if !ft.BTFFields {
 				return st.unsupported(off+i, "Invalid fetch argument", "BTF fields (->field)")
@@ -776,7 +930,7 @@ func (st *state) checkBTFPath(s string, off int, retval bool) error {
 			i++
 		case '.':
 			if first && !retval {
-				return st.err(off+i, "Dot-connected field on argument is not supported")
+				return st.err(off+i+1, "Non pointer structure/union argument is not supported.")
 			}
 			if !ft.BTFFields {
 				return st.unsupported(off+i, "Invalid fetch argument", "BTF fields (.field)")
@@ -796,6 +950,9 @@ func (st *state) parseVar(s string, off int) (*Fetch, error) {
 		}
 		rest := v[len("retval"):]
 		if rest == "" {
+			if err := st.btfRetval("", off); err != nil {
+				return nil, err
+			}
 			return &Fetch{Kind: FetchRetval}, nil
 		}
 		if !ft.BTFArgs {
@@ -805,6 +962,9 @@ func (st *state) parseVar(s string, off int) (*Fetch, error) {
 			return nil, st.err(off, "Invalid $-variable specified")
 		}
 		if err := st.checkBTFPath(rest, off+7, false); err != nil {
+			return nil, err
+		}
+		if err := st.btfRetval(rest, off); err != nil {
 			return nil, err
 		}
 		return &Fetch{Kind: FetchRetval, Text: rest}, nil
@@ -855,6 +1015,9 @@ func (st *state) parseVar(s string, off int) (*Fetch, error) {
 		if !st.fentry && !st.ret {
 			return nil, st.err(off, "$argN is only available at a function entry (offset 0 of a symbol)")
 		}
+		if st.argN != nil {
+			st.lastType = skipModifiers(st.argN.Type)
+		}
 		return &Fetch{Kind: FetchArgN, Text: rest}, nil
 	}
 	return nil, st.err(off, "Invalid $-variable specified")
@@ -882,10 +1045,22 @@ func validImmediate(s string) bool {
 // finalize is the kernel's store-operation checks (finalize_fetch_insn): which fetches a
 // string or array type accepts, bitfields, and the instruction budget.
 func (st *state) finalize(a *Arg, typ string, f *Fetch, ops, tpos, off int) error {
-	btf := f.Kind == FetchBTF || f.Kind == FetchArgs || (f.Kind == FetchRetval && f.Text != "") ||
-		(st.p.Features.BTFArgs && f.Kind == FetchArgN)
+	unexpanded := false // BTF has no such function: $argN stays a register
+	if f.Kind == FetchArgN && st.unnamedArgN {
+		_, fnKnown := st.proto()
+		unexpanded = fnKnown && st.fn == nil
+	}
+	btf := f.Kind == FetchBTF || f.Kind == FetchArgs || (f.Kind == FetchRetval && (f.Text != "" || st.lastType != nil)) ||
+		(st.p.Features.BTFArgs && f.Kind == FetchArgN && st.unnamedArgN && !unexpanded)
 	if btf && typ == "" {
 		return nil // the type comes from BTF
+	}
+	// check_prepare_btf_string_fetch(): a string is read from a char array or through a
+	// char pointer, nothing else.
+	if st.lastType != nil && (typ == "string" || typ == "ustring") && !fitsString(st.fnSpec, st.lastType) {
+		e := st.err(off, "This type does not fit for string.")
+		e.Hint = "BTF types it " + CType(st.lastType) + "; a string needs char * or char[N]"
+		return e
 	}
 	isString := typ == "string" || typ == "ustring" || typ == "symstr"
 	last := f.Kind // the op left in code[ops]

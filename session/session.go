@@ -142,7 +142,7 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 		if !ft.KprobeEvents {
 			return nil, &tracefs.Error{Op: "open", Path: fs.Path("kprobe_events"), Class: tracefs.ErrUnavailable, Reason: "this kernel has no kprobe events"}
 		}
-		p := probes.Parser{Features: ft.Probe}
+		p := probes.Parser{Features: ft.Probe, Kernel: probes.NewKernel(fs)}
 		seen := map[string]bool{}
 		for _, text := range spec.Probes {
 			d, err := p.Parse(text)

@@ -25,7 +25,10 @@ import (
 func fakeFS(t *testing.T, extra map[string]string) (*tracefs.FS, *fixture.InstanceDirs) {
 	t.Helper()
 	root, dirs := fixture.Tracefs(t, "6.12", extra)
-	return &tracefs.FS{Mount: tracefs.Mount{Path: root, Found: "test"}, Dirs: dirs}, dirs
+	// No kallsyms, no BTF: definitions are checked against the grammar only, never against
+	// the kernel running the tests.
+	return &tracefs.FS{Mount: tracefs.Mount{Path: root, Found: "test"}, Dirs: dirs,
+		KallsymsFile: filepath.Join(root, "no-kallsyms"), BTFDir: filepath.Join(root, "no-btf")}, dirs
 }
 
 // snapshot is every file under root with its content, and every directory.

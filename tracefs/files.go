@@ -21,6 +21,10 @@ var KernelFiles = []KernelFile{
 		"function index was read makes ftctl plan again."},
 	{LockdownPath, "The lockdown level, to explain an EPERM from tracefs."},
 	{KallsymsPath, "The kernel's symbols, by which the binary reader of the stream prints code " +
-		"addresses (FTCTL_KALLSYMS names another copy)."},
+		"addresses (FTCTL_KALLSYMS names another copy), and a probe's symbol is checked before " +
+		"the kernel is asked."},
+	{BTFDir + "/vmlinux", "The kernel's BTF: the parameters and types `ftctl probe args` lists and probe " +
+		"definitions are checked against (BTF argument names, ->field chains, :string)."},
+	{BTFDir + "/MODULE", "A loaded module's BTF, for its functions (read only when one is probed)."},
 	{"/proc/self/task", "ftctl's own threads, whose events the stream leaves out."},
 }

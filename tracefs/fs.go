@@ -23,6 +23,8 @@ type FS struct {
 	DryRun io.Writer
 	// KallsymsFile replaces /proc/kallsyms for Kallsyms: a fixture in tests.
 	KallsymsFile string
+	// BTFDir replaces /sys/kernel/btf for BTF: fixtures in tests.
+	BTFDir string
 	// Dirs makes and removes instance directories; nil for the kernel's mkdir(2) and rmdir(2).
 	// The kernel fills a new instance with its files, empties it on rmdir, and refuses the
 	// rmdir (EBUSY) while one of them is open: on a plain directory the unit tests of the

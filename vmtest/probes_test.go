@@ -3,11 +3,18 @@
 package vmtest
 
 import (
+	"bytes"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,17 +58,25 @@ func corpusDefs() []string {
 }
 
 // kernelAccepts writes one definition to kprobe_events as a user would (no O_TRUNC) and
-// removes whatever it created.
+// removes whatever it created. A definition the kernel takes but lists with fewer arguments
+// than written (6.1 drops the 129th and later) counts as refused: the kernel did not take it
+// as written. The message is the kernel's error_log entry, with its caret position.
 func kernelAccepts(t *testing.T, def string) (bool, string) {
 	t.Helper()
-	err := tryDefinition(t, def)
+	var listed []string
+	err := tryDefinitionListed(t, def, &listed)
 	if err == nil {
+		words := len(strings.Fields(strings.SplitN(def, "#", 2)[0]))
+		if words > 2+probes.MaxArgs && len(listed) == 1 && len(strings.Fields(listed[0])) < words {
+			return false, fmt.Sprintf("accepted, listed with %d of %d arguments", len(strings.Fields(listed[0]))-2, words-2)
+		}
 		return true, ""
 	}
 	var te *tracefs.Error
 	msg := err.Error()
 	if errors.As(err, &te) && len(te.KernelLog) > 0 {
-		msg = te.KernelLog[len(te.KernelLog)-1].Message
+		e := te.KernelLog[len(te.KernelLog)-1]
+		msg = fmt.Sprintf("%s @%d", e.Message, e.Pos)
 	}
 	return false, msg
 }
@@ -70,11 +85,21 @@ func kernelAccepts(t *testing.T, def string) (bool, string) {
 // created, returning the write's error.
 func tryDefinition(t *testing.T, def string) error {
 	t.Helper()
+	return tryDefinitionListed(t, def, nil)
+}
+
+// tryDefinitionListed is tryDefinition that also returns, in listed, how kprobe_events listed
+// what the write created.
+func tryDefinitionListed(t *testing.T, def string, listed *[]string) error {
+	t.Helper()
 	top := topFS(t).Top()
 	before := probeSet(t)
 	err := top.Write("kprobe_events", def+"\n")
 	for _, p := range tracefs.ParseProbeList(read(t, "kprobe_events")) {
 		if !before[p.Group+"/"+p.Event] {
+			if listed != nil {
+				*listed = append(*listed, p.Definition)
+			}
 			if e := top.Write("kprobe_events", "-:"+p.Group+"/"+p.Event+"\n"); e != nil {
 				t.Fatalf("cleaning up %s/%s: %v", p.Group, p.Event, e)
 			}
@@ -91,13 +116,21 @@ func probeSet(t *testing.T) map[string]bool {
 	return m
 }
 
+// kernelOnlyReasons are refusals ftctl does not foresee: they need the kernel's text (an
+// instruction boundary) or its kprobe rules (a symbol kallsyms lists that is not probe-able
+// code: data, a blacklisted function), not its tracefs README, kallsyms names or BTF.
+var kernelOnlyReasons = []string{"Probe point is not an instruction boundary", "Failed to register probe event"}
+
 // TestProbeCorpus: every definition of the corpus, through ftctl's validator (with this
-// kernel's features) and through the kernel. The kernel accepting what ftctl refuses fails the
-// test; the reverse (ftctl lets the kernel judge) is reported.
+// kernel's features, kallsyms and BTF) and through the kernel. The kernel accepting what ftctl
+// refuses fails the test, and so does ftctl passing what the kernel refuses, unless the
+// kernel's reason is one of kernelOnlyReasons.
 func TestProbeCorpus(t *testing.T) {
+	insmod(t, "nls_utf8") // modules' functions and BTF
+	insmod(t, "dummy")
 	start := probeSet(t)
-	ft := topFS(t).DetectFeatures()
-	p := probes.Parser{Features: ft.Probe}
+	p := probes.NewManager(topFS(t)).Parser
+	p.Kernel = probes.NewKernel(topFS(t)) // as probe add checks
 	var both, neither, kernelOnly, localOnly int
 	var table strings.Builder
 	for _, def := range corpusDefs() {
@@ -122,12 +155,15 @@ func TestProbeCorpus(t *testing.T) {
 		default:
 			localOnly++
 			verdict = "kernel-rejects/ftctl-accepts"
+			if !slices.ContainsFunc(kernelOnlyReasons, func(r string) bool { return strings.HasPrefix(kmsg, r) }) {
+				t.Errorf("ftctl passes %q but the kernel refuses it: %s", def, kmsg)
+			}
 		}
 		lmsg := ""
 		if lerr != nil {
 			var se *probes.SyntaxError
 			if errors.As(lerr, &se) {
-				lmsg = se.Msg
+				lmsg = fmt.Sprintf("%s @%d", se.Msg, se.Pos)
 			}
 		}
 		fmt.Fprintf(&table, "%-30s %-72q kernel=%q ftctl=%q\n", verdict, short, kmsg, lmsg)
@@ -271,24 +307,36 @@ func TestProbeKernelRejects(t *testing.T) {
 	other := otherProbe(t)
 	removeProbeLater(t, "ftctl", "dup")
 	removeProbeLater(t, "ftctl", "filt")
-	// Unknown symbol, written with extra spaces: caret under the user's "vfs_raed", close names.
+	// Unknown symbol, written with extra spaces: kallsyms tells before the kernel is asked
+	// (exit 2), the caret under the user's "vfs_raed", close names.
 	def := "p:typo    vfs_raed"
 	r := ftctlRun(t, "probe", "add", def)
-	if r.code != 3 || !strings.Contains(r.stderr, "Invalid probed address or symbol") || !strings.Contains(r.stderr, "vfs_read") {
+	if r.code != 2 || !strings.Contains(r.stderr, "Invalid probed address or symbol") || !strings.Contains(r.stderr, "did you mean") || !strings.Contains(r.stderr, "vfs_read") {
 		t.Fatalf("unknown symbol: %v", r)
 	}
 	t.Logf("unknown symbol:\n%s", r.stderr)
-	wantCaret := "    " + def + "\n" + strings.Repeat(" ", 4+strings.Index(def, "vfs_raed")) + "^"
+	wantCaret := "  " + def + "\n" + strings.Repeat(" ", 2+strings.Index(def, "vfs_raed")) + "^"
 	if !strings.Contains(r.stderr, wantCaret) {
 		t.Errorf("caret not under the user's text; want\n%s\ngot\n%s", wantCaret, r.stderr)
 	}
-	// A BTF name the function does not have (6.12), or no BTF names at all (6.1: refused
-	// before writing, exit 2).
+	// A symbol kallsyms lists that the kernel cannot probe (data): only the kernel knows
+	// (exit 3), its error_log caret moved under the user's text.
+	def = "p:typo    jiffies"
+	r = ftctlRun(t, "probe", "add", def)
+	t.Logf("data symbol:\n%s", r.stderr)
+	wantCaret = "    " + def + "\n" + strings.Repeat(" ", 4+strings.Index(def, "jiffies")) + "^"
+	if r.code != 3 || !strings.Contains(r.stderr, "kernel error_log: ") || !strings.Contains(r.stderr, wantCaret) ||
+		!strings.Contains(r.stderr, "ftrace cannot trace jiffies (it is not in available_filter_functions)") {
+		t.Errorf("data symbol: %v\nwant caret\n%s", r, wantCaret)
+	}
+	// A BTF name the function does not have (6.12: BTF tells, exit 2, its parameters named),
+	// or no BTF names at all (6.1: refused before writing, exit 2).
 	r = ftctlRun(t, "probe", "add", "p:btf vfs_read  nosuchparam")
 	t.Logf("BTF:\n%s", r.stderr)
 	if topFS(t).DetectFeatures().Probe.BTFArgs {
-		want := "    p:btf vfs_read  nosuchparam\n" + strings.Repeat(" ", 4+len("p:btf vfs_read  ")) + "^"
-		if r.code != 3 || !strings.Contains(r.stderr, "not found") || !strings.Contains(r.stderr, want) {
+		want := "  p:btf vfs_read  nosuchparam\n" + strings.Repeat(" ", 2+len("p:btf vfs_read  ")) + "^"
+		if r.code != 2 || !strings.Contains(r.stderr, "This variable is not found at this probe point") ||
+			!strings.Contains(r.stderr, "vfs_read's parameters: file buf count pos") || !strings.Contains(r.stderr, want) {
 			t.Errorf("BTF name: %v\nwant caret\n%s", r, want)
 		}
 	} else if r.code != 2 || !strings.Contains(r.stderr, "BTF") {
@@ -523,7 +571,9 @@ func TestProbeLineTooLongWithGroup(t *testing.T) {
 	}
 	removeProbeLater(t, "ftctl", "x")
 	write(t, "kprobe_events", "-:ftctl/x\n")
-	long := "p " + strings.Repeat("a", probes.MaxLineLen-2)
+	// A symbol of a module that is not loaded: kallsyms cannot judge it (the kernel would
+	// keep the probe pending), so the line's length is what is refused.
+	long := "p nomod:" + strings.Repeat("a", probes.MaxLineLen-8)
 	r = ftctlRun(t, "probe", "add", long)
 	if r.code != 2 || !strings.Contains(r.stderr, "line is too long") {
 		t.Errorf("too long with its group: exit %d\n%.400s", r.code, r.stderr)
@@ -545,4 +595,164 @@ func TestProbeLineTooLongWithGroup(t *testing.T) {
 			write(t, "kprobe_events", "-:ftctl/lim\n")
 		}
 	}
+}
+
+// probe args: a function's parameters from the kernel's BTF (both kernels have
+// CONFIG_DEBUG_INFO_BTF), and a module's function from the module's BTF when it has some.
+func TestProbeArgs(t *testing.T) {
+	r := ftctlRun(t, "probe", "args", "vfs_read")
+	want := "vfs_read\n    struct file *file\n    char *buf\n    size_t count\n    loff_t *pos\n    returns ssize_t\n"
+	if r.code != 0 || r.stdout != want {
+		t.Fatalf("probe args vfs_read: %v\nwant:\n%s", r, want)
+	}
+	r = ftctlRun(t, "probe", "args", "do_sys_openat2", "-o", "json")
+	var info probes.FuncInfo
+	if err := json.Unmarshal([]byte(r.stdout), &info); r.code != 0 || err != nil || info.Func != "do_sys_openat2" ||
+		info.Module != "" || info.Return != "long int" || len(info.Params) != 3 || info.Params[1] != (probes.Param{Name: "filename", Type: "const char *"}) {
+		t.Errorf("json: %v (%v): %+v", r, err, info)
+	}
+	r = ftctlRun(t, "probe", "args", "vfs_raed")
+	if r.code != 2 || !strings.Contains(r.stderr, "did you mean") || !strings.Contains(r.stderr, "vfs_read") {
+		t.Errorf("unknown function: %v", r)
+	}
+	insmod(t, "dummy")
+	if _, err := os.Stat(filepath.Join(tracefs.BTFDir, "dummy")); err != nil {
+		r = ftctlRun(t, "probe", "args", "dummy:dummy_xmit")
+		if r.code != 4 || !strings.Contains(r.stderr, "no BTF") {
+			t.Errorf("a module without BTF: %v", r)
+		}
+		t.Skipf("dummy has no BTF on %s: %v", tracefs.KernelRelease(), err)
+	}
+	for _, ref := range []string{"dummy_xmit", "dummy:dummy_xmit"} {
+		r = ftctlRun(t, "probe", "args", ref)
+		want := "dummy_xmit [dummy]\n    struct sk_buff *skb\n    struct net_device *dev\n    returns netdev_tx_t\n"
+		if r.code != 0 || r.stdout != want {
+			t.Errorf("probe args %s: %v\nwant:\n%s", ref, r, want)
+		}
+	}
+}
+
+// TestBTFLoadCost measures what reading BTF costs a command (BENCHMARKS.md): the load of
+// vmlinux's BTF, the first lookup (the name index), a module's, and the whole `probe args`
+// command's wall time and peak RSS. It asserts only that BTF works.
+func TestBTFLoadCost(t *testing.T) {
+	insmod(t, "dummy")
+	removeProbeLater(t, "ftctl", "btfcost")
+	st, err := os.Stat(filepath.Join(tracefs.BTFDir, "vmlinux"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	start := time.Now()
+	b := topFS(t).BTF()
+	if _, err := b.Vmlinux(); err != nil {
+		t.Fatal(err)
+	}
+	load := time.Since(start)
+	start = time.Now()
+	k := probes.NewKernel(topFS(t))
+	if _, err := k.FuncArgs("vfs_read"); err != nil {
+		t.Fatal(err)
+	}
+	first := time.Since(start) // a new Kernel: its own load, and the name index
+	start = time.Now()
+	if _, err := k.FuncArgs("do_sys_openat2"); err != nil {
+		t.Fatal(err)
+	}
+	second := time.Since(start)
+	start = time.Now()
+	_, modErr := k.FuncArgs("dummy:dummy_xmit")
+	module := time.Since(start)
+	runtime.ReadMemStats(&m1)
+	// The whole command, against one that reads no BTF (probe list), and a probe definition
+	// checked against BTF (add with a field chain; removed again).
+	cmds := [][]string{{"probe", "args", "vfs_read"}, {"probe", "list"}}
+	if topFS(t).DetectFeatures().Probe.BTFArgs {
+		cmds = append(cmds, []string{"probe", "add", "p:btfcost vfs_read x=file->f_path.dentry->d_name.name:string"}, []string{"probe", "remove", "btfcost"})
+	}
+	var runs []string
+	for _, args := range cmds {
+		for range 3 {
+			// Under busybox time: a child forked from this test process would report this
+			// process's peak RSS (the kernel carries the peak across exec).
+			c := exec.Command("/bin/busybox", append([]string{"time", "-v", ftctl}, args...)...)
+			var errb bytes.Buffer
+			c.Stderr = &errb
+			start := time.Now()
+			if err := c.Run(); err != nil {
+				t.Fatalf("%v: %s", err, errb.String())
+			}
+			wall := time.Since(start)
+			rss := regexp.MustCompile(`Maximum resident set size \(kbytes\): (\d+)`).FindStringSubmatch(errb.String())
+			if rss == nil {
+				t.Fatalf("busybox time -v: %s", errb.String())
+			}
+			kb, _ := strconv.Atoi(rss[1])
+			runs = append(runs, fmt.Sprintf("%q %v wall, %.1f MiB max RSS", strings.Join(args[:2], " "), wall.Round(time.Millisecond), float64(kb)/1024))
+			if args[1] == "add" || args[1] == "remove" {
+				break
+			}
+		}
+	}
+	t.Logf("BTF on %s: vmlinux %.1f MiB; Vmlinux() %v; a new Kernel's first FuncArgs (load + name index) %v, the next %v; dummy's BTF %v (%v); heap after: %.1f MiB more in use, %.1f MiB more from the OS; commands:\n%s",
+		tracefs.KernelRelease(), float64(st.Size())/(1<<20), load.Round(time.Millisecond), first.Round(time.Millisecond),
+		second.Round(time.Microsecond), module.Round(time.Millisecond), modErr,
+		float64(int64(m1.HeapInuse)-int64(m0.HeapInuse))/(1<<20), float64(int64(m1.Sys)-int64(m0.Sys))/(1<<20), strings.Join(runs, "\n"))
+}
+
+// The kernel checks a probed symbol against kallsyms (validate_probe_symbol), and ftctl does
+// the same; a code symbol kallsyms lists but ftrace cannot trace (not in
+// available_filter_functions) then passes that check. Seen on both Debian kernels, built
+// without CONFIG_KPROBE_EVENTS_ON_NOTRACE: the kernel refuses every one tried when it registers
+// the probe (trace_kprobe.c within_notrace_func: "Failed to register probe event"), a refusal
+// ftctl leaves to the kernel (a kernel built with that option takes them). The test fails if
+// the kernel takes one that ftctl refuses, and logs what the kernel did.
+func TestProbeSymbolOutsideFilterList(t *testing.T) {
+	traceable := map[string]bool{}
+	for _, l := range strings.Split(read(t, "available_filter_functions"), "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			traceable[f[0]] = true
+		}
+	}
+	p := probes.NewManager(topFS(t)).Parser
+	p.Kernel = probes.NewKernel(topFS(t)) // as probe add checks
+	syms, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	var candidates []string
+	for _, l := range strings.Split(string(syms), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 || (f[1] != "t" && f[1] != "T") {
+			continue // vmlinux code only
+		}
+		count[f[2]]++
+		if !traceable[f[2]] && !strings.ContainsAny(f[2], ".$") && !strings.HasPrefix(f[2], "__") {
+			candidates = append(candidates, f[2])
+		}
+	}
+	accepted, tried := 0, 0
+	reasons := map[string]int{}
+	for i := 0; i < len(candidates) && tried < 20; i += len(candidates)/23 + 1 {
+		sym := candidates[i]
+		if count[sym] != 1 {
+			continue
+		}
+		tried++
+		def := "p:ftc/untraceable " + sym
+		kok, kmsg := kernelAccepts(t, def)
+		if _, lerr := p.Parse(def); lerr != nil {
+			t.Errorf("ftctl refuses %q, a code symbol kallsyms lists: %v", def, lerr)
+		}
+		if kok {
+			accepted++
+		} else {
+			reasons[kmsg]++
+		}
+	}
+	t.Logf("on %s the kernel took %d of %d code symbols outside available_filter_functions; refusals: %v",
+		tracefs.KernelRelease(), accepted, tried, reasons)
 }
