@@ -519,8 +519,18 @@ done`
 	r := startTUI(t, "-B", "tuicmp_a", "tui")
 	r.waitFor(fmt.Sprintf(" · %d events · ", n))
 	r.waitFor("reading trace_pipe_raw")
-	lines := r.screen.Lines()
-	hdr := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "TIME") && strings.Contains(l, "DETAIL") })
+	// The frame may still be arriving (the status line can be drawn before the rows): read the
+	// screen once every row under the header is there, or after 10 s.
+	var lines []string
+	hdr := -1
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		lines = r.screen.Lines()
+		hdr = slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "TIME") && strings.Contains(l, "DETAIL") })
+		if hdr >= 0 && hdr+n < len(lines) && !slices.ContainsFunc(lines[hdr+1:hdr+1+n], func(l string) bool { return len([]rune(l)) < 14 }) ||
+			time.Now().After(deadline) {
+			break
+		}
+	}
 	if hdr < 0 || hdr+n >= len(lines) {
 		t.Fatalf("no %d rows under a column header:\n%s", n, r.screen)
 	}
