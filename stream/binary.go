@@ -86,8 +86,53 @@ type binEvent struct {
 	parent *tracefs.Field // function: parent_ip; kretprobe: the return address
 	buf    *tracefs.Field // print: buf; kernel_stack: caller
 	args   []binArg
-	pf     *printFmt // tracepoints
-	sys    []byte    // syscalls: "sys_NAME"
+	pf     *printFmt  // tracepoints
+	sys    []byte     // syscalls: "sys_NAME"
+	fields []binField // tracepoints, syscalls: how each field shows in JSON
+}
+
+// binField is how one of a tracepoint's fields shows in JSON (appendEventFields), decided
+// when its format is loaded.
+type binField struct {
+	field   *tracefs.Field
+	name    []byte
+	kind    ValueKind // ValueString, ValueArray, ValueNumber, ValueOther (bytes in hex)
+	dynamic bool      // __data_loc, __rel_loc
+	elem    int       // ValueArray: the elements' size
+}
+
+// newBinFields decides how each field shows: char arrays and dynamic strings as strings,
+// other arrays by element, integers as numbers, anything else as hex bytes.
+func newBinFields(f *tracefs.Format) []binField {
+	out := make([]binField, len(f.Fields))
+	for i := range f.Fields {
+		fl := &f.Fields[i]
+		b := binField{field: fl, name: []byte(fl.Name)}
+		b.dynamic = strings.HasPrefix(fl.Type, "__data_loc") || strings.HasPrefix(fl.Type, "__rel_loc")
+		elem := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(fl.Type, "__data_loc "), "__rel_loc "), "[]"))
+		switch {
+		case b.dynamic && fl.Size != 4:
+			b.kind = ValueOther
+		case (b.dynamic || fl.Array != 0) && elem == "char":
+			b.kind = ValueString
+		case b.dynamic || fl.Array != 0:
+			b.kind, b.elem = ValueArray, 1
+			if fl.Array > 0 {
+				b.elem = fl.Size / fl.Array
+			} else if t, ok := pfTypes[elem]; ok {
+				b.elem = int(t.size)
+			}
+			if b.elem != 1 && b.elem != 2 && b.elem != 4 && b.elem != 8 {
+				b.elem = 1
+			}
+		case fl.Size == 1 || fl.Size == 2 || fl.Size == 4 || fl.Size == 8:
+			b.kind = ValueNumber
+		default:
+			b.kind = ValueOther
+		}
+		out[i] = b
+	}
+	return out
 }
 
 // binArg is one probe argument: its field and how the kernel prints it.
@@ -130,6 +175,13 @@ func (d *BinaryDecoder) Add(f *tracefs.Format) error {
 	return err
 }
 
+// CheckFormat says why the binary reader would not print events of this format as the kernel
+// prints them, nil when it would; hashPtr is the trace array's hash-ptr option.
+func CheckFormat(f *tracefs.Format, hashPtr bool) error {
+	_, err := newBinEvent(f, hashPtr)
+	return err
+}
+
 func newBinEvent(f *tracefs.Format, hashPtr bool) (*binEvent, error) {
 	e := &binEvent{format: f, name: []byte(f.Name)}
 	field := func(names ...string) bool {
@@ -168,6 +220,9 @@ func newBinEvent(f *tracefs.Format, hashPtr bool) (*binEvent, error) {
 			return e, fmt.Errorf("event %s:%s %w", f.System, f.Name, err)
 		}
 		e.kind, e.pf = binTracepoint, pf
+	}
+	if e.kind == binTracepoint || e.kind == binSysEnter || e.kind == binSysExit {
+		e.fields = newBinFields(f)
 	}
 	return e, nil
 }
@@ -415,7 +470,7 @@ func (d *BinaryDecoder) Decode(ev *Event, cpu int, ts uint64, data []byte) {
 		// a format ending in "\n" (6.1's exit_mmap) prints an empty line after the event
 		d.buf = bytes.TrimSuffix(d.buf, []byte{'\n'})
 		parseBody(ev, d.buf[start:])
-		d.appendEventFields(ev, e.format, data)
+		d.appendEventFields(ev, e.fields, data)
 	default:
 		ev.Kind = KindPrint
 		ev.Name = e.name
@@ -451,56 +506,42 @@ func (d *BinaryDecoder) appendTracepoint(dst []byte, e *binEvent, data []byte) [
 	return e.pf.appendPrint(dst, &d.pf, data)
 }
 
-// appendEventFields gives a tracepoint's own fields to ev (JSON "fields"): integers in
-// decimal, char arrays and __data_loc strings as strings, other arrays element by element.
-func (d *BinaryDecoder) appendEventFields(ev *Event, f *tracefs.Format, data []byte) {
-	for i := range f.Fields {
-		fl := &f.Fields[i]
-		a := Arg{Name: []byte(fl.Name)}
+// appendEventFields gives a tracepoint's own fields to ev (JSON "fields"), as newBinFields
+// decided.
+func (d *BinaryDecoder) appendEventFields(ev *Event, fields []binField, data []byte) {
+	for i := range fields {
+		bf := &fields[i]
+		fl := bf.field
+		a := Arg{Name: bf.name, Kind: bf.kind}
 		start := len(d.buf)
-		dynamic := strings.HasPrefix(fl.Type, "__data_loc") || strings.HasPrefix(fl.Type, "__rel_loc")
 		var raw []byte
 		switch {
 		case fl.Offset < 0 || fl.Offset+fl.Size > len(data):
 			a.Kind = ValueFault
-		case dynamic && fl.Size == 4:
+		case bf.dynamic && fl.Size == 4:
 			raw = dataLoc(fl, data)
 		default:
 			raw = data[fl.Offset : fl.Offset+fl.Size]
 		}
-		elem := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(fl.Type, "__data_loc "), "__rel_loc "), "[]"))
-		switch {
-		case a.Kind == ValueFault:
-		case (dynamic || fl.Array != 0) && elem == "char":
-			a.Kind = ValueString
+		switch a.Kind {
+		case ValueString:
 			d.buf = append(d.buf, cString(raw)...)
-		case dynamic || fl.Array != 0:
-			a.Kind = ValueArray
-			n := 1
-			if fl.Array > 0 {
-				n = fl.Size / fl.Array
-			} else if t, ok := pfTypes[elem]; ok {
-				n = int(t.size)
-			}
-			if n != 1 && n != 2 && n != 4 && n != 8 {
-				n = 1
-			}
+		case ValueArray:
+			n := bf.elem
 			for k := 0; k+n <= len(raw); k += n {
 				if k > 0 {
 					d.buf = append(d.buf, ',')
 				}
 				d.buf = strconv.AppendUint(d.buf, loadUint(raw[k:], n), 10)
 			}
-		case fl.Size == 1 || fl.Size == 2 || fl.Size == 4 || fl.Size == 8:
-			a.Kind = ValueNumber
+		case ValueNumber:
 			v := loadUint(raw, fl.Size)
 			if fl.Signed {
 				d.buf = strconv.AppendInt(d.buf, signExtend(v, fl.Size), 10)
 			} else {
 				d.buf = strconv.AppendUint(d.buf, v, 10)
 			}
-		default:
-			a.Kind = ValueOther
+		case ValueOther:
 			d.buf = append(d.buf, "0x"...)
 			for _, c := range raw {
 				d.buf = appendHex(d.buf, uint64(c), 2)

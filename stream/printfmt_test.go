@@ -436,3 +436,60 @@ func FuzzPrintFmtRecords(f *testing.F) {
 		_ = pf.appendPrint(nil, &x, data)
 	})
 }
+
+// BenchmarkTracepoint decodes one record of each of a few tracepoints (captured on 6.12, with
+// the formats of that kernel) and encodes it as JSON, as the binary reader does per event:
+// ns and allocations per event (BENCHMARKS.md). hash-ptr off, so that the %p events decode.
+func BenchmarkTracepoint(b *testing.B) {
+	dir := filepath.Join("testdata", "6.12")
+	syms, err := ParseKallsyms(gunzip(b, filepath.Join(dir, "tp.kallsyms.gz")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	comm := []byte("bench")
+	d := &BinaryDecoder{Layout: tracefs.DefaultPageLayout, Symbols: syms, PrintParent: true,
+		Comm: func(pid int) []byte { return comm }}
+	names := map[int]string{}
+	for _, f := range kernelFormats(b, "6.12") {
+		d.Add(f)
+		names[f.ID] = f.Name
+	}
+	records := map[string][]byte{}
+	for cpu := 0; cpu < 2; cpu++ {
+		raw := gunzip(b, filepath.Join(dir, fmt.Sprintf("tp.cpu%d.raw.gz", cpu)))
+		for ; len(raw) >= 4096; raw = raw[4096:] {
+			p, err := ParsePage(d.Layout, raw[:4096])
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.Events(func(ts uint64, data []byte) error {
+				if len(data) >= 2 {
+					n := names[int(data[0])|int(data[1])<<8]
+					if records[n] == nil {
+						records[n] = data
+					}
+				}
+				return nil
+			})
+		}
+	}
+	for _, name := range []string{"sched_switch", "sched_wakeup", "sys_enter_openat", "sys_exit_read", "softirq_raise", "page_fault_user", "mm_page_alloc", "kmem_cache_alloc", "rss_stat", "writeback_dirty_inode"} {
+		data := records[name]
+		if data == nil {
+			b.Logf("%s: no record captured", name)
+			continue
+		}
+		b.Run(name, func(b *testing.B) {
+			var ev Event
+			out := make([]byte, 0, 4096)
+			d.Decode(&ev, 0, 1e9, data)
+			b.Logf("%s", AppendJSON(nil, &ev, false))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				d.Decode(&ev, 0, 1e9, data)
+				out = AppendJSON(out[:0], &ev, false)
+			}
+		})
+	}
+}
