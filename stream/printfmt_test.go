@@ -41,17 +41,8 @@ func kernelFormats(t testing.TB, kernel string) []*tracefs.Format {
 
 func gzTar(t testing.TB, path string) map[string]string {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	files := map[string]string{}
-	r := tar.NewReader(z)
+	r := tar.NewReader(bytes.NewReader(gunzip(t, path)))
 	for {
 		h, err := r.Next()
 		if err == io.EOF {

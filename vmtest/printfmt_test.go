@@ -57,24 +57,7 @@ sleep 1 & kill $!; sleep 0.05; true`
 				t.Fatalf("workload: %v: %s", err, out)
 			}
 			write(t, inst+"/tracing_on", "0\n")
-			text := read(t, inst+"/trace")
-
-			var want []string
-			var d stream.Decoder
-			emit := func(ev *stream.Event) error {
-				want = append(want, string(stream.AppendJSON(nil, ev, false)))
-				return nil
-			}
-			var body []string
-			for _, l := range strings.SplitAfter(text, "\n") {
-				if !strings.HasPrefix(l, "#") {
-					body = append(body, l)
-				}
-			}
-			if err := d.Feed([]byte(strings.Join(body, "")), emit); err != nil {
-				t.Fatal(err)
-			}
-			d.Flush(emit)
+			want := textJSON(t, read(t, inst+"/trace"))
 
 			p := startStream(t, nil, "-B", filepath.Base(inst), "stream", "-o", "json", "--summary")
 			if code := p.wait(t); code != 0 {
