@@ -214,6 +214,9 @@ func newBinEvent(f *tracefs.Format, hashPtr bool) (*binEvent, error) {
 	case f.System == "synthetic" || f.System == "user_events":
 		// printed by the kernel's own functions, not by their print fmt
 		return e, fmt.Errorf("event %s:%s is a %s event, which ftctl does not decode", f.System, f.Name, f.System)
+	case field("__probe_type"):
+		// an eprobe (trace_eprobe.c): print_eprobe_event prints it, not its print fmt
+		return e, fmt.Errorf("event %s:%s is an eprobe, which ftctl does not decode", f.System, f.Name)
 	default:
 		pf, err := parsePrintFmt(f, hashPtr)
 		if err != nil {

@@ -516,8 +516,19 @@ func (p *pfParser) binary(level int) (*pfExpr, error) {
 		default:
 			e.size, e.signed = arith(a, b)
 		}
-		a = e
+		a = fold(e)
 	}
+}
+
+// fold replaces an integer expression that reads no field by its value, evaluated once when
+// the format is parsed (sched_switch masks prev_state with a tree of constants twice).
+func fold(e *pfExpr) *pfExpr {
+	if e.op == pfNum || e.typ != pfInt || !pfConstant(e) {
+		return e
+	}
+	var x pfEval
+	v := x.eval(e, nil)
+	return &pfExpr{op: pfNum, num: v.u, size: e.size, signed: e.signed}
 }
 
 // promote is the type of an integer operand after C's integer promotions.
@@ -629,7 +640,7 @@ func (p *pfParser) unary() (*pfExpr, error) {
 			if u.op == pfNot {
 				e.size, e.signed = 4, true
 			}
-			return e, nil
+			return fold(e), nil
 		}
 	}
 	if size, signed, ptr, ok := p.castType(); ok {
@@ -644,7 +655,7 @@ func (p *pfParser) unary() (*pfExpr, error) {
 			}
 			return &pfExpr{op: pfCast, a: a, size: 8, signed: false}, nil
 		}
-		return &pfExpr{op: pfCast, a: a, size: size, signed: signed}, nil
+		return fold(&pfExpr{op: pfCast, a: a, size: size, signed: signed}), nil
 	}
 	return p.postfix()
 }
