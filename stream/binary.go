@@ -41,6 +41,9 @@ type BinaryDecoder struct {
 	// HashPtr: the hash-ptr option is on (the default): the kernel hashes what %p prints, so
 	// a tracepoint printing a bare %p is not decoded (Add says so). Set it before Add.
 	HashPtr bool
+	// Dynamic gives the dynamic events' kinds by name, as dynamic_events lists them ("p",
+	// "r", "e" for an eprobe...; tracefs.FS.DynamicEvents). Set it before Add.
+	Dynamic map[tracefs.EventName]string
 
 	events map[int]*binEvent
 	ev     Event
@@ -170,19 +173,20 @@ func (d *BinaryDecoder) Add(f *tracefs.Format) error {
 	if d.events == nil {
 		d.events = map[int]*binEvent{}
 	}
-	e, err := newBinEvent(f, d.HashPtr)
+	e, err := newBinEvent(f, d.HashPtr, d.Dynamic[tracefs.EventName{System: f.System, Event: f.Name}])
 	d.events[f.ID] = e
 	return err
 }
 
 // CheckFormat says why the binary reader would not print events of this format as the kernel
-// prints them, nil when it would; hashPtr is the trace array's hash-ptr option.
-func CheckFormat(f *tracefs.Format, hashPtr bool) error {
-	_, err := newBinEvent(f, hashPtr)
+// prints them, nil when it would; hashPtr is the trace array's hash-ptr option, dynamic the
+// event's kind in dynamic_events ("" for a tracepoint).
+func CheckFormat(f *tracefs.Format, hashPtr bool, dynamic string) error {
+	_, err := newBinEvent(f, hashPtr, dynamic)
 	return err
 }
 
-func newBinEvent(f *tracefs.Format, hashPtr bool) (*binEvent, error) {
+func newBinEvent(f *tracefs.Format, hashPtr bool, dynamic string) (*binEvent, error) {
 	e := &binEvent{format: f, name: []byte(f.Name)}
 	field := func(names ...string) bool {
 		for _, n := range names {
@@ -211,11 +215,12 @@ func newBinEvent(f *tracefs.Format, hashPtr bool) (*binEvent, error) {
 		e.kind, e.sys = binSysEnter, []byte("sys_"+strings.TrimPrefix(f.Name, "sys_enter_"))
 	case f.System == "syscalls" && strings.HasPrefix(f.Name, "sys_exit_") && syscallFields(f) && len(f.Fields) == 2 && f.Fields[1].Name == "ret":
 		e.kind, e.sys = binSysExit, []byte("sys_"+strings.TrimPrefix(f.Name, "sys_exit_"))
-	case f.System == "synthetic" || f.System == "user_events":
+	case f.System == "synthetic" || f.System == "user_events" || dynamic == "s" || dynamic == "u":
 		// printed by the kernel's own functions, not by their print fmt
 		return e, fmt.Errorf("event %s:%s is a %s event, which ftctl does not decode", f.System, f.Name, f.System)
-	case field("__probe_type"):
-		// an eprobe (trace_eprobe.c): print_eprobe_event prints it, not its print fmt
+	case dynamic == "e" || field("__probe_type"):
+		// an eprobe (trace_eprobe.c; __probe_type before 5.18): print_eprobe_event prints
+		// "(SYSTEM.EVENT)" and the arguments, not its print fmt
 		return e, fmt.Errorf("event %s:%s is an eprobe, which ftctl does not decode", f.System, f.Name)
 	default:
 		pf, err := parsePrintFmt(f, hashPtr)

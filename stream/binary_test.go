@@ -556,3 +556,21 @@ func FuzzKallsyms(f *testing.F) {
 		}
 	})
 }
+
+// TestEprobeNotDecoded: an eprobe's print fmt (6.12: " prev=0x%Lx", REC->prev) is not what the
+// kernel prints for it (print_eprobe_event: "ep: (sched.sched_switch) prev=0x..."), so an event
+// dynamic_events lists as "e:" is refused, never printed from its print fmt.
+func TestEprobeNotDecoded(t *testing.T) {
+	f, err := tracefs.ParseFormat("ftx", "name: ep\nID: 1496\nformat:\n"+common+
+		"\tfield:u64 prev;\toffset:8;\tsize:8;\tsigned:0;\n\nprint fmt: \" prev=0x%Lx\", REC->prev\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := BinaryDecoder{HashPtr: true, Dynamic: map[tracefs.EventName]string{{System: "ftx", Event: "ep"}: "e"}}
+	if err := d.Add(f); err == nil || !strings.Contains(err.Error(), "eprobe") {
+		t.Errorf("Add(eprobe): %v, want it refused as an eprobe", err)
+	}
+	if err := CheckFormat(f, true, ""); err != nil {
+		t.Errorf("the same format as a tracepoint: %v", err)
+	}
+}

@@ -73,7 +73,7 @@ func binaryUnfit(in *tracefs.Instance, o Options, forced bool) ([]*tracefs.Forma
 	if err != nil {
 		return nil, err
 	}
-	probe := BinaryDecoder{HashPtr: hashPtr(in)}
+	probe := BinaryDecoder{HashPtr: hashPtr(in), Dynamic: in.FS().DynamicEvents()}
 	for _, f := range formats {
 		if err := probe.Add(f); err != nil {
 			return nil, err
@@ -183,7 +183,7 @@ func newBinarySetup(in *tracefs.Instance, formats []*tracefs.Format, o Options) 
 		}
 		return def
 	}
-	dec := &BinaryDecoder{Layout: layout, PrintParent: option("print-parent", true), SymOffset: option("sym-offset", false), HashPtr: hashPtr(in)}
+	dec := &BinaryDecoder{Layout: layout, PrintParent: option("print-parent", true), SymOffset: option("sym-offset", false), HashPtr: hashPtr(in), Dynamic: in.FS().DynamicEvents()}
 	for _, name := range []string{"function", "print", "kernel_stack"} {
 		if f, err := in.EventFormat("ftrace", name); err == nil {
 			dec.Add(f)

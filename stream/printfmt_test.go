@@ -258,15 +258,7 @@ func comparePrintFmt(t testing.TB, kernel string, hashPtr bool) *pfReport {
 	dec.Flush(emitTo(&want))
 	// the pages
 	var got []string
-	var pages []CPUPage
-	for cpu := 0; cpu < 2; cpu++ {
-		raw := gunzip(t, filepath.Join(dir, fmt.Sprintf("tp.cpu%d.raw.gz", cpu)))
-		for len(raw) >= 4096 {
-			pages = append(pages, CPUPage{CPU: cpu, Data: raw[:4096]})
-			raw = raw[4096:]
-		}
-	}
-	if err := d.Feed(pages, emitTo(&got)); err != nil {
+	if err := d.Feed(capturedPages(t, kernel), emitTo(&got)); err != nil {
 		t.Fatal(err)
 	}
 	lost := 0
@@ -432,37 +424,22 @@ func FuzzPrintFmtRecords(f *testing.F) {
 // the formats of that kernel) and encodes it as JSON, as the binary reader does per event:
 // ns and allocations per event (BENCHMARKS.md). hash-ptr off, so that the %p events decode.
 func BenchmarkTracepoint(b *testing.B) {
-	dir := filepath.Join("testdata", "6.12")
-	syms, err := ParseKallsyms(gunzip(b, filepath.Join(dir, "tp.kallsyms.gz")))
-	if err != nil {
-		b.Fatal(err)
-	}
-	comm := []byte("bench")
-	d := &BinaryDecoder{Layout: tracefs.DefaultPageLayout, Symbols: syms, PrintParent: true,
-		Comm: func(pid int) []byte { return comm }}
-	names := map[int]string{}
-	for _, f := range kernelFormats(b, "6.12") {
-		d.Add(f)
-		names[f.ID] = f.Name
-	}
+	d, names := benchDecoder(b)
 	records := map[string][]byte{}
-	for cpu := 0; cpu < 2; cpu++ {
-		raw := gunzip(b, filepath.Join(dir, fmt.Sprintf("tp.cpu%d.raw.gz", cpu)))
-		for ; len(raw) >= 4096; raw = raw[4096:] {
-			p, err := ParsePage(d.Layout, raw[:4096])
-			if err != nil {
-				b.Fatal(err)
-			}
-			p.Events(func(ts uint64, data []byte) error {
-				if len(data) >= 2 {
-					n := names[int(data[0])|int(data[1])<<8]
-					if records[n] == nil {
-						records[n] = data
-					}
-				}
-				return nil
-			})
+	for _, pg := range capturedPages(b, "6.12") {
+		p, err := ParsePage(d.Layout, pg.Data)
+		if err != nil {
+			b.Fatal(err)
 		}
+		p.Events(func(ts uint64, data []byte) error {
+			if len(data) >= 2 {
+				n := names[int(data[0])|int(data[1])<<8]
+				if records[n] == nil {
+					records[n] = data
+				}
+			}
+			return nil
+		})
 	}
 	for _, name := range []string{"sched_switch", "sched_wakeup", "sys_enter_openat", "sys_exit_read", "softirq_raise", "page_fault_user", "mm_page_alloc", "kmem_cache_alloc", "rss_stat", "writeback_dirty_inode"} {
 		data := records[name]
@@ -489,24 +466,8 @@ func BenchmarkTracepoint(b *testing.B) {
 // tracepoints, kmem, mm, syscalls and sched the most) and encodes each event as JSON, hash-ptr
 // off: the binary reader's cost per tracepoint on a mixed load.
 func BenchmarkTracepointPages(b *testing.B) {
-	dir := filepath.Join("testdata", "6.12")
-	syms, err := ParseKallsyms(gunzip(b, filepath.Join(dir, "tp.kallsyms.gz")))
-	if err != nil {
-		b.Fatal(err)
-	}
-	comm := []byte("bench")
-	d := &BinaryDecoder{Layout: tracefs.DefaultPageLayout, Symbols: syms, PrintParent: true,
-		Comm: func(pid int) []byte { return comm }}
-	for _, f := range kernelFormats(b, "6.12") {
-		d.Add(f)
-	}
-	var pages []CPUPage
-	for cpu := 0; cpu < 2; cpu++ {
-		raw := gunzip(b, filepath.Join(dir, fmt.Sprintf("tp.cpu%d.raw.gz", cpu)))
-		for ; len(raw) >= 4096; raw = raw[4096:] {
-			pages = append(pages, CPUPage{CPU: cpu, Data: raw[:4096]})
-		}
-	}
+	d, _ := benchDecoder(b)
+	pages := capturedPages(b, "6.12")
 	events := 0
 	count := sink(func(dst []byte, ev *Event) []byte { events++; return AppendJSON(dst, ev, false) })
 	b.ReportAllocs()
@@ -517,4 +478,33 @@ func BenchmarkTracepointPages(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// capturedPages are the pages of both CPUs captured from the kernel (tp.cpuN.raw.gz).
+func capturedPages(t testing.TB, kernel string) []CPUPage {
+	var pages []CPUPage
+	for cpu := 0; cpu < 2; cpu++ {
+		raw := gunzip(t, filepath.Join("testdata", kernel, fmt.Sprintf("tp.cpu%d.raw.gz", cpu)))
+		for ; len(raw) >= 4096; raw = raw[4096:] {
+			pages = append(pages, CPUPage{CPU: cpu, Data: raw[:4096]})
+		}
+	}
+	return pages
+}
+
+// benchDecoder is a decoder of 6.12's captured events (hash-ptr off), and their names by ID.
+func benchDecoder(b *testing.B) (*BinaryDecoder, map[int]string) {
+	syms, err := ParseKallsyms(gunzip(b, filepath.Join("testdata", "6.12", "tp.kallsyms.gz")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	comm := []byte("bench")
+	d := &BinaryDecoder{Layout: tracefs.DefaultPageLayout, Symbols: syms, PrintParent: true,
+		Comm: func(pid int) []byte { return comm }}
+	names := map[int]string{}
+	for _, f := range kernelFormats(b, "6.12") {
+		d.Add(f)
+		names[f.ID] = f.Name
+	}
+	return d, names
 }

@@ -122,7 +122,7 @@ func enableDecodable(t *testing.T, inst string, hashPtr bool) (enabled int, refu
 			if err != nil {
 				continue
 			}
-			if err := stream.CheckFormat(f, hashPtr); err != nil {
+			if err := stream.CheckFormat(f, hashPtr, ""); err != nil {
 				refused[s.Name()+":"+e.Name()] = err.Error()
 				continue
 			}
