@@ -45,7 +45,9 @@ clocks), ` + "`cpu`, `comm`, `pid`, `tgid`" + ` (with the record-tgid option, wh
 user_stack, graph, lost, raw), then: ` + "`func`, `parent`" + ` (each with ` + "`_offset`, `_module`, `_addr`" + `
 when printed; ` + "`repeats`, `last_ts`" + ` with func-no-repeats); or ` + "`probe`, `return_to`" + ` (return
 probes), ` + "`args`" + ` (an object: numbers, strings, null for (fault), arrays; anything else as the
-string printed) or ` + "`text`" + ` when the arguments could not be split; or ` + "`stack`" + ` (an array of
+string printed) or ` + "`text`" + ` when the arguments could not be split; or ` + "`text`" + ` and, for a
+tracepoint read from trace_pipe_raw, ` + "`fields`" + ` (its own fields as recorded: numbers, strings,
+arrays); or ` + "`stack`" + ` (an array of
 frames); or ` + "`type`" + ` (entry, exit, call), ` + "`func`, `depth`, `duration_us`, `comment`" + ` for
 function_graph; or ` + "`text`" + `. LOST lines give ` + "`{\"event\":\"lost\",\"cpu\":N,\"lost\":M}`" + ` (M null when the
 kernel did not count). --raw adds ` + "`raw`" + `, the line as read. --summary ends the stream with
@@ -66,10 +68,12 @@ trace_pipe_raw gives the ring buffer's pages, which ftctl formats itself the way
 would (names from /proc/kallsyms, comms from saved_cmdlines), at a fraction of the CPU the
 kernel spends on text. --reader auto (the default) takes trace_pipe_raw when everything the
 trace array records prints the same that way: a clock counting nanoseconds, the nop or
-function tracer, kprobes, kretprobes, markers and stack traces, the display options at their
-defaults (print-parent, sym-offset and record-tgid it follows), and no --raw (which shows the
-kernel's lines); otherwise trace_pipe. The summary says which it read and,
-with -o json --summary, why not trace_pipe_raw.
+function tracer, kprobes, kretprobes, markers, stack traces and tracepoints whose print fmt
+ftctl can print as the kernel does (not a hashed %p while the hash-ptr option is on, an enum
+the kernel left unresolved, a string behind a kernel pointer...), the display options at
+their defaults (print-parent, sym-offset, record-tgid and hash-ptr it follows), and no --raw
+(which shows the kernel's lines); otherwise trace_pipe. The summary says which it read and,
+with -o json --summary, why not trace_pipe_raw (naming the event).
 --reader binary insists (an event it cannot format as the kernel would is shown as
 "name=value" fields); --reader text never reads trace_pipe_raw.
 

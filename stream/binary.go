@@ -38,12 +38,19 @@ type BinaryDecoder struct {
 	// Skip, when set, is asked for each event's pid before it is decoded: an event it says
 	// true to is neither decoded nor emitted (ftctl's own threads' events).
 	Skip func(pid int) bool
+	// HashPtr: the hash-ptr option is on (the default): the kernel hashes what %p prints, so
+	// a tracepoint printing a bare %p is not decoded (Add says so). Set it before Add.
+	HashPtr bool
+	// Dynamic gives the dynamic events' kinds by name, as dynamic_events lists them ("p",
+	// "r", "e" for an eprobe...; tracefs.FS.DynamicEvents). Set it before Add.
+	Dynamic map[tracefs.EventName]string
 
 	events map[int]*binEvent
 	ev     Event
 	buf    []byte // the current event's formatted bytes: the Event's slices point into it
 	recs   [][]rec
 	heads  []int
+	pf     pfEval
 }
 
 // rec is one event of a page, or the loss before a page (data nil).
@@ -69,6 +76,9 @@ const (
 	binStack
 	binKprobe
 	binKretprobe
+	binTracepoint // printed by its print fmt (printfmt.go)
+	binSysEnter   // syscalls:sys_enter_*: print_syscall_enter's "sys_NAME(arg: %lx, ...)"
+	binSysExit    // syscalls:sys_exit_*: print_syscall_exit's "sys_NAME -> 0x%lx"
 )
 
 type binEvent struct {
@@ -79,6 +89,53 @@ type binEvent struct {
 	parent *tracefs.Field // function: parent_ip; kretprobe: the return address
 	buf    *tracefs.Field // print: buf; kernel_stack: caller
 	args   []binArg
+	pf     *printFmt  // tracepoints
+	sys    []byte     // syscalls: "sys_NAME"
+	fields []binField // tracepoints, syscalls: how each field shows in JSON
+}
+
+// binField is how one of a tracepoint's fields shows in JSON (appendEventFields), decided
+// when its format is loaded.
+type binField struct {
+	field   *tracefs.Field
+	name    []byte
+	kind    ValueKind // ValueString, ValueArray, ValueNumber, ValueOther (bytes in hex)
+	dynamic bool      // __data_loc, __rel_loc
+	elem    int       // ValueArray: the elements' size
+}
+
+// newBinFields decides how each field shows: char arrays and dynamic strings as strings,
+// other arrays by element, integers as numbers, anything else as hex bytes.
+func newBinFields(f *tracefs.Format) []binField {
+	out := make([]binField, len(f.Fields))
+	for i := range f.Fields {
+		fl := &f.Fields[i]
+		b := binField{field: fl, name: []byte(fl.Name)}
+		b.dynamic = strings.HasPrefix(fl.Type, "__data_loc") || strings.HasPrefix(fl.Type, "__rel_loc")
+		elem := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(fl.Type, "__data_loc "), "__rel_loc "), "[]"))
+		switch {
+		case b.dynamic && fl.Size != 4:
+			b.kind = ValueOther
+		case (b.dynamic || fl.Array != 0) && elem == "char":
+			b.kind = ValueString
+		case b.dynamic || fl.Array != 0:
+			b.kind, b.elem = ValueArray, 1
+			if fl.Array > 0 {
+				b.elem = fl.Size / fl.Array
+			} else if t, ok := pfTypes[elem]; ok {
+				b.elem = int(t.size)
+			}
+			if b.elem != 1 && b.elem != 2 && b.elem != 4 && b.elem != 8 {
+				b.elem = 1
+			}
+		case fl.Size == 1 || fl.Size == 2 || fl.Size == 4 || fl.Size == 8:
+			b.kind = ValueNumber
+		default:
+			b.kind = ValueOther
+		}
+		out[i] = b
+	}
+	return out
 }
 
 // binArg is one probe argument: its field and how the kernel prints it.
@@ -116,12 +173,20 @@ func (d *BinaryDecoder) Add(f *tracefs.Format) error {
 	if d.events == nil {
 		d.events = map[int]*binEvent{}
 	}
-	e, err := newBinEvent(f)
+	e, err := newBinEvent(f, d.HashPtr, d.Dynamic[tracefs.EventName{System: f.System, Event: f.Name}])
 	d.events[f.ID] = e
 	return err
 }
 
-func newBinEvent(f *tracefs.Format) (*binEvent, error) {
+// CheckFormat says why the binary reader would not print events of this format as the kernel
+// prints them, nil when it would; hashPtr is the trace array's hash-ptr option, dynamic the
+// event's kind in dynamic_events ("" for a tracepoint).
+func CheckFormat(f *tracefs.Format, hashPtr bool, dynamic string) error {
+	_, err := newBinEvent(f, hashPtr, dynamic)
+	return err
+}
+
+func newBinEvent(f *tracefs.Format, hashPtr bool, dynamic string) (*binEvent, error) {
 	e := &binEvent{format: f, name: []byte(f.Name)}
 	field := func(names ...string) bool {
 		for _, n := range names {
@@ -146,10 +211,42 @@ func newBinEvent(f *tracefs.Format) (*binEvent, error) {
 		return e, e.probeArgs(f, 2)
 	case f.System == "ftrace":
 		return e, fmt.Errorf("ftrace event %s is not decoded", f.Name)
+	case f.System == "syscalls" && strings.HasPrefix(f.Name, "sys_enter_") && syscallFields(f):
+		e.kind, e.sys = binSysEnter, []byte("sys_"+strings.TrimPrefix(f.Name, "sys_enter_"))
+	case f.System == "syscalls" && strings.HasPrefix(f.Name, "sys_exit_") && syscallFields(f) && len(f.Fields) == 2 && f.Fields[1].Name == "ret":
+		e.kind, e.sys = binSysExit, []byte("sys_"+strings.TrimPrefix(f.Name, "sys_exit_"))
+	case f.System == "synthetic" || f.System == "user_events" || dynamic == "s" || dynamic == "u":
+		// printed by the kernel's own functions, not by their print fmt
+		return e, fmt.Errorf("event %s:%s is a %s event, which ftctl does not decode", f.System, f.Name, f.System)
+	case dynamic == "e" || field("__probe_type"):
+		// an eprobe (trace_eprobe.c; __probe_type before 5.18): print_eprobe_event prints
+		// "(SYSTEM.EVENT)" and the arguments, not its print fmt
+		return e, fmt.Errorf("event %s:%s is an eprobe, which ftctl does not decode", f.System, f.Name)
 	default:
-		return e, fmt.Errorf("event %s:%s is not a kprobe", f.System, f.Name)
+		pf, err := parsePrintFmt(f, hashPtr)
+		if err != nil {
+			return e, fmt.Errorf("event %s:%s %w", f.System, f.Name, err)
+		}
+		e.kind, e.pf = binTracepoint, pf
+	}
+	if e.kind == binTracepoint || e.kind == binSysEnter || e.kind == binSysExit {
+		e.fields = newBinFields(f)
 	}
 	return e, nil
+}
+
+// syscallFields: __syscall_nr, then arguments of 8 bytes each (struct syscall_trace_enter's
+// unsigned long args[], syscall_trace_exit's long ret).
+func syscallFields(f *tracefs.Format) bool {
+	if len(f.Fields) == 0 || f.Fields[0].Name != "__syscall_nr" {
+		return false
+	}
+	for _, fl := range f.Fields[1:] {
+		if fl.Size != 8 || fl.Array != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // probeArgs reads the arguments' printers from the print fmt the kernel wrote for the probe
@@ -372,12 +469,94 @@ func (d *BinaryDecoder) Decode(ev *Event, cpu int, ts uint64, data []byte) {
 		for i := range e.args {
 			d.appendArg(ev, &e.args[i], data)
 		}
+	case binTracepoint, binSysEnter, binSysExit:
+		// "name: text" as trace_raw_output_prep and the event's print fmt write it (syscalls:
+		// their own lines), then read as the line parser reads trace_pipe's, so that both
+		// readers make the same event of it
+		start = len(d.buf)
+		d.buf = d.appendTracepoint(d.buf, e, data)
+		// a format ending in "\n" (6.1's exit_mmap) prints an empty line after the event
+		d.buf = bytes.TrimSuffix(d.buf, []byte{'\n'})
+		parseBody(ev, d.buf[start:])
+		d.appendEventFields(ev, e.fields, data)
 	default:
 		ev.Kind = KindPrint
 		ev.Name = e.name
 		start = len(d.buf)
 		d.buf = appendFields(d.buf, e.format, data)
 		ev.Text = d.buf[start:]
+	}
+}
+
+// appendTracepoint appends what the kernel prints after the context for a tracepoint.
+func (d *BinaryDecoder) appendTracepoint(dst []byte, e *binEvent, data []byte) []byte {
+	switch e.kind {
+	case binSysEnter: // print_syscall_enter (kernel/trace/trace_syscalls.c)
+		dst = append(dst, e.sys...)
+		dst = append(dst, '(')
+		for i, f := range e.format.Fields[1:] {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			dst = append(dst, f.Name...)
+			dst = append(dst, ": "...)
+			dst = strconv.AppendUint(dst, fieldUint(&e.format.Fields[i+1], data), 16)
+		}
+		return append(dst, ')')
+	case binSysExit: // print_syscall_exit
+		dst = append(dst, e.sys...)
+		dst = append(dst, " -> 0x"...)
+		return strconv.AppendUint(dst, fieldUint(&e.format.Fields[1], data), 16)
+	}
+	dst = append(dst, e.name...)
+	dst = append(dst, ": "...)
+	d.pf.syms = d.Symbols
+	return e.pf.appendPrint(dst, &d.pf, data)
+}
+
+// appendEventFields gives a tracepoint's own fields to ev (JSON "fields"), as newBinFields
+// decided.
+func (d *BinaryDecoder) appendEventFields(ev *Event, fields []binField, data []byte) {
+	for i := range fields {
+		bf := &fields[i]
+		fl := bf.field
+		a := Arg{Name: bf.name, Kind: bf.kind}
+		start := len(d.buf)
+		var raw []byte
+		switch {
+		case fl.Offset < 0 || fl.Offset+fl.Size > len(data):
+			a.Kind = ValueFault
+		case bf.dynamic && fl.Size == 4:
+			raw = dataLoc(fl, data)
+		default:
+			raw = data[fl.Offset : fl.Offset+fl.Size]
+		}
+		switch a.Kind {
+		case ValueString:
+			d.buf = append(d.buf, cString(raw)...)
+		case ValueArray:
+			n := bf.elem
+			for k := 0; k+n <= len(raw); k += n {
+				if k > 0 {
+					d.buf = append(d.buf, ',')
+				}
+				d.buf = strconv.AppendUint(d.buf, loadUint(raw[k:], n), 10)
+			}
+		case ValueNumber:
+			v := loadUint(raw, fl.Size)
+			if fl.Signed {
+				d.buf = strconv.AppendInt(d.buf, signExtend(v, fl.Size), 10)
+			} else {
+				d.buf = strconv.AppendUint(d.buf, v, 10)
+			}
+		case ValueOther:
+			d.buf = append(d.buf, "0x"...)
+			for _, c := range raw {
+				d.buf = appendHex(d.buf, uint64(c), 2)
+			}
+		}
+		a.Value = d.buf[start:]
+		ev.Fields = append(ev.Fields, a)
 	}
 }
 

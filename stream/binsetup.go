@@ -73,13 +73,20 @@ func binaryUnfit(in *tracefs.Instance, o Options, forced bool) ([]*tracefs.Forma
 	if err != nil {
 		return nil, err
 	}
-	var probe BinaryDecoder
+	probe := BinaryDecoder{HashPtr: hashPtr(in), Dynamic: in.FS().DynamicEvents()}
 	for _, f := range formats {
 		if err := probe.Add(f); err != nil {
 			return nil, err
 		}
 	}
 	return formats, nil
+}
+
+// hashPtr says whether the trace array's hash-ptr option is on (5.12+; on by default: a
+// kernel without the option hashes %p too).
+func hashPtr(in *tracefs.Instance) bool {
+	on, ok := in.Option("hash-ptr")
+	return on || !ok
 }
 
 // enabledFormats reads the formats of the events set_event lists.
@@ -176,7 +183,7 @@ func newBinarySetup(in *tracefs.Instance, formats []*tracefs.Format, o Options) 
 		}
 		return def
 	}
-	dec := &BinaryDecoder{Layout: layout, PrintParent: option("print-parent", true), SymOffset: option("sym-offset", false)}
+	dec := &BinaryDecoder{Layout: layout, PrintParent: option("print-parent", true), SymOffset: option("sym-offset", false), HashPtr: hashPtr(in), Dynamic: in.FS().DynamicEvents()}
 	for _, name := range []string{"function", "print", "kernel_stack"} {
 		if f, err := in.EventFormat("ftrace", name); err == nil {
 			dec.Add(f)

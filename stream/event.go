@@ -117,7 +117,10 @@ type Event struct {
 	Args         []Arg
 	ArgsOK       bool // the arguments parsed; if not, Text holds them as printed
 
-	Text   []byte   // KindMarker, KindPrint, KindRaw; KindProbe when !ArgsOK
+	Text []byte // KindMarker, KindPrint, KindRaw; KindProbe when !ArgsOK
+	// Fields are a tracepoint's own fields, raw (KindPrint, and KindRaw for syscalls), when
+	// it was decoded from trace_pipe_raw; empty from trace_pipe, whose text has no fields.
+	Fields []Arg
 	Frames [][]byte // KindStack, KindUserStack: the frames, outermost last, as printed
 	Graph  Graph    // KindGraph
 	Lost   int64    // KindLost: events lost, -1 when the kernel did not count them
@@ -144,7 +147,7 @@ var kindNames = func() [KindLost + 1][]byte {
 }()
 
 func (e *Event) reset() {
-	args, frames := e.Args[:0], e.Frames[:0]
+	args, frames, fields := e.Args[:0], e.Frames[:0], e.Fields[:0]
 	*e = Event{} // cleared in place (a composite literal is built aside, then copied)
-	e.Args, e.Frames, e.CPU = args, frames, -1
+	e.Args, e.Frames, e.Fields, e.CPU = args, frames, fields, -1
 }

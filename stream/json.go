@@ -61,18 +61,7 @@ func AppendJSON(dst []byte, ev *Event, raw bool) []byte {
 			o.str(`,"probe":`, ev.Loc)
 		}
 		if ev.ArgsOK {
-			o.key(`,"args":`)
-			o.b = append(o.b, '{')
-			for i := range ev.Args {
-				a := &ev.Args[i]
-				if i > 0 {
-					o.b = append(o.b, ',')
-				}
-				o.b = AppendJSONString(o.b, a.Name)
-				o.b = append(o.b, ':')
-				o.b = appendJSONValue(o.b, a.Kind, a.Value)
-			}
-			o.b = append(o.b, '}')
+			o.args(`,"args":`, ev.Args)
 		} else {
 			o.str(`,"text":`, ev.Text)
 		}
@@ -109,6 +98,9 @@ func AppendJSON(dst []byte, ev *Event, raw bool) []byte {
 		}
 	default: // marker, print, raw
 		o.str(`,"text":`, ev.Text)
+		if len(ev.Fields) > 0 {
+			o.args(`,"fields":`, ev.Fields)
+		}
 	}
 	return o.end(ev, raw)
 }
@@ -142,6 +134,22 @@ func (o *jsonObject) number(k string, v []byte) {
 func (o *jsonObject) int(k string, v int) {
 	o.key(k)
 	o.b = strconv.AppendInt(o.b, int64(v), 10)
+}
+
+// args writes name=value pairs as an object: probe arguments, tracepoint fields.
+func (o *jsonObject) args(k string, args []Arg) {
+	o.key(k)
+	o.b = append(o.b, '{')
+	for i := range args {
+		a := &args[i]
+		if i > 0 {
+			o.b = append(o.b, ',')
+		}
+		o.b = AppendJSONString(o.b, a.Name)
+		o.b = append(o.b, ':')
+		o.b = appendJSONValue(o.b, a.Kind, a.Value)
+	}
+	o.b = append(o.b, '}')
 }
 
 // sym writes a symbol's name, and its offset, module and address when the kernel printed them.

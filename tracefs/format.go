@@ -76,6 +76,13 @@ func (i *Instance) EventFormat(system, event string) (*Format, error) {
 //	print fmt: "(%lx) path=\"%s\"", REC->__probe_ip, __get_str(path)
 func ParseFormat(system, text string) (*Format, error) {
 	f := &Format{System: system, ID: -1}
+	// The print fmt is the file's last item and may span lines: a TP_printk format holding
+	// "\n" is written with a real newline (6.1's mmap:exit_mmap, ras:aer_event).
+	if i := strings.Index(text, "\nprint fmt: "); i >= 0 {
+		f.Print = strings.TrimSpace(text[i+len("\nprint fmt: "):])
+		f.PrintFmt = unquoteFmt(f.Print)
+		text = text[:i]
+	}
 	for _, line := range strings.Split(text, "\n") {
 		switch {
 		case strings.HasPrefix(line, "name: "):
@@ -86,9 +93,6 @@ func ParseFormat(system, text string) (*Format, error) {
 				return nil, fmt.Errorf("format of %s/%s: bad ID line %q", system, f.Name, line)
 			}
 			f.ID = id
-		case strings.HasPrefix(line, "print fmt: "):
-			f.Print = strings.TrimSpace(line[len("print fmt: "):])
-			f.PrintFmt = unquoteFmt(f.Print)
 		case strings.Contains(line, "field:"):
 			fl, err := parseFieldLine(line)
 			if err != nil {

@@ -56,6 +56,23 @@ func (i *Instance) EventFormatByID(id int) *Format {
 	return nil
 }
 
+// DynamicEvents reads dynamic_events: each dynamic event's kind ("p", "r", "e" for an eprobe,
+// "s" synthetic, "f" fprobe, "t" tracepoint probe, "u" user event...) by name; empty without
+// the file (before 5.0, or CONFIG_DYNAMIC_EVENTS off).
+func (f *FS) DynamicEvents() map[EventName]string {
+	m := map[EventName]string{}
+	b, err := f.Top().ReadFile("dynamic_events")
+	if err != nil {
+		return m
+	}
+	for _, p := range ParseProbeList(string(b)) {
+		if p.Group != "" && p.Event != "" {
+			m[EventName{p.Group, p.Event}] = strings.TrimRight(p.Type, "0123456789")
+		}
+	}
+	return m
+}
+
 // Option reads options/NAME: its value, and whether this kernel has the option.
 func (i *Instance) Option(name string) (on, ok bool) {
 	b, err := i.ReadFile("options/" + name)

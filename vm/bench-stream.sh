@@ -23,6 +23,11 @@
 # with the single-threaded TCG the test suite uses (the vCPUs take turns on one host thread:
 # no two things ever run at once, so ftctl's formatting adds to the kernel's). MODES picks.
 #
+# BENCH_LOAD=tracepoints replaces the markers by tracepoints (drain only): sched_switch and the
+# syscalls system enabled, the load `dd bs=1` copying N/4 bytes from /dev/zero to /dev/null (a
+# read and a write per byte, each an enter and an exit event: N events, and the switches), so
+# that the binary reader decodes them with the print fmt interpreter against trace_pipe's text.
+#
 # usage: vm/bench-stream.sh [KERNEL...]   (default: 6.1 6.12; MODES="multi single")
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -40,6 +45,7 @@ guest=$(mktemp)
 trap 'rm -f "$guest"' EXIT
 cat >"$guest" <<EOF
 T=/sys/kernel/tracing
+rates="$rates"
 I=\$T/instances/bench
 sw=/bin/stopwatch
 N=${BENCH_N:-100000}
@@ -49,6 +55,11 @@ awk -v n=\$N 'BEGIN { for (i = 0; i < n; i++) printf "bench marker %08d %s\n", i
 echo "BENCHINFO lines \$(wc -l < /tmp/lines) bytes \$(wc -c < /tmp/lines) cpus \$(nproc)"
 sum() { cat \$I/per_cpu/cpu*/stats | awk -v k="\$1" '\$0 ~ "^" k ":" { s += \$NF } END { print s + 0 }'; }
 load="dd if=/tmp/lines of=\$I/trace_marker bs=64"
+if [ "${BENCH_LOAD:-markers}" = tracepoints ]; then
+	echo 1 > \$I/events/sched/sched_switch/enable
+	echo 1 > \$I/events/syscalls/enable
+	load="dd if=/dev/zero of=/dev/null bs=1 count=\$((N / 4))"
+fi
 
 drain() { # drain LABEL COMMAND
 	echo > \$I/trace
@@ -94,7 +105,8 @@ for r in \$(seq $reps); do
 done
 echo ${PACED_KB:-512} > \$I/buffer_size_kb
 S=${PACED_SECONDS:-3}
-for rate in $rates; do
+[ "${BENCH_LOAD:-markers}" = tracepoints ] && rates=
+for rate in \$rates; do
 	for r in \$(seq ${PACED_REPS:-2}); do
 		paced cat "\$cat \$I/trace_pipe > /dev/null" \$rate
 		paced json "\$json > /dev/null" \$rate
@@ -115,7 +127,7 @@ for mode in $modes; do
 	while [ "$(others)" != 0 ] && [ "$waited" -lt "${BENCH_WAIT:-900}" ]; do sleep 10; waited=$((waited + 10)); done
 	before=$(others)
 	read -r steal0 total0 < <(cpustat)
-	log=$build/bench-stream-$k-$mode.log
+	log=$build/bench-stream-$k-$mode${BENCH_LOAD:+-$BENCH_LOAD}.log
 	FTCTL_VM_TCG_THREAD=$mode "$here/run.sh" --kernel "$k" --mode cmd --script "$guest" --timeout 1500 --log "$log" \
 		--file "$build/ftctl:/bin/ftctl" --file "$build/stopwatch:/bin/stopwatch" \
 		--file "$build/markerload:/bin/markerload" >/dev/null

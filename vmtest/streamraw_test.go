@@ -79,11 +79,10 @@ echo > ` + dir + `/set_ftrace_pid`
 	}
 }
 
-// compareReaders reads the instance's trace file through the line parser, then streams the
-// same events with --reader, and compares the JSON.
-func compareReaders(t *testing.T, inst, reader string, options []string) {
+// textJSON is the JSON of each event of a trace file's text (its '#' header left out),
+// through the line parser.
+func textJSON(t *testing.T, text string) []string {
 	t.Helper()
-	text := read(t, inst+"/trace")
 	var want []string
 	var d stream.Decoder
 	emit := func(ev *stream.Event) error {
@@ -100,6 +99,15 @@ func compareReaders(t *testing.T, inst, reader string, options []string) {
 		t.Fatal(err)
 	}
 	d.Flush(emit)
+	return want
+}
+
+// compareReaders reads the instance's trace file through the line parser, then streams the
+// same events with --reader, and compares the JSON.
+func compareReaders(t *testing.T, inst, reader string, options []string) {
+	t.Helper()
+	text := read(t, inst+"/trace")
+	want := textJSON(t, text)
 
 	p := startStream(t, nil, "-B", filepath.Base(inst), "stream", "-o", "json", "--reader", reader, "--summary")
 	if code := p.wait(t); code != 0 {
