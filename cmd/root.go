@@ -199,6 +199,7 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 		NewCmdStream(g, nil),
 		NewCmdProbe(g),
 		NewCmdTrace(g, nil),
+		NewCmdHist(g, nil),
 		NewCmdTUI(g, nil),
 		NewCmdReset(g, nil),
 		NewCmdList(g),

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"path"
 	"slices"
 	"strconv"
@@ -87,7 +88,13 @@ type Session struct {
 	filtered []string
 	tracer   string
 	hold     *tracefs.Hold
+	// triggers are the event triggers the session wrote into its instance, oldest first:
+	// Teardown removes each ("!" + its text), newest first, before anything else.
+	triggers []trigger
 }
+
+// trigger is one trigger the session wrote: the event's directory and the text.
+type trigger struct{ dir, text string }
 
 // New validates spec against the running kernel and returns a session ready to Start. Nothing
 // is changed: a refused spec (ErrInvalid, filters.ErrPattern, probe syntax errors, an event
@@ -560,7 +567,7 @@ func (s *Session) excludeSelf() error {
 // Begin turns tracing on.
 func (s *Session) Begin() error { return s.Instance.Write("tracing_on", "1") }
 
-// Teardown undoes the session: tracing off, tracer nop, events disabled, the session's probes
+// Teardown undoes the session: its triggers removed (newest first), tracing off, tracer nop, events disabled, the session's probes
 // removed, the hold on the instance let go, the instance removed. Every step runs even when an
 // earlier one failed; each is idempotent, so a second teardown (or `ftctl reset`) finishes what
 // the first could not. The instance's pipes must be closed first (an open file keeps the
@@ -570,7 +577,50 @@ func (s *Session) Teardown() []error {
 	if err != nil {
 		return []error{err}
 	}
-	return teardown(s.FS, in, s.Group, s.hold)
+	var errs []error
+	if s.Instance != nil && in.Has("tracing_on") {
+		errs = s.removeTriggers()
+	}
+	return append(errs, teardown(s.FS, in, s.Group, s.hold)...)
+}
+
+// AddTrigger writes a trigger (a hist trigger, "hist:keys=...") into the trigger file of
+// SYSTEM:EVENT in the session's instance, and owns it: Teardown removes it by writing
+// "!"+text, the one form the kernel matches it by (the kernel cannot parse the listing's form
+// back: "sort=lat.log2" is EINVAL, seen on 6.1 and 6.12), newest first and before the
+// instance is removed. The caller holds the tracefs lock. The kernel's refusal comes back as
+// tracefs reports it (with its error_log entries).
+func (s *Session) AddTrigger(system, event, text string) error {
+	dir := "events/" + system + "/" + event
+	if _, err := eventDir(system + ":" + event); err != nil {
+		return err
+	}
+	if !s.Instance.Has(dir + "/trigger") {
+		return fmt.Errorf("%w: no event %s:%s in this kernel", ErrInvalid, system, event)
+	}
+	if err := s.Instance.Write(dir+"/trigger", text+"\n"); err != nil {
+		return err
+	}
+	s.triggers = append(s.triggers, trigger{dir, text})
+	return nil
+}
+
+// removeTriggers removes the session's triggers, newest first (a trigger an onmatch() action
+// of a later one names must outlive it). An instance's rmdir would drop them too, but not
+// the references a hist trigger takes on a synthetic event (seen on 6.1 and 6.12: after
+// rmdir, removing the synthetic event is EBUSY until reboot): they are removed one by one.
+func (s *Session) removeTriggers() []error {
+	var errs []error
+	for i := len(s.triggers) - 1; i >= 0; i-- {
+		t := s.triggers[i]
+		err := s.Instance.Write(t.dir+"/trigger", "!"+t.text+"\n")
+		if err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("removing the trigger %s of %s: %w", t.text, t.dir, err))
+			continue
+		}
+		s.triggers = s.triggers[:i]
+	}
+	return errs
 }
 
 // Release lets go of the instance without tearing it down (the console's --keep): it is then
