@@ -91,7 +91,13 @@ type Session struct {
 	// triggers are the event triggers the session wrote into its instance, oldest first:
 	// Teardown removes each ("!" + its text), newest first, before anything else.
 	triggers []trigger
+	// dynamic are the dynamic events the session defined outside its probe group's kprobes
+	// (fprobes, synthetic events), oldest first: removed newest first after the triggers.
+	dynamic []dynamicEvent
 }
+
+// dynamicEvent is a definition the session wrote and the line that removes it.
+type dynamicEvent struct{ file, remove string }
 
 // trigger is one trigger the session wrote: the event's directory and the text.
 type trigger struct{ dir, text string }
@@ -581,6 +587,9 @@ func (s *Session) Teardown() []error {
 	if s.Instance != nil && in.Has("tracing_on") {
 		errs = s.removeTriggers()
 	}
+	if len(s.triggers) == 0 { // a trigger left would keep its events busy
+		errs = append(errs, s.removeDynamic()...)
+	}
 	return append(errs, teardown(s.FS, in, s.Group, s.hold)...)
 }
 
@@ -603,6 +612,81 @@ func (s *Session) AddTrigger(system, event, text string) error {
 	}
 	s.triggers = append(s.triggers, trigger{dir, text})
 	return nil
+}
+
+// Synthetic is the name of the session's synthetic event called what: the group's name and
+// what, so that `ftctl reset` and people see whose it is (synthetic events have one
+// namespace, the system "synthetic", shared by every instance).
+func (s *Session) Synthetic(what string) string { return s.Group + "_" + what }
+
+// AddSynthetic defines the synthetic event name (made by Synthetic) with fields ("u64 lat;
+// int pid") in synthetic_events, and owns it: Teardown removes it ("!name") after the
+// triggers that use it. The caller holds the tracefs lock.
+func (s *Session) AddSynthetic(name, fields string) error {
+	if !strings.HasPrefix(name, s.Group+"_") {
+		return fmt.Errorf("%w: synthetic event %q is not the session's (want %s_...)", ErrInvalid, name, s.Group)
+	}
+	if err := s.FS.Top().Write("synthetic_events", name+" "+fields+"\n"); err != nil {
+		return err
+	}
+	s.dynamic = append(s.dynamic, dynamicEvent{"synthetic_events", "!" + name + "\n"})
+	return nil
+}
+
+// AddProbe defines an event of the session's group from text ("p:EVENT SYM", "r:EVENT SYM",
+// or, where the README announces fprobes, "f:EVENT SYM" and "f:EVENT SYM%return"): the group
+// is the session's, put in here. kprobes go to kprobe_events, fprobes to dynamic_events
+// (the only file that takes them). Teardown removes it ("-:GROUP/EVENT") after the triggers.
+// The caller holds the tracefs lock.
+func (s *Session) AddProbe(kind byte, event, place string) error {
+	if !validEventName(event) || strings.ContainsAny(place, " \n\t\x00") || place == "" {
+		return fmt.Errorf("%w: probe %c:%s %q", ErrInvalid, kind, event, place)
+	}
+	file := "kprobe_events"
+	switch kind {
+	case 'p', 'r':
+	case 'f':
+		file = "dynamic_events"
+	default:
+		return fmt.Errorf("%w: probe kind %c", ErrInvalid, kind)
+	}
+	def := fmt.Sprintf("%c:%s/%s %s\n", kind, s.Group, event, place)
+	if err := s.FS.Top().Write(file, def); err != nil {
+		return err
+	}
+	s.dynamic = append(s.dynamic, dynamicEvent{file, "-:" + s.Group + "/" + event + "\n"})
+	s.Probes = append(s.Probes, event)
+	return nil
+}
+
+// validEventName: a C identifier of at most 63 bytes, as the kernel takes event names.
+func validEventName(s string) bool {
+	if s == "" || len(s) > 63 || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// removeDynamic removes the session's fprobes, kprobes and synthetic events, newest first.
+// One already gone (ENOENT) is done.
+func (s *Session) removeDynamic() []error {
+	var errs []error
+	for i := len(s.dynamic) - 1; i >= 0; i-- {
+		d := s.dynamic[i]
+		err := s.FS.Top().Write(d.file, d.remove)
+		if err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("removing %s from %s: %w", strings.TrimSpace(d.remove), d.file, err))
+			continue
+		}
+		s.dynamic = s.dynamic[:i]
+	}
+	return errs
 }
 
 // removeTriggers removes the session's triggers, newest first (a trigger an onmatch() action

@@ -34,6 +34,7 @@ var allowed = map[string][]string{
 	"internal/archtest": {},
 	"vm/markerload":     {}, // programs run inside the VM by its benchmarks: not ftctl
 	"vm/stopwatch":      {},
+	"vm/readloop":       {},
 	"vmtest":            {},
 }
 
