@@ -111,14 +111,8 @@ func splitEvent(e string) (system, event string, err error) {
 
 func histRun(ctx context.Context, opts *HistOptions) error {
 	g := opts.G
-	if g.Instance != "" {
-		return InvalidInput(errors.New("ftctl hist runs in its own instance; -B is not for hist"))
-	}
-	if g.DryRun {
-		return InvalidInput(errors.New("ftctl hist has no --dry-run: its trigger lives in its own instance and is removed at the end"))
-	}
-	if opts.Duration < 0 {
-		return InvalidInput(errors.New("--duration must not be negative"))
+	if err := ownSession(g, "hist", opts.Duration); err != nil {
+		return err
 	}
 	system, event, err := splitEvent(opts.Event)
 	if err != nil {
@@ -169,22 +163,46 @@ func histRun(ctx context.Context, opts *HistOptions) error {
 		}
 		wait(ctx, opts.Duration)
 	}
-	b, err := s.Instance.ReadFile("events/" + system + "/" + event + "/hist")
+	table, err := readTable(s, system, event)
 	if err != nil {
 		return err
 	}
-	tables, err := hist.ParseOutput(string(b))
-	if err != nil {
-		return err
-	}
-	if len(tables) == 0 {
-		return fmt.Errorf("the kernel's hist file of %s:%s lists no table", safe(system), safe(event))
-	}
-	if err := printHist(g, system+":"+event, tables[0]); err != nil {
+	if err := printHist(g, system+":"+event, table); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
 		return ErrInterrupted
+	}
+	return nil
+}
+
+// readTable reads the table of the session's hist trigger on SYSTEM:EVENT (the only one there:
+// the instance is the session's).
+func readTable(s *session.Session, system, event string) (hist.Table, error) {
+	b, err := s.Instance.ReadFile("events/" + system + "/" + event + "/hist")
+	if err != nil {
+		return hist.Table{}, err
+	}
+	tables, err := hist.ParseOutput(string(b))
+	if err != nil {
+		return hist.Table{}, err
+	}
+	if len(tables) == 0 {
+		return hist.Table{}, fmt.Errorf("the kernel's hist file of %s:%s lists no table", safe(system), safe(event))
+	}
+	return tables[0], nil
+}
+
+// ownSession checks the global flags a command that runs in a session of its own cannot take
+// (-B, --dry-run), and its --duration.
+func ownSession(g *Globals, name string, d time.Duration) error {
+	switch {
+	case g.Instance != "":
+		return InvalidInput(fmt.Errorf("ftctl %s runs in its own instance; -B is not for %s", name, name))
+	case g.DryRun:
+		return InvalidInput(fmt.Errorf("ftctl %s has no --dry-run: what it sets up lives in its own instance and is removed at the end", name))
+	case d < 0:
+		return InvalidInput(errors.New("--duration must not be negative"))
 	}
 	return nil
 }
@@ -313,7 +331,7 @@ func printHist(g *Globals, event string, t hist.Table) error {
 		var cols []string
 		for _, k := range r.Keys {
 			text := k.Text
-			if k.HasNum && text != strconv.FormatUint(k.Num, 10) && (strings.Contains(k.Name, "pid") || strings.HasPrefix(text, "sys_")) {
+			if k.HasNum && (k.Mod == "execname" || k.Mod == "syscall") { // the name and the number, as the kernel shows them
 				text += " [" + strconv.FormatUint(k.Num, 10) + "]"
 			}
 			cols = append(cols, safe(strings.ReplaceAll(text, "\n", " ")))

@@ -116,14 +116,8 @@ func planLatency(s *session.Session, fn string, fprobe bool, pid int, by string)
 
 func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	g := opts.G
-	if g.Instance != "" {
-		return InvalidInput(errors.New("ftctl latency runs in its own instance; -B is not for latency"))
-	}
-	if g.DryRun {
-		return InvalidInput(errors.New("ftctl latency has no --dry-run: what it sets up lives in its own session and is removed at the end"))
-	}
-	if opts.Duration < 0 {
-		return InvalidInput(errors.New("--duration must not be negative"))
+	if err := ownSession(g, "latency", opts.Duration); err != nil {
+		return err
 	}
 	if opts.By != "" && opts.By != "comm" && opts.By != "pid" {
 		return InvalidInput(fmt.Errorf("--by %s: want comm or pid", safe(strconv.Quote(opts.By))))
@@ -171,11 +165,7 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	s.Notice = g.Notice
 	var command *session.Command
 	if argv0 != "" {
-		stdout := io.Writer(os.Stdout)
-		if f, ok := g.Out.(*os.File); ok {
-			stdout = f
-		}
-		if command, err = session.StartCommand(argv0, opts.Command, os.Stdin, stdout, os.Stderr); err != nil {
+		if command, err = startCommand(g, argv0, opts.Command); err != nil {
 			return err
 		}
 		opts.PID = command.PID()
@@ -246,33 +236,17 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	} else {
 		wait(ctx, opts.Duration)
 	}
-	b, err := s.Instance.ReadFile("events/synthetic/" + plan.synth + "/hist")
+	table, err := readTable(s, "synthetic", plan.synth)
 	if err != nil {
 		return err
 	}
-	tables, err := hist.ParseOutput(string(b))
-	if err != nil {
-		return err
-	}
-	if len(tables) == 0 {
-		return fmt.Errorf("the kernel's hist file of %s lists no table", plan.synth)
-	}
-	if err := printLatency(g, opts.Func, opts.By, tables[0]); err != nil {
+	if err := printLatency(g, opts.Func, opts.By, table); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
 		return ErrInterrupted
 	}
-	if command != nil {
-		code, ok := session.ExitStatus(commandErr)
-		switch {
-		case !ok:
-			return commandErr
-		case code != 0:
-			return &CommandExit{Code: code}
-		}
-	}
-	return nil
+	return commandStatus(command, commandErr)
 }
 
 // latencyBucket is one log2 bucket: durations in (le_us/2, le_us] µs (the kernel's .log2 key

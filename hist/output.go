@@ -63,6 +63,7 @@ type Key struct {
 	Text   string `json:"text"` // as printed, spaces trimmed: "head", "sys_read", "vfs_read+0x4/0x370", "2^5", "400-499"
 	Num    uint64 `json:"num"`
 	HasNum bool   `json:"-"`
+	Mod    string `json:"-"` // the key's modifier, as the trigger names it
 }
 
 // Value is one value of a row.
@@ -237,7 +238,7 @@ func parseRow(row string, keys, vals []Field) (Row, error) {
 // parseKey reads a key's rendering as its modifier made it.
 func parseKey(f Field, text string) Key {
 	text = strings.TrimSpace(text)
-	k := Key{Name: f.Name, Text: text}
+	k := Key{Name: f.Name, Text: text, Mod: f.Mod}
 	num := func(s string, base int) {
 		if n, err := strconv.ParseUint(strings.TrimSpace(s), base, 64); err == nil {
 			k.Num, k.HasNum = n, true

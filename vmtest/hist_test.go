@@ -5,6 +5,7 @@ package vmtest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,8 +50,9 @@ func readLoop(t *testing.T, n int) *exec.Cmd {
 	return exec.Command("/bin/dd", "if="+f, "of=/dev/null", "bs=1", "count="+strconv.Itoa(n))
 }
 
-// startHist starts ftctl with args and waits until its trigger is in its instance.
-func startHist(t *testing.T, event string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+// startSession starts ftctl with args and waits until its session's instance has a hist
+// trigger in the file its path matches (glob, relative to the instance) and tracing is on.
+func startSession(t *testing.T, glob string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
 	cmd := exec.Command(ftctl, args...)
 	var out, errb bytes.Buffer
@@ -60,19 +62,35 @@ func startHist(t *testing.T, event string, args ...string) (*exec.Cmd, *bytes.Bu
 		t.Fatal(err)
 	}
 	instance, _ := sessionOf(t, cmd.Process.Pid)
-	trig := filepath.Join(tracing, "instances", instance, event, "trigger")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		b, _ := os.ReadFile(trig)
-		if strings.Contains(string(b), "hist:") && strings.Contains(read(t, filepath.Join("instances", instance, "tracing_on")), "1") {
-			return cmd, &out, &errb
+		m, _ := filepath.Glob(filepath.Join(tracing, "instances", instance, glob))
+		if len(m) == 1 {
+			b, _ := os.ReadFile(m[0])
+			if strings.Contains(string(b), "hist:") && strings.Contains(read(t, filepath.Join("instances", instance, "tracing_on")), "1") {
+				return cmd, &out, &errb
+			}
 		}
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
 			cmd.Wait()
-			t.Fatalf("the trigger never appeared in %s; stderr:\n%s", trig, errb.String())
+			t.Fatalf("no hist trigger in %s of %s; stderr:\n%s", glob, instance, errb.String())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// endWith ends cmd with sig (0: waits for it to end by itself) and checks its exit status:
+// 0, or 128+N for signal N.
+func endWith(t *testing.T, cmd *exec.Cmd, sig syscall.Signal, errb fmt.Stringer) {
+	t.Helper()
+	want := 0
+	if sig != 0 {
+		cmd.Process.Signal(sig)
+		want = 128 + int(sig)
+	}
+	if code := exitCode(cmd.Wait()); code != want {
+		t.Errorf("exit %d, want %d; stderr:\n%s", code, want, errb)
 	}
 }
 
@@ -117,19 +135,12 @@ func TestHist(t *testing.T) {
 			if sig == 0 {
 				extra = []string{"--duration", "4s"}
 			}
-			cmd, out, errb := startHist(t, histEvent, append(args, extra...)...)
+			cmd, out, errb := startSession(t, histEvent+"/trigger", append(args, extra...)...)
 			loop := readLoop(t, n)
 			if err := loop.Run(); err != nil {
 				t.Fatal(err)
 			}
-			want := 0
-			if sig != 0 {
-				cmd.Process.Signal(sig)
-				want = 128 + int(sig)
-			}
-			if code := exitCode(cmd.Wait()); code != want {
-				t.Errorf("exit %d, want %d; stderr:\n%s", code, want, errb)
-			}
+			endWith(t, cmd, sig, errb)
 			if got := hitsOf(t, out.String(), loop.Process.Pid); got < n {
 				t.Errorf("%v hits for the loop's pid %d, want at least %d:\n%s", got, loop.Process.Pid, n, out)
 			}
@@ -148,7 +159,7 @@ func TestHist(t *testing.T) {
 		write(t, "kprobe_events", "p:histgrp/vr vfs_read\n")
 		removeProbeLater(t, "histgrp", "vr")
 		pre := tracingState(t) + histTriggers(t)
-		cmd, out, errb := startHist(t, "events/histgrp/vr", "hist", "histgrp:vr", "--key", "common_pid,__probe_ip.sym", "--duration", "60s", "-o", "json",
+		cmd, out, errb := startSession(t, "events/histgrp/vr/trigger", "hist", "histgrp:vr", "--key", "common_pid,__probe_ip.sym", "--duration", "60s", "-o", "json",
 			"--filter", "common_pid != 1")
 		loop := readLoop(t, n)
 		if err := loop.Run(); err != nil {

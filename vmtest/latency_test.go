@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // latencyState is tracingState with the files latency writes beyond kprobe_events.
@@ -56,36 +55,6 @@ func parseLatency(t *testing.T, out string) latencyOut {
 		t.Errorf("buckets sum to %d, count says %d", sum, l.Count)
 	}
 	return l
-}
-
-// startLatency starts ftctl latency and waits until its last trigger (the synthetic event's)
-// is in its instance.
-func startLatency(t *testing.T, args ...string) (*exec.Cmd, *strings.Builder, *strings.Builder) {
-	t.Helper()
-	cmd := exec.Command(ftctl, append([]string{"latency"}, args...)...)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.Env = []string{"PATH=/bin"}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	instance, _ := sessionOf(t, cmd.Process.Pid)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		m, _ := filepath.Glob(filepath.Join(tracing, "instances", instance, "events/synthetic/ftctl_*_lat/trigger"))
-		if len(m) == 1 {
-			b, _ := os.ReadFile(m[0])
-			if strings.Contains(string(b), "hist:") && strings.Contains(read(t, filepath.Join("instances", instance, "tracing_on")), "1") {
-				return cmd, &out, &errb
-			}
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("latency never got ready; stderr:\n%s", errb.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // TestLatency: a loop of N reads shows at least N vfs_read durations, whatever ends the session
@@ -136,19 +105,12 @@ func TestLatency(t *testing.T) {
 			if sig == 0 {
 				dur = "6s"
 			}
-			cmd, out, errb := startLatency(t, "vfs_read", "--pid", strconv.Itoa(loop.Process.Pid), "--by", "comm", "-o", "json", "--duration", dur)
+			cmd, out, errb := startSession(t, "events/synthetic/ftctl_*_lat/trigger", "latency", "vfs_read", "--pid", strconv.Itoa(loop.Process.Pid), "--by", "comm", "-o", "json", "--duration", dur)
 			os.WriteFile(gate, nil, 0o644)
 			if err := loop.Wait(); err != nil {
 				t.Fatal(err)
 			}
-			want := 0
-			if sig != 0 {
-				cmd.Process.Signal(sig)
-				want = 128 + int(sig)
-			}
-			if code := exitCode(cmd.Wait()); code != want {
-				t.Errorf("exit %d, want %d; stderr:\n%s", code, want, errb)
-			}
+			endWith(t, cmd, sig, errb)
 			l := parseLatency(t, out.String())
 			if l.Count < n || len(l.Groups) != 1 || l.Groups[0].Comm != "dd" {
 				t.Errorf("%d calls (want at least %d), groups %+v:\n%s", l.Count, n, l.Groups, out)
