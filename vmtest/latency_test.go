@@ -140,3 +140,25 @@ func TestLatency(t *testing.T) {
 		}
 	})
 }
+
+// TestLatencyKilledThenReset: a SIGKILLed latency leaves an instance the kernel keeps busy (its
+// triggers with variables hold a reference), its probes and its synthetic event; `ftctl reset`
+// proves the owner gone (the flock of its hold is free), removes the triggers, the instance,
+// the synthetic event and the probes. Before the flock, reset called it "in use" and left it all.
+func TestLatencyKilledThenReset(t *testing.T) {
+	histWorld(t)
+	before := latencyState(t)
+	cmd, _, _ := startSession(t, "events/synthetic/ftctl_*_lat/trigger", "latency", "vfs_read", "--duration", "60s")
+	cmd.Process.Kill()
+	cmd.Wait()
+	if after := latencyState(t); after == before {
+		t.Fatal("nothing left after SIGKILL")
+	}
+	r := ftctlRun(t, "reset")
+	if r.code != 0 {
+		t.Errorf("%v", r)
+	}
+	if after := latencyState(t); after != before {
+		t.Errorf("reset left:\n%s\nwant:\n%s\n%v", after, before, r)
+	}
+}
