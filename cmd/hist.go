@@ -61,9 +61,9 @@ trigger is removed ('!' and the text written), then the instance; a session kill
 SIGKILL is removed by 'ftctl reset'.`,
 		Example: `  # which processes read, and how much, for 10 seconds
   sudo ftctl hist syscalls:sys_enter_read --key common_pid.execname --value count \
-      --sort count.descending --duration 10s
+      --sort count.descending --duration 5s
   # the sizes asked of read(2), as a log2 histogram
-  sudo ftctl hist syscalls:sys_enter_read --key count.log2 --duration 5s
+  sudo ftctl hist syscalls:sys_enter_read --key count.log2 --duration 2s
   # system calls of one process, by name
   sudo ftctl hist raw_syscalls:sys_enter --key id.syscall --filter 'common_pid == 1234' -o json`,
 		Args: func(c *cobra.Command, a []string) error {

@@ -54,12 +54,14 @@ counts its own calls, ending when it exits (COMMAND's children are not counted),
 as trace -- COMMAND does: with COMMAND's status, 125 when ftctl itself failed, 126 or 127 when
 COMMAND cannot be run or found. --by comm or --by pid gives one histogram per program name or
 per task.`,
-		Example: `  # how long vfs_read takes, for 10 seconds
-  sudo ftctl latency vfs_read --duration 10s
+		Example: `  # how long vfs_read takes, for 5 seconds
+  sudo ftctl latency vfs_read --duration 5s
   # per program, as JSON
-  sudo ftctl latency do_sys_openat2 --by comm -o json --duration 5s
+  sudo ftctl latency do_sys_openat2 --by comm -o json --duration 2s
   # the reads of one command
-  sudo ftctl latency vfs_read -- dd if=/etc/passwd of=/dev/null bs=1`,
+  sudo ftctl latency vfs_read -- dd if=/proc/version of=/dev/null bs=1
+  # until Ctrl-C
+  sudo ftctl latency vfs_read --by pid`,
 		Args: func(c *cobra.Command, a []string) error {
 			dash := c.ArgsLenAtDash()
 			if dash == 0 || (dash < 0 && len(a) != 1) || dash > 1 {
