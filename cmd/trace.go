@@ -164,11 +164,7 @@ func traceRun(ctx context.Context, opts *TraceOptions) error {
 	// traced from its first instruction.
 	var command *session.Command
 	if argv0 != "" {
-		stdout := io.Writer(os.Stdout)
-		if f, ok := g.Out.(*os.File); ok {
-			stdout = f
-		}
-		if command, err = session.StartCommand(argv0, opts.Command, os.Stdin, stdout, os.Stderr); err != nil {
+		if command, err = startCommand(g, argv0, opts.Command); err != nil {
 			return err
 		}
 		s.TraceCommand(command.PID())
@@ -193,6 +189,16 @@ func traceRun(ctx context.Context, opts *TraceOptions) error {
 		return err
 	}
 	return traceStream(ctx, g, opts, s, command)
+}
+
+// startCommand starts the command of -- COMMAND held at its gate, with ftctl's standard
+// streams (stdout the command's output when it is a file).
+func startCommand(g *Globals, argv0 string, argv []string) (*session.Command, error) {
+	stdout := io.Writer(os.Stdout)
+	if f, ok := g.Out.(*os.File); ok {
+		stdout = f
+	}
+	return session.StartCommand(argv0, argv, os.Stdin, stdout, os.Stderr)
 }
 
 // spec checks the options and turns them into a session spec (exit 2 for a mistake), with the
@@ -373,14 +379,22 @@ func traceStream(ctx context.Context, g *Globals, opts *TraceOptions, s *session
 	case err != nil:
 		return err
 	}
-	if command != nil {
-		code, ok := session.ExitStatus(commandErr)
-		switch {
-		case !ok:
-			return commandErr
-		case code != 0:
-			return &CommandExit{Code: code}
-		}
+	return commandStatus(command, commandErr)
+}
+
+// commandStatus is what ftctl exits with once the session of a command (-- COMMAND) ended
+// without a failure of its own: the command's status (nil for 0), or Wait's error when it says
+// nothing of a status.
+func commandStatus(command *session.Command, commandErr error) error {
+	if command == nil {
+		return nil
+	}
+	code, ok := session.ExitStatus(commandErr)
+	switch {
+	case !ok:
+		return commandErr
+	case code != 0:
+		return &CommandExit{Code: code}
 	}
 	return nil
 }

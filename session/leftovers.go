@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"sort"
+	"strings"
 
 	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/tracefs"
@@ -33,7 +35,10 @@ type Leftover struct {
 	Instance string   `json:"instance,omitempty"` // "" when the instance is gone
 	Group    string   `json:"group,omitempty"`    // "" when it has no probes left
 	Probes   []string `json:"probes"`
-	State    string   `json:"state"`
+	// Dynamic are the session's fprobes and synthetic events as dynamic_events lists them
+	// ("f:GROUP/EVENT", "s:synthetic/GROUP_NAME"): `ftctl latency`'s.
+	Dynamic []string `json:"dynamic,omitempty"`
+	State   string   `json:"state"`
 	// Removed lists what was removed ("instance NAME", "probe GROUP/EVENT"), in order.
 	Removed []string `json:"removed"`
 }
@@ -74,6 +79,18 @@ func Leftovers(fs *tracefs.FS, self ID) ([]*Leftover, error) {
 			}
 		}
 	}
+	if fs.Top().Has("dynamic_events") {
+		b, err := fs.Top().ReadFile("dynamic_events")
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range dynamicEvents(string(b)) {
+			if id, ok := dynamicOwner(name); ok && id != self {
+				l := get(id)
+				l.Dynamic = append(l.Dynamic, name)
+			}
+		}
+	}
 	out := make([]*Leftover, 0, len(by))
 	for _, l := range by {
 		out = append(out, l)
@@ -96,7 +113,11 @@ func (l *Leftover) Remove(fs *tracefs.FS) error {
 		if err != nil {
 			return err
 		}
-		switch err := in.Remove(); {
+		err = in.Remove()
+		if errors.Is(err, tracefs.ErrBusy) && l.clearVarTriggers(fs, in) {
+			err = in.Remove()
+		}
+		switch {
 		case errors.Is(err, tracefs.ErrBusy):
 			l.State = StateInUse
 			return nil
@@ -108,10 +129,22 @@ func (l *Leftover) Remove(fs *tracefs.FS) error {
 			l.Removed = append(l.Removed, "instance "+l.Instance)
 		}
 	}
-	if l.Group == "" {
-		return nil
-	}
 	var errs []error
+	// The synthetic events first: nothing refers to them once the instance is gone; then
+	// fprobes. "-:SYSTEM/EVENT" to dynamic_events removes either.
+	for _, name := range l.Dynamic {
+		_, ev, _ := strings.Cut(name, ":")
+		if err := fs.Top().Write("dynamic_events", "-:"+ev+"\n"); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("removing %s: %w", ev, err))
+			continue
+		}
+		if fs.DryRun == nil {
+			l.Removed = append(l.Removed, "event "+ev)
+		}
+	}
+	if l.Group == "" {
+		return errors.Join(errs...)
+	}
 	m := &probes.Manager{FS: fs}
 	for _, ev := range l.Probes {
 		if err := m.Remove(context.Background(), l.Group, ev); err != nil {
@@ -123,6 +156,94 @@ func (l *Leftover) Remove(fs *tracefs.FS) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// dynamicEvents lists the fprobes and synthetic events of dynamic_events text as "f:GROUP/EVENT"
+// and "s:synthetic/NAME" (kprobes are kprobe_events' to list; the name ends at white space: a
+// synthetic event's fields follow a tab).
+func dynamicEvents(text string) []string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || (!strings.HasPrefix(f[0], "f:") && !strings.HasPrefix(f[0], "s:")) {
+			continue
+		}
+		out = append(out, f[0])
+	}
+	return out
+}
+
+// dynamicOwner says which session an fprobe (its group) or a synthetic event (named
+// GROUP_WHAT by Session.Synthetic) belongs to.
+func dynamicOwner(name string) (ID, bool) {
+	kind, ev, _ := strings.Cut(name, ":")
+	sys, event, ok := strings.Cut(ev, "/")
+	if !ok {
+		return ID{}, false
+	}
+	if kind == "f" {
+		return GroupID(sys)
+	}
+	if i := strings.LastIndex(event, "_"); sys == "synthetic" && i > 0 {
+		return GroupID(event[:i])
+	}
+	return ID{}, false
+}
+
+// clearVarTriggers removes the triggers of a leftover's instance that keep it busy after its
+// owner died, when the owner is proven gone (Instance.Unheld): a hist trigger with variables
+// holds a reference on its trace array (`ftctl latency`'s, on its probes and synthetic
+// events). Each trigger file is truncated (the kernel's hist_unreg_all), several passes: a
+// trigger whose variable another refers to goes after that one. It says whether anything was
+// removed.
+func (l *Leftover) clearVarTriggers(fs *tracefs.FS, in *tracefs.Instance) bool {
+	group := l.ID.Group()
+	if unheld, err := in.Unheld(); err != nil || !unheld {
+		return false
+	}
+	var dirs []string
+	if evs, err := fs.Events(group); err == nil {
+		for _, ev := range evs {
+			dirs = append(dirs, "events/"+group+"/"+ev)
+		}
+	}
+	if evs, err := fs.Events("synthetic"); err == nil {
+		for _, ev := range evs {
+			if strings.HasPrefix(ev, group+"_") {
+				dirs = append(dirs, "events/synthetic/"+ev)
+			}
+		}
+	}
+	removed := false
+	for pass := 0; pass < 3; pass++ {
+		left := false
+		for _, d := range dirs {
+			b, err := in.ReadFile(d + "/trigger")
+			if err != nil || !hasTrigger(string(b)) {
+				continue
+			}
+			in.Truncate(d + "/trigger")
+			if b, err := in.ReadFile(d + "/trigger"); err == nil && hasTrigger(string(b)) {
+				left = true
+			} else {
+				removed = true
+			}
+		}
+		if !left {
+			break
+		}
+	}
+	return removed
+}
+
+// hasTrigger: a trigger file lists a trigger (its other lines are '#' comments).
+func hasTrigger(text string) bool {
+	for _, line := range strings.Split(text, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			return true
+		}
+	}
+	return false
 }
 
 // GroupAlive says what can be told of the session owning a probe group without changing

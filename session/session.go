@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"path"
 	"slices"
 	"strconv"
@@ -87,7 +88,19 @@ type Session struct {
 	filtered []string
 	tracer   string
 	hold     *tracefs.Hold
+	// triggers are the event triggers the session wrote into its instance, oldest first:
+	// Teardown removes each ("!" + its text), newest first, before anything else.
+	triggers []trigger
+	// dynamic are the dynamic events the session defined outside its probe group's kprobes
+	// (fprobes, synthetic events), oldest first: removed newest first after the triggers.
+	dynamic []dynamicEvent
 }
+
+// dynamicEvent is a definition the session wrote and the line that removes it.
+type dynamicEvent struct{ file, remove string }
+
+// trigger is one trigger the session wrote: the event's directory and the text.
+type trigger struct{ dir, text string }
 
 // New validates spec against the running kernel and returns a session ready to Start. Nothing
 // is changed: a refused spec (ErrInvalid, filters.ErrPattern, probe syntax errors, an event
@@ -560,7 +573,7 @@ func (s *Session) excludeSelf() error {
 // Begin turns tracing on.
 func (s *Session) Begin() error { return s.Instance.Write("tracing_on", "1") }
 
-// Teardown undoes the session: tracing off, tracer nop, events disabled, the session's probes
+// Teardown undoes the session: its triggers removed (newest first), tracing off, tracer nop, events disabled, the session's probes
 // removed, the hold on the instance let go, the instance removed. Every step runs even when an
 // earlier one failed; each is idempotent, so a second teardown (or `ftctl reset`) finishes what
 // the first could not. The instance's pipes must be closed first (an open file keeps the
@@ -570,7 +583,128 @@ func (s *Session) Teardown() []error {
 	if err != nil {
 		return []error{err}
 	}
-	return teardown(s.FS, in, s.Group, s.hold)
+	var errs []error
+	if s.Instance != nil && in.Has("tracing_on") {
+		errs = s.removeTriggers()
+	}
+	if len(s.triggers) == 0 { // a trigger left would keep its events busy
+		errs = append(errs, s.removeDynamic()...)
+	}
+	return append(errs, teardown(s.FS, in, s.Group, s.hold)...)
+}
+
+// AddTrigger writes a trigger (a hist trigger, "hist:keys=...") into the trigger file of
+// SYSTEM:EVENT in the session's instance, and owns it: Teardown removes it by writing
+// "!"+text, the one form the kernel matches it by (the kernel cannot parse the listing's form
+// back: "sort=lat.log2" is EINVAL, seen on 6.1 and 6.12), newest first and before the
+// instance is removed. The caller holds the tracefs lock. The kernel's refusal comes back as
+// tracefs reports it (with its error_log entries).
+func (s *Session) AddTrigger(system, event, text string) error {
+	dir := "events/" + system + "/" + event
+	if _, err := eventDir(system + ":" + event); err != nil {
+		return err
+	}
+	if !s.Instance.Has(dir + "/trigger") {
+		return fmt.Errorf("%w: no event %s:%s in this kernel", ErrInvalid, system, event)
+	}
+	if err := s.Instance.Write(dir+"/trigger", text+"\n"); err != nil {
+		return err
+	}
+	s.triggers = append(s.triggers, trigger{dir, text})
+	return nil
+}
+
+// Synthetic is the name of the session's synthetic event called what: the group's name and
+// what, so that `ftctl reset` and people see whose it is (synthetic events have one
+// namespace, the system "synthetic", shared by every instance).
+func (s *Session) Synthetic(what string) string { return s.Group + "_" + what }
+
+// AddSynthetic defines the synthetic event name (made by Synthetic) with fields ("u64 lat;
+// int pid") in synthetic_events, and owns it: Teardown removes it ("!name") after the
+// triggers that use it. The caller holds the tracefs lock.
+func (s *Session) AddSynthetic(name, fields string) error {
+	if !strings.HasPrefix(name, s.Group+"_") {
+		return fmt.Errorf("%w: synthetic event %q is not the session's (want %s_...)", ErrInvalid, name, s.Group)
+	}
+	if err := s.FS.Top().Write("synthetic_events", name+" "+fields+"\n"); err != nil {
+		return err
+	}
+	s.dynamic = append(s.dynamic, dynamicEvent{"synthetic_events", "!" + name + "\n"})
+	return nil
+}
+
+// AddProbe defines an event of the session's group from text ("p:EVENT SYM", "r:EVENT SYM",
+// or, where the README announces fprobes, "f:EVENT SYM" and "f:EVENT SYM%return"): the group
+// is the session's, put in here. kprobes go to kprobe_events, fprobes to dynamic_events
+// (the only file that takes them). Teardown removes it ("-:GROUP/EVENT") after the triggers.
+// The caller holds the tracefs lock.
+func (s *Session) AddProbe(kind byte, event, place string) error {
+	if !validEventName(event) || strings.ContainsAny(place, " \n\t\x00") || place == "" {
+		return fmt.Errorf("%w: probe %c:%s %q", ErrInvalid, kind, event, place)
+	}
+	file := "kprobe_events"
+	switch kind {
+	case 'p', 'r':
+	case 'f':
+		file = "dynamic_events"
+	default:
+		return fmt.Errorf("%w: probe kind %c", ErrInvalid, kind)
+	}
+	def := fmt.Sprintf("%c:%s/%s %s\n", kind, s.Group, event, place)
+	if err := s.FS.Top().Write(file, def); err != nil {
+		return err
+	}
+	s.dynamic = append(s.dynamic, dynamicEvent{file, "-:" + s.Group + "/" + event + "\n"})
+	s.Probes = append(s.Probes, event)
+	return nil
+}
+
+// validEventName: a C identifier of at most 63 bytes, as the kernel takes event names.
+func validEventName(s string) bool {
+	if s == "" || len(s) > 63 || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// removeDynamic removes the session's fprobes, kprobes and synthetic events, newest first.
+// One already gone (ENOENT) is done.
+func (s *Session) removeDynamic() []error {
+	var errs []error
+	for i := len(s.dynamic) - 1; i >= 0; i-- {
+		d := s.dynamic[i]
+		err := s.FS.Top().Write(d.file, d.remove)
+		if err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("removing %s from %s: %w", strings.TrimSpace(d.remove), d.file, err))
+			continue
+		}
+		s.dynamic = s.dynamic[:i]
+	}
+	return errs
+}
+
+// removeTriggers removes the session's triggers, newest first (a trigger an onmatch() action
+// of a later one names must outlive it). An instance's rmdir would drop them too, but not
+// the references a hist trigger takes on a synthetic event (seen on 6.1 and 6.12: after
+// rmdir, removing the synthetic event is EBUSY until reboot): they are removed one by one.
+func (s *Session) removeTriggers() []error {
+	var errs []error
+	for i := len(s.triggers) - 1; i >= 0; i-- {
+		t := s.triggers[i]
+		err := s.Instance.Write(t.dir+"/trigger", "!"+t.text+"\n")
+		if err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("removing the trigger %s of %s: %w", t.text, t.dir, err))
+			continue
+		}
+		s.triggers = s.triggers[:i]
+	}
+	return errs
 }
 
 // Release lets go of the instance without tearing it down (the console's --keep): it is then

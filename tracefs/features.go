@@ -162,3 +162,34 @@ func (ft Features) Names() []string {
 	sort.Strings(out)
 	return out
 }
+
+// HistModifiers lists the field modifiers of hist triggers the README announces ("hex", "sym",
+// "sym-offset", "execname", "syscall", "log2", "buckets", "usecs"; 6.12 adds "percent" and
+// "graph"), read off the list that follows "modifiers to the field name" in the hist trigger
+// section (kernel/trace/trace.c readme_msg, CONFIG_HIST_TRIGGERS). None when the kernel has no
+// hist triggers.
+func HistModifiers(readme string) []string {
+	_, rest, ok := strings.Cut(readme, "to the field name, as applicable:")
+	if !ok {
+		return nil
+	}
+	var out []string
+	started := false
+	for _, line := range strings.Split(rest, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			if started {
+				break
+			}
+			continue
+		}
+		if !strings.HasPrefix(line, ".") {
+			break
+		}
+		started = true
+		name := strings.Fields(line[1:])[0]
+		name, _, _ = strings.Cut(name, "=")
+		out = append(out, name)
+	}
+	return out
+}

@@ -24,15 +24,17 @@ var allowed = map[string][]string{
 	"filters":           {"tracefs"},
 	"probes":            {"tracefs", "filters"},
 	"stream":            {"tracefs"},
+	"hist":              {"tracefs", "probes"},
 	"session":           {"tracefs", "filters", "probes", "stream"},
 	"tui":               {"tracefs", "filters", "probes", "stream", "session"},
-	"cmd":               {"tracefs", "filters", "probes", "stream", "session", "tui"},
+	"cmd":               {"tracefs", "filters", "probes", "stream", "session", "tui", "hist"},
 	"internal/gendocs":  {"cmd"},
 	"internal/fixture":  {},
 	"internal/vtscreen": {},
 	"internal/archtest": {},
 	"vm/markerload":     {}, // programs run inside the VM by its benchmarks: not ftctl
 	"vm/stopwatch":      {},
+	"vm/readloop":       {},
 	"vmtest":            {},
 }
 

@@ -1,0 +1,349 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ftctl/ftctl/hist"
+	"github.com/ftctl/ftctl/probes"
+	"github.com/ftctl/ftctl/session"
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// HistOptions are the inputs of `ftctl hist`.
+type HistOptions struct {
+	G        *Globals
+	Event    string   // SYSTEM:EVENT
+	Keys     []string // --key
+	Values   []string // --value
+	Sort     string   // --sort
+	Filter   string   // --filter
+	Size     int      // --size
+	Duration time.Duration
+}
+
+// NewCmdHist builds `ftctl hist`.
+func NewCmdHist(g *Globals, runF func(context.Context, *HistOptions) error) *cobra.Command {
+	opts := &HistOptions{G: g}
+	c := &cobra.Command{
+		Use:   "hist SYSTEM:EVENT --key FIELD[.MOD][,FIELD] [flags]",
+		Short: "Count an event's hits by key in the kernel (a hist trigger), and print the table",
+		Long: `Aggregate an event in the kernel: a hist trigger (trace-cmd's 'hist', the kernel's
+events/SYSTEM/EVENT/trigger) counts the event's hits per key, and sums values, without
+streaming a single event to user space. At the end (--duration, Ctrl-C, SIGTERM, SIGHUP) the
+kernel's table is read, printed, and the trigger removed.
+
+--key names up to three fields of the event's format (events/SYSTEM/EVENT/format, 'ftctl probe
+format'; common_pid, common_timestamp and common_cpu exist in all; stacktrace is the call stack),
+each with a modifier the kernel announces in its tracefs README: .hex .sym .sym-offset
+.execname (common_pid as a program name) .syscall .log2 .buckets=N .usecs (and .percent and
+.graph for values, on kernels that have them). --value sums numeric fields (hitcount is always
+counted). --sort names up to two keys or values (or hitcount), each .descending or .ascending.
+--filter counts only the hits for which the kernel's event filter EXPR holds (as trace --filter).
+
+Everything is checked against the event's format and the kernel's README before anything is
+written: a mistake is exit 2 with nothing changed. What only the kernel can judge comes back as
+exit 3 with its error_log entry under the trigger as written.
+
+The trigger lives in an instance of ftctl's own (ftctl-PID-ID), so it never meets another
+user's triggers on the same event (the kernel refuses a second trigger with the same keys,
+values, sort and filter in one instance, EEXIST, and '!hist:...' removes the one that matches
+them: in a shared instance a removal could take another's). On every exit path the exact
+trigger is removed ('!' and the text written), then the instance; a session killed with
+SIGKILL is removed by 'ftctl reset'.`,
+		Example: `  # which processes read, and how much, for 10 seconds
+  sudo ftctl hist syscalls:sys_enter_read --key common_pid.execname --value count \
+      --sort count.descending --duration 5s
+  # the sizes asked of read(2), as a log2 histogram
+  sudo ftctl hist syscalls:sys_enter_read --key count.log2 --duration 2s
+  # system calls of one process, by name
+  sudo ftctl hist raw_syscalls:sys_enter --key id.syscall --filter 'common_pid == 1234' -o json`,
+		Args: func(c *cobra.Command, a []string) error {
+			if len(a) != 1 {
+				return InvalidInput(errors.New("want one event: ftctl hist SYSTEM:EVENT --key FIELD"))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, a []string) error {
+			opts.Event = a[0]
+			return runCmd(c, runF, histRun, opts)
+		},
+	}
+	f := c.Flags()
+	f.StringArrayVar(&opts.Keys, "key", nil, "count hits per `FIELD[.MOD][,FIELD]` (repeatable; at most three fields in all)")
+	f.StringArrayVar(&opts.Values, "value", nil, "also sum numeric `FIELD[.MOD]` per key (repeatable)")
+	f.StringVar(&opts.Sort, "sort", "", "sort by `FIELD[.descending]`[,FIELD] (a key, a value or hitcount)")
+	f.StringVar(&opts.Filter, "filter", "", "count only the hits for which event filter `EXPR` holds, e.g. 'count > 100'")
+	f.IntVar(&opts.Size, "size", 0, "size the kernel's table to `N` entries (128 to 131072; default 2048)")
+	f.DurationVar(&opts.Duration, "duration", 0, "end after `D` (e.g. 10s; default: until Ctrl-C)")
+	registerFlagCompletion(c, "key", noFileCompletion)
+	registerFlagCompletion(c, "value", noFileCompletion)
+	registerFlagCompletion(c, "sort", noFileCompletion)
+	registerFlagCompletion(c, "filter", noFileCompletion)
+	c.ValidArgsFunction = completeEventNames(g)
+	return c
+}
+
+func noFileCompletion(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return nil, noFiles
+}
+
+// splitEvent reads SYSTEM:EVENT (or SYSTEM/EVENT).
+func splitEvent(e string) (system, event string, err error) {
+	sys, ev, ok := strings.Cut(e, ":")
+	if !ok {
+		sys, ev, ok = strings.Cut(e, "/")
+	}
+	bad := func(s string) bool { return s == "" || strings.ContainsAny(s, "/:\x00 ") || s == "." || s == ".." }
+	if !ok || bad(sys) || bad(ev) {
+		return "", "", InvalidInput(fmt.Errorf("event %s: want SYSTEM:EVENT (e.g. syscalls:sys_enter_read; 'ftctl list events' lists them)", safe(strconv.Quote(e))))
+	}
+	return sys, ev, nil
+}
+
+func histRun(ctx context.Context, opts *HistOptions) error {
+	g := opts.G
+	if err := ownSession(g, "hist", opts.Duration); err != nil {
+		return err
+	}
+	system, event, err := splitEvent(opts.Event)
+	if err != nil {
+		return err
+	}
+	t, err := hist.Parse(opts.Keys, opts.Values, opts.Sort, opts.Size, opts.Filter)
+	if err != nil {
+		return histInvalid(err)
+	}
+	fs, err := g.FS()
+	if err != nil {
+		return err
+	}
+	top := fs.Top()
+	if !top.Has("events/" + system + "/" + event + "/format") {
+		return InvalidInput(fmt.Errorf("no event %s:%s (events/%s/%s does not exist; 'ftctl list events' lists them)", safe(system), safe(event), safe(system), safe(event)))
+	}
+	readme, _ := top.ReadFile("README")
+	if !top.Has("events/"+system+"/"+event+"/hist") || !strings.Contains(string(readme), "hist trigger") {
+		return &tracefs.Error{Op: "open", Path: fs.Path("events/" + system + "/" + event + "/hist"), Class: tracefs.ErrUnavailable,
+			Reason: "this kernel has no hist triggers (CONFIG_HIST_TRIGGERS)"}
+	}
+	format, err := top.EventFormat(system, event)
+	if err != nil {
+		return err
+	}
+	if err := t.Check(format, hist.KernelOf(string(readme))); err != nil {
+		return histInvalid(err)
+	}
+	s, err := session.New(fs, session.NewID(os.Getpid()), session.Spec{})
+	if err != nil {
+		return sessionError(err)
+	}
+	s.Notice = g.Notice
+	text := t.String()
+	if err := histSetup(ctx, g, s, func() error {
+		if err := s.AddTrigger(system, event, text); err != nil {
+			return histRejected(hist.Rejected(system, event, text, err))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	defer traceTeardown(g, fs, s)
+	if ctx.Err() == nil {
+		if err := s.Begin(); err != nil {
+			return err
+		}
+		wait(ctx, opts.Duration)
+	}
+	table, err := readTable(s, system, event)
+	if err != nil {
+		return err
+	}
+	if err := printHist(g, system+":"+event, table); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ErrInterrupted
+	}
+	return nil
+}
+
+// readTable reads the table of the session's hist trigger on SYSTEM:EVENT (the only one there:
+// the instance is the session's).
+func readTable(s *session.Session, system, event string) (hist.Table, error) {
+	b, err := s.Instance.ReadFile("events/" + system + "/" + event + "/hist")
+	if err != nil {
+		return hist.Table{}, err
+	}
+	tables, err := hist.ParseOutput(string(b))
+	if err != nil {
+		return hist.Table{}, err
+	}
+	if len(tables) == 0 {
+		return hist.Table{}, fmt.Errorf("the kernel's hist file of %s:%s lists no table", safe(system), safe(event))
+	}
+	return tables[0], nil
+}
+
+// ownSession checks the global flags a command that runs in a session of its own cannot take
+// (-B, --dry-run), and its --duration.
+func ownSession(g *Globals, name string, d time.Duration) error {
+	switch {
+	case g.Instance != "":
+		return InvalidInput(fmt.Errorf("ftctl %s runs in its own instance; -B is not for %s", name, name))
+	case g.DryRun:
+		return InvalidInput(fmt.Errorf("ftctl %s has no --dry-run: what it sets up lives in its own instance and is removed at the end", name))
+	case d < 0:
+		return InvalidInput(errors.New("--duration must not be negative"))
+	}
+	return nil
+}
+
+// histSetup starts the session and adds what add adds, under the lock; on failure the session
+// is torn down. A signal during it ends the command right after.
+func histSetup(ctx context.Context, g *Globals, s *session.Session, add func() error) error {
+	_, lock, err := g.BeginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	if err := s.Start(context.WithoutCancel(ctx)); err != nil {
+		return sessionError(err)
+	}
+	if err := add(); err != nil {
+		for _, e := range s.Teardown() {
+			fmt.Fprintf(g.Err, "ftctl: teardown: %v\n", e)
+		}
+		return err
+	}
+	return nil
+}
+
+// wait returns after d (0: never) or when ctx is done.
+func wait(ctx context.Context, d time.Duration) {
+	var timeout <-chan time.Time
+	if d > 0 {
+		tm := time.NewTimer(d)
+		defer tm.Stop()
+		timeout = tm.C
+	}
+	select {
+	case <-ctx.Done():
+	case <-timeout:
+	}
+}
+
+// histInvalid renders a trigger refused before it was written: the flag, a caret, a hint.
+func histInvalid(err error) error {
+	var he *hist.Error
+	var fe *probes.FilterError
+	switch {
+	case errors.As(err, &he):
+		msg := "invalid " + he.Flag
+		if he.Source != "" {
+			msg += ": " + safe(he.Msg) + "\n" + probes.Caret("  ", safeKeepWidth(he.Source), he.Pos)
+		} else {
+			msg += ": " + safe(he.Msg)
+		}
+		if he.Hint != "" {
+			msg += "\n  " + safe(he.Hint)
+		}
+		return InvalidInput(errors.New(msg))
+	case errors.As(err, &fe):
+		return InvalidInput(filterError(err))
+	}
+	return InvalidInput(err)
+}
+
+// histRejected renders the kernel refusing a trigger ftctl's checks passed (exit 3).
+func histRejected(err error) error {
+	var re *hist.RejectedError
+	if !errors.As(err, &re) {
+		return err
+	}
+	var b strings.Builder
+	writeKernelRefusal(&b, "the kernel rejected the hist trigger on "+safe(re.Event), re.Err, re.Diagnosis)
+	if re.Diagnosis == nil {
+		b.WriteString("\n  " + safe(re.Err.Error()))
+	}
+	b.WriteString("\n  ftctl wrote: " + safe(re.Trigger))
+	b.WriteString("\n  the session was removed; nothing was counted")
+	return &explained{msg: b.String(), err: re}
+}
+
+// histJSON is `ftctl hist -o json`.
+type histJSON struct {
+	Event   string        `json:"event"`
+	Trigger string        `json:"trigger"`
+	Rows    []histRowJSON `json:"rows"`
+	Hits    uint64        `json:"hits"`
+	Entries uint64        `json:"entries"`
+	Dropped uint64        `json:"dropped"`
+}
+
+type histRowJSON struct {
+	Keys   []histKeyJSON      `json:"keys"`
+	Values map[string]float64 `json:"values"`
+}
+
+type histKeyJSON struct {
+	Name string  `json:"name"`
+	Text string  `json:"text"`
+	Num  *uint64 `json:"num,omitempty"`
+}
+
+func printHist(g *Globals, event string, t hist.Table) error {
+	if g.JSON() {
+		out := histJSON{Event: event, Trigger: t.Trigger, Rows: []histRowJSON{}, Hits: t.Hits, Entries: t.Entries, Dropped: t.Dropped}
+		for _, r := range t.Rows {
+			jr := histRowJSON{Values: map[string]float64{}}
+			for _, k := range r.Keys {
+				jk := histKeyJSON{Name: k.Name, Text: k.Text}
+				if k.HasNum {
+					n := k.Num
+					jk.Num = &n
+				}
+				jr.Keys = append(jr.Keys, jk)
+			}
+			for _, v := range r.Values {
+				jr.Values[v.Name] = v.Num
+			}
+			out.Rows = append(out.Rows, jr)
+		}
+		return writeJSON(g.Out, out)
+	}
+	tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
+	keys, values := t.Columns()
+	var head []string
+	for _, c := range append(keys, values...) {
+		head = append(head, safe(strings.ToUpper(c)))
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, r := range t.Rows {
+		var cols []string
+		for _, k := range r.Keys {
+			text := k.Text
+			if k.HasNum && (k.Mod == "execname" || k.Mod == "syscall") { // the name and the number, as the kernel shows them
+				text += " [" + strconv.FormatUint(k.Num, 10) + "]"
+			}
+			cols = append(cols, safe(strings.ReplaceAll(text, "\n", " ")))
+		}
+		for _, v := range r.Values {
+			cols = append(cols, safe(v.Text))
+		}
+		fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(g.Out, "%s: %d hits, %d entries, %d dropped\n", safe(event), t.Hits, t.Entries, t.Dropped)
+	return err
+}

@@ -1,0 +1,384 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ftctl/ftctl/filters"
+	"github.com/ftctl/ftctl/hist"
+	"github.com/ftctl/ftctl/session"
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// LatencyOptions are the inputs of `ftctl latency`.
+type LatencyOptions struct {
+	G        *Globals
+	Func     string
+	By       string // "", "comm" or "pid"
+	PID      int
+	Duration time.Duration
+	Command  []string
+}
+
+// NewCmdLatency builds `ftctl latency`.
+func NewCmdLatency(g *Globals, runF func(context.Context, *LatencyOptions) error) *cobra.Command {
+	opts := &LatencyOptions{G: g}
+	c := &cobra.Command{
+		Use:   "latency FUNC [flags] [-- COMMAND ARGS...]",
+		Short: "A log2 histogram of a kernel function's durations, computed in the kernel",
+		Long: `How long FUNC takes, as a histogram of powers of two of microseconds (funclatency,
+bpftrace's hist), computed in the kernel: nothing is streamed to user space.
+
+ftctl defines, in its own session (instance ftctl-PID-ID, probe group ftctl_PID_ID), a probe on
+FUNC's entry and one on its return (fprobes where the tracefs README announces them, else a
+kprobe and a kretprobe), a synthetic event ftctl_PID_ID_lat carrying the time between them,
+and three hist triggers: the entry's saves the time per task, the return's computes the delta
+and fires the synthetic event (onmatch().trace()), the synthetic event's counts the deltas by
+.log2. At the end (--duration, COMMAND's exit, Ctrl-C, SIGTERM, SIGHUP) the kernel's table is
+read and printed, then every piece is removed in the reverse order, each by the exact text
+written.
+
+FUNC must be a traceable function (available_filter_functions). --pid PID counts the calls of
+task PID only (the kernel's common_pid: a thread id); with -- COMMAND, ftctl starts COMMAND and
+counts its own calls, ending when it exits (COMMAND's children are not counted), and exits
+as trace -- COMMAND does: with COMMAND's status, 125 when ftctl itself failed, 126 or 127 when
+COMMAND cannot be run or found. --by comm or --by pid gives one histogram per program name or
+per task.`,
+		Example: `  # how long vfs_read takes, for 5 seconds
+  sudo ftctl latency vfs_read --duration 5s
+  # per program, as JSON
+  sudo ftctl latency do_sys_openat2 --by comm -o json --duration 2s
+  # the reads of one command
+  sudo ftctl latency vfs_read -- dd if=/proc/version of=/dev/null bs=1
+  # until Ctrl-C
+  sudo ftctl latency vfs_read --by pid`,
+		Args: func(c *cobra.Command, a []string) error {
+			dash := c.ArgsLenAtDash()
+			if dash == 0 || (dash < 0 && len(a) != 1) || dash > 1 {
+				return InvalidInput(errors.New("want one function: ftctl latency FUNC [-- COMMAND]"))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, a []string) error {
+			opts.Func = a[0]
+			opts.Command = a[1:]
+			return runCmd(c, runF, latencyRun, opts)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&opts.By, "by", "", "one histogram per `KEY`: comm or pid")
+	f.IntVar(&opts.PID, "pid", 0, "count only the calls of task `PID`")
+	f.DurationVar(&opts.Duration, "duration", 0, "end after `D` (e.g. 10s; default: until Ctrl-C or COMMAND's exit)")
+	registerFlagCompletion(c, "by", cobra.FixedCompletions([]cobra.Completion{"comm", "pid"}, noFiles))
+	c.ValidArgsFunction = completeFunctionNames(g)
+	return c
+}
+
+// latencyPlan is what latency writes, in order; the session removes it in the reverse order.
+type latencyPlan struct {
+	kind               byte   // 'f' (fprobe) or 'p' (kprobe and kretprobe)
+	entry, ret         string // the events, in the session's group
+	retPlace, entPlace string
+	synth              string // the synthetic event
+	entTrig, retTrig   string // the triggers on the entry and the return
+	synthTrig          string // the .log2 hist trigger on the synthetic event
+}
+
+func planLatency(s *session.Session, fn string, fprobe bool, pid int, by string) latencyPlan {
+	p := latencyPlan{kind: 'p', entry: "lat_entry", ret: "lat_return", entPlace: fn, retPlace: fn, synth: s.Synthetic("lat")}
+	if fprobe {
+		p.kind = 'f'
+		p.retPlace = fn + "%return"
+	}
+	p.entTrig = "hist:keys=common_pid:ts0=common_timestamp.usecs"
+	if pid > 0 {
+		p.entTrig += " if common_pid == " + strconv.Itoa(pid)
+	}
+	p.retTrig = "hist:keys=common_pid:lat=common_timestamp.usecs-$ts0:onmatch(" + s.Group + "." + p.entry + ").trace(" + p.synth + ",$lat)"
+	switch by {
+	case "pid":
+		p.synthTrig = "hist:keys=common_pid,lat.log2:sort=common_pid,lat"
+	case "comm":
+		p.synthTrig = "hist:keys=common_pid.execname,lat.log2:sort=common_pid,lat"
+	default:
+		p.synthTrig = "hist:keys=lat.log2:sort=lat"
+	}
+	return p
+}
+
+func latencyRun(ctx context.Context, opts *LatencyOptions) error {
+	g := opts.G
+	if err := ownSession(g, "latency", opts.Duration); err != nil {
+		return err
+	}
+	if opts.By != "" && opts.By != "comm" && opts.By != "pid" {
+		return InvalidInput(fmt.Errorf("--by %s: want comm or pid", safe(strconv.Quote(opts.By))))
+	}
+	if opts.PID < 0 || (opts.PID > 0 && len(opts.Command) > 0) {
+		return InvalidInput(errors.New("--pid takes a task id, and not with -- COMMAND (which counts the command's calls)"))
+	}
+	var argv0 string
+	if len(opts.Command) > 0 {
+		var err error
+		if argv0, err = exec.LookPath(opts.Command[0]); err != nil {
+			return &CommandStartError{Name: opts.Command[0], NotFound: errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist), Err: err}
+		}
+	}
+	fs, err := g.FS()
+	if err != nil {
+		return err
+	}
+	top := fs.Top()
+	readme, _ := top.ReadFile("README")
+	ft := fs.DetectFeatures()
+	switch {
+	case !top.Has("synthetic_events") || !strings.Contains(string(readme), "hist trigger"):
+		return &tracefs.Error{Op: "open", Path: fs.Path("synthetic_events"), Class: tracefs.ErrUnavailable,
+			Reason: "this kernel has no hist triggers or synthetic events (CONFIG_HIST_TRIGGERS, CONFIG_SYNTH_EVENTS), which latency is computed with"}
+	case !ft.Probe.Fprobe && !ft.KprobeEvents:
+		return &tracefs.Error{Op: "open", Path: fs.Path("kprobe_events"), Class: tracefs.ErrUnavailable, Reason: "this kernel has neither fprobe nor kprobe events"}
+	}
+	// FUNC must be a function ftrace (fprobes) and kprobes can attach to.
+	pat, err := filters.Compile(opts.Func)
+	if err != nil || strings.Trim(opts.Func, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") != "" {
+		return InvalidInput(fmt.Errorf("%s: want one function name (no wildcards)", safe(strconv.Quote(opts.Func))))
+	}
+	ix, err := filters.LoadIndex(top)
+	if err != nil {
+		return err
+	}
+	if len(ix.Resolve(pat)) == 0 {
+		return InvalidInput(fmt.Errorf("%s is not a traceable function (not in available_filter_functions; 'ftctl functions' lists them)", safe(opts.Func)))
+	}
+	s, err := session.New(fs, session.NewID(os.Getpid()), session.Spec{})
+	if err != nil {
+		return sessionError(err)
+	}
+	s.Notice = g.Notice
+	var command *session.Command
+	if argv0 != "" {
+		if command, err = startCommand(g, argv0, opts.Command); err != nil {
+			return err
+		}
+		opts.PID = command.PID()
+	}
+	plan := planLatency(s, opts.Func, ft.Probe.Fprobe, opts.PID, opts.By)
+	err = histSetup(ctx, g, s, func() error {
+		if err := s.AddProbe(plan.kind, plan.entry, plan.entPlace); err != nil {
+			return sessionError(err)
+		}
+		retKind := plan.kind
+		if retKind == 'p' {
+			retKind = 'r'
+		}
+		if err := s.AddProbe(retKind, plan.ret, plan.retPlace); err != nil {
+			return sessionError(err)
+		}
+		if err := s.AddSynthetic(plan.synth, "u64 lat"); err != nil {
+			return err
+		}
+		for _, t := range []struct{ sys, ev, text string }{
+			{s.Group, plan.entry, plan.entTrig},
+			{s.Group, plan.ret, plan.retTrig},
+			{"synthetic", plan.synth, plan.synthTrig},
+		} {
+			if err := s.AddTrigger(t.sys, t.ev, t.text); err != nil {
+				return histRejected(hist.Rejected(t.sys, t.ev, t.text, err))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if command != nil {
+			command.Abort()
+		}
+		return err
+	}
+	defer traceTeardown(g, fs, s)
+	what := "kprobe and kretprobe"
+	if plan.kind == 'f' {
+		what = "fprobes"
+	}
+	g.Notice("%s: %s %s/%s and %s/%s, synthetic event %s", safe(opts.Func), what, s.Group, plan.entry, s.Group, plan.ret, plan.synth)
+	var commandErr error
+	if ctx.Err() != nil {
+		if command != nil {
+			command.Abort()
+		}
+	} else if err := s.Begin(); err != nil {
+		if command != nil {
+			command.Abort()
+		}
+		return err
+	} else if command != nil {
+		command.Release()
+		var timeout <-chan time.Time
+		if opts.Duration > 0 {
+			tm := time.NewTimer(opts.Duration)
+			defer tm.Stop()
+			timeout = tm.C
+		}
+		select {
+		case commandErr = <-command.Done():
+		case <-ctx.Done():
+			commandErr = command.Stop(2 * time.Second)
+		case <-timeout:
+			commandErr = command.Stop(2 * time.Second)
+		}
+	} else {
+		wait(ctx, opts.Duration)
+	}
+	table, err := readTable(s, "synthetic", plan.synth)
+	if err != nil {
+		return err
+	}
+	if err := printLatency(g, opts.Func, opts.By, table); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ErrInterrupted
+	}
+	return commandStatus(command, commandErr)
+}
+
+// latencyBucket is one log2 bucket: durations in (le_us/2, le_us] µs (the kernel's .log2 key
+// is ilog2(roundup_pow_of_two(v)): "2^N" holds 2^(N-1) < v <= 2^N).
+type latencyBucket struct {
+	LeUS  uint64 `json:"le_us"`
+	Count uint64 `json:"count"`
+}
+
+type latencyGroup struct {
+	Comm    string          `json:"comm,omitempty"`
+	PID     uint64          `json:"pid,omitempty"`
+	Buckets []latencyBucket `json:"buckets"`
+	Count   uint64          `json:"count"`
+}
+
+type latencyJSON struct {
+	Func    string          `json:"func"`
+	Buckets []latencyBucket `json:"buckets"`
+	Count   uint64          `json:"count"`
+	Groups  []latencyGroup  `json:"groups,omitempty"`
+	Dropped uint64          `json:"dropped"`
+}
+
+// latencyGroups folds the table's rows into histograms: one, or one per task (--by pid) or
+// per program name (--by comm: the tasks of one name summed).
+func latencyGroups(by string, t hist.Table) (all latencyGroup, groups []latencyGroup) {
+	index := map[string]int{}
+	add := func(g *latencyGroup, le, n uint64) {
+		g.Count += n
+		for i := range g.Buckets {
+			if g.Buckets[i].LeUS == le {
+				g.Buckets[i].Count += n
+				return
+			}
+		}
+		g.Buckets = append(g.Buckets, latencyBucket{le, n})
+	}
+	all.Buckets = []latencyBucket{}
+	for _, r := range t.Rows {
+		lat := r.Keys[len(r.Keys)-1]
+		hits, _ := r.Value("hitcount")
+		le := uint64(1) << min(lat.Num, 63)
+		add(&all, le, uint64(hits))
+		if by == "" || len(r.Keys) < 2 {
+			continue
+		}
+		k := r.Keys[0]
+		name := strconv.FormatUint(k.Num, 10)
+		g := latencyGroup{PID: k.Num}
+		if by == "comm" {
+			name = k.Text
+			g = latencyGroup{Comm: k.Text}
+		}
+		i, ok := index[name]
+		if !ok {
+			i = len(groups)
+			index[name] = i
+			groups = append(groups, g)
+		}
+		add(&groups[i], le, uint64(hits))
+	}
+	sortBuckets := func(g *latencyGroup) {
+		sort.Slice(g.Buckets, func(i, j int) bool { return g.Buckets[i].LeUS < g.Buckets[j].LeUS })
+	}
+	sortBuckets(&all)
+	for i := range groups {
+		sortBuckets(&groups[i])
+	}
+	sort.SliceStable(groups, func(i, j int) bool { return groups[i].Count > groups[j].Count })
+	return all, groups
+}
+
+func printLatency(g *Globals, fn, by string, t hist.Table) error {
+	all, groups := latencyGroups(by, t)
+	if g.JSON() {
+		return writeJSON(g.Out, latencyJSON{Func: fn, Buckets: all.Buckets, Count: all.Count, Groups: groups, Dropped: t.Dropped})
+	}
+	if by == "" {
+		groups = []latencyGroup{all}
+	}
+	for i, gr := range groups {
+		if i > 0 {
+			fmt.Fprintln(g.Out)
+		}
+		switch by {
+		case "comm":
+			fmt.Fprintf(g.Out, "comm = %s\n", safe(gr.Comm))
+		case "pid":
+			fmt.Fprintf(g.Out, "pid = %d\n", gr.PID)
+		}
+		if err := writeLog2Chart(g.Out, gr.Buckets); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(g.Out, "%s: %d calls", safe(fn), all.Count)
+	if t.Dropped > 0 {
+		fmt.Fprintf(g.Out, ", %d dropped (the kernel's table was full)", t.Dropped)
+	}
+	fmt.Fprintln(g.Out)
+	return err
+}
+
+// writeLog2Chart draws funclatency's chart: one line per bucket from the lowest to the highest
+// seen, empty ones included, a bar of up to 40 '*' scaled to the largest.
+func writeLog2Chart(w io.Writer, buckets []latencyBucket) error {
+	fmt.Fprintf(w, "%10s %-13s : %-8s %s\n", "usecs", "", "count", "distribution")
+	if len(buckets) == 0 {
+		_, err := fmt.Fprintf(w, "%10s\n", "(no calls)")
+		return err
+	}
+	var most uint64
+	counts := map[uint64]uint64{}
+	for _, b := range buckets {
+		counts[b.LeUS] = b.Count
+		most = max(most, b.Count)
+	}
+	for le := buckets[0].LeUS; ; le *= 2 {
+		lo := le/2 + 1
+		if le == 1 {
+			lo = 0
+		}
+		n := counts[le]
+		bar := int(n * 40 / most)
+		if _, err := fmt.Fprintf(w, "%10d -> %-10d : %-8d |%-40s|\n", lo, le, n, strings.Repeat("*", bar)); err != nil {
+			return err
+		}
+		if le >= buckets[len(buckets)-1].LeUS || le >= 1<<62 {
+			break
+		}
+	}
+	return nil
+}

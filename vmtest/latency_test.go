@@ -1,0 +1,164 @@
+//go:build vmtest
+
+package vmtest
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// latencyState is tracingState with the files latency writes beyond kprobe_events.
+func latencyState(t *testing.T) string {
+	t.Helper()
+	s := tracingState(t)
+	for _, f := range []string{"dynamic_events", "synthetic_events"} {
+		if _, err := os.Stat(filepath.Join(tracing, f)); err == nil {
+			s += "== " + f + "\n" + read(t, f)
+		}
+	}
+	return s + histTriggers(t)
+}
+
+type latencyOut struct {
+	Func    string `json:"func"`
+	Buckets []struct {
+		LeUS  uint64 `json:"le_us"`
+		Count uint64 `json:"count"`
+	} `json:"buckets"`
+	Count  uint64 `json:"count"`
+	Groups []struct {
+		Comm  string `json:"comm"`
+		Count uint64 `json:"count"`
+	} `json:"groups"`
+}
+
+func parseLatency(t *testing.T, out string) latencyOut {
+	t.Helper()
+	var l latencyOut
+	if err := json.Unmarshal([]byte(out), &l); err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	var sum uint64
+	for i, b := range l.Buckets {
+		sum += b.Count
+		if i > 0 && b.LeUS <= l.Buckets[i-1].LeUS {
+			t.Errorf("buckets out of order: %+v", l.Buckets)
+		}
+	}
+	if sum != l.Count {
+		t.Errorf("buckets sum to %d, count says %d", sum, l.Count)
+	}
+	return l
+}
+
+// TestLatency: a loop of N reads shows at least N vfs_read durations, whatever ends the session
+// (COMMAND's exit, --duration, SIGINT, SIGTERM), and each leaves the tracing state as it was.
+func TestLatency(t *testing.T) {
+	histWorld(t)
+	before := latencyState(t)
+	const n = 200
+	file := "/tmp/ftctl-latency-reads"
+	os.WriteFile(file, []byte(strings.Repeat("x", n+10)), 0o644)
+	dd := []string{"/bin/dd", "if=" + file, "of=/dev/null", "bs=1", "count=" + strconv.Itoa(n)}
+	t.Run("command", func(t *testing.T) {
+		r := ftctlRun(t, append([]string{"latency", "vfs_read", "-o", "json", "--"}, dd...)...)
+		if r.code != 0 {
+			t.Fatalf("%v", r)
+		}
+		want := "kprobe and kretprobe"
+		if strings.Contains(read(t, "README"), "f[:[<group>/][<event>]]") {
+			want = "fprobes"
+		}
+		if !strings.Contains(r.stderr, "vfs_read: "+want+" ftctl_") {
+			t.Errorf("want %s: %v", want, r)
+		}
+		if l := parseLatency(t, r.stdout); l.Count < n || l.Func != "vfs_read" {
+			t.Errorf("%d calls, want at least %d: %v", l.Count, n, r)
+		}
+		if after := latencyState(t); after != before {
+			t.Errorf("state changed:\n%s\n%s", before, after)
+		}
+		if r := ftctlRun(t, "latency", "vfs_read", "--", "/bin/sh", "-c", "exit 3"); r.code != 3 {
+			t.Errorf("the command's status: %v", r)
+		}
+	})
+	for _, sig := range []syscall.Signal{0, syscall.SIGINT, syscall.SIGTERM} {
+		name := "duration"
+		if sig != 0 {
+			name = sig.String()
+		}
+		t.Run(name, func(t *testing.T) {
+			gate := "/tmp/ftctl-latency-go"
+			os.Remove(gate)
+			// the task that reads is the shell that waits, exec'd into dd: its pid is known first
+			loop := exec.Command("/bin/sh", "-c", "while [ ! -e "+gate+" ]; do sleep 0.05; done; exec "+strings.Join(dd, " "))
+			if err := loop.Start(); err != nil {
+				t.Fatal(err)
+			}
+			dur := "60s"
+			if sig == 0 {
+				dur = "6s"
+			}
+			cmd, out, errb := startSession(t, "events/synthetic/ftctl_*_lat/trigger", "latency", "vfs_read", "--pid", strconv.Itoa(loop.Process.Pid), "--by", "comm", "-o", "json", "--duration", dur)
+			os.WriteFile(gate, nil, 0o644)
+			if err := loop.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			endWith(t, cmd, sig, errb)
+			l := parseLatency(t, out.String())
+			if l.Count < n || len(l.Groups) != 1 || l.Groups[0].Comm != "dd" {
+				t.Errorf("%d calls (want at least %d), groups %+v:\n%s", l.Count, n, l.Groups, out)
+			}
+			if after := latencyState(t); after != before {
+				t.Errorf("state changed:\n%s\n%s", before, after)
+			}
+		})
+	}
+	t.Run("text", func(t *testing.T) {
+		r := ftctlRun(t, append([]string{"latency", "vfs_read", "--"}, dd...)...)
+		t.Logf("%s", r.stdout)
+		if r.code != 0 || !strings.Contains(r.stdout, "distribution") || !strings.Contains(r.stdout, "|*") || !strings.Contains(r.stdout, "vfs_read: ") {
+			t.Errorf("%v", r)
+		}
+	})
+	t.Run("invalid", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"no_such_function_ftctl"}, {"vfs_*"}, {"vfs_read", "--by", "cpu"}, {"vfs_read", "--pid", "-3"},
+		} {
+			if r := ftctlRun(t, append([]string{"latency"}, args...)...); r.code != 2 {
+				t.Errorf("latency %q: want exit 2: %v", args, r)
+			}
+		}
+		if after := latencyState(t); after != before {
+			t.Errorf("state changed:\n%s\n%s", before, after)
+		}
+	})
+}
+
+// TestLatencyKilledThenReset: a SIGKILLed latency leaves an instance the kernel keeps busy (its
+// triggers with variables hold a reference), its probes and its synthetic event; `ftctl reset`
+// proves the owner gone (the flock of its hold is free), removes the triggers, the instance,
+// the synthetic event and the probes. Before the flock, reset called it "in use" and left it all.
+func TestLatencyKilledThenReset(t *testing.T) {
+	histWorld(t)
+	before := latencyState(t)
+	cmd, _, _ := startSession(t, "events/synthetic/ftctl_*_lat/trigger", "latency", "vfs_read", "--duration", "60s")
+	cmd.Process.Kill()
+	cmd.Wait()
+	if after := latencyState(t); after == before {
+		t.Fatal("nothing left after SIGKILL")
+	}
+	r := ftctlRun(t, "reset")
+	if r.code != 0 {
+		t.Errorf("%v", r)
+	}
+	if after := latencyState(t); after != before {
+		t.Errorf("reset left:\n%s\nwant:\n%s\n%v", after, before, r)
+	}
+}
