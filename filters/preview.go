@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -304,7 +305,7 @@ func (pv *Previewer) Resolve(p *Pattern, within []int, stop func() bool) ([]int,
 	}
 	if within != nil {
 		parts, ok := shareChunks(len(within), func(lo, hi int) []int32 {
-			var out []int32
+			out := chunkBuffer()
 			for _, r := range within[lo:hi] {
 				pos := r - 1
 				if pos < 0 || pos >= len(recs) || pv.of[pos] < 0 {
@@ -329,6 +330,7 @@ func (pv *Previewer) Resolve(p *Pattern, within []int, stop func() bool) ([]int,
 				out = append(out, int(pos)+1)
 			}
 		}
+		recycleChunks(parts)
 		return out, true
 	}
 	n := len(pv.names)
@@ -336,7 +338,7 @@ func (pv *Previewer) Resolve(p *Pattern, within []int, stop func() bool) ([]int,
 		n = len(names)
 	}
 	parts, ok := shareChunks(n, func(lo, hi int) []int32 {
-		var out []int32
+		out := chunkBuffer()
 		for i := lo; i < hi; i++ {
 			g := int32(i)
 			if names != nil {
@@ -363,6 +365,7 @@ func (pv *Previewer) Resolve(p *Pattern, within []int, stop func() bool) ([]int,
 			bm[pos>>6] |= 1 << (pos & 63)
 		}
 	}
+	recycleChunks(parts)
 	out := make([]int, 0, popcount(bm))
 	for w, word := range bm {
 		for word != 0 {
@@ -371,6 +374,25 @@ func (pv *Previewer) Resolve(p *Pattern, within []int, stop func() bool) ([]int,
 		}
 	}
 	return out, true
+}
+
+// chunkPool keeps the chunks' result buffers from one resolve to the next: made anew, they were
+// most of a resolve's garbage, and the collections they brought made the slow tail of a pasted
+// glob's preview (p99 1.3 ms with the collector off, 2.4 ms with it, in one run each).
+var chunkPool = sync.Pool{New: func() any { return new([]int32) }}
+
+// chunkBuffer is an empty buffer for a chunk's result.
+func chunkBuffer() []int32 { return (*chunkPool.Get().(*[]int32))[:0] }
+
+// recycleChunks gives the chunks' buffers back once their results are copied out. (A chunk a
+// straggler redid after the caller returned is not among them: it is left to the collector.)
+func recycleChunks(parts [][]int32) {
+	for _, p := range parts {
+		if cap(p) > 0 && cap(p) <= 4*previewChunk {
+			b := p[:0]
+			chunkPool.Put(&b)
+		}
+	}
 }
 
 // previewParallelFrom is the number of names (or candidate records) from which the work is
