@@ -307,17 +307,7 @@ func FuzzNarrowsIsSound(f *testing.F) {
 func BenchmarkPreviewer(b *testing.B) {
 	ix := previewIndex(b)
 	pv := NewPreviewer(ix)
-	for _, c := range previewClasses {
-		p, err := Compile(c.pat)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(c.name, func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				pv.Resolve(p, nil, nil)
-			}
-		})
-	}
+	benchClasses(b, func(p *Pattern) { pv.Resolve(p, nil, nil) })
 }
 
 func TestPreviewerSuggestAgrees(t *testing.T) {

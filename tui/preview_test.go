@@ -59,11 +59,7 @@ func randomEdit(r *rand.Rand, ix *filters.Index) tea.Msg {
 // compares what the view shows with a full resolve of the text. The view answers from its
 // cache, by narrowing, or by a full scan: all three must be exact, and the first two must happen.
 func TestPreviewNarrowingIsExact(t *testing.T) {
-	fb := newFakeBackend(t)
-	m := testModel(t, fb, "")
-	m.SetSize(100, 30)
-	step(m, indexMsg{ix: fb.ix})
-	step(m, press("2"))
+	m, fb := functionsModel(t)
 	v := m.funcs
 	v.inlineMost = 8 // narrowing both at once and in a command
 	r := rand.New(rand.NewPCG(7, 11))
@@ -109,11 +105,7 @@ func TestPreviewNarrowingIsExact(t *testing.T) {
 // TestPreviewDropsStaleAnswers: a key pressed while the previous text is being resolved makes
 // that resolve give up, and an answer for an old text is never shown.
 func TestPreviewDropsStaleAnswers(t *testing.T) {
-	fb := newFakeBackend(t)
-	m := testModel(t, fb, "")
-	m.SetSize(100, 30)
-	step(m, indexMsg{ix: fb.ix})
-	step(m, press("2"))
+	m, fb := functionsModel(t)
 	v := m.funcs
 	typeText(m, "*") // every record: at once
 	_, first := m.Update(press("v"))
