@@ -51,7 +51,7 @@ arrays); or ` + "`stack`" + ` (an array of
 frames); or ` + "`type`" + ` (entry, exit, call), ` + "`func`, `depth`, `duration_us`, `comment`" + ` for
 function_graph; or ` + "`text`" + `. LOST lines give ` + "`{\"event\":\"lost\",\"cpu\":N,\"lost\":M}`" + ` (M null when the
 kernel did not count). --raw adds ` + "`raw`" + `, the line as read. --summary ends the stream with
-` + "`{\"event\":\"summary\", \"lines\", \"events\", \"shown\", \"raw\", \"own\" (events of ftctl's own threads left out), \"seconds\", \"end\", \"reader\" (trace_pipe or trace_pipe_raw), \"reader_why\" (why not trace_pipe_raw, with --reader auto), \"lost_reported\", \"lost_uncounted\", \"overrun\", \"dropped\", \"cpus\": [{\"cpu\", \"overrun\", \"dropped\", \"reported\"}]}`" + `.
+` + "`{\"event\":\"summary\", \"lines\", \"events\", \"shown\", \"raw\", \"own\" (events of ftctl's own threads left out), \"undecoded\" (read from the kernel but not decoded at the end: interrupted with more read than 0.3 s decodes), \"seconds\", \"end\", \"reader\" (trace_pipe or trace_pipe_raw), \"reader_why\" (why not trace_pipe_raw, with --reader auto), \"lost_reported\", \"lost_uncounted\", \"overrun\", \"dropped\", \"cpus\": [{\"cpu\", \"overrun\", \"dropped\", \"reported\"}]}`" + `.
 Strings are valid UTF-8 (invalid bytes become U+FFFD) with every control character escaped.`
 
 // NewCmdStream builds `ftctl stream`. runF replaces the run function in tests.

@@ -286,6 +286,24 @@ func (s *binarySetup) decodeNext(emit Emit) error {
 	return err
 }
 
+// discard drops the backlog and says how many events it held (ftctl's own among them: they
+// are not decoded to tell).
+func (s *binarySetup) discard() int64 {
+	var n int64
+	for _, b := range s.backlog[s.head:] {
+		tracefs.RawPages(b, func(_ int, data []byte) {
+			if p, err := ParsePage(s.dec.Layout, data); err == nil {
+				p.Events(func(uint64, []byte) error { n++; return nil })
+			}
+		})
+		s.backlogBytes -= cap(b)
+		s.recycle(b)
+	}
+	clear(s.backlog)
+	s.backlog, s.head = s.backlog[:0], 0
+	return n
+}
+
 func (s *binarySetup) decode(b []byte, emit Emit) error {
 	s.comms.tick()
 	s.pages = s.pages[:0]

@@ -32,9 +32,13 @@ type Summary struct {
 	Shown  int64  `json:"shown"`  // events that passed the filters
 	Raw    int64  `json:"raw"`    // lines not understood (kept and shown raw)
 	// Own counts the events of ftctl's own threads that were left out (not in Events).
-	Own     int64   `json:"own"`
-	Seconds float64 `json:"seconds"` // how long the stream ran
-	End     string  `json:"end"`     // why it ended: count, duration, interrupted, eof, closed
+	Own int64 `json:"own"`
+	// Undecoded counts the events read from the kernel but not decoded when the stream ended:
+	// interrupted (or out of time) with more waiting than drainBudget allowed, or before
+	// kallsyms was loaded. The kernel will not give them again: they are lost, as overruns are.
+	Undecoded int64   `json:"undecoded"`
+	Seconds   float64 `json:"seconds"` // how long the stream ran
+	End       string  `json:"end"`     // why it ended: count, duration, interrupted, eof, closed
 	// Reader is what was read: "trace_pipe" (lines the kernel formatted) or "trace_pipe_raw"
 	// (ring-buffer pages ftctl formatted); ReaderWhy says why trace_pipe when auto chose it.
 	Reader    string `json:"reader"`
@@ -140,7 +144,7 @@ func (s *Summary) Finish(after []tracefs.CPUStats, seconds float64, end string) 
 
 // Lost says whether anything was lost, by either measure.
 func (s *Summary) Lost() bool {
-	return s.LostReported > 0 || s.LostUncounted > 0 ||
+	return s.LostReported > 0 || s.LostUncounted > 0 || s.Undecoded > 0 ||
 		(s.Overrun != nil && *s.Overrun > 0) || (s.Dropped != nil && *s.Dropped > 0)
 }
 
@@ -176,6 +180,9 @@ func (s *Summary) String() string {
 		}
 		if len(per) > 0 {
 			fmt.Fprintf(&b, " (overrun/dropped/reported: %s)", strings.Join(per, ", "))
+		}
+		if s.Undecoded > 0 {
+			fmt.Fprintf(&b, "; %d read from the kernel but not decoded before the end", s.Undecoded)
 		}
 		b.WriteString("; a larger buffer_size_kb, a narrower filter or a faster reader (-o json > file) helps")
 	}

@@ -79,8 +79,12 @@ type Source struct {
 	filtered Emit // emitOwn, made once
 	self     selfFilter
 	own      int64
-	before   []tracefs.CPUStats
-	start    time.Time
+	// undecoded counts what was read but left undecoded at the end; drainUntil is when the
+	// decoding of what was read stops once the stream was told to end.
+	undecoded  int64
+	drainUntil time.Time
+	before     []tracefs.CPUStats
+	start      time.Time
 }
 
 // Open starts reading the trace array's ring buffer. It reads nothing of it yet: Next does.
@@ -185,8 +189,9 @@ func (s *Source) Own() int64 { return s.own }
 // Next waits for the next chunk of the ring buffer and emits its events, in order, ftctl's own
 // left out. It returns nil while the stream goes on; the error emit returned; io.EOF when the
 // kernel ended the stream (tracing off and everything read); context.DeadlineExceeded after
-// Options.Duration; the context's error once Open's context ended (what was read meanwhile is
-// not decoded); tracefs.ErrPipeClosed after Close; or a read error.
+// Options.Duration; the context's error once Open's context ended (what was already read is
+// decoded first, within drainBudget, and the rest counted: Summary.Undecoded);
+// tracefs.ErrPipeClosed after Close; or a read error.
 func (s *Source) Next(emit Emit) error {
 	s.emit = emit
 	if s.bin != nil {
@@ -195,11 +200,30 @@ func (s *Source) Next(emit Emit) error {
 	c := s.ra.next()
 	rerr := c.err
 	if err := s.ctx.Err(); err != nil && rerr == nil {
-		// Interrupted, or out of time: what was read ahead is not decoded.
-		c.b, rerr = c.b[:0], err
+		// Interrupted, or out of time: what was read is decoded (the kernel will not give it
+		// again), this chunk and those the read-ahead holds, then the stream ends.
+		rerr = err
 	}
-	// The kernel prints an entry (a stack trace with all its frames too) within one read:
-	// whatever is pending after a read is complete.
+	if err := s.feedText(c); err != nil {
+		return err
+	}
+	for rerr != nil && c.err == nil {
+		select {
+		case c = <-s.ra.full:
+			if err := s.feedText(c); err != nil {
+				return err
+			}
+		default:
+			return rerr
+		}
+	}
+	return rerr
+}
+
+// feedText decodes a chunk of trace_pipe and gives its buffer back. The kernel prints an entry
+// (a stack trace with all its frames too) within one read: whatever is pending after a read is
+// complete.
+func (s *Source) feedText(c readChunk) error {
 	derr := s.dec.Feed(c.b, s.filtered)
 	if derr == nil {
 		derr = s.dec.Flush(s.filtered)
@@ -207,10 +231,7 @@ func (s *Source) Next(emit Emit) error {
 	if c.b != nil {
 		s.ra.release(c.b)
 	}
-	if derr != nil {
-		return derr
-	}
-	return rerr
+	return derr
 }
 
 // nextBinary is Next for trace_pipe_raw, which it reads itself, in the caller's goroutine:
@@ -231,7 +252,7 @@ func (s *Source) Next(emit Emit) error {
 func (s *Source) nextBinary() error {
 	b := s.bin
 	if err := s.stopped(); err != nil {
-		return err // what was read is not decoded
+		return s.ending(err)
 	}
 	if err := s.drain(); err != nil {
 		return err
@@ -248,7 +269,7 @@ func (s *Source) nextBinary() error {
 		case <-s.tick.C:
 			return nil
 		case <-s.ctx.Done():
-			return s.stopped()
+			return s.ending(s.stopped())
 		case <-s.closed:
 			return tracefs.ErrPipeClosed
 		}
@@ -265,9 +286,36 @@ func (s *Source) nextBinary() error {
 		}
 	}
 	if err := s.stopped(); err != nil {
-		return err
+		return s.ending(err)
 	}
 	return b.decodeNext(s.filtered)
+}
+
+// ending is the binary reader's Next once the stream was told to end. After Close, nothing
+// more. Interrupted or out of time, what was already read from the kernel (the backlog, up to
+// readAheadMax) is still decoded, a chunk a Next (so Copy writes as it goes), for up to
+// drainBudget and only once kallsyms is loaded; nothing more is read. What is left then is
+// counted (Summary.Undecoded) and the end returned.
+func (s *Source) ending(err error) error {
+	b := s.bin
+	if errors.Is(err, tracefs.ErrPipeClosed) || b.pending() == 0 {
+		return err
+	}
+	if s.drainUntil.IsZero() {
+		s.drainUntil = time.Now().Add(drainBudget)
+	}
+	if loading := b.loading(); loading != nil {
+		select {
+		case <-loading:
+			b.loaded()
+		default:
+		}
+	}
+	if b.loading() == nil && time.Now().Before(s.drainUntil) {
+		return b.decodeNext(s.filtered)
+	}
+	s.undecoded += b.discard()
+	return err
 }
 
 // stopped is ErrPipeClosed after Close, the context's error once it ended (interrupted, or out
@@ -295,6 +343,11 @@ func (s *Source) drain() error {
 	}
 	return nil
 }
+
+// drainBudget bounds the decoding of what was read when the stream is interrupted or out of
+// time (the kernel will not give it again): a person pressing Ctrl-C waits at most this long
+// for it; what is left then is counted (Summary.Undecoded). A variable for the tests.
+var drainBudget = 300 * time.Millisecond
 
 // loadPoll is how often the binary reader reads while kallsyms loads.
 const loadPoll = 50 * time.Millisecond
@@ -385,7 +438,7 @@ func (s *Source) Summary() *Summary {
 // Finish closes the accounting: the counters after, how long, why it ended.
 func (s *Source) Finish(sum *Summary, end string) {
 	after, _ := s.in.CPUStats()
-	sum.Own = s.own
+	sum.Own, sum.Undecoded = s.own, s.undecoded
 	sum.Finish(after, time.Since(s.start).Seconds(), end)
 }
 

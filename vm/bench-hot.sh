@@ -5,6 +5,8 @@
 # over and over, a fork, an exec and a read each time: scheduler, mm, procfs and tty locks),
 # and the readers take turns, each a fresh process, each for SECONDS (default 5):
 #   cat    busybox `cat trace_pipe > /dev/null`
+#   catx   the same with cat's pid in set_ftrace_notrace_pid (READERS="cat catx ftctl"): the
+#          kernel records none of cat's own events, so that what it delivers is the workload's
 #   ftctl  `ftctl -B hot stream -o json > /dev/null` (auto reader: trace_pipe_raw here)
 # The buffer is cleared before each run (echo > trace: that also zeroes the counters). Each
 # reader is started in the background and sent SIGTERM after SECONDS (the same wall-clock window
@@ -16,8 +18,9 @@
 # events among them: trace_pipe takes the ring buffer's reader lock more than once for each event
 # it hands out, which the filter records); for ftctl, its summary's events (on stderr), which
 # leave out those of its own threads ("own", reported apart). generated = delivered + overrun, as
-# issue 19 defines it; kept = delivered / generated. "left" (still in the buffer at the end) and
-# what ftctl had read but not yet printed when it was stopped are in neither. The reader's CPU
+# issue 19 defines it; kept = delivered / generated. "left" (still in the buffer at the end) is
+# in neither; what ftctl had read but not decoded within 0.3 s of the SIGTERM is in its summary
+# ("undecoded", lost like an overrun). The reader's CPU
 # time (utime and stime, /proc/PID/stat) is taken just before the SIGTERM.
 #
 # RUNS (default 3) rounds of the readers, in turn in the same boot. MODES (default "single",
@@ -68,8 +71,14 @@ busy() { while :; do ${WORK:-cat /proc/stat > /dev/null}; done; }
 for b in \$(seq ${BUSY:-1}); do busy & done
 sleep 1
 sum() { cat \$I/per_cpu/cpu*/stats | awk -v k="\$1" 'index(\$0, k ":") == 1 { s += \$NF } END { print s + 0 }'; }
+# catx: cat with its own pid in set_ftrace_notrace_pid, so that the kernel records none of its
+# events: its delivered count is the workload's alone, as ftctl's is (ftctl leaves its own out
+# as it decodes, the kernel still records them).
+printf '#!/bin/sh\necho \$\$ > %s/set_ftrace_notrace_pid\nexec cat %s/trace_pipe\n' \$I \$I > /bin/catx
+chmod +x /bin/catx
 run() { # run LABEL N COMMAND
 	echo > \$I/trace
+	echo > \$I/set_ftrace_notrace_pid
 	r0=\$(sum "read events") o0=\$(sum overrun)
 	sh -c "exec \$3" 2>/tmp/err &
 	reader=\$!
@@ -80,7 +89,7 @@ run() { # run LABEL N COMMAND
 	r1=\$(sum "read events") o1=\$(sum overrun) left=\$(sum entries)
 	if [ "${STATS:-0}" = 1 ]; then for f in \$I/per_cpu/cpu*/stats; do echo "STATS \$1 \$2 \$f"; sed 's/^/STATS   /' \$f; done; fi
 	# ftctl's summary: "N events (M shown) ... , K of ftctl's own left out"
-	ev=\$(awk '/ events \(/ { n = \$3; for (i = 1; i <= NF; i++) if (\$i == "own") o = \$(i - 3) } END { print n + 0, o + 0 }' /tmp/err)
+	ev=\$(awk '/ events \(/ { n = \$3; for (i = 1; i <= NF; i++) if (\$i == "own") o = \$(i - 3) } /not decoded before the end/ { for (i = 2; i <= NF; i++) if (\$i == "read" && \$(i + 1) == "from") u = \$(i - 1) } END { print n + 0, o + 0, u + 0 }' /tmp/err)
 	echo "BENCHHOT \$1 run \$2 read \$((r1 - r0)) overrun \$((o1 - o0)) left \$left cpu \$cpu summary \$ev"
 	grep -v -E ' events \(|^LOST' /tmp/err | sed 's/^/STDERR /'
 }
@@ -88,6 +97,7 @@ for n in \$(seq ${RUNS:-3}); do
 	for r in $readers; do
 		case \$r in
 		cat) run cat \$n "cat \$I/trace_pipe > /dev/null" ;;
+		catx) run catx \$n "catx > /dev/null" ;;
 		ftctl) run ftctl \$n "env ${FTCTL_ENV:-} FTCTL_CPUPROFILE=/tmp/prof.\$n ${MEMPROFILE:+FTCTL_MEMPROFILE=/tmp/mem.\$n} ftctl -B hot stream -o json > /dev/null" ;;
 		alt) run alt \$n "env ${ALT_ENV:-} FTCTL_CPUPROFILE=/tmp/prof-alt.\$n ${ALT_PREFIX:-} ftctl -B hot stream -o json > /dev/null" ;;
 		base) run base \$n "env ${FTCTL_ENV:-} ftctl-base -B hot stream -o json > /dev/null" ;;
@@ -128,14 +138,19 @@ for mode in $modes; do
 		function pct(a, b) { return b ? 100 * a / b : 0 }
 		{
 			who = $2; n = $4; read = $6; over = $8; left = $10; ut = $12; st = $13
-			del = who == "cat" ? read : $15
+			del = who ~ /^cat/ ? read : $15
 			gen = del + over
 			printf "%-5s run %d: delivered %7d (%6.0f/s), overrun %7d, generated %7d, kept %5.1f%%, left %6d, read by the kernel %7d; CPU user %.2fs sys %.2fs", who, n, del, del / S, over, gen, pct(del, gen), left, read, ut / 100, st / 100
-			if (who != "cat") printf "; own %d; delivered/cat %.0f%%", $16, pct(del, cd)
+			if (who !~ /^cat/) {
+				printf "; own %d; undecoded %d; delivered/cat %.0f%%", $16, $17, pct(del, cd)
+				if (cx) printf ", delivered/catx %.0f%%", pct(del, cx)
+			}
 			printf "\n"
-			if (who == "cat") cd = del; else rs[who] = rs[who] " " sprintf("%.0f", pct(del, cd))
+			if (who == "cat") cd = del
+			else if (who == "catx") cx = del
+			else { rs[who] = rs[who] " " sprintf("%.0f", pct(del, cd)); if (cx) rx[who] = rx[who] " " sprintf("%.0f", pct(del, cx)) }
 			k = pct(del, gen); if (!(who in lo) || k < lo[who]) lo[who] = k; if (!(who in hi) || k > hi[who]) hi[who] = k
 		}
-		END { for (w in lo) { printf "%s: kept %.1f-%.1f%%", w, lo[w], hi[w]; if (w != "cat") printf ", delivered / cat delivered per run:%s (%%)", rs[w]; printf "\n" } }'
+		END { for (w in lo) { printf "%s: kept %.1f-%.1f%%", w, lo[w], hi[w]; if (w !~ /^cat/) { printf ", delivered / cat delivered per run:%s (%%)", rs[w]; if (w in rx) printf ", / catx:%s (%%)", rx[w] }; printf "\n" } }'
 done
 done
