@@ -185,3 +185,26 @@ func TestDynamicLeftovers(t *testing.T) {
 		}
 	}
 }
+
+// The removal text of each trigger as 6.1 and 6.12 list them (vmtest TestResetAll runs them).
+func TestTriggerRemoval(t *testing.T) {
+	for _, c := range []struct{ listed, want string }{
+		{"hist:keys=common_pid:vals=hitcount,bytes_req:sort=hitcount:size=2048 if bytes_req > 100 [active]",
+			"hist:keys=common_pid:vals=hitcount,bytes_req:sort=hitcount:size=2048 if bytes_req > 100"},
+		{"hist:keys=bytes_req.log2:vals=hitcount:sort=bytes_req.log2:size=2048 [active]",
+			"hist:keys=bytes_req.log2:vals=hitcount:sort=bytes_req:size=2048"},
+		{"hist:keys=next_pid:vals=hitcount:sort=next_pid.descending,hitcount:size=2048 [paused]",
+			"hist:keys=next_pid:vals=hitcount:sort=next_pid.descending,hitcount:size=2048"},
+		{"hist:keys=lat.log2:vals=hitcount:sort=lat.log2.descending:size=2048 if comm == \"a b\" [active]",
+			"hist:keys=lat.log2:vals=hitcount:sort=lat.descending:size=2048 if comm == \"a b\""},
+		{"traceon:count=3 if bytes_req > 10", "traceon"},
+		{"traceon:unlimited if bytes_req > 10", "traceon"},
+		{"stacktrace:unlimited", "stacktrace"},
+		{"enable_event:sched:sched_switch:unlimited", "enable_event:sched:sched_switch"},
+		{"snapshot:count=1", "snapshot"},
+	} {
+		if got := triggerRemoval(c.listed); got != c.want {
+			t.Errorf("%q:\n got %q\nwant %q", c.listed, got, c.want)
+		}
+	}
+}

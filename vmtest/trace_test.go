@@ -270,6 +270,20 @@ func TestResetAll(t *testing.T) {
 	write(t, "set_ftrace_filter", "vfs_read\n")
 	write(t, "events/sched/sched_switch/filter", "prev_pid == 1")
 	write(t, "events/sched/sched_switch/enable", "1")
+	// Triggers as other tools leave them. The kernel lists a hist trigger with its filter and
+	// a key's modifier in sort= ("sort=bytes_req.log2"), and matches a removal ("!" + the
+	// trigger) on the filter too; it refuses the listed sort form and takes a removal that
+	// matches nothing without a word (seen on 6.1 and 6.12).
+	triggers := []string{
+		"hist:keys=common_pid:vals=bytes_req if bytes_req > 100",
+		"hist:keys=bytes_req.log2:vals=hitcount:sort=bytes_req",
+		"traceon:3 if bytes_req > 10",
+		"stacktrace",
+	}
+	for _, trig := range triggers {
+		write(t, "events/kmem/kmalloc/trigger", trig)
+	}
+	write(t, "events/sched/sched_switch/trigger", "hist:keys=next_pid:sort=next_pid.descending if prev_pid > 0")
 	if r := ftctlRun(t, "reset", "--all"); r.code != 2 {
 		t.Errorf("reset --all without --yes and without a terminal: %v", r)
 	}
@@ -291,6 +305,13 @@ func TestResetAll(t *testing.T) {
 	}
 	if e := strings.TrimSpace(read(t, "set_event")); e != "" {
 		t.Errorf("events: %q", e)
+	}
+	for _, ev := range []string{"kmem/kmalloc", "sched/sched_switch"} {
+		for _, line := range strings.Split(read(t, "events/"+ev+"/trigger"), "\n") {
+			if line != "" && !strings.HasPrefix(line, "#") {
+				t.Errorf("%s: trigger left: %q (reset said: %s)", ev, line, r.stderr)
+			}
+		}
 	}
 }
 
