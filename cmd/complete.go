@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ftctl/ftctl/filters"
+	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -33,7 +34,9 @@ them too.
 
 Besides commands and flags they complete instance names (-B, instance remove), and function
 names from available_filter_functions in patterns: after PATTERN: the :mod: qualifier and
-module names, and for remove the functions that the list holds. At most %d names are offered
+module names, and for remove the functions that the list holds; probe definitions (probe add,
+trace -p): the probed function, then the argument names the kernel's BTF gives (parameters,
+members after -> and ., $retval) and fetch types after ':'. At most %d names are offered
 at once. Completion only reads tracefs, and completes nothing where ftctl cannot read it
 (without root, for instance).`, "`make install`", "`ftctl completion bash|zsh|fish`", maxCompletions)
 
@@ -397,6 +400,43 @@ func completeOptions(g *Globals) cobra.CompletionFunc {
 					out = append(out, name)
 				}
 			}
+		}
+		return out, noFiles
+	}
+}
+
+// completeProbeDefinition completes a probe definition being typed, given as several words
+// (`probe add`) or one quoted word (`trace -p`; with flag true, only the word being typed is
+// the definition): the probed function from available_filter_functions, then the argument
+// names the kernel's BTF gives (probes.Kernel.Complete: parameters, members along "->" and
+// ".", $retval; BTF is readable without root on most systems), and fetch types after ':'.
+func completeProbeDefinition(g *Globals, flag bool) cobra.CompletionFunc {
+	return func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		before := "" // what a quoted word holds before the word being completed
+		if i := strings.LastIndexAny(toComplete, " \t"); i >= 0 {
+			before = toComplete[:i+1]
+		}
+		line := toComplete
+		if !flag && len(args) > 0 {
+			line = strings.Join(args, " ") + " " + toComplete
+		}
+		fs, err := g.FS()
+		if err != nil {
+			fs = kernelFiles(&tracefs.FS{})
+		}
+		funcs := func(prefix string) []string {
+			comps, _ := completeFunctionNames(g)(c, nil, prefix)
+			names := make([]string, 0, len(comps))
+			for _, comp := range comps {
+				name, _, _ := strings.Cut(comp, "\t")
+				names = append(names, name)
+			}
+			return names
+		}
+		cands := probes.NewKernel(fs).Complete(line, funcs)
+		out := make([]cobra.Completion, len(cands))
+		for i, cand := range cands {
+			out[i] = before + cand
 		}
 		return out, noFiles
 	}

@@ -612,3 +612,26 @@ func BenchmarkCompleteFunctionNames(b *testing.B) {
 		})
 	}
 }
+
+// A probe definition completes its function from available_filter_functions, then argument
+// names and members from BTF (FTCTL_BTF: the fixture's), as words or inside one quoted word.
+func TestCompleteProbeDefinition(t *testing.T) {
+	root := completionRoot(t)
+	t.Setenv("FTCTL_BTF", fixture.BTFDir(t))
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"probe", "add", "p:x", "vfs_rea"}, []string{"vfs_read", "vfs_readlink", "vfs_readv"}},
+		{[]string{"probe", "add", "p:x", "vfs_read", "co"}, []string{"count"}},
+		{[]string{"probe", "add", "p:x", "vfs_read", "count", "f=file->f_p"}, []string{"f=file->f_path", "f=file->f_pos"}},
+		{[]string{"probe", "add", "p:x vfs_read file->f_inode->"}, []string{"p:x vfs_read file->f_inode->i_ino"}},
+		{[]string{"trace", "-p", "r:x vfs_read $re"}, []string{"r:x vfs_read $retval"}},
+		{[]string{"trace", "-p", "p:x vfs_read b"}, []string{"p:x vfs_read buf"}},
+	} {
+		comps, dir, errs := completeArgs(t, append([]string{"--tracefs", root}, c.args...)...)
+		if !slices.Equal(comps, c.want) || dir != dirNoFile || errs != "" {
+			t.Errorf("%q: got %q directive %d stderr %q; want %q", c.args, comps, dir, errs, c.want)
+		}
+	}
+}

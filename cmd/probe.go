@@ -109,8 +109,9 @@ The definition may be given as one quoted argument or as several words.`,
   sudo ftctl probe add 'r4:ftctl/ret vfs_write%return ret=$retval:s64' -B incident
   sudo ftctl probe add 'p:opens do_sys_openat2 f=+0(%si):string' --filter 'f ~ "/etc/*"' --enable
   sudo ftctl probe add --append 'p:ftctl/myopen do_sys_open dfd=%di filename=+0(%si):string'`,
-		Args:        args(cobra.MinimumNArgs(1)),
-		Annotations: map[string]string{AnnotationJSON: probeAddJSON},
+		Args:              args(cobra.MinimumNArgs(1)),
+		Annotations:       map[string]string{AnnotationJSON: probeAddJSON},
+		ValidArgsFunction: completeProbeDefinition(g, false),
 		RunE: func(c *cobra.Command, words []string) error {
 			opts.Definition = strings.Join(words, " ")
 			return runCmd(c, runF, probeAddRun, opts)

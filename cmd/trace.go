@@ -123,6 +123,7 @@ env(1) and timeout(1), ftctl's own failures are then 125 (never 1-5, which the c
 	f.StringArrayVarP(&opts.Probes, "probe", "p", nil, "define a kprobe `DEFINITION` for the session (repeatable)")
 	f.StringArrayVarP(&opts.Events, "event", "e", nil, "enable `SYSTEM[:EVENT]`: sched:sched_switch, or globs as sched:* (repeatable)")
 	registerFlagCompletion(c, "event", completeEventNames(g))
+	registerFlagCompletion(c, "probe", completeProbeDefinition(g, true))
 	registerFlagCompletion(c, "function", completeFunctionNames(g))
 	f.StringArrayVar(&opts.EventFilter, "filter", nil, "record only the events of -e and -p for which `EXPR` holds, e.g. 'prev_pid == 1'")
 	registerFlagCompletion(c, "notrace", completeFunctionNames(g))

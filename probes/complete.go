@@ -1,0 +1,190 @@
+package probes
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf/btf"
+)
+
+// Completion of a probe definition being typed, for the shells (`ftctl probe add <TAB>`) and
+// the console's probe editor: what may stand in its last, partial word. The argument names
+// come from the kernel's BTF, as the checks do (Kernel.probed): a function's parameters, the
+// members along a `->` chain, `$retval` and its members for return probes.
+
+// fetchTypes are the types a fetch argument may take after ':' (the tracefs README's
+// "type:" list on 6.1 and 6.12, less the bitfield form, which needs numbers).
+var fetchTypes = []string{"u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64",
+	"x8", "x16", "x32", "x64", "char", "string", "ustring", "symbol", "symstr"}
+
+// Complete is the candidates for the last word of line, a kprobe, kretprobe or fprobe
+// definition being typed (the words before it as typed, the last one partial, "" after a
+// space), each the whole word. funcs gives the function names starting with a prefix, for the
+// probed place (nil: none). Without BTF, arguments complete to the generic ones only.
+func (k *Kernel) Complete(line string, funcs func(prefix string) []string) []string {
+	words := strings.Fields(line)
+	partial := ""
+	if len(words) > 0 && !strings.HasSuffix(line, " ") && !strings.HasSuffix(line, "\t") {
+		partial, words = words[len(words)-1], words[:len(words)-1]
+	}
+	if len(words) == 0 {
+		return nil
+	}
+	kind := words[0][0]
+	if kind != 'p' && kind != 'r' && kind != 'f' {
+		return nil // tracepoint and event probes, "-:" removals: nothing to offer yet
+	}
+	if len(words) == 1 { // the probed place
+		if funcs == nil || strings.ContainsAny(partial, ":+%") {
+			return nil
+		}
+		return funcs(partial)
+	}
+	place := words[1]
+	ret := kind == 'r' || strings.HasSuffix(place, "%return")
+	place = strings.TrimSuffix(place, "%return")
+	var fn *funcBTF
+	if !strings.ContainsAny(place, ":+") || strings.HasSuffix(place, "+0") {
+		fn, _ = k.probed("", strings.TrimSuffix(place, "+0")) // BTF names only at a function's entry
+	}
+	name, arg, named := strings.Cut(partial, "=")
+	if !named {
+		name, arg = "", partial
+	}
+	out := completeFetch(fn, ret, arg)
+	if named {
+		for i := range out {
+			out[i] = name + "=" + out[i]
+		}
+	}
+	return out
+}
+
+// completeFetch completes one fetch argument: a parameter name, a generic variable, a member
+// after "->", a type after ':'.
+func completeFetch(fn *funcBTF, ret bool, arg string) []string {
+	if i := strings.LastIndexByte(arg, ':'); i >= 0 {
+		return withPrefix(arg[:i+1], matching(fetchTypes, arg[i+1:]))
+	}
+	if strings.ContainsAny(arg, "(%@+") { // a register, memory, an immediate: no names
+		return nil
+	}
+	if i, sep := lastStep(arg); i >= 0 {
+		t := chainType(fn, arg[:i])
+		if sep == "->" {
+			ptr, ok := t.(*btf.Pointer)
+			if !ok {
+				return nil
+			}
+			t = skipModifiers(ptr.Target)
+		}
+		return withPrefix(arg[:i+len(sep)], matching(memberNames(t), arg[i+len(sep):]))
+	}
+	var names []string
+	n := 6 // $argN without BTF: as many as registers carry on x86-64
+	if fn != nil {
+		n = len(fn.proto.Params)
+		for _, p := range fn.proto.Params {
+			if p.Name != "" {
+				names = append(names, p.Name)
+			}
+		}
+		if n > 0 {
+			names = append(names, "$arg*")
+		}
+	}
+	for i := 1; i <= n; i++ {
+		names = append(names, "$arg"+strconv.Itoa(i))
+	}
+	if ret {
+		names = append(names, "$retval")
+	}
+	names = append(names, "$comm", "$stack")
+	return matching(names, arg)
+}
+
+// lastStep finds the last member step of a fetch argument: "->" (through a pointer) or "."
+// (a member of an embedded struct or union); -1 when there is none.
+func lastStep(arg string) (int, string) {
+	i, j := strings.LastIndex(arg, "->"), strings.LastIndexByte(arg, '.')
+	switch {
+	case i < 0 && j < 0:
+		return -1, ""
+	case j > i:
+		return j, "."
+	}
+	return i, "->"
+}
+
+// chainType is the type of a fetch argument made of a parameter (or $retval) and its member
+// steps ("->" through a pointer, "." into an embedded struct), or nil when BTF does not
+// describe it.
+func chainType(fn *funcBTF, chain string) btf.Type {
+	if fn == nil {
+		return nil
+	}
+	i, sep := lastStep(chain)
+	if i < 0 {
+		var t btf.Type
+		if chain == "$retval" {
+			t = fn.proto.Return
+		}
+		for _, p := range fn.proto.Params {
+			if p.Name == chain {
+				t = p.Type
+			}
+		}
+		if t == nil {
+			return nil
+		}
+		return skipModifiers(t)
+	}
+	t := chainType(fn, chain[:i])
+	if sep == "->" {
+		ptr, ok := t.(*btf.Pointer)
+		if !ok {
+			return nil
+		}
+		t = skipModifiers(ptr.Target)
+	}
+	m, _ := findMember(t, chain[i+len(sep):])
+	if m == nil {
+		return nil
+	}
+	return skipModifiers(m.Type)
+}
+
+// memberNames is the members of a struct or union, those of its anonymous members included
+// (findMember finds them by name).
+func memberNames(t btf.Type) []string {
+	ms, _ := members(t)
+	var out []string
+	for _, m := range ms {
+		if m.Name != "" {
+			out = append(out, m.Name)
+			continue
+		}
+		out = append(out, memberNames(skipModifiers(m.Type))...)
+	}
+	return out
+}
+
+// matching is the names starting with prefix, sorted, each once.
+func matching(names []string, prefix string) []string {
+	var out []string
+	for _, n := range names {
+		if strings.HasPrefix(n, prefix) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func withPrefix(prefix string, names []string) []string {
+	for i := range names {
+		names[i] = prefix + names[i]
+	}
+	return names
+}
