@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ftctl/ftctl/filters"
@@ -39,6 +41,10 @@ type Backend interface {
 	EnableProbe(group, event string, on bool) error
 	// RemoveProbe disables a probe everywhere and deletes it.
 	RemoveProbe(ctx context.Context, group, event string) error
+	// ProbeCompletions is what may stand in the last word of a probe definition being typed
+	// (the probed function, then argument names from the kernel's BTF), each the whole line.
+	// It reads BTF and the function list: call it from a tea.Cmd.
+	ProbeCompletions(line string) []string
 }
 
 // Status is what the status bar shows.
@@ -68,6 +74,11 @@ type KernelBackend struct {
 	LockTimeout time.Duration
 	manager     *probes.Manager
 	symbols     *stream.SymbolLoader // shared by the streams OpenStream opens
+
+	// For ProbeCompletions: BTF, and the sorted function names, read on first need.
+	completeOnce sync.Once
+	kernel       *probes.Kernel
+	funcNames    []string
 }
 
 // NewKernelBackend makes the backend for a trace array.
@@ -138,6 +149,47 @@ func (b *KernelBackend) Status() (Status, error) {
 		st.Overrun, st.Dropped = &over, &drop
 	}
 	return st, nil
+}
+
+// maxProbeCompletions bounds the candidates ProbeCompletions offers (a bare place would offer
+// every function).
+const maxProbeCompletions = 50
+
+// ProbeCompletions implements Backend.
+func (b *KernelBackend) ProbeCompletions(line string) []string {
+	b.completeOnce.Do(func() {
+		b.kernel = probes.NewKernel(b.FS)
+		if ix, err := filters.LoadIndex(b.FS.Top()); err == nil {
+			for i := 1; i <= ix.Len(); i++ {
+				if ix.Valid(i) {
+					b.funcNames = append(b.funcNames, ix.Key(i).Name)
+				}
+			}
+			slices.Sort(b.funcNames)
+			b.funcNames = slices.Compact(b.funcNames)
+		}
+	})
+	return probeLines(b.kernel, b.funcNames, line)
+}
+
+// probeLines is ProbeCompletions over a Kernel and sorted function names: each candidate for
+// the last word, as the whole line.
+func probeLines(k *probes.Kernel, names []string, line string) []string {
+	funcs := func(prefix string) []string {
+		i, _ := slices.BinarySearch(names, prefix)
+		var out []string
+		for ; i < len(names) && strings.HasPrefix(names[i], prefix) && len(out) < maxProbeCompletions; i++ {
+			out = append(out, names[i])
+		}
+		return out
+	}
+	cands := k.Complete(line, funcs)
+	head := line[:strings.LastIndexAny(line, " \t")+1]
+	out := make([]string, 0, min(len(cands), maxProbeCompletions))
+	for _, c := range cands[:min(len(cands), maxProbeCompletions)] {
+		out = append(out, head+c)
+	}
+	return out
 }
 
 // Index implements Backend.

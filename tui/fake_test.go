@@ -26,11 +26,16 @@ type fakeBackend struct {
 	on      bool
 	list    []probes.Probe
 	added   []string
+	// for ProbeCompletions: the fixture's BTF, a few function names
+	kernel    *probes.Kernel
+	funcNames []string
 }
 
 func newFakeBackend(t testing.TB) *fakeBackend {
 	return &fakeBackend{ix: fixtureIndex(t), tracer: "nop", on: true,
-		lists: Lists{Filter: filters.Multiset{}, Notrace: filters.Multiset{}}}
+		lists:     Lists{Filter: filters.Multiset{}, Notrace: filters.Multiset{}},
+		kernel:    probes.NewKernelFrom(nil, (&tracefs.FS{BTFDir: fixture.BTFDir(t)}).BTF()),
+		funcNames: []string{"getname", "vfs_read", "vfs_readv", "vfs_write"}}
 }
 
 var (
@@ -114,6 +119,10 @@ func (f *fakeBackend) SetTracing(on bool) error {
 
 func (f *fakeBackend) Parser() probes.Parser {
 	return probes.Parser{Features: probes.AllFeatures, Arch: "amd64"}
+}
+
+func (f *fakeBackend) ProbeCompletions(line string) []string {
+	return probeLines(f.kernel, f.funcNames, line)
 }
 
 func (f *fakeBackend) Probes() ([]probes.Probe, error) {

@@ -112,19 +112,21 @@ func (k functionsFieldKeys) ShortHelp() []key.Binding {
 
 // probesKeys are the Probes view's.
 type probesKeys struct {
-	Add, Submit, Cancel, Up, Down, Toggle, Remove, Refresh key.Binding
+	Add, Submit, Cancel, Complete, Up, Down, Toggle, Remove, Refresh key.Binding
 }
 
 func newProbesKeys() probesKeys {
 	return probesKeys{
-		Add:     bind("a", "add a probe", "a"),
-		Submit:  bind("enter", "define it", "enter"),
-		Cancel:  bind("esc", "cancel", "esc"),
-		Up:      bind("↑/k", "up", "up", "k"),
-		Down:    bind("↓/j", "down", "down", "j"),
-		Toggle:  bind("e/space", "enable/disable here", "e", "space"),
-		Remove:  bind("x/del", "remove (confirm first)", "x", "delete"),
-		Refresh: bind("r", "refresh", "r"),
+		Add:    bind("a", "add a probe", "a"),
+		Submit: bind("enter", "define it", "enter"),
+		Cancel: bind("esc", "cancel", "esc"),
+		// the field's own (bubbles textinput's AcceptSuggestion), listed for the help screen
+		Complete: bind("tab", "complete the word (function, BTF argument names)", "tab"),
+		Up:       bind("↑/k", "up", "up", "k"),
+		Down:     bind("↓/j", "down", "down", "j"),
+		Toggle:   bind("e/space", "enable/disable here", "e", "space"),
+		Remove:   bind("x/del", "remove (confirm first)", "x", "delete"),
+		Refresh:  bind("r", "refresh", "r"),
 	}
 }
 
@@ -133,7 +135,7 @@ func (k probesKeys) ShortHelp() []key.Binding {
 }
 
 func (k probesKeys) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{k.Add, k.Submit, k.Cancel}, {k.Up, k.Down, k.Toggle, k.Remove, k.Refresh}}
+	return [][]key.Binding{{k.Add, k.Submit, k.Cancel, k.Complete}, {k.Up, k.Down, k.Toggle, k.Remove, k.Refresh}}
 }
 
 // topKeys are the Top view's.

@@ -74,6 +74,11 @@ type (
 		list []probes.Probe
 		err  error
 	}
+	// probeCompletionsMsg: the completions of a definition as typed (line).
+	probeCompletionsMsg struct {
+		line  string
+		lines []string
+	}
 	probeAddedMsg struct {
 		added *probes.Added
 		err   error

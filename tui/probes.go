@@ -47,6 +47,7 @@ type ProbesView struct {
 
 func newProbesView(e *env) *ProbesView {
 	in := newInput("probe> ", "p:myopen do_sys_openat2 dfd=%di   or   r:ret vfs_read ret=$retval", probes.MaxLineLen)
+	in.ShowSuggestions = true
 	return &ProbesView{env: e, keys: newProbesKeys(), ckeys: newConfirmKeys(), input: in}
 }
 
@@ -127,6 +128,11 @@ func (v *ProbesView) Update(msg tea.Msg) tea.Cmd {
 			return tea.Batch(v.refresh(), notice(describeErr(msg.what, msg.err), true))
 		}
 		return tea.Batch(v.refresh(), notice(msg.what, false))
+	case probeCompletionsMsg:
+		if msg.line == v.input.Value() { // else a later keystroke asked again
+			v.input.SetSuggestions(msg.lines)
+		}
+		return nil
 	case tea.KeyPressMsg:
 		return v.updateKey(msg)
 	case tea.PasteMsg:
@@ -144,8 +150,18 @@ func (v *ProbesView) edit(msg tea.Msg) tea.Cmd {
 	v.input, cmd = v.input.Update(msg)
 	if v.input.Value() != old {
 		v.validate()
+		return tea.Batch(cmd, v.complete())
 	}
 	return cmd
+}
+
+// complete asks for the completions of the text typed, off the UI goroutine (BTF and the
+// function list are read on first need); the answer is dropped if the text changed meanwhile.
+// The field shows the first as ghost text: tab takes it, up and down go through the others.
+func (v *ProbesView) complete() tea.Cmd {
+	line, b := v.input.Value(), v.env.backend
+	v.input.SetSuggestions(nil)
+	return func() tea.Msg { return probeCompletionsMsg{line, b.ProbeCompletions(line)} }
 }
 
 func (v *ProbesView) updateKey(km tea.KeyPressMsg) tea.Cmd {
@@ -332,6 +348,18 @@ func (v *ProbesView) addView() []string {
 			s.Dim.Render(" · enter defines it · esc cancels"))
 	default:
 		out = append(out, s.Dim.Render("  p[:[GROUP/]EVENT] [MOD:]SYM[+OFFS]|ADDR [ARGS] · r[N][:[GROUP/]EVENT] SYM [ARGS]"))
+	}
+	if m := v.input.MatchedSuggestions(); len(m) > 0 && v.input.Value() != "" {
+		head := len(v.input.Value()[:strings.LastIndexAny(v.input.Value(), " \t")+1])
+		var words []string
+		for i, sug := range m {
+			if i == 8 {
+				words = append(words, fmt.Sprintf("… %d more", len(m)-i))
+				break
+			}
+			words = append(words, safe(sug[min(head, len(sug)):]))
+		}
+		out = append(out, wrapLines(s.Dim, "  ", "tab completes: "+strings.Join(words, " · ")+" (↑/↓: the others)", w)...)
 	}
 	if v.busy {
 		out = append(out, s.Dim.Render("  sending to the kernel…"))

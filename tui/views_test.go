@@ -560,3 +560,31 @@ func TestErrorLinesWrap(t *testing.T) {
 		})
 	}
 }
+
+// The definition field completes the probed function, then argument names from BTF (the
+// fixture's): the candidates are listed under the field, tab takes the first, down the next.
+func TestProbesCompletion(t *testing.T) {
+	m := testModel(t, newFakeBackend(t), "")
+	m.SetSize(100, 30)
+	step(m, press("3"))
+	step(m, press("a"))
+	typeText(m, "p:x vfs_re")
+	if s := screen(m); !strings.Contains(s, "tab completes: vfs_read · vfs_readv") {
+		t.Fatalf("function names:\n%s", s)
+	}
+	step(m, press("tab"))
+	typeText(m, " fi")
+	step(m, press("tab"))
+	typeText(m, "->f_p")
+	if s := screen(m); !strings.Contains(s, "tab completes: file->f_path · file->f_pos") {
+		t.Fatalf("members:\n%s", s)
+	}
+	step(m, press("down"))
+	step(m, press("tab"))
+	if got := m.probes.input.Value(); got != "p:x vfs_read file->f_pos" {
+		t.Errorf("value %q", got)
+	}
+	if s := screen(m); !strings.Contains(s, "✓ kprobe on vfs_read, 1 argument") {
+		t.Errorf("the completed definition:\n%s", s)
+	}
+}
