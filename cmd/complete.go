@@ -433,7 +433,9 @@ func completeProbeDefinition(g *Globals, flag bool) cobra.CompletionFunc {
 			}
 			return names
 		}
-		cands := probes.NewKernel(fs).Complete(line, funcs)
+		p := probes.NewManager(fs).Parser // the grammar the tracefs README announces
+		p.Kernel = probes.NewKernel(fs)
+		cands := p.Complete(line, funcs)
 		out := make([]cobra.Completion, len(cands))
 		for i, cand := range cands {
 			out[i] = before + cand

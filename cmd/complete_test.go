@@ -618,6 +618,11 @@ func BenchmarkCompleteFunctionNames(b *testing.B) {
 func TestCompleteProbeDefinition(t *testing.T) {
 	root := completionRoot(t)
 	t.Setenv("FTCTL_BTF", fixture.BTFDir(t))
+	readme, err := fixture.Read("6.12", "README") // BTF names and members announced
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "README"), []byte(readme), 0o644)
 	for _, c := range []struct {
 		args []string
 		want []string

@@ -21,8 +21,9 @@ var fetchTypes = []string{"u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64",
 // Complete is the candidates for the last word of line, a kprobe, kretprobe or fprobe
 // definition being typed (the words before it as typed, the last one partial, "" after a
 // space), each the whole word. funcs gives the function names starting with a prefix, for the
-// probed place (nil: none). Without BTF, arguments complete to the generic ones only.
-func (k *Kernel) Complete(line string, funcs func(prefix string) []string) []string {
+// probed place (nil: none). Only what this kernel's grammar announces is offered (p.Features:
+// BTF names and members, $argN, $comm, the types); without BTF (p.Kernel), no names.
+func (p Parser) Complete(line string, funcs func(prefix string) []string) []string {
 	words := strings.Fields(line)
 	partial := ""
 	if len(words) > 0 && !strings.HasSuffix(line, " ") && !strings.HasSuffix(line, "\t") {
@@ -45,14 +46,15 @@ func (k *Kernel) Complete(line string, funcs func(prefix string) []string) []str
 	ret := kind == 'r' || strings.HasSuffix(place, "%return")
 	place = strings.TrimSuffix(place, "%return")
 	var fn *funcBTF
-	if !strings.ContainsAny(place, ":+") || strings.HasSuffix(place, "+0") {
-		fn, _ = k.probed("", strings.TrimSuffix(place, "+0")) // BTF names only at a function's entry
+	entry := !strings.ContainsAny(place, ":+") || strings.HasSuffix(place, "+0")
+	if entry && p.Features.BTFArgs {
+		fn, _ = p.Kernel.probed("", strings.TrimSuffix(place, "+0")) // BTF names only at a function's entry
 	}
 	name, arg, named := strings.Cut(partial, "=")
 	if !named {
 		name, arg = "", partial
 	}
-	out := completeFetch(fn, ret, arg)
+	out := p.completeFetch(fn, ret, entry, arg)
 	if named {
 		for i := range out {
 			out[i] = name + "=" + out[i]
@@ -63,14 +65,18 @@ func (k *Kernel) Complete(line string, funcs func(prefix string) []string) []str
 
 // completeFetch completes one fetch argument: a parameter name, a generic variable, a member
 // after "->", a type after ':'.
-func completeFetch(fn *funcBTF, ret bool, arg string) []string {
+func (p Parser) completeFetch(fn *funcBTF, ret, entry bool, arg string) []string {
+	f := p.Features
 	if i := strings.LastIndexByte(arg, ':'); i >= 0 {
-		return withPrefix(arg[:i+1], matching(fetchTypes, arg[i+1:]))
+		types := slices.DeleteFunc(slices.Clone(fetchTypes), func(t string) bool {
+			return t == "char" && !f.Char || t == "ustring" && !f.Ustring || t == "symstr" && !f.Symstr
+		})
+		return withPrefix(arg[:i+1], matching(types, arg[i+1:]))
 	}
 	if strings.ContainsAny(arg, "(%@+") { // a register, memory, an immediate: no names
 		return nil
 	}
-	if i, sep := lastStep(arg); i >= 0 {
+	if i, sep := lastStep(arg); i >= 0 && f.BTFFields {
 		t := chainType(fn, arg[:i])
 		if sep == "->" {
 			ptr, ok := t.(*btf.Pointer)
@@ -83,14 +89,19 @@ func completeFetch(fn *funcBTF, ret bool, arg string) []string {
 	}
 	var names []string
 	n := 6 // $argN without BTF: as many as registers carry on x86-64
+	if !f.ArgN || !entry || ret && !f.RetArgs {
+		n = 0
+	}
 	if fn != nil {
-		n = len(fn.proto.Params)
-		for _, p := range fn.proto.Params {
-			if p.Name != "" {
-				names = append(names, p.Name)
+		if n > 0 {
+			n = len(fn.proto.Params)
+		}
+		for _, prm := range fn.proto.Params {
+			if prm.Name != "" {
+				names = append(names, prm.Name)
 			}
 		}
-		if n > 0 {
+		if len(fn.proto.Params) > 0 {
 			names = append(names, "$arg*")
 		}
 	}
@@ -100,7 +111,10 @@ func completeFetch(fn *funcBTF, ret bool, arg string) []string {
 	if ret {
 		names = append(names, "$retval")
 	}
-	names = append(names, "$comm", "$stack")
+	if f.Comm {
+		names = append(names, "$comm")
+	}
+	names = append(names, "$stack")
 	return matching(names, arg)
 }
 

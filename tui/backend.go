@@ -75,9 +75,10 @@ type KernelBackend struct {
 	manager     *probes.Manager
 	symbols     *stream.SymbolLoader // shared by the streams OpenStream opens
 
-	// For ProbeCompletions: BTF, and the sorted function names, read on first need.
+	// For ProbeCompletions: the parser with BTF, and the sorted function names, read on
+	// first need.
 	completeOnce sync.Once
-	kernel       *probes.Kernel
+	completer    probes.Parser
 	funcNames    []string
 }
 
@@ -158,7 +159,8 @@ const maxProbeCompletions = 50
 // ProbeCompletions implements Backend.
 func (b *KernelBackend) ProbeCompletions(line string) []string {
 	b.completeOnce.Do(func() {
-		b.kernel = probes.NewKernel(b.FS)
+		b.completer = b.manager.Parser
+		b.completer.Kernel = probes.NewKernel(b.FS)
 		if ix, err := filters.LoadIndex(b.FS.Top()); err == nil {
 			for i := 1; i <= ix.Len(); i++ {
 				if ix.Valid(i) {
@@ -169,12 +171,12 @@ func (b *KernelBackend) ProbeCompletions(line string) []string {
 			b.funcNames = slices.Compact(b.funcNames)
 		}
 	})
-	return probeLines(b.kernel, b.funcNames, line)
+	return probeLines(b.completer, b.funcNames, line)
 }
 
-// probeLines is ProbeCompletions over a Kernel and sorted function names: each candidate for
-// the last word, as the whole line.
-func probeLines(k *probes.Kernel, names []string, line string) []string {
+// probeLines is ProbeCompletions over a parser (with BTF) and sorted function names: each
+// candidate for the last word, as the whole line.
+func probeLines(p probes.Parser, names []string, line string) []string {
 	funcs := func(prefix string) []string {
 		i, _ := slices.BinarySearch(names, prefix)
 		var out []string
@@ -183,7 +185,7 @@ func probeLines(k *probes.Kernel, names []string, line string) []string {
 		}
 		return out
 	}
-	cands := k.Complete(line, funcs)
+	cands := p.Complete(line, funcs)
 	head := line[:strings.LastIndexAny(line, " \t")+1]
 	out := make([]string, 0, min(len(cands), maxProbeCompletions))
 	for _, c := range cands[:min(len(cands), maxProbeCompletions)] {

@@ -122,7 +122,9 @@ func (f *fakeBackend) Parser() probes.Parser {
 }
 
 func (f *fakeBackend) ProbeCompletions(line string) []string {
-	return probeLines(f.kernel, f.funcNames, line)
+	p := f.Parser()
+	p.Kernel = f.kernel
+	return probeLines(p, f.funcNames, line)
 }
 
 func (f *fakeBackend) Probes() ([]probes.Probe, error) {
