@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
@@ -258,11 +259,43 @@ func (v *ProbesView) enabledHere(p *probes.Probe) bool {
 
 // caretLines renders text with a caret under byte pos.
 func (v *ProbesView) caretLines(indent, text string, pos int) []string {
+	text, pos = caretWindow(text, pos, v.width-len(indent))
 	lines := strings.SplitN(probes.Caret(indent, text, pos), "\n", 2)
 	if len(lines) == 2 {
 		lines[1] = v.env.styles.Caret.Render(lines[1])
 	}
 	return lines
+}
+
+// caretWindow fits a definition wider than room columns around the caret at byte pos: the
+// part of the text the caret is in, "…" where text was cut, the caret moved with it (else
+// the caret of a long definition fell past the screen's edge). Definitions are text ftctl's
+// grammar reads byte by byte; a cut never splits a UTF-8 sequence.
+func caretWindow(text string, pos, room int) (string, int) {
+	if room < 8 || utf8.RuneCountInString(text) < room {
+		return text, pos
+	}
+	start := 0
+	if pos > room/2 {
+		start = pos - room/2
+		for start < len(text) && !utf8.RuneStart(text[start]) {
+			start++
+		}
+	}
+	out, p := text[start:], pos-start
+	if start > 0 {
+		out, p = "…"+out, p+len("…")
+	}
+	if n := utf8.RuneCountInString(out); n >= room {
+		end, runes := 0, 0
+		for end < len(out) && runes < room-1 {
+			_, size := utf8.DecodeRuneInString(out[end:])
+			end += size
+			runes++
+		}
+		out = out[:end] + "…"
+	}
+	return out, p
 }
 
 // View renders the view in exactly height lines.

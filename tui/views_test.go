@@ -6,11 +6,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ftctl/ftctl/filters"
+	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -586,5 +588,24 @@ func TestProbesCompletion(t *testing.T) {
 	}
 	if s := screen(m); !strings.Contains(s, "✓ kprobe on vfs_read, 1 argument") {
 		t.Errorf("the completed definition:\n%s", s)
+	}
+}
+
+// A definition wider than the screen keeps its caret on the screen, under the right character.
+func TestCaretWindow(t *testing.T) {
+	text := "p:myopen do_sys_openat2 " + strings.Repeat("a=%di ", 20) + "bad=%zz " + strings.Repeat("b=%si ", 5)
+	pos := strings.Index(text, "%zz")
+	for _, room := range []int{40, 60, 200} {
+		out, p := caretWindow(text, pos, room)
+		if n := utf8.RuneCountInString(out); n > room {
+			t.Errorf("room %d: %d characters: %q", room, n, out)
+		}
+		if !strings.HasPrefix(out[p:], "%zz") {
+			t.Errorf("room %d: the caret at %d is under %q", room, p, out[p:])
+		}
+		lines := strings.Split(probes.Caret("  ", out, p), "\n")
+		if col := strings.Index(lines[1], "^"); col > room+2 || []rune(lines[0])[col] != '%' {
+			t.Errorf("room %d: caret column %d:\n%s", room, col, strings.Join(lines, "\n"))
+		}
 	}
 }
