@@ -59,6 +59,13 @@ type ELFFunc struct {
 // OpenBinary reads an ELF file. The file is the user's, not a kernel file: it is read here,
 // where it is resolved, and never written.
 func OpenBinary(path string) (*Binary, error) {
+	// A FIFO or a device would block or never end: only a regular file is opened (the kernel
+	// probes nothing else).
+	if fi, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrNotELF, path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
