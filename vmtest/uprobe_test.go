@@ -1,0 +1,276 @@
+//go:build vmtest
+
+package vmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/ftctl/ftctl/probes"
+)
+
+// The uprobes' target (vm/uprobetarget/target.c), shipped by vm/suite.sh: a static executable
+// and the same program as a static PIE.
+const (
+	upTarget    = "/bin/uprobetarget"
+	upTargetPIE = "/bin/uprobetarget-pie"
+)
+
+// upOffset is a function's file offset in the target, read with the ELF reader ftctl uses.
+func upOffset(t *testing.T, path, fn string) uint64 {
+	t.Helper()
+	b, err := probes.OpenBinary(path)
+	if err != nil {
+		t.Fatalf("%s (make vm-bins builds it, vm/suite.sh ships it): %v", path, err)
+	}
+	f := b.Lookup(fn)
+	if len(f) != 1 {
+		t.Fatalf("%s: %s: %v", path, fn, f)
+	}
+	return f[0].Offset
+}
+
+// removeUprobeLater deletes a uprobe at the end of the test, disabling it everywhere first.
+func removeUprobeLater(t *testing.T, group, event string) {
+	t.Cleanup(func() {
+		matches, _ := filepath.Glob(filepath.Join(tracing, "instances/*/events", group, event, "enable"))
+		matches = append(matches, filepath.Join(tracing, "events", group, event, "enable"))
+		for _, m := range matches {
+			os.WriteFile(m, []byte("0"), 0)
+		}
+		if f, _ := os.OpenFile(filepath.Join(tracing, "uprobe_events"), os.O_WRONLY, 0); f != nil {
+			f.WriteString("-:" + group + "/" + event + "\n")
+			f.Close()
+		}
+	})
+}
+
+func runTarget(t *testing.T, path string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(path, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %v: %v: %s", path, args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// add -> list -> enable in an instance -> capture -> the binary reader's JSON equals the
+// kernel's text -> remove, with another owner's uprobe on the same file untouched. Entry
+// probes with register and string arguments, a return probe with $retval, and a symbol of a
+// static PIE.
+func TestUprobeLifecycle(t *testing.T) {
+	addOff := upOffset(t, upTarget, "ftctl_add")
+	greetOff := upOffset(t, upTarget, "ftctl_greet")
+	pieOff := upOffset(t, upTargetPIE, "ftctl_greet")
+	other := fmt.Sprintf("p:otherup/keep %s:0x%016x", upTarget, greetOff)
+	write(t, "uprobe_events", other+"\n")
+	removeUprobeLater(t, "otherup", "keep")
+	inst := streamInstance(t, "vmuprobe")
+	for _, e := range []string{"upadd", "upret", "uppie"} {
+		removeUprobeLater(t, "ftctl", e)
+	}
+
+	r := ftctlRun(t, "probe", "add", "-o", "json", "p:upadd "+upTarget+":ftctl_add a=%di:s64 b=%si:s64")
+	var added struct {
+		Written string `json:"written"`
+		Uprobe  struct {
+			Path, Symbol, Segment string
+			Offset                uint64
+		} `json:"uprobe"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &added) != nil {
+		t.Fatalf("add: %v", r)
+	}
+	if added.Written != fmt.Sprintf("p:ftctl/upadd %s:0x%x a=%%di:s64 b=%%si:s64", upTarget, addOff) ||
+		added.Uprobe.Symbol != "ftctl_add" || added.Uprobe.Offset != addOff || !strings.Contains(added.Uprobe.Segment, "r-x") {
+		t.Errorf("add's JSON: %s", r.stdout)
+	}
+	t.Logf("add: %s", strings.TrimSpace(r.stderr))
+	if want := fmt.Sprintf("p:ftctl/upadd %s:0x%016x a=%%di:s64 b=%%si:s64", upTarget, addOff); !strings.Contains(read(t, "uprobe_events"), want) {
+		t.Fatalf("uprobe_events lacks %q:\n%s", want, read(t, "uprobe_events"))
+	}
+	if r := ftctlRun(t, "probe", "add", "r:upret "+upTarget+":ftctl_add ret=$retval:s64"); r.code != 0 {
+		t.Fatalf("add r: %v", r)
+	}
+	if r := ftctlRun(t, "probe", "add", "p:uppie "+upTargetPIE+":ftctl_greet s=+0(%di):string c=$comm"); r.code != 0 {
+		t.Fatalf("add PIE: %v", r)
+	}
+	if !strings.Contains(read(t, "uprobe_events"), fmt.Sprintf("%s:0x%016x", upTargetPIE, pieOff)) {
+		t.Fatalf("uprobe_events:\n%s", read(t, "uprobe_events"))
+	}
+
+	r = ftctlRun(t, "probe", "list", "-o", "json")
+	var list []struct {
+		Name, Type, Place, Owner string
+		Uprobe                   *struct{ Symbol string }
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &list) != nil {
+		t.Fatalf("list: %v", r)
+	}
+	got := map[string]string{}
+	for _, p := range list {
+		sym := ""
+		if p.Uprobe != nil {
+			sym = p.Uprobe.Symbol
+		}
+		got[p.Name] = p.Type + " " + p.Place + " " + p.Owner + " " + sym
+	}
+	for name, want := range map[string]string{
+		"ftctl/upadd":  "uprobe " + upTarget + ":ftctl_add ftctl ftctl_add",
+		"ftctl/upret":  "uretprobe " + upTarget + ":ftctl_add ftctl ftctl_add",
+		"ftctl/uppie":  "uprobe " + upTargetPIE + ":ftctl_greet ftctl ftctl_greet",
+		"otherup/keep": "uprobe " + upTarget + ":ftctl_greet other ftctl_greet",
+	} {
+		if got[name] != want {
+			t.Errorf("list: %s is %q, want %q", name, got[name], want)
+		}
+	}
+
+	if r := ftctlRun(t, "probe", "enable", "upadd", "upret", "uppie", "-B", "vmuprobe"); r.code != 0 {
+		t.Fatalf("enable: %v", r)
+	}
+	write(t, inst+"/tracing_on", "1\n")
+	if out := runTarget(t, upTarget, "3", "5", "7"); out != "14" {
+		t.Errorf("target printed %q", out)
+	}
+	runTarget(t, upTargetPIE, "1", "1", "1")
+	write(t, inst+"/tracing_on", "0\n")
+	text := read(t, inst+"/trace")
+	for _, want := range []string{"upadd: (0x", " a=5 b=7", " a=6 b=7", " a=7 b=7", "upret: (0x", " ret=14", `uppie: (0x`, ` s="hello uprobe" c="uprobetarget-pi"`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("trace lacks %q:\n%s", want, text)
+		}
+	}
+	// The binary reader decodes the same events as the kernel's text.
+	p := startStream(t, nil, "-B", "vmuprobe", "stream", "-o", "json", "--reader", "binary", "--summary")
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("stream: exit %d: %s", code, p.errb)
+	}
+	var gotJSON []string
+	for _, line := range strings.SplitAfter(p.out.String(), "\n") {
+		if line == "" {
+			continue
+		}
+		if strings.Contains(line, `"event":"summary"`) {
+			if !strings.Contains(line, `"reader":"trace_pipe_raw"`) {
+				t.Errorf("summary: %s", line)
+			}
+			continue
+		}
+		gotJSON = append(gotJSON, line)
+	}
+	want := textJSON(t, text)
+	sort.Strings(gotJSON)
+	sort.Strings(want)
+	if len(want) != 7 || strings.Join(gotJSON, "") != strings.Join(want, "") {
+		t.Errorf("binary reader:\n%s\ntext:\n%s", strings.Join(gotJSON, ""), strings.Join(want, ""))
+	}
+
+	r = ftctlRun(t, "probe", "remove", "upadd", "upret", "uppie")
+	if r.code != 0 || strings.Contains(read(t, "uprobe_events"), "ftctl/") {
+		t.Fatalf("remove (enabled in vmuprobe): %v\n%s", r, read(t, "uprobe_events"))
+	}
+	if !strings.Contains(read(t, "uprobe_events"), other) {
+		t.Errorf("another owner's uprobe was touched:\n%s", read(t, "uprobe_events"))
+	}
+}
+
+// Refused with a caret: by ftctl before the kernel (no such symbol), and by the kernel (a
+// probe point appended to an event whose arguments differ), its error_log caret under the
+// user's text; a return probe on a Go binary unless --force. Nothing of another owner changed.
+func TestUprobeRejected(t *testing.T) {
+	other := fmt.Sprintf("p:otherup/keep2 %s:0x%016x", upTarget, upOffset(t, upTarget, "ftctl_greet"))
+	write(t, "uprobe_events", other+"\n")
+	removeUprobeLater(t, "otherup", "keep2")
+	removeUprobeLater(t, "ftctl", "uprej")
+	removeUprobeLater(t, "ftctl", "gor")
+	before := read(t, "uprobe_events")
+
+	r := ftctlRun(t, "probe", "add", "p:uprej "+upTarget+":ftctl_ad")
+	if r.code != 2 || !strings.Contains(r.stderr, "No such function symbol") || !strings.Contains(r.stderr, "ftctl_add") ||
+		!strings.Contains(r.stderr, "\n  p:uprej "+upTarget+":ftctl_ad\n  "+strings.Repeat(" ", len("p:uprej "+upTarget+":"))+"^") {
+		t.Errorf("unknown symbol: %v", r)
+	}
+	r = ftctlRun(t, "probe", "add", "p:uprej /tmp/nonexistent/x:0x10")
+	if r.code != 2 || !strings.Contains(r.stderr, "Failed to find the file") {
+		t.Errorf("no such file: %v", r)
+	}
+	if read(t, "uprobe_events") != before {
+		t.Fatalf("a refused definition changed uprobe_events:\n%s", read(t, "uprobe_events"))
+	}
+
+	if r := ftctlRun(t, "probe", "add", "p:uprej "+upTarget+":ftctl_add a=%di:s64"); r.code != 0 {
+		t.Fatalf("add: %v", r)
+	}
+	def := "p:ftctl/uprej " + upTarget + ":ftctl_greet a=%si:u8"
+	r = ftctlRun(t, "probe", "add", "--append", def)
+	t.Logf("kernel refusal: %v", r)
+	if r.code != 3 || !strings.Contains(r.stderr, "kernel error_log: ") {
+		t.Errorf("--append with other arguments: %v", r)
+	} else if i := strings.Index(r.stderr, "    "+def+"\n"); i < 0 || !strings.Contains(r.stderr[i:], "^") {
+		t.Errorf("no caret under the user's text: %v", r)
+	}
+
+	// ftctl itself is a Go binary.
+	r = ftctlRun(t, "probe", "add", "r:gor /bin/ftctl:0x1000")
+	if r.code != 2 || !strings.Contains(r.stderr, "Go") || !strings.Contains(r.stderr, "--force") {
+		t.Errorf("return probe on a Go binary: %v", r)
+	}
+	if r := ftctlRun(t, "probe", "add", "--force", "r:gor /bin/ftctl:0x1000"); r.code != 0 {
+		t.Errorf("--force: %v", r)
+	}
+	if r := ftctlRun(t, "probe", "remove", "uprej", "gor"); r.code != 0 {
+		t.Errorf("remove: %v", r)
+	}
+	if got := read(t, "uprobe_events"); got != before {
+		t.Errorf("uprobe_events after: %q, before: %q", got, before)
+	}
+}
+
+// trace -p takes a uprobe, and -- COMMAND traces only the command: another process running the
+// same code meanwhile is left out (set_event_pid, as for kprobes).
+func TestUprobeTracePid(t *testing.T) {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // the other process: a=900..
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			exec.Command(upTarget, "2", "900", "1").Run()
+		}
+	}()
+	r := ftctlRun(t, "trace", "-o", "json", "-p", "p:tadd "+upTarget+":ftctl_add a=%di:s64", "--", upTarget, "3", "100", "1")
+	close(stop)
+	<-done
+	if r.code != 0 {
+		t.Fatalf("trace: %v", r)
+	}
+	var as, jsonLines []string
+	for _, l := range strings.SplitAfter(r.stdout, "\n") {
+		if strings.HasPrefix(l, "{") { // the command's own output ("103") shares stdout
+			jsonLines = append(jsonLines, l)
+		}
+	}
+	for _, ev := range events(t, strings.Join(jsonLines, "")) {
+		if ev["event"] == "tadd" {
+			args, _ := ev["args"].(map[string]any)
+			as = append(as, fmt.Sprint(args["a"]))
+		}
+	}
+	if strings.Join(as, " ") != "100 101 102" {
+		t.Errorf("events of tadd: %v\n%s", as, r.stdout)
+	}
+	if strings.Contains(read(t, "uprobe_events"), "tadd") {
+		t.Errorf("the session's uprobe is left:\n%s", read(t, "uprobe_events"))
+	}
+}
