@@ -474,7 +474,7 @@ func (st *state) parseArgs() error {
 			continue
 		}
 		st.tok = i + 2
-		if !st.p.Features.BTFArgs {
+		if !st.p.Features.BTFArgs || st.d.Uprobe != nil { // a uprobe's $arg: uprobeFetch
 			break
 		}
 		if !st.fentry && !st.ret {
@@ -747,6 +747,11 @@ func (st *state) parseBody(a *Arg, body string, off int) error {
 // checkType is find_fetch_type() with the kernel's features.
 func (st *state) checkType(typ string, pos int) error {
 	ft := st.p.Features
+	if st.d.Uprobe != nil {
+		if err := st.uprobeType(typ, pos); err != nil {
+			return err
+		}
+	}
 	if typ != "" && typ[0] == 'b' {
 		i := strings.IndexByte(typ, '/')
 		if i < 0 {

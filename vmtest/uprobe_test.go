@@ -3,7 +3,9 @@
 package vmtest
 
 import (
+	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,8 +13,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ftctl/ftctl/probes"
+	"github.com/ftctl/ftctl/tracefs"
 )
 
 // The uprobes' target (vm/uprobetarget/target.c), shipped by vm/suite.sh: a static executable
@@ -198,7 +202,7 @@ func TestUprobeRejected(t *testing.T) {
 		t.Errorf("unknown symbol: %v", r)
 	}
 	r = ftctlRun(t, "probe", "add", "p:uprej /tmp/nonexistent/x:0x10")
-	if r.code != 2 || !strings.Contains(r.stderr, "Failed to find the file") {
+	if r.code != 2 || !strings.Contains(r.stderr, "Failed to find the given file") {
 		t.Errorf("no such file: %v", r)
 	}
 	if read(t, "uprobe_events") != before {
@@ -238,6 +242,7 @@ func TestUprobeRejected(t *testing.T) {
 func TestUprobeTracePid(t *testing.T) {
 	stop := make(chan struct{})
 	done := make(chan struct{})
+	runs := 0 // the other process's runs while the session lasted: the filter had work to do
 	go func() { // the other process: a=900..
 		defer close(done)
 		for {
@@ -247,14 +252,21 @@ func TestUprobeTracePid(t *testing.T) {
 			default:
 			}
 			exec.Command(upTarget, "2", "900", "1").Run()
+			runs++
+			time.Sleep(20 * time.Millisecond) // often enough to run during the session, gently on a TCG guest
 		}
 	}()
-	r := ftctlRun(t, "trace", "-o", "json", "-p", "p:tadd "+upTarget+":ftctl_add a=%di:s64", "--", upTarget, "3", "100", "1")
+	// The command lasts a second after its calls: the other process runs meanwhile.
+	r := ftctlRun(t, "trace", "-o", "json", "-p", "p:tadd "+upTarget+":ftctl_add a=%di:s64", "--", "/bin/sh", "-c", upTarget+" 3 100 1; sleep 1")
 	close(stop)
 	<-done
 	if r.code != 0 {
 		t.Fatalf("trace: %v", r)
 	}
+	if runs < 3 {
+		t.Fatalf("the other process ran %d times during the session: the test tested nothing", runs)
+	}
+	t.Logf("the other process ran %d times during the session", runs)
 	var as, jsonLines []string
 	for _, l := range strings.SplitAfter(r.stdout, "\n") {
 		if strings.HasPrefix(l, "{") { // the command's own output ("103") shares stdout
@@ -268,9 +280,97 @@ func TestUprobeTracePid(t *testing.T) {
 		}
 	}
 	if strings.Join(as, " ") != "100 101 102" {
-		t.Errorf("events of tadd: %v\n%s", as, r.stdout)
+		t.Errorf("events of tadd: %v\n%v", as, r)
 	}
 	if strings.Contains(read(t, "uprobe_events"), "tadd") {
 		t.Errorf("the session's uprobe is left:\n%s", read(t, "uprobe_events"))
+	}
+}
+
+//go:embed testdata/uprobe-corpus.txt
+var uprobeCorpus string
+
+// uprobeAccepts writes def to uprobe_events (no O_TRUNC) and removes what it created.
+func uprobeAccepts(t *testing.T, def string) (bool, string) {
+	t.Helper()
+	top := topFS(t).Top()
+	set := func() map[string]bool {
+		m := map[string]bool{}
+		for _, p := range tracefs.ParseProbeList(read(t, "uprobe_events")) {
+			m[p.Group+"/"+p.Event] = true
+		}
+		return m
+	}
+	before := set()
+	err := top.Write("uprobe_events", def+"\n")
+	for k := range set() {
+		if !before[k] {
+			if e := top.Write("uprobe_events", "-:"+k+"\n"); e != nil {
+				t.Fatalf("cleaning up %s: %v", k, e)
+			}
+		}
+	}
+	if err == nil {
+		return true, ""
+	}
+	var te *tracefs.Error
+	if errors.As(err, &te) && len(te.KernelLog) > 0 {
+		e := te.KernelLog[len(te.KernelLog)-1]
+		return false, fmt.Sprintf("%s @%d", e.Message, e.Pos)
+	}
+	return false, err.Error()
+}
+
+// TestUprobeCorpus: each definition of the uprobe corpus through ftctl's parser (this kernel's
+// features, the ELF files) and through the kernel, the table in the log. The kernel accepting
+// what ftctl refuses fails the test (unless the line says why ftctl refuses on purpose), and
+// so does ftctl passing what the kernel refuses.
+func TestUprobeCorpus(t *testing.T) {
+	hex := func(v uint64) string { return fmt.Sprintf("0x%x", v) }
+	add := upOffset(t, upTarget, "ftctl_add")
+	r := strings.NewReplacer("{T}", upTarget, "{PIE}", upTargetPIE, "{ADDDEC}", fmt.Sprint(add), "{ADD}", hex(add),
+		"{GREET}", hex(upOffset(t, upTarget, "ftctl_greet")), "{PIEADD}", hex(upOffset(t, upTargetPIE, "ftctl_add")))
+	p := probes.NewManager(topFS(t)).Parser
+	p.User = probes.NewUserSpace()
+	var both, neither, kernelOnly, localOnly, deliberate int
+	var table strings.Builder
+	for _, line := range strings.Split(uprobeCorpus, "\n") {
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		def := r.Replace(line)
+		_, lerr := p.Parse(def)
+		kok, kmsg := uprobeAccepts(t, def)
+		verdict := ""
+		switch {
+		case kok && lerr == nil:
+			both++
+			verdict = "accept/accept"
+		case !kok && lerr != nil:
+			neither++
+			verdict = "reject/reject"
+		case kok && strings.Contains(def, "# deliberate:"):
+			deliberate++
+			verdict = "kernel-accepts/ftctl-rejects (deliberate)"
+		case kok:
+			kernelOnly++
+			verdict = "KERNEL-ACCEPTS/ftctl-rejects"
+			t.Errorf("the kernel accepts %q but ftctl refuses it: %v", def, lerr)
+		default:
+			localOnly++
+			verdict = "KERNEL-REJECTS/ftctl-accepts"
+			t.Errorf("ftctl passes %q but the kernel refuses it: %s", def, kmsg)
+		}
+		lmsg := ""
+		var se *probes.SyntaxError
+		if errors.As(lerr, &se) {
+			lmsg = fmt.Sprintf("%s @%d", se.Msg, se.Pos)
+		}
+		fmt.Fprintf(&table, "%-42s %-60q kernel=%q ftctl=%q\n", verdict, strings.ReplaceAll(line, "{T}", "T"), kmsg, lmsg)
+	}
+	t.Logf("uprobe corpus on %s: %d definitions; both accept %d, both reject %d, kernel rejects what ftctl accepts %d, kernel accepts what ftctl rejects %d (+%d deliberate)\n%s",
+		tracefs.KernelRelease(), both+neither+kernelOnly+localOnly+deliberate, both, neither, localOnly, kernelOnly, deliberate, table.String())
+	if both < 20 || neither < 20 {
+		t.Errorf("corpus too one-sided: %d accepted, %d rejected by both", both, neither)
 	}
 }
