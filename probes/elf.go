@@ -88,6 +88,10 @@ func ReadBinary(r io.ReaderAt) (b *Binary, err error) {
 			b, err = nil, fmt.Errorf("%w: malformed (%v)", ErrNotELF, p)
 		}
 	}()
+	var magic [4]byte
+	if _, err := r.ReadAt(magic[:], 0); err != nil || string(magic[:]) != elf.ELFMAG {
+		return nil, fmt.Errorf("%w (it does not start with \\x7fELF)", ErrNotELF)
+	}
 	f, err := elf.NewFile(r)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotELF, err)

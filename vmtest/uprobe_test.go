@@ -95,12 +95,13 @@ func TestUprobeLifecycle(t *testing.T) {
 		added.Uprobe.Symbol != "ftctl_add" || added.Uprobe.Offset != addOff || !strings.Contains(added.Uprobe.Segment, "r-x") {
 		t.Errorf("add's JSON: %s", r.stdout)
 	}
-	t.Logf("add: %s", strings.TrimSpace(r.stderr))
 	if want := fmt.Sprintf("p:ftctl/upadd %s:0x%016x a=%%di:s64 b=%%si:s64", upTarget, addOff); !strings.Contains(read(t, "uprobe_events"), want) {
 		t.Fatalf("uprobe_events lacks %q:\n%s", want, read(t, "uprobe_events"))
 	}
-	if r := ftctlRun(t, "probe", "add", "r:upret "+upTarget+":ftctl_add ret=$retval:s64"); r.code != 0 {
+	if r := ftctlRun(t, "probe", "add", "r:upret "+upTarget+":ftctl_add ret=$retval:s64"); r.code != 0 || !strings.Contains(r.stderr, fmt.Sprintf("file offset 0x%x of %s in PT_LOAD[", addOff, upTarget)) {
 		t.Fatalf("add r: %v", r)
+	} else {
+		t.Logf("add r:\n%s%s", r.stdout, r.stderr)
 	}
 	if r := ftctlRun(t, "probe", "add", "p:uppie "+upTargetPIE+":ftctl_greet s=+0(%di):string c=$comm"); r.code != 0 {
 		t.Fatalf("add PIE: %v", r)
@@ -136,6 +137,11 @@ func TestUprobeLifecycle(t *testing.T) {
 		}
 	}
 
+	if r := ftctlRun(t, "probe", "list"); r.code != 0 {
+		t.Fatalf("list: %v", r)
+	} else {
+		t.Logf("probe list:\n%s", r.stdout)
+	}
 	if r := ftctlRun(t, "probe", "enable", "upadd", "upret", "uppie", "-B", "vmuprobe"); r.code != 0 {
 		t.Fatalf("enable: %v", r)
 	}
