@@ -67,9 +67,10 @@ type Probe struct {
 	Place      string      `json:"place"`
 	Owner      string      `json:"owner"`      // "ftctl" or "other"
 	EnabledIn  []string    `json:"enabled_in"` // "" = top level, else instance names
+	Parsed     *Definition `json:"-"`          // nil when ftctl cannot parse the kernel's line
+
 	// Uprobe: the file, offset and the symbol read back from the ELF file (uprobes only).
 	Uprobe *UprobeListing `json:"uprobe,omitempty"`
-	Parsed *Definition    `json:"-"` // nil when ftctl cannot parse the kernel's line
 }
 
 // Name is GROUP/EVENT.

@@ -248,7 +248,7 @@ func TestUprobeRejected(t *testing.T) {
 func TestUprobeTracePid(t *testing.T) {
 	stop := make(chan struct{})
 	done := make(chan struct{})
-	runs := 0 // the other process's runs while the session lasted: the filter had work to do
+	runs := 0   // the other process's runs while the session lasted: the filter had work to do
 	go func() { // the other process: a=900..
 		defer close(done)
 		for {
