@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -42,17 +40,7 @@ func upOffset(t *testing.T, path, fn string) uint64 {
 
 // removeUprobeLater deletes a uprobe at the end of the test, disabling it everywhere first.
 func removeUprobeLater(t *testing.T, group, event string) {
-	t.Cleanup(func() {
-		matches, _ := filepath.Glob(filepath.Join(tracing, "instances/*/events", group, event, "enable"))
-		matches = append(matches, filepath.Join(tracing, "events", group, event, "enable"))
-		for _, m := range matches {
-			os.WriteFile(m, []byte("0"), 0)
-		}
-		if f, _ := os.OpenFile(filepath.Join(tracing, "uprobe_events"), os.O_WRONLY, 0); f != nil {
-			f.WriteString("-:" + group + "/" + event + "\n")
-			f.Close()
-		}
-	})
+	removeEventLater(t, "uprobe_events", group, event)
 }
 
 func runTarget(t *testing.T, path string, args ...string) string {
