@@ -189,7 +189,7 @@ func (st *state) parseUprobePlace() error {
 			}
 			sym, u.SymOff = rest[:i], v
 		}
-		if strings.ContainsAny(sym, "%()") && !goName(sym) {
+		if sym == "" || strings.Contains(sym, "+") || strings.ContainsAny(sym, "%()") && !goName(sym) {
 			return st.err(restOff, "Invalid symbol name")
 		}
 		u.Symbol = sym
