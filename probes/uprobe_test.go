@@ -179,3 +179,27 @@ func FuzzParseUprobe(f *testing.F) {
 		}
 	})
 }
+
+// probe list shows a uprobe's offset as the function holding it, read back from the ELF file,
+// and the bare offset when the file cannot tell.
+func TestListUprobe(t *testing.T) {
+	abs, _ := filepath.Abs("testdata/elf/exec.elf")
+	all := Parser{Features: AllFeatures, Arch: "amd64"}
+	for _, tc := range []struct {
+		line, place, symbol, segment string
+		symOff                       uint64
+	}{
+		{"p:ftctl/e " + abs + ":0x0000000000001010 x=%di", abs + ":ftctl_add+4", "ftctl_add", "PT_LOAD[1] r-x vaddr 0x401000 offset 0x1000", 4},
+		{"r:ftctl/e " + abs + ":0x000000000000100c", abs + ":ftctl_add", "ftctl_add", "PT_LOAD[1] r-x vaddr 0x401000 offset 0x1000", 0}, // the type says it returns
+		{"p:ftctl/e /nonexistent/x:0x0000000000001010", "/nonexistent/x:0x1010", "", "", 0},
+	} {
+		d, err := all.Parse(tc.line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := listUprobe(d.Uprobe, NewUserSpace())
+		if l.Place != tc.place || l.Symbol != tc.symbol || l.SymOffset != tc.symOff || l.Segment != tc.segment {
+			t.Errorf("%q: %+v", tc.line, l)
+		}
+	}
+}
