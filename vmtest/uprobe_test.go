@@ -170,6 +170,27 @@ func TestUprobeLifecycle(t *testing.T) {
 		t.Errorf("binary reader:\n%s\ntext:\n%s", strings.Join(gotJSON, ""), strings.Join(want, ""))
 	}
 
+	// stream --pid: the events of one process, the other run's left out.
+	write(t, inst+"/tracing_on", "1\n")
+	one := exec.Command(upTarget, "2", "40", "2")
+	if err := one.Run(); err != nil {
+		t.Fatal(err)
+	}
+	runTarget(t, upTargetPIE, "1", "1", "1")
+	write(t, inst+"/tracing_on", "0\n")
+	p = startStream(t, nil, "-B", "vmuprobe", "stream", "-o", "json", "--pid", fmt.Sprint(one.Process.Pid))
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("stream --pid: exit %d: %s", code, p.errb)
+	}
+	var names []string
+	for _, ev := range events(t, p.out.String()) {
+		names = append(names, fmt.Sprintf("%v %v", ev["event"], ev["pid"]))
+	}
+	pid := fmt.Sprint(one.Process.Pid)
+	if strings.Join(names, " ") != "upadd "+pid+" upret "+pid+" upadd "+pid+" upret "+pid {
+		t.Errorf("stream --pid %s: %v", pid, names)
+	}
+
 	r = ftctlRun(t, "probe", "remove", "upadd", "upret", "uppie")
 	if r.code != 0 || strings.Contains(read(t, "uprobe_events"), "ftctl/") {
 		t.Fatalf("remove (enabled in vmuprobe): %v\n%s", r, read(t, "uprobe_events"))
