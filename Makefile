@@ -118,8 +118,12 @@ vm-deps:
 	fi
 
 # Static binaries for the initramfs: ftctl and the vmtest integration test binary.
+# The suite's test binary, and the uprobes' target (vmtest/uprobe_test.go): a static C program,
+# and the same program as a static PIE.
 vm-bins: build
 	CGO_ENABLED=0 $(GO) test -c -tags vmtest -o $(BUILD)/vmtest.test ./vmtest
+	$(CC) -O1 -static -o $(BUILD)/uprobetarget vm/uprobetarget/target.c
+	$(CC) -O1 -static-pie -fPIE -o $(BUILD)/uprobetarget-pie vm/uprobetarget/target.c
 
 vmtest: vm-deps vm-bins
 	vm/suite.sh

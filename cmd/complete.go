@@ -314,7 +314,7 @@ func completeEventNames(g *Globals) cobra.CompletionFunc {
 	}
 }
 
-// completeProbeNames completes the probes defined in kprobe_events as GROUP/EVENT, each
+// completeProbeNames completes the probes defined in kprobe_events and uprobe_events as GROUP/EVENT, each
 // described by its definition, for the probe commands that name existing probes. Probes whose
 // names could not be typed back (control characters) are left out.
 func completeProbeNames(g *Globals) cobra.CompletionFunc {
@@ -323,12 +323,13 @@ func completeProbeNames(g *Globals) cobra.CompletionFunc {
 		if err != nil {
 			return nil, noFiles
 		}
-		b, err := fs.Top().ReadFile("kprobe_events")
-		if err != nil {
+		kb, kerr := fs.Top().ReadFile("kprobe_events")
+		ub, uerr := fs.Top().ReadFile("uprobe_events")
+		if kerr != nil && uerr != nil {
 			return nil, noFiles
 		}
 		var out []cobra.Completion
-		for _, p := range tracefs.ParseProbeList(string(b)) {
+		for _, p := range tracefs.ParseProbeList(string(kb) + "\n" + string(ub)) {
 			name := p.Group + "/" + p.Event
 			if strings.HasPrefix(name, toComplete) && safe(name) == name {
 				out = append(out, cobra.CompletionWithDesc(name, safe(p.Definition)))

@@ -70,6 +70,7 @@ func TestJSONFormatsAreDocumentedAsPrinted(t *testing.T) {
 		"ftctl notrace clear":  {"--dry-run", "notrace", "clear"},
 		"ftctl probe list":     {"probe", "list"},
 		"ftctl probe args":     {"probe", "args", "vfs_read"}, // FTCTL_BTF: the fixture, below
+		"ftctl probe syms":     {"probe", "syms", "../probes/testdata/elf/exec.elf"},
 	}
 	// Fields that only appear in some states (omitempty): lockdown levels, or why it is unknown.
 	optional := map[string]bool{"levels": true, "note": true}

@@ -19,7 +19,7 @@ func NewCmdProbe(g *Globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "probe",
 		Aliases: []string{"probes", "kprobe"},
-		Short:   "Define, list, enable and remove kprobes",
+		Short:   "Define, list, enable and remove kprobes and uprobes",
 		Long: `kprobes trace any kernel function (or instruction) with the arguments you choose, through
 kprobe_events. ftctl checks a definition against the grammar this kernel's tracefs README
 announces before anything is written, with the kernel's own wording and a caret under the
@@ -29,6 +29,8 @@ error_log, its caret moved under what you typed.
 Definitions are kprobe_events syntax:
   p[:[GROUP/]EVENT] [MOD:]SYM[+OFFS]|ADDR [ARGS]      a kprobe
   r[MAXACTIVE][:[GROUP/]EVENT] SYM [ARGS]             a kretprobe (or p ... SYM%return)
+  p|r[:[GROUP/]EVENT] PATH:SYMBOL[+OFFS]|PATH:0xOFFSET [ARGS]
+                                                      a uprobe or uretprobe (user space)
   ARG: [NAME=]FETCHARG[:TYPE]   FETCHARG: %REG $stackN $stack $retval $comm $argN @ADDR
        @SYM[+|-OFFS] +|-[u]OFFS(FETCHARG) \IMM \"STR" and, with BTF, parameter names,
        $arg* and ->fields   TYPE: u8..u64 s8..s64 x8..x64 char string ustring symstr
@@ -37,12 +39,22 @@ Without a group, probes go to group "ftctl"; without an event name, the kernel n
 and ftctl prints the name. Probes of other groups are listed but changed only when named with
 their group, and an event that exists is never added to unless asked (probe add --append).
 kprobe_events is only ever appended to (never truncated: that deletes every probe on the
-system), and removal disables the event everywhere first.`,
+system), and removal disables the event everywhere first.
+
+Uprobes go to uprobe_events, which takes a file offset: ftctl resolves PATH:SYMBOL from the
+ELF file's symbol tables (executables, PIEs, shared libraries, static and Go binaries: the
+symbol's address mapped to its file offset through the PT_LOAD segment that holds it), writes
+PATH:0xOFFSET with the path made absolute, and 'probe list' shows the symbol again. Their
+arguments are registers, $stack, $stackN, $retval, $comm, memory (+OFFS(...), @ADDR,
+@+FILE_OFFSET) and immediates: user space has no BTF, so no $argN or parameter names.
+'ftctl probe syms PATH' lists the functions a uprobe can take. Return probes on Go binaries
+are refused unless --force: the Go runtime moves goroutine stacks and finds the uretprobe's
+return address there, which can crash the program.`,
 		Args: args(cobra.NoArgs),
 	}
 	c.AddCommand(NewCmdProbeAdd(g, nil), NewCmdProbeList(g, nil), NewCmdProbeRemove(g, nil),
 		NewCmdProbeEnable(g, true, nil), NewCmdProbeEnable(g, false, nil), NewCmdProbeFormat(g, nil),
-		NewCmdProbeArgs(g, nil))
+		NewCmdProbeArgs(g, nil), NewCmdProbeSyms(g, nil))
 	return c
 }
 
@@ -50,7 +62,10 @@ const (
 	probeAddJSON = `One object: "name" (GROUP/EVENT), "group", "event", "written" (the line ftctl wrote
 to kprobe_events), "definitions" (how the kernel lists what was added), "appended" (true when
 --append added a probe point to an event that existed), "enabled" (--enable), "instance" (-B,
-"" for the top level) and "filter" (--filter).`
+"" for the top level) and "filter" (--filter). A uprobe adds "uprobe": {"path" (absolute),
+"offset" (the file offset written), "symbol" and "symbol_offset" ("" and 0 when the place was
+an offset that starts no function), "segment" (the PT_LOAD segment holding the offset, e.g.
+"PT_LOAD[1] r-x vaddr 0x401000 offset 0x1000"), "go" (a Go binary)}.`
 
 	probeListJSON = `An array, one object per line of kprobe_events:
 
@@ -58,7 +73,10 @@ to kprobe_events), "definitions" (how the kernel lists what was added), "appende
     "definition": "p:ftctl/myopen do_sys_openat2 dfd=%di", "place": "do_sys_openat2",
     "owner": "ftctl", "enabled_in": ["", "incident"]}]
 
-type is kprobe or kretprobe ("" when ftctl cannot parse the kernel's line); owner is ftctl for
+type is kprobe, kretprobe, uprobe or uretprobe ("" when ftctl cannot parse the kernel's line);
+a uprobe's "place" is PATH:SYMBOL[+OFFS] read back from the ELF file (PATH:0xOFFSET when the
+file is gone or has no symbol there) and it has "uprobe": {"path", "offset", "symbol",
+"symbol_offset", "segment"}; owner is ftctl for
 the groups ftctl uses (ftctl, ftctl_PID), else other; enabled_in lists the trace arrays where
 the event is enabled ("" is the top level).`
 
@@ -82,6 +100,7 @@ type ProbeAddOptions struct {
 	Filter     string
 	Enable     bool
 	Append     bool
+	Force      bool // a return probe on a Go binary
 }
 
 // NewCmdProbeAdd builds `ftctl probe add`.
@@ -89,7 +108,7 @@ func NewCmdProbeAdd(g *Globals, runF func(context.Context, *ProbeAddOptions) err
 	opts := &ProbeAddOptions{G: g}
 	c := &cobra.Command{
 		Use:   "add DEFINITION",
-		Short: "Define a kprobe or kretprobe",
+		Short: "Define a kprobe, kretprobe, uprobe or uretprobe",
 		Long: `Define a kprobe. The definition is checked against this kernel's probe grammar first: a
 mistake exits 2 with a caret under it and nothing written. The kernel can still refuse (an
 unknown symbol, an argument BTF does not know, a probe that exists): ftctl then shows the
@@ -102,13 +121,21 @@ does that on purpose; the event's filter and enablement are then the whole event
 --filter or --enable fails, only the probe point added is removed and the event's previous
 filter restored.
 
+A uprobe's PATH:SYMBOL is resolved from the ELF file first (exit 2 naming the file and the
+reason: no such file, not ELF, no such function, several, an offset past its end); a notice
+on stderr says which file offset and PT_LOAD segment it became. A return probe on a Go
+binary is refused unless --force.
+
 The definition may be given as one quoted argument or as several words.`,
 		Example: `  sudo ftctl probe add 'p:myopen do_sys_openat2 dfd=%di filename=+0(%si):string'
   sudo ftctl probe add 'r:myret vfs_read ret=$retval' --enable
   sudo ftctl probe add 'p vfs_read count pos'             # BTF names (6.5+ kernels built with BTF)
   sudo ftctl probe add 'r4:ftctl/ret vfs_write%return ret=$retval:s64' -B incident
   sudo ftctl probe add 'p:opens do_sys_openat2 f=+0(%si):string' --filter 'f ~ "/etc/*"' --enable
-  sudo ftctl probe add --append 'p:ftctl/myopen do_sys_open dfd=%di filename=+0(%si):string'`,
+  sudo ftctl probe add --append 'p:ftctl/myopen do_sys_open dfd=%di filename=+0(%si):string'
+  sudo ftctl probe add 'p:rl /bin/bash:readline prompt=+0(%di):string'     # a uprobe
+  sudo ftctl probe add 'r:rlret /bin/bash:readline line=+0($retval):string'
+  sudo ftctl probe add 'p:m /usr/lib/x86_64-linux-gnu/libc.so.6:malloc size=%di'`,
 		Args:              args(cobra.MinimumNArgs(1)),
 		Annotations:       map[string]string{AnnotationJSON: probeAddJSON},
 		ValidArgsFunction: completeProbeDefinition(g, false),
@@ -120,6 +147,7 @@ The definition may be given as one quoted argument or as several words.`,
 	c.Flags().StringVar(&opts.Filter, "filter", "", "event filter `EXPR` for the new event (events/GROUP/EVENT/filter)")
 	c.Flags().BoolVar(&opts.Enable, "enable", false, "enable the event (in the -B instance, else the top level)")
 	c.Flags().BoolVar(&opts.Append, "append", false, "add the probe point to the event when it exists (the kernel merges probes of one event name)")
+	c.Flags().BoolVar(&opts.Force, "force", false, "define a return probe on a Go binary anyway (unsafe: the Go runtime moves stacks)")
 	return c
 }
 
@@ -129,12 +157,10 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 	if err != nil {
 		return err
 	}
-	if !fs.Top().Has("kprobe_events") {
-		return &tracefs.Error{Op: "open", Path: fs.Path("kprobe_events"), Class: tracefs.ErrUnavailable,
-			Reason: "this kernel has no kprobe events (CONFIG_KPROBE_EVENTS)"}
-	}
 	m := probes.NewManager(fs)
 	m.Parser.Kernel = probes.NewKernel(fs) // kallsyms and BTF, read when a definition needs them
+	m.Parser.User = probes.NewUserSpace()  // ELF files, read when a uprobe names one
+	m.Parser.User.Force = opts.Force
 	d, err := m.Parser.Parse(opts.Definition)
 	var se *probes.SyntaxError
 	if errors.As(err, &se) && se.Symbol != "" {
@@ -147,6 +173,13 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 	}
 	if d.Kind == probes.Delete {
 		return InvalidInput(fmt.Errorf("%q removes a probe: use ftctl probe remove", opts.Definition))
+	}
+	if file := d.EventsFile(); !fs.Top().Has(file) {
+		reason := "this kernel has no kprobe events (CONFIG_KPROBE_EVENTS)"
+		if d.IsUprobe() {
+			reason = "this kernel has no uprobe events (CONFIG_UPROBE_EVENTS)"
+		}
+		return &tracefs.Error{Op: "open", Path: fs.Path(file), Class: tracefs.ErrUnavailable, Reason: reason}
 	}
 	if opts.Filter != "" { // its syntax before anything is written; its fields once the event exists
 		if _, err := probes.ParseEventFilter(opts.Filter); err != nil {
@@ -182,16 +215,23 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 		return err
 	}
 	if g.JSON() {
-		return writeJSON(g.Out, map[string]any{
+		out := map[string]any{
 			"group": a.Group, "event": a.Event, "name": a.Group + "/" + a.Event,
 			"written": a.Written, "definitions": nonNil(a.Lines), "appended": a.Appended,
 			"enabled": opts.Enable, "instance": g.Instance, "filter": opts.Filter,
-		})
+		}
+		if d.IsUprobe() {
+			out["uprobe"] = uprobeJSON(d.Uprobe)
+		}
+		return writeJSON(g.Out, out)
 	}
 	if g.DryRun {
 		return nil
 	}
 	fmt.Fprintf(g.Out, "%s/%s\n", safe(a.Group), safe(a.Event))
+	if d.IsUprobe() {
+		noticeUprobe(g, d.Uprobe)
+	}
 	if d.Event == "" {
 		g.Notice("the kernel named the event %s/%s", safe(a.Group), safe(a.Event))
 	}
@@ -302,10 +342,12 @@ func NewCmdProbeList(g *Globals, runF func(context.Context, *ProbeListOptions) e
 	opts := &ProbeListOptions{G: g}
 	return &cobra.Command{
 		Use:   "list",
-		Short: "List every kprobe: its definition, owner and where it is enabled",
-		Long: `List every kprobe of the system (kprobe_events), with its owner: "ftctl" for the groups ftctl
-uses (ftctl, and ftctl_PID for trace sessions), "other" for everything else, and the trace
-arrays it is enabled in. Read only.`,
+		Short: "List every kprobe and uprobe: its definition, owner and where it is enabled",
+		Long: `List every kprobe and uprobe of the system (kprobe_events, uprobe_events), with its owner:
+"ftctl" for the groups ftctl uses (ftctl, and ftctl_PID for trace sessions), "other" for
+everything else, and the trace arrays it is enabled in. A uprobe's place is shown as
+PATH:SYMBOL[+OFFS], the symbol read back from the ELF file (the kernel lists a file offset).
+Read only.`,
 		Example: `  sudo ftctl probe list
   sudo ftctl probe list -o json | jq -r '.[] | select(.owner == "ftctl") | .name'`,
 		Args:        args(cobra.NoArgs),
@@ -338,7 +380,7 @@ func probeListRun(_ context.Context, opts *ProbeListOptions) error {
 		return writeJSON(g.Out, out)
 	}
 	if len(list) == 0 {
-		g.Notice("no kprobes")
+		g.Notice("no kprobes or uprobes")
 		return nil
 	}
 	tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
@@ -359,7 +401,11 @@ func probeListRun(_ context.Context, opts *ProbeListOptions) error {
 		if typ == "" {
 			typ = "?"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safe(p.Name()), typ, p.Owner, safe(en), safe(p.Definition))
+		def := p.Definition
+		if p.Uprobe != nil && p.Uprobe.Symbol != "" {
+			def += "  # " + p.Place
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safe(p.Name()), typ, p.Owner, safe(en), safe(def))
 	}
 	return tw.Flush()
 }
@@ -376,10 +422,11 @@ func NewCmdProbeRemove(g *Globals, runF func(context.Context, *ProbeRemoveOption
 	opts := &ProbeRemoveOptions{G: g}
 	c := &cobra.Command{
 		Use:   "remove NAME... | --all-owned",
-		Short: "Remove kprobes (disabled everywhere first; already gone is fine)",
-		Long: `Remove kprobes. NAME is GROUP/EVENT, or EVENT for ftctl's group; a probe of another group
-must be named with its group. Each probe is first disabled in every trace array where it is
-enabled (the kernel refuses to delete an enabled probe), then deleted with "-:GROUP/EVENT".
+		Short: "Remove kprobes and uprobes (disabled everywhere first; already gone is fine)",
+		Long: `Remove kprobes and uprobes. NAME is GROUP/EVENT, or EVENT for ftctl's group; a probe of
+another group must be named with its group. Each probe is first disabled in every trace
+array where it is enabled (the kernel refuses to delete an enabled probe), then deleted with
+"-:GROUP/EVENT" from kprobe_events or uprobe_events.
 A probe that does not exist (any more) is reported and counts as removed.
 
 --all-owned removes the probes of group ftctl and those of ftctl sessions that are gone (groups

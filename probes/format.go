@@ -102,6 +102,8 @@ func fetchString(f *Fetch) string {
 		return `\"` + f.Text + `"`
 	case FetchBTF:
 		return f.Text
+	case FetchFileOffset:
+		return "@+" + f.Text
 	}
 	return ""
 }
@@ -115,6 +117,10 @@ func (d *Definition) Line(group, event string) *Written {
 	parts := []string{w.head}
 	for i := 1; i < len(d.tokens); i++ {
 		t := d.tokens[i]
+		if i == 1 && d.Uprobe != nil {
+			parts = append(parts, d.Uprobe.kernelText()) // PATH:0xOFFSET, the symbol resolved
+			continue
+		}
 		parts = append(parts, d.src[t.start:t.end])
 	}
 	w.Text = strings.Join(parts, " ")

@@ -62,12 +62,15 @@ func printable(s string) string {
 type Probe struct {
 	Group      string      `json:"group"`
 	Event      string      `json:"event"`
-	Type       string      `json:"type"` // "kprobe" or "kretprobe"
+	Type       string      `json:"type"` // "kprobe", "kretprobe", "uprobe" or "uretprobe"
 	Definition string      `json:"definition"`
 	Place      string      `json:"place"`
 	Owner      string      `json:"owner"`      // "ftctl" or "other"
 	EnabledIn  []string    `json:"enabled_in"` // "" = top level, else instance names
 	Parsed     *Definition `json:"-"`          // nil when ftctl cannot parse the kernel's line
+
+	// Uprobe: the file, offset and the symbol read back from the ELF file (uprobes only).
+	Uprobe *UprobeListing `json:"uprobe,omitempty"`
 }
 
 // Name is GROUP/EVENT.
@@ -85,10 +88,9 @@ func NewManager(f *tracefs.FS) *Manager {
 	return &Manager{FS: f, Parser: Parser{Features: f.DetectFeatures().Probe}}
 }
 
-// List reads kprobe_events and where each event is enabled.
+// List reads kprobe_events and uprobe_events, and where each event is enabled.
 func (m *Manager) List() ([]Probe, error) {
-	top := m.FS.Top()
-	b, err := top.ReadFile("kprobe_events")
+	entries, err := m.listEntries()
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +98,8 @@ func (m *Manager) List() ([]Probe, error) {
 	all := Parser{Features: AllFeatures}
 	var out []Probe
 	seen := map[string]int{}
-	for _, e := range tracefs.ParseProbeList(string(b)) {
+	elf := NewUserSpace()
+	for _, e := range entries {
 		p := Probe{Group: e.Group, Event: e.Event, Definition: e.Definition, Owner: "other", EnabledIn: []string{}}
 		if tracefs.OwnedGroup(e.Group) {
 			p.Owner = "ftctl"
@@ -107,6 +110,13 @@ func (m *Manager) List() ([]Probe, error) {
 			p.Type = "kprobe"
 			if d.IsReturn() {
 				p.Type = "kretprobe"
+			}
+			if d.Uprobe != nil {
+				p.Type, p.Uprobe = "uprobe", listUprobe(d.Uprobe, elf)
+				if d.IsReturn() || d.Uprobe.Return {
+					p.Type = "uretprobe"
+				}
+				p.Place = p.Uprobe.Place
 			}
 		}
 		// A multi-probe event is listed once per probe point: one entry per line, the
@@ -259,12 +269,16 @@ func (m *Manager) Add(ctx context.Context, d *Definition, opt AddOptions) (*Adde
 	if group == "" {
 		group = DefaultGroup
 	}
+	if err := m.resolveUprobe(d); err != nil {
+		return nil, err
+	}
+	file := d.EventsFile()
 	w, err := d.WriteLine(group, d.Event)
 	if err != nil {
 		return nil, err
 	}
 	top := m.FS.Top()
-	before, err := top.ReadFile("kprobe_events")
+	before, err := top.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +291,7 @@ func (m *Manager) Add(ctx context.Context, d *Definition, opt AddOptions) (*Adde
 			return nil, err
 		}
 	}
-	if err := top.Write("kprobe_events", w.Text+"\n"); err != nil {
+	if err := top.Write(file, w.Text+"\n"); err != nil {
 		return nil, m.rejected(d, w, before, err)
 	}
 	a := &Added{Group: group, Event: d.Event, Written: w.Text}
@@ -288,7 +302,7 @@ func (m *Manager) Add(ctx context.Context, d *Definition, opt AddOptions) (*Adde
 		a.Appended = d.Event != "" && len(pointsOf(old, group, d.Event)) > 0
 		return a, nil
 	}
-	after, err := top.ReadFile("kprobe_events")
+	after, err := top.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +317,7 @@ func (m *Manager) Add(ctx context.Context, d *Definition, opt AddOptions) (*Adde
 		}
 	}
 	if a.Event == "" {
-		return a, fmt.Errorf("the kernel took %q but kprobe_events lists no new probe of group %s", w.Text, group)
+		return a, fmt.Errorf("the kernel took %q but %s lists no new probe of group %s", w.Text, file, group)
 	}
 	if ex := pointsOf(old, group, a.Event); len(ex) > 0 {
 		a.Appended = true
@@ -419,10 +433,10 @@ func (m *Manager) rejected(d *Definition, w *Written, before []byte, err error) 
 			}
 		}
 	}
-	if re.Diagnosis != nil && re.Diagnosis.Message == "Invalid probed address or symbol" && !d.IsAddr {
+	if re.Diagnosis != nil && re.Diagnosis.Message == "Invalid probed address or symbol" && !d.IsAddr && d.Uprobe == nil {
 		re.Suggestions = m.suggest(d.Symbol)
 	}
-	if re.Diagnosis != nil && re.Diagnosis.Message == "Failed to register probe event" && !d.IsAddr {
+	if re.Diagnosis != nil && re.Diagnosis.Message == "Failed to register probe event" && !d.IsAddr && d.Uprobe == nil {
 		if b, err := m.FS.Top().ReadFile("available_filter_functions"); err == nil {
 			list := "\n" + string(b) // lines "NAME" or "NAME [MODULE]"
 			re.NotTraceable = !strings.Contains(list, "\n"+d.Symbol+"\n") && !strings.Contains(list, "\n"+d.Symbol+" [")
@@ -474,7 +488,7 @@ func pointDeletion(def string) string {
 // others, enabled or not: trace_kprobe.c unregister_trace_kprobe). What is left is read back.
 func (m *Manager) remove(ctx context.Context, group, event, def string) error {
 	top := m.FS.Top()
-	b, err := top.ReadFile("kprobe_events")
+	file, b, err := m.fileOf(group, event)
 	if err != nil {
 		return err
 	}
@@ -503,7 +517,7 @@ func (m *Manager) remove(ctx context.Context, group, event, def string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err = top.Write("kprobe_events", cmd+"\n")
+	err = top.Write(file, cmd+"\n")
 	switch {
 	case err == nil:
 	case errors.Is(err, fs.ErrNotExist): // removed by someone else meanwhile: done
@@ -516,13 +530,13 @@ func (m *Manager) remove(ctx context.Context, group, event, def string) error {
 	if def == "" || m.FS.DryRun != nil {
 		return nil
 	}
-	b, err = top.ReadFile("kprobe_events")
+	b, err = top.ReadFile(file)
 	if err != nil {
 		return err
 	}
 	left := pointsOf(tracefs.ParseProbeList(string(b)), group, event)
 	if slices.Contains(left, def) || len(left) != len(points)-1 {
-		return fmt.Errorf("writing %q to kprobe_events: %s/%s held %d probe points, now %d (%s)", cmd, group, event, len(points), len(left), strings.Join(left, "; "))
+		return fmt.Errorf("writing %q to %s: %s/%s held %d probe points, now %d (%s)", cmd, file, group, event, len(points), len(left), strings.Join(left, "; "))
 	}
 	return nil
 }

@@ -51,7 +51,9 @@ type Definition struct {
 	Addr   uint64
 	// PercentReturn: the place was written SYM%return (a return probe from "p").
 	PercentReturn bool
-	Args          []Arg
+	// Uprobe is the place of a uprobe (PATH:OFFSET or PATH:SYMBOL): uprobe.go.
+	Uprobe *UprobePlace
+	Args   []Arg
 
 	src    string
 	tokens []span // argv as the kernel's argv_split() sees it
@@ -116,6 +118,9 @@ type Parser struct {
 	// where the kernel exposes no BTF) those are left to the kernel. It reads kernel files on
 	// first use: the console, which parses at every key press inside Update, leaves it nil.
 	Kernel *Kernel
+	// User, when set, resolves a uprobe's PATH:SYMBOL from the ELF file and checks the file
+	// (uprobe.go); without it a uprobe place is checked as grammar only.
+	User *UserSpace
 }
 
 // AllFeatures enables every feature the parser knows: for parsing what a kernel lists, and
@@ -151,6 +156,9 @@ func (d *Definition) IsReturn() bool { return d.Kind == Kretprobe || d.PercentRe
 
 // Place is the probed place as written: [MOD:]SYM[+OFFS][%return] or the address.
 func (d *Definition) Place() string {
+	if d.Uprobe != nil {
+		return d.Uprobe.String()
+	}
 	if d.IsAddr {
 		return "0x" + strconv.FormatUint(d.Addr, 16)
 	}
@@ -393,9 +401,8 @@ func (st *state) parsePlace() error {
 		d.IsAddr, d.Addr = true, v
 		return nil
 	}
-	if strings.Contains(place, "/") && strings.Contains(place, ":") {
-		return &SyntaxError{Source: d.src, Pos: d.tokens[1].start, Msg: "this is a uprobe place (PATH:OFFSET)",
-			Hint: "ftctl probe defines kernel probes; uprobes go to uprobe_events"}
+	if isUprobePlace(place) {
+		return st.parseUprobePlace()
 	}
 	sym := place
 	if i := strings.IndexByte(sym, '%'); i >= 0 {
@@ -467,7 +474,7 @@ func (st *state) parseArgs() error {
 			continue
 		}
 		st.tok = i + 2
-		if !st.p.Features.BTFArgs {
+		if !st.p.Features.BTFArgs || st.d.Uprobe != nil { // a uprobe's $arg: uprobeFetch
 			break
 		}
 		if !st.fentry && !st.ret {
@@ -740,6 +747,11 @@ func (st *state) parseBody(a *Arg, body string, off int) error {
 // checkType is find_fetch_type() with the kernel's features.
 func (st *state) checkType(typ string, pos int) error {
 	ft := st.p.Features
+	if st.d.Uprobe != nil {
+		if err := st.uprobeType(typ, pos); err != nil {
+			return err
+		}
+	}
 	if typ != "" && typ[0] == 'b' {
 		i := strings.IndexByte(typ, '/')
 		if i < 0 {
@@ -794,6 +806,11 @@ func (st *state) parseFetch(s string, off int, ops *int) (*Fetch, error) {
 	tooMany := func() error { return st.err(off, "Dereference is too much nested") }
 	if s == "" {
 		return nil, st.err(off, "Invalid fetch argument")
+	}
+	if st.d.Uprobe != nil {
+		if f, err, done := st.uprobeFetch(s, off); done {
+			return f, err
+		}
 	}
 	switch s[0] {
 	case '$':

@@ -64,7 +64,7 @@ func Leftovers(fs *tracefs.FS, self ID) ([]*Leftover, error) {
 			l.Instance, l.State = n, StateUnknown
 		}
 	}
-	if fs.Top().Has("kprobe_events") {
+	if fs.Top().Has("kprobe_events") || fs.Top().Has("uprobe_events") {
 		list, err := (&probes.Manager{FS: fs}).List()
 		if err != nil {
 			return nil, err

@@ -152,15 +152,15 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 		}
 	}
 	if len(spec.Probes) > 0 {
-		if !ft.KprobeEvents {
-			return nil, &tracefs.Error{Op: "open", Path: fs.Path("kprobe_events"), Class: tracefs.ErrUnavailable, Reason: "this kernel has no kprobe events"}
-		}
-		p := probes.Parser{Features: ft.Probe, Kernel: probes.NewKernel(fs)}
+		p := probes.Parser{Features: ft.Probe, Kernel: probes.NewKernel(fs), User: probes.NewUserSpace()}
 		seen := map[string]bool{}
 		for _, text := range spec.Probes {
 			d, err := p.Parse(text)
 			if err != nil {
 				return nil, err
+			}
+			if file := d.EventsFile(); !top.Has(file) {
+				return nil, &tracefs.Error{Op: "open", Path: fs.Path(file), Class: tracefs.ErrUnavailable, Reason: "this kernel has no " + strings.TrimSuffix(file, "_events") + " events"}
 			}
 			if d.Kind == probes.Delete {
 				return nil, fmt.Errorf("%w: -p %q removes a probe; -p defines them", ErrInvalid, text)
@@ -750,7 +750,7 @@ func teardown(fs *tracefs.FS, in *tracefs.Instance, group string, hold *tracefs.
 
 // removeGroup removes every probe of a group (disabled everywhere first).
 func removeGroup(fs *tracefs.FS, group string) error {
-	if !fs.Top().Has("kprobe_events") {
+	if !fs.Top().Has("kprobe_events") && !fs.Top().Has("uprobe_events") {
 		return nil
 	}
 	m := &probes.Manager{FS: fs}

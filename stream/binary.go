@@ -92,6 +92,7 @@ type binEvent struct {
 	pf     *printFmt  // tracepoints
 	sys    []byte     // syscalls: "sys_NAME"
 	fields []binField // tracepoints, syscalls: how each field shows in JSON
+	user   bool       // a uprobe or uretprobe: user addresses, printed "0x%lx"
 }
 
 // binField is how one of a tracepoint's fields shows in JSON (appendEventFields), decided
@@ -204,10 +205,10 @@ func newBinEvent(f *tracefs.Format, hashPtr bool, dynamic string) (*binEvent, er
 	case f.System == "ftrace" && f.Name == "kernel_stack" && field("caller"):
 		e.kind, e.buf = binStack, f.Field("caller")
 	case field("__probe_ip"):
-		e.kind, e.ip = binKprobe, f.Field("__probe_ip")
+		e.kind, e.ip, e.user = binKprobe, f.Field("__probe_ip"), dynamic == "up"
 		return e, e.probeArgs(f, 1)
 	case field("__probe_func", "__probe_ret_ip"):
-		e.kind, e.ip, e.parent = binKretprobe, f.Field("__probe_func"), f.Field("__probe_ret_ip")
+		e.kind, e.ip, e.parent, e.user = binKretprobe, f.Field("__probe_func"), f.Field("__probe_ret_ip"), dynamic == "ur"
 		return e, e.probeArgs(f, 2)
 	case f.System == "ftrace":
 		return e, fmt.Errorf("ftrace event %s is not decoded", f.Name)
@@ -455,7 +456,19 @@ func (d *BinaryDecoder) Decode(ev *Event, cpu int, ts uint64, data []byte) {
 		ev.Kind = KindProbe
 		ev.Name = e.name
 		start = len(d.buf)
-		if e.kind == binKretprobe {
+		if e.user { // print_uprobe_event: "(0x%lx)", "(0x%lx <- 0x%lx)": the return address first
+			if e.kind == binKretprobe {
+				d.buf = strconv.AppendUint(append(d.buf, "0x"...), fieldUint(e.parent, data), 16)
+				ev.Loc = d.buf[start:]
+				start = len(d.buf)
+			}
+			d.buf = strconv.AppendUint(append(d.buf, "0x"...), fieldUint(e.ip, data), 16)
+			if e.kind == binKretprobe {
+				ev.RetFrom = d.buf[start:]
+			} else {
+				ev.Loc = d.buf[start:]
+			}
+		} else if e.kind == binKretprobe {
 			d.buf = d.appendIP(d.buf, fieldUint(e.parent, data), true)
 			ev.Loc = d.buf[start:]
 			start = len(d.buf)

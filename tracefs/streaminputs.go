@@ -57,8 +57,9 @@ func (i *Instance) EventFormatByID(id int) *Format {
 }
 
 // DynamicEvents reads dynamic_events: each dynamic event's kind ("p", "r", "e" for an eprobe,
-// "s" synthetic, "f" fprobe, "t" tracepoint probe, "u" user event...) by name; empty without
-// the file (before 5.0, or CONFIG_DYNAMIC_EVENTS off).
+// "s" synthetic, "f" fprobe, "t" tracepoint probe, "u" user event, and "up", "ur" for a uprobe
+// and a uretprobe, which dynamic_events lists as "p"/"r" with a PATH:0xOFFSET place) by name;
+// empty without the file (before 5.0, or CONFIG_DYNAMIC_EVENTS off).
 func (f *FS) DynamicEvents() map[EventName]string {
 	m := map[EventName]string{}
 	b, err := f.Top().ReadFile("dynamic_events")
@@ -67,7 +68,14 @@ func (f *FS) DynamicEvents() map[EventName]string {
 	}
 	for _, p := range ParseProbeList(string(b)) {
 		if p.Group != "" && p.Event != "" {
-			m[EventName{p.Group, p.Event}] = strings.TrimRight(p.Type, "0123456789")
+			kind := strings.TrimRight(p.Type, "0123456789")
+			if kind == "p" || kind == "r" {
+				// trace_uprobe.c prints "%c:%s/%s %s:0x%0*lx": the place has a '/' and a ':'
+				if f := strings.Fields(p.Definition); len(f) > 1 && strings.Contains(f[1], "/") && strings.Contains(f[1], ":") {
+					kind = "u" + kind
+				}
+			}
+			m[EventName{p.Group, p.Event}] = kind
 		}
 	}
 	return m

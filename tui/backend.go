@@ -264,9 +264,9 @@ func (b *KernelBackend) Parser() probes.Parser { return b.manager.Parser }
 
 // Probes implements Backend.
 func (b *KernelBackend) Probes() ([]probes.Probe, error) {
-	if !b.FS.Top().Has("kprobe_events") {
+	if !b.FS.Top().Has("kprobe_events") && !b.FS.Top().Has("uprobe_events") {
 		return nil, &tracefs.Error{Op: "open", Path: b.FS.Path("kprobe_events"), Class: tracefs.ErrUnavailable,
-			Reason: "this kernel has no kprobe events (CONFIG_KPROBE_EVENTS)"}
+			Reason: "this kernel has no kprobe or uprobe events (CONFIG_KPROBE_EVENTS, CONFIG_UPROBE_EVENTS)"}
 	}
 	return b.manager.List()
 }
