@@ -99,8 +99,8 @@ func Choose(funcs []filters.Key, want Method, k Kernel) (Choice, error) {
 		if k.Fprobe {
 			c.Probe, what = 'f', "fprobe"
 		}
-		c.Why = fmt.Sprintf("%s: one %s event with a point per function and a hist trigger on it, counted in the kernel (nothing streamed); %s",
-			plural(len(funcs), "function"), what, profiler)
+		c.Why = fmt.Sprintf("one %s event with a point per function and a hist trigger on it, counted in the kernel (nothing streamed); %s",
+			what, profiler)
 		return nil
 	}
 	stream := func(because string) error {
@@ -108,7 +108,7 @@ func Choose(funcs []filters.Key, want Method, k Kernel) (Choice, error) {
 			return fmt.Errorf("%w: this kernel has no function tracer (and %s)", tracefs.ErrUnavailable, because)
 		}
 		c.Method = Stream
-		c.Why = because + ": the function tracer on them in ftctl's instance, every call an event read and counted; " + profiler
+		c.Why = "the function tracer on them in ftctl's instance, every call an event read and counted (" + because + "); " + profiler
 		return nil
 	}
 	switch want {

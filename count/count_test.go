@@ -49,10 +49,10 @@ func TestChoose(t *testing.T) {
 		why    string
 		err    error
 	}{
-		{"one function, fprobes", keys("vfs_read"), Auto, full, Hist, 'f', "1 function: one fprobe event", nil},
-		{"kprobes where no fprobes", keys("vfs_read", "vfs_write"), Auto, kprobeOnly, Hist, 'p', "2 functions: one kprobe event", nil},
+		{"one function, fprobes", keys("vfs_read"), Auto, full, Hist, 'f', "one fprobe event", nil},
+		{"kprobes where no fprobes", keys("vfs_read", "vfs_write"), Auto, kprobeOnly, Hist, 'p', "one kprobe event", nil},
 		{"too many to probe", keys(many...), Auto, full, Stream, 0, "65 functions, more than 64", nil},
-		{"hist asked beyond the limit", keys(many...), Hist, full, Hist, 'f', "65 functions", nil},
+		{"hist asked beyond the limit", keys(many...), Hist, full, Hist, 'f', "one fprobe event", nil},
 		{"a name twice in kallsyms", keys("vfs_read", "dup"), Auto, Kernel{HistTriggers: true, Kprobe: true, FunctionTracer: true, SymbolCount: twice}, Stream, 0, "dup is 2 symbols in kallsyms", nil},
 		{"hist asked, a name twice", keys("dup"), Hist, Kernel{HistTriggers: true, Kprobe: true, FunctionTracer: true, SymbolCount: twice}, "", 0, "", ErrMethod},
 		{"no hist triggers", keys("vfs_read"), Auto, noHist, Stream, 0, "no hist triggers", nil},
