@@ -69,7 +69,8 @@ SIGKILL is removed by 'ftctl reset'.`,
   # the sizes asked of read(2), as a log2 histogram
   sudo ftctl hist syscalls:sys_enter_read --key count.log2 --duration 2s
   # the table every second for 5 seconds, one JSON object a line
-  sudo ftctl hist syscalls:sys_enter_read --key common_pid.execname --interval 1s --duration 5s -o json
+  sudo ftctl hist syscalls:sys_enter_read --key common_pid.execname --interval 1s \
+      --duration 5s -o json
   # system calls of one process, by name
   sudo ftctl hist raw_syscalls:sys_enter --key id.syscall --filter 'common_pid == 1234' -o json`,
 		Args: func(c *cobra.Command, a []string) error {

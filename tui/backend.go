@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/ftctl/ftctl/count"
 	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/stream"
@@ -39,6 +41,12 @@ type Backend interface {
 	EnableProbe(group, event string, on bool) error
 	// RemoveProbe disables a probe everywhere and deletes it.
 	RemoveProbe(ctx context.Context, group, event string) error
+	// StartCount counts the calls of the functions the patterns select, in a session of its
+	// own (ftctl count's), for the Top view; ReadCount reads the counts so far; StopCount
+	// removes the count's session (Close does too).
+	StartCount(ctx context.Context, patterns []string) (CountInfo, error)
+	ReadCount() (count.Counts, error)
+	StopCount() error
 }
 
 // Status is what the status bar shows.
@@ -68,6 +76,8 @@ type KernelBackend struct {
 	LockTimeout time.Duration
 	manager     *probes.Manager
 	symbols     *stream.SymbolLoader // shared by the streams OpenStream opens
+	countMu     sync.Mutex
+	counter     *count.Counter // the Top view's count (StartCount), nil when none
 }
 
 // NewKernelBackend makes the backend for a trace array.
@@ -85,11 +95,16 @@ func (b *KernelBackend) OpenStream(ctx context.Context) (EventStream, error) {
 	return stream.Open(ctx, b.In, stream.Options{Symbols: b.symbols})
 }
 
-// Close ends what the backend started (a kallsyms load in progress).
-func (b *KernelBackend) Close() {
+// Close ends what the backend started: a kallsyms load in progress, the Top view's count (its
+// session torn down; what failed is returned).
+func (b *KernelBackend) Close() error {
 	if b.symbols != nil {
 		b.symbols.Close()
 	}
+	if err := b.StopCount(); !errors.Is(err, ErrNoCount) {
+		return err
+	}
+	return nil
 }
 
 // locked runs f holding the tracefs lock, as every ftctl writer does.
