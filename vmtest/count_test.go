@@ -334,3 +334,55 @@ func TestHistInterval(t *testing.T) {
 	}
 	checkHistWorld(t, before)
 }
+
+// TestTUICount: the console's Top view counts functions' calls in the kernel (c), its table
+// shows at least N calls of vfs_read after a loop of N reads, and the count's session is removed
+// by x, and by the console's end with the count running (SIGTERM), leaving the tracing state,
+// other owners' probes and triggers included, as it was.
+func TestTUICount(t *testing.T) {
+	before := countWorld(t)
+	const n = 300
+	for _, way := range []string{"x", "SIGTERM"} {
+		t.Run(way, func(t *testing.T) {
+			r := startTUI(t, "tui")
+			r.keys("4")
+			r.keys("c")
+			r.keys("vfs_read ksys_read")
+			r.keys("\r")
+			r.waitFor("by hist")
+			if err := readLoop(t, n).Run(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for calls := uint64(0); calls < n; {
+				if time.Now().After(deadline) {
+					t.Fatalf("never %d calls of vfs_read:\n%s", n, r.screen)
+				}
+				time.Sleep(200 * time.Millisecond)
+				for _, l := range r.screen.Lines() {
+					if f := strings.Fields(l); len(f) == 3 && f[2] == "vfs_read" {
+						calls, _ = strconv.ParseUint(strings.ReplaceAll(f[0], ",", ""), 10, 64)
+					}
+				}
+			}
+			t.Logf("%s", r.screen)
+			if way == "x" {
+				r.keys("x")
+				r.waitFor("count stopped")
+				r.keys("q")
+				if code := r.wait(); code != 0 {
+					t.Errorf("exit %d:\n%s", code, r.screen)
+				}
+			} else {
+				r.cmd.Process.Signal(syscall.SIGTERM)
+				if code := r.wait(); code != 143 {
+					t.Errorf("exit %d:\n%s", code, r.screen)
+				}
+			}
+			r.restored()
+			if after := countState(t); after != before {
+				t.Errorf("state changed:\n%s\n%s", before, after)
+			}
+		})
+	}
+}
