@@ -15,6 +15,9 @@
 //     through stream.Open and counted as they are decoded. Any number of functions, one write of
 //     the filter by index; every call is an event through the ring buffer.
 //
+// A third, Event (NewEvent), counts any event's hits per key with a hist trigger (ftctl
+// hist's table), for the console's Top view.
+//
 // The kernel's function profiler (function_profile_enabled, CONFIG_FUNCTION_PROFILER) is not
 // used: Debian's kernels lack it, and where it exists it is one profile for the whole kernel
 // (no instances: another user's profile would be reset) over every function.

@@ -148,3 +148,32 @@ func FuzzFromTable(f *testing.F) {
 		}
 	})
 }
+
+// An event's table per key, from hist tables captured on the VM kernels: a syscall key keeps
+// its number, an execname key its pid; every hit is counted once.
+func TestKeyedCounts(t *testing.T) {
+	for _, c := range []struct {
+		file, key string
+		want      uint64
+	}{
+		{"../hist/testdata/6.12/hist.raw_syscalls.sys_enter", "sys_close [3]", 552},
+		{"../hist/testdata/6.1/hist.sys_enter_read", "head [106]", 1},
+	} {
+		b, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables, err := hist.ParseOutput(string(b))
+		if err != nil || len(tables) == 0 {
+			t.Fatal(c.file, err)
+		}
+		got := KeyedCounts(tables[0])
+		var sum uint64
+		for _, n := range got {
+			sum += n
+		}
+		if got[c.key] != c.want || sum != tables[0].Hits || len(got) != int(tables[0].Entries) {
+			t.Errorf("%s: %q %d (want %d), %d hits in %d keys, the kernel's %d in %d", c.file, c.key, got[c.key], c.want, sum, len(got), tables[0].Hits, tables[0].Entries)
+		}
+	}
+}

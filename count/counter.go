@@ -38,7 +38,8 @@ type Counter struct {
 	fs      *tracefs.FS
 	s       *session.Session
 	pid     int
-	trigger string // Hist: the trigger written
+	trigger string        // Hist: the trigger written; Event: the trigger to write
+	event   *EventOptions // Event: the event counted
 
 	// Stream
 	src     *stream.Source
@@ -115,7 +116,7 @@ func (c *Counter) SetPID(pid int) {
 // Session is the session the counting lives in: the caller starts it and tears it down.
 func (c *Counter) Session() *session.Session { return c.s }
 
-// Trigger is the hist trigger written (Hist), "" before Arm or for Stream.
+// Trigger is the hist trigger written (Hist, Event), "" before Arm (Hist) or for Stream.
 func (c *Counter) Trigger() string { return c.trigger }
 
 // Arm adds what the method needs to the started session: for Hist the probe points and the
@@ -123,6 +124,9 @@ func (c *Counter) Trigger() string { return c.trigger }
 // lock. The kernel's refusal of the trigger is a *hist.RejectedError; of a probe point, the
 // tracefs error naming the function.
 func (c *Counter) Arm() error {
+	if c.Choice.Method == Event {
+		return c.armEvent()
+	}
 	if c.Choice.Method != Hist {
 		return nil
 	}
@@ -222,6 +226,9 @@ func (c *Counter) Done() <-chan error { return c.done }
 
 // Counts reads the counts since Begin: the kernel's table (Hist), or what the stream counted.
 func (c *Counter) Counts() (Counts, error) {
+	if c.Choice.Method == Event {
+		return c.eventCounts()
+	}
 	if c.Choice.Method == Hist {
 		b, err := c.s.Instance.ReadFile("events/" + c.s.Group + "/" + probeEvent + "/hist")
 		if err != nil {

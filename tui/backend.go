@@ -41,10 +41,11 @@ type Backend interface {
 	EnableProbe(group, event string, on bool) error
 	// RemoveProbe disables a probe everywhere and deletes it.
 	RemoveProbe(ctx context.Context, group, event string) error
-	// StartCount counts the calls of the functions the patterns select, in a session of its
-	// own (ftctl count's), for the Top view; ReadCount reads the counts so far; StopCount
-	// removes the count's session (Close does too).
-	StartCount(ctx context.Context, patterns []string) (CountInfo, error)
+	// StartCount counts the calls of the functions the patterns select (ftctl count's way), or
+	// an event's hits per key (a hist trigger, as ftctl hist), in a session of its own, for
+	// the Top view; ReadCount reads the counts so far; StopCount removes the count's session
+	// (Close does too).
+	StartCount(ctx context.Context, req CountRequest) (CountInfo, error)
 	ReadCount() (count.Counts, error)
 	StopCount() error
 }

@@ -3,19 +3,37 @@ package tui
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/ftctl/ftctl/count"
 	"github.com/ftctl/ftctl/filters"
 )
 
+// CountRequest is what the Top view asks the kernel to count: the calls of the functions
+// Patterns select (ftctl count), or, with Event, the hits of SYSTEM:EVENT per Keys (ftctl
+// hist's table).
+type CountRequest struct {
+	Patterns []string
+	Event    string   // SYSTEM:EVENT
+	Keys     []string // FIELD[.MOD], as hist --key takes them
+}
+
+// Text is the request as typed after the prompt's word.
+func (r CountRequest) Text() string {
+	if r.Event != "" {
+		return r.Event + " " + strings.Join(r.Keys, " ")
+	}
+	return strings.Join(r.Patterns, " ")
+}
+
 // CountInfo says what a count started by the console counts, and how.
 type CountInfo struct {
-	Patterns []string
-	Funcs    int
-	Method   count.Method
-	Why      string
-	Session  string // the count's instance (ftctl-PID-ID)
+	Request CountRequest
+	Funcs   int
+	Method  count.Method
+	Why     string
+	Session string // the count's instance (ftctl-PID-ID)
 }
 
 // ErrNoCount: ReadCount or StopCount with no count running.
@@ -34,22 +52,29 @@ type (
 	countStoppedMsg struct{ err error }
 )
 
-// StartCount implements Backend: the functions the patterns select counted by count.Counter
-// in a session of its own (instance ftctl-PID-ID, its probe group), set up under the lock; a
-// count already running is removed first. Close removes the count's session.
-func (b *KernelBackend) StartCount(ctx context.Context, patterns []string) (CountInfo, error) {
+// StartCount implements Backend: the request counted by count.Counter in a session of its own
+// (instance ftctl-PID-ID, its probe group), set up under the lock; a count already running is
+// removed first. Close removes the count's session.
+func (b *KernelBackend) StartCount(ctx context.Context, req CountRequest) (CountInfo, error) {
 	if err := b.StopCount(); err != nil && !errors.Is(err, ErrNoCount) {
 		return CountInfo{}, err
 	}
-	var ps []*filters.Pattern
-	for _, t := range patterns {
-		p, err := filters.Compile(t)
-		if err != nil {
-			return CountInfo{}, err
+	var c *count.Counter
+	var err error
+	if req.Event != "" {
+		sys, ev, _ := strings.Cut(req.Event, ":")
+		c, err = count.NewEvent(b.FS, count.EventOptions{System: sys, Event: ev, Keys: req.Keys})
+	} else {
+		var ps []*filters.Pattern
+		for _, t := range req.Patterns {
+			p, err := filters.Compile(t)
+			if err != nil {
+				return CountInfo{}, err
+			}
+			ps = append(ps, p)
 		}
-		ps = append(ps, p)
+		c, err = count.New(b.FS, count.Options{Patterns: ps})
 	}
-	c, err := count.New(b.FS, count.Options{Patterns: ps})
 	if err != nil {
 		return CountInfo{}, err
 	}
@@ -75,7 +100,7 @@ func (b *KernelBackend) StartCount(ctx context.Context, patterns []string) (Coun
 	b.countMu.Lock()
 	b.counter = c
 	b.countMu.Unlock()
-	return CountInfo{Patterns: patterns, Funcs: len(c.Choice.Funcs), Method: c.Choice.Method, Why: c.Choice.Why, Session: s.Instance.Name}, nil
+	return CountInfo{Request: req, Funcs: len(c.Choice.Funcs), Method: c.Choice.Method, Why: c.Choice.Why, Session: s.Instance.Name}, nil
 }
 
 // ReadCount implements Backend.
@@ -109,13 +134,13 @@ func (b *KernelBackend) StopCount() error {
 	return errors.Join(append(errs, stopErr)...)
 }
 
-func (w *writeTracker) StartCount(ctx context.Context, patterns []string) (CountInfo, error) {
+func (w *writeTracker) StartCount(ctx context.Context, req CountRequest) (CountInfo, error) {
 	end, err := w.begin("the count's set-up")
 	if err != nil {
 		return CountInfo{}, err
 	}
 	defer end()
-	return w.Backend.StartCount(ctx, patterns)
+	return w.Backend.StartCount(ctx, req)
 }
 
 func (w *writeTracker) StopCount() error {

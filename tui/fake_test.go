@@ -28,8 +28,8 @@ type fakeBackend struct {
 	list    []probes.Probe
 	added   []string
 
-	counting [][]string // the patterns of each StartCount
-	reads    int        // ReadCount calls while a count runs
+	counting []CountRequest // what each StartCount asked
+	reads    int            // ReadCount calls while a count runs
 	stops    int
 	running  bool
 }
@@ -224,12 +224,16 @@ func (c *countingBackend) RemoveProbe(ctx context.Context, g, e string) error {
 	return c.Backend.RemoveProbe(ctx, g, e)
 }
 
-func (f *fakeBackend) StartCount(_ context.Context, patterns []string) (CountInfo, error) {
+func (f *fakeBackend) StartCount(_ context.Context, req CountRequest) (CountInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.counting = append(f.counting, patterns)
+	f.counting = append(f.counting, req)
 	f.running, f.reads = true, 0
-	return CountInfo{Patterns: patterns, Funcs: 2, Method: count.Hist, Why: "fake", Session: "ftctl-1-00000001"}, nil
+	info := CountInfo{Request: req, Funcs: 2, Method: count.Hist, Why: "fake", Session: "ftctl-1-00000001"}
+	if req.Event != "" {
+		info.Funcs, info.Method = 0, count.Event
+	}
+	return info, nil
 }
 
 // ReadCount: vfs_read called 100 times more at each reading, vfs_write 10, and a name with an

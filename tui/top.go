@@ -214,7 +214,7 @@ func (v *TopView) View() string {
 			modes = append(modes, s.Dim.Render(n))
 		}
 	}
-	lines = append(lines, fmt.Sprintf("top by %s · %s events since start or reset · %s keys · m mode · r reset · c count",
+	lines = append(lines, fmt.Sprintf("top by %s · %s events since start or reset · %s keys · m mode · r reset · c/h count",
 		strings.Join(modes, " "), itoa(v.total), itoa(int64(len(v.counts[v.mode])))))
 	lines = append(lines, s.Header.Render(fmt.Sprintf(" %12s %7s %9s  %s", "COUNT", "%", "/s", strings.ToUpper(topModeNames[v.mode]))))
 	rows := v.rows()

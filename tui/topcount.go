@@ -17,8 +17,9 @@ import (
 // read again at every status tick (once a second).
 type topCount struct {
 	prompting bool
+	hist      bool // the prompt asks for an event and keys (h), not patterns (c)
 	input     textinput.Model
-	patErr    error // what is typed does not compile (checked at each key: pure)
+	patErr    error // what is typed does not read (checked at each key: pure)
 
 	busy     bool // a start or a stop in flight
 	running  bool
@@ -30,18 +31,46 @@ type topCount struct {
 }
 
 func newTopCount() topCount {
-	return topCount{input: newInput("count> ", "vfs_* ksys_read   (kernel globs, as ftctl count takes them)", 4096)}
+	return topCount{input: newInput("count> ", "", 4096)}
 }
 
-// patterns compiles what is typed; nil and no error when nothing is.
-func (c *topCount) patterns() ([]string, error) {
+// ask opens the prompt: patterns (ftctl count) or, with hist, an event and its keys.
+func (c *topCount) ask(hist bool) tea.Cmd {
+	c.prompting, c.hist = true, hist
+	if hist {
+		c.input.Prompt, c.input.Placeholder = "hist> ", "SYSTEM:EVENT FIELD[.MOD][,FIELD]   e.g. syscalls:sys_enter_read common_pid.execname"
+	} else {
+		c.input.Prompt, c.input.Placeholder = "count> ", "vfs_* ksys_read   (kernel globs, as ftctl count takes them)"
+	}
+	c.input.SetValue("")
+	_, c.patErr = c.request()
+	return c.input.Focus()
+}
+
+// request reads what is typed (pure: patterns compiled, an event's name and keys split; the
+// keys are checked against the event's format by the backend); the zero request and no error
+// when nothing is typed.
+func (c *topCount) request() (CountRequest, error) {
 	fields := strings.Fields(c.input.Value())
+	if len(fields) == 0 {
+		return CountRequest{}, nil
+	}
+	if c.hist {
+		sys, ev, ok := strings.Cut(fields[0], ":")
+		switch {
+		case !ok || sys == "" || ev == "" || strings.ContainsAny(fields[0], "/ "):
+			return CountRequest{}, fmt.Errorf("%q: want SYSTEM:EVENT first (e.g. syscalls:sys_enter_read)", fields[0])
+		case len(fields) == 1:
+			return CountRequest{}, fmt.Errorf("then one or more keys: FIELD[.MOD] (e.g. common_pid.execname)")
+		}
+		return CountRequest{Event: fields[0], Keys: fields[1:]}, nil
+	}
 	for _, f := range fields {
 		if _, err := filters.Compile(f); err != nil {
-			return nil, err
+			return CountRequest{}, err
 		}
 	}
-	return fields, nil
+	return CountRequest{Patterns: fields}, nil
 }
 
 // countTick reads the count's table (from the status tick): nil when no count runs.
@@ -70,7 +99,11 @@ func (v *TopView) updateCount(msg tea.Msg) (cmd tea.Cmd, handled bool) {
 		c.cur, c.rate, c.readErr, c.readings = nil, nil, nil, 0
 		c.input.Blur()
 		v.offset = 0
-		return tea.Batch(v.countTick(), notice(fmt.Sprintf("counting %d functions by %s in instance %s", msg.info.Funcs, msg.info.Method, safe(msg.info.Session)), false)), true
+		what := fmt.Sprintf("%d functions", msg.info.Funcs)
+		if msg.info.Request.Event != "" {
+			what = safe(msg.info.Request.Event) + " per key"
+		}
+		return tea.Batch(v.countTick(), notice(fmt.Sprintf("counting %s by %s in instance %s", what, msg.info.Method, safe(msg.info.Session)), false)), true
 	case countReadMsg:
 		if !c.running {
 			return nil, true
@@ -107,7 +140,7 @@ func (v *TopView) updateCount(msg tea.Msg) (cmd tea.Cmd, handled bool) {
 func (c *topCount) edit(msg tea.Msg) tea.Cmd {
 	var cmd tea.Cmd
 	c.input, cmd = c.input.Update(msg)
-	_, c.patErr = c.patterns()
+	_, c.patErr = c.request()
 	return cmd
 }
 
@@ -119,18 +152,18 @@ func (v *TopView) countKey(km tea.KeyPressMsg) (tea.Cmd, bool) {
 			c.prompting = false
 			c.input.Blur()
 		case key.Matches(km, k.Submit):
-			pats, err := c.patterns()
+			req, err := c.request()
 			switch {
 			case c.busy:
 			case err != nil:
-				return notice(describeErr("fix the pattern first (nothing was written)", err), true), true
-			case len(pats) == 0:
-				return notice("type one or more patterns (vfs_*)", true), true
+				return notice(describeErr("fix it first (nothing was written)", err), true), true
+			case req.Event == "" && len(req.Patterns) == 0:
+				return notice("type what to count first", true), true
 			default:
 				c.busy = true
 				b, ctx := v.env.backend, v.env.ctx
 				return func() tea.Msg {
-					info, err := b.StartCount(ctx, pats)
+					info, err := b.StartCount(ctx, req)
 					return countStartedMsg{info, err}
 				}, true
 			}
@@ -141,9 +174,9 @@ func (v *TopView) countKey(km tea.KeyPressMsg) (tea.Cmd, bool) {
 	}
 	switch {
 	case key.Matches(km, k.Count):
-		c.prompting = true
-		_, c.patErr = c.patterns()
-		return c.input.Focus(), true
+		return c.ask(false), true
+	case key.Matches(km, k.Hist):
+		return c.ask(true), true
 	case key.Matches(km, k.Stop) && c.running:
 		if c.busy {
 			return nil, true
@@ -170,7 +203,11 @@ func (v *TopView) countView() []string {
 		if c.patErr != nil {
 			lines = append(lines, s.Err.Render(" "+safe(c.patErr.Error())))
 		} else {
-			lines = append(lines, s.Dim.Render(" enter counts these functions' calls in the kernel · esc cancels"))
+			what := "these functions' calls"
+			if c.hist {
+				what = "the event's hits per key"
+			}
+			lines = append(lines, s.Dim.Render(" enter counts "+what+" in the kernel · esc cancels"))
 		}
 		if !c.running {
 			return lines
@@ -184,9 +221,16 @@ func (v *TopView) countView() []string {
 	for _, r := range rows {
 		total += r.Count
 	}
-	lines = append(lines, fmt.Sprintf("count %s · by %s · %d functions · %s calls · x stop · c another",
-		safe(strings.Join(c.info.Patterns, " ")), c.info.Method, c.info.Funcs, itoa(int64(total))))
-	lines = append(lines, s.Header.Render(fmt.Sprintf(" %12s %9s  %s", "CALLS", "/s", "FUNCTION")))
+	calls, column := "CALLS", "FUNCTION"
+	if c.info.Request.Event != "" {
+		calls, column = "HITS", "KEY"
+		lines = append(lines, fmt.Sprintf("hist %s · %d keys · %s hits · x stop · c/h another",
+			safe(c.info.Request.Text()), len(rows), itoa(int64(total))))
+	} else {
+		lines = append(lines, fmt.Sprintf("count %s · by %s · %d functions · %s calls · x stop · c/h another",
+			safe(c.info.Request.Text()), c.info.Method, c.info.Funcs, itoa(int64(total))))
+	}
+	lines = append(lines, s.Header.Render(fmt.Sprintf(" %12s %9s  %s", calls, "/s", column)))
 	if c.readErr != nil {
 		lines = append(lines, s.Err.Render(" "+safe(describeErr("reading the count", c.readErr))))
 	}
@@ -194,7 +238,7 @@ func (v *TopView) countView() []string {
 		return append(lines, s.Dim.Render(" reading the kernel's table…"))
 	}
 	if len(rows) == 0 {
-		return append(lines, s.Dim.Render(" no calls yet"))
+		return append(lines, s.Dim.Render(" nothing counted yet"))
 	}
 	n := max(v.rows()-len(lines)+2, 1)
 	start := min(v.offset, max(len(rows)-1, 0))

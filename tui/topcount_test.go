@@ -21,7 +21,7 @@ func TestFlowTopCount(t *testing.T) {
 	tm.Type("1vfs")
 	tm.waitFor("starts with a digit")
 	tm.Send(press("enter"))
-	tm.waitFor("fix the pattern first")
+	tm.waitFor("fix it first")
 	for range 4 {
 		tm.Send(tea.KeyPressMsg{Code: tea.KeyBackspace})
 	}
@@ -35,7 +35,7 @@ func TestFlowTopCount(t *testing.T) {
 	golden(t, m)
 	fb.mu.Lock()
 	defer fb.mu.Unlock()
-	if want := [][]string{{"vfs_*", "ksys_read"}}; !reflect.DeepEqual(fb.counting, want) {
+	if want := []CountRequest{{Patterns: []string{"vfs_*", "ksys_read"}}}; !reflect.DeepEqual(fb.counting, want) {
 		t.Errorf("the backend was asked to count %q, want %q", fb.counting, want)
 	}
 }
@@ -65,5 +65,34 @@ func TestTopCountStop(t *testing.T) {
 	step(m, countReadMsg{counts: map[string]uint64{"late": 1}})
 	if strings.Contains(m.top.View(), "late") || m.top.Tick() != nil || fb.reads != reads {
 		t.Errorf("a reading after the stop:\n%s", m.top.View())
+	}
+}
+
+// TestTopHistTable: h asks for an event and keys (refusing text that does not read as one
+// before anything is sent), the table shows the hits per key.
+func TestTopHistTable(t *testing.T) {
+	fb := newFakeBackend(t)
+	m := testModel(t, fb, testTrace)
+	step(m, press("4"))
+	step(m, press("h"))
+	for _, r := range "sys_enter_read" {
+		step(m, press(string(r)))
+	}
+	if !strings.Contains(m.top.View(), "want SYSTEM:EVENT first") {
+		t.Errorf("no complaint:\n%s", m.top.View())
+	}
+	step(m, press("enter"))
+	if len(fb.counting) != 0 {
+		t.Fatalf("sent %v", fb.counting)
+	}
+	m.top.kcount.input.SetValue("syscalls:sys_enter_read common_pid.execname")
+	step(m, press("enter"))
+	want := []CountRequest{{Event: "syscalls:sys_enter_read", Keys: []string{"common_pid.execname"}}}
+	if !reflect.DeepEqual(fb.counting, want) {
+		t.Fatalf("asked %v, want %v", fb.counting, want)
+	}
+	v := m.top.View()
+	if !strings.Contains(v, "hist syscalls:sys_enter_read common_pid.execname · 3 keys") || !strings.Contains(v, "HITS") || !strings.Contains(v, "KEY") {
+		t.Errorf("%s", v)
 	}
 }

@@ -349,7 +349,7 @@ func TestTUICount(t *testing.T) {
 			r.keys("c")
 			r.keys("vfs_read ksys_read")
 			r.keys("\r")
-			r.waitFor("by hist")
+			r.waitFor("by hist ·")
 			if err := readLoop(t, n).Run(); err != nil {
 				t.Fatal(err)
 			}
@@ -384,5 +384,47 @@ func TestTUICount(t *testing.T) {
 				t.Errorf("state changed:\n%s\n%s", before, after)
 			}
 		})
+	}
+}
+
+// TestTUIHistTable: the Top view's h shows an event's hits per key from a hist trigger in a
+// session of its own: at least N for a loop of N reads (sys_enter_read by pid), removed by x,
+// the tracing state (other owners' triggers on the same event included) as it was.
+func TestTUIHistTable(t *testing.T) {
+	before := countWorld(t)
+	const n = 300
+	r := startTUI(t, "tui")
+	r.keys("4")
+	r.keys("h")
+	r.keys("syscalls:sys_enter_read common_pid")
+	r.keys("\r")
+	r.waitFor("· x stop")
+	loop := readLoop(t, n)
+	if err := loop.Run(); err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(loop.Process.Pid)
+	deadline := time.Now().Add(30 * time.Second)
+	for hits := uint64(0); hits < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("never %d hits for pid %s:\n%s", n, pid, r.screen)
+		}
+		time.Sleep(200 * time.Millisecond)
+		for _, l := range r.screen.Lines() {
+			if f := strings.Fields(l); len(f) == 3 && f[2] == pid {
+				hits, _ = strconv.ParseUint(strings.ReplaceAll(f[0], ",", ""), 10, 64)
+			}
+		}
+	}
+	t.Logf("%s", r.screen)
+	r.keys("x")
+	r.waitFor("count stopped")
+	r.keys("q")
+	if code := r.wait(); code != 0 {
+		t.Errorf("exit %d:\n%s", code, r.screen)
+	}
+	r.restored()
+	if after := countState(t); after != before {
+		t.Errorf("state changed:\n%s\n%s", before, after)
 	}
 }
