@@ -201,8 +201,7 @@ func countRun(ctx context.Context, opts *CountOptions) error {
 	}
 	var prev count.Counts
 	n, last := 0, time.Now()
-	emit := func(cur count.Counts) error {
-		now := time.Now()
+	emit := func(cur count.Counts, now time.Time) error {
 		n++
 		iv := countInterval{n: n, at: now, seconds: now.Sub(last).Seconds(), rows: count.Delta(prev, cur, opts.Top)}
 		prev, last = cur, now
@@ -225,7 +224,7 @@ loop:
 		case <-tick:
 			cur, err := counter.Counts()
 			if err == nil {
-				err = emit(cur)
+				err = emit(cur, time.Now())
 			}
 			if err != nil {
 				readErr = err
@@ -233,6 +232,9 @@ loop:
 			}
 		}
 	}
+	// The last interval ends now: what the stream still holds was recorded before, and is read
+	// and counted (Stop), but the time it takes is not the interval's.
+	end := time.Now()
 	if command != nil && !commandEnded {
 		commandErr = command.Stop(2 * time.Second)
 	}
@@ -242,7 +244,7 @@ loop:
 	if readErr == nil {
 		cur, err := counter.Counts()
 		if err == nil {
-			err = emit(cur)
+			err = emit(cur, end)
 		}
 		readErr = err
 	}
