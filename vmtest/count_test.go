@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -426,5 +427,30 @@ func TestTUIHistTable(t *testing.T) {
 	r.restored()
 	if after := countState(t); after != before {
 		t.Errorf("state changed:\n%s\n%s", before, after)
+	}
+}
+
+// TestCountIntervalSeconds: each interval count prints lasts about --interval, the last one
+// too: it ends when the count ends, not after the stream's drain (with nothing recorded, the
+// kernel ends the stream only after 2 s: the last interval was printed as 2.5 s and more).
+func TestCountIntervalSeconds(t *testing.T) {
+	sleeper := exec.Command("/bin/sleep", "60") // calls nothing while counted
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	r := ftctlRun(t, "count", "vfs_read", "--method", "stream", "--pid", strconv.Itoa(sleeper.Process.Pid), "--interval", "1s", "--duration", "2500ms")
+	if r.code != 0 {
+		t.Fatalf("%v", r)
+	}
+	var secs []float64
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if m := regexp.MustCompile(`^\d\d:\d\d:\d\d \((\d+\.\d)s\)$`).FindStringSubmatch(l); m != nil {
+			s, _ := strconv.ParseFloat(m[1], 64)
+			secs = append(secs, s)
+		}
+	}
+	if len(secs) != 3 || secs[0] > 1.4 || secs[1] > 1.4 || secs[2] > 0.9 {
+		t.Errorf("intervals of %v s, want 1, 1, 0.5:\n%s", secs, r.stdout)
 	}
 }
