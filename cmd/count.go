@@ -126,11 +126,9 @@ func countRun(ctx context.Context, opts *CountOptions) error {
 	if err != nil {
 		return err
 	}
-	var argv0 string
-	if len(opts.Command) > 0 {
-		if argv0, err = exec.LookPath(opts.Command[0]); err != nil {
-			return &CommandStartError{Name: opts.Command[0], NotFound: errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist), Err: err}
-		}
+	argv0, err := lookCommand(opts.Command)
+	if err != nil {
+		return err
 	}
 	fs, err := g.FS()
 	if err != nil {
@@ -305,4 +303,17 @@ func printCount(g *Globals, intervals bool, method string, iv countInterval) err
 	}
 	_, err := fmt.Fprintf(g.Out, "%s, %s\n", plural(len(iv.rows), "function"), plural(int(total), "call"))
 	return err
+}
+
+// lookCommand finds the program of -- COMMAND ("" when there is none): a *CommandStartError
+// (exit 126 or 127) when it cannot be run.
+func lookCommand(command []string) (string, error) {
+	if len(command) == 0 {
+		return "", nil
+	}
+	argv0, err := exec.LookPath(command[0])
+	if err != nil {
+		return "", &CommandStartError{Name: command[0], NotFound: errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist), Err: err}
+	}
+	return argv0, nil
 }

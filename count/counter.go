@@ -230,18 +230,11 @@ func (c *Counter) Counts() (Counts, error) {
 		return c.eventCounts()
 	}
 	if c.Choice.Method == Hist {
-		b, err := c.s.Instance.ReadFile("events/" + c.s.Group + "/" + probeEvent + "/hist")
+		t, err := readTable(c.s.Instance, c.s.Group, probeEvent)
 		if err != nil {
 			return nil, err
 		}
-		tables, err := hist.ParseOutput(string(b))
-		if err != nil {
-			return nil, err
-		}
-		if len(tables) == 0 {
-			return nil, fmt.Errorf("the kernel's hist file of %s:%s lists no table", c.s.Group, probeEvent)
-		}
-		return FromTable(tables[0]), nil
+		return FromTable(t), nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -291,4 +284,21 @@ func (c *Counter) Close() {
 		<-c.done
 		c.src = nil
 	}
+}
+
+// readTable reads the table of the one hist trigger on SYSTEM:EVENT in the instance (the
+// session's own: no other trigger is there).
+func readTable(in *tracefs.Instance, system, event string) (hist.Table, error) {
+	b, err := in.ReadFile("events/" + system + "/" + event + "/hist")
+	if err != nil {
+		return hist.Table{}, err
+	}
+	tables, err := hist.ParseOutput(string(b))
+	if err != nil {
+		return hist.Table{}, err
+	}
+	if len(tables) == 0 {
+		return hist.Table{}, fmt.Errorf("the kernel's hist file of %s:%s lists no table", system, event)
+	}
+	return tables[0], nil
 }

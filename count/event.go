@@ -69,19 +69,11 @@ func (c *Counter) armEvent() error {
 // pid shown as a program name or a syscall by its name keeps its number, as ftctl hist prints
 // it).
 func (c *Counter) eventCounts() (Counts, error) {
-	o := c.event
-	b, err := c.s.Instance.ReadFile("events/" + o.System + "/" + o.Event + "/hist")
+	t, err := readTable(c.s.Instance, c.event.System, c.event.Event)
 	if err != nil {
 		return nil, err
 	}
-	tables, err := hist.ParseOutput(string(b))
-	if err != nil {
-		return nil, err
-	}
-	if len(tables) == 0 {
-		return nil, fmt.Errorf("the kernel's hist file of %s:%s lists no table", o.System, o.Event)
-	}
-	return KeyedCounts(tables[0]), nil
+	return KeyedCounts(t), nil
 }
 
 // KeyedCounts reads a hist table's hits per key: each key's text (with its number for
