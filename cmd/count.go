@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -174,6 +175,11 @@ func countRun(ctx context.Context, opts *CountOptions) error {
 			command.Abort()
 		}
 		return ErrInterrupted
+	}
+	if counter.Choice.Method == count.Stream && os.Getenv("GOMAXPROCS") == "" {
+		// The stream engine decodes in one goroutine: one P, as ftctl stream runs it (see
+		// printStream: a second P costs more in scheduling than it gives).
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	}
 	if err := counter.Begin(ctx); err != nil {
 		if command != nil {
