@@ -30,6 +30,7 @@ kernels=${*:-6.1 6.12}
 build=${BENCH_BUILD:-$top/build}
 mkdir -p "$build"
 (cd "$top" && CGO_ENABLED=0 go build -o "$build/ftctl" . && CGO_ENABLED=0 go build -o "$build/readloop" ./vm/readloop)
+rev=$(cd "$top" && git describe --always --dirty) # what was built, for the report
 
 guest=$(mktemp)
 trap 'rm -f "$guest"' EXIT
@@ -89,7 +90,7 @@ for k in $kernels; do
 	load0=$(cut -d' ' -f1-3 /proc/loadavg)
 	FTCTL_VM_TCG_THREAD=single "$here/run.sh" --kernel "$k" --mode cmd --script "$guest" --timeout 900 --log "$log" \
 		--file "$build/ftctl:/bin/ftctl" --file "$build/readloop:/bin/readloop" >/dev/null 2>&1 || echo "bench-hist: the $k boot failed; see $log" >&2
-	echo "== kernel $k ($(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]*' "$log" | sed 's/.*=//')), TCG single-threaded, $(date -u '+%F %H:%M'), ftctl $(cd "$top" && git describe --always --dirty); host load average $load0 before (after waiting ${waited}s), $(cut -d' ' -f1-3 /proc/loadavg) after; other VMs at the end $(others)"
+	echo "== kernel $k ($(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]*' "$log" | sed 's/.*=//')), TCG single-threaded, $(date -u '+%F %H:%M'), ftctl $rev; host load average $load0 before (after waiting ${waited}s), $(cut -d' ' -f1-3 /proc/loadavg) after; other VMs at the end $(others)"
 	grep -a -E '^(BENCHINFO|BENCHERR|BENCHLEFT|STDERR)' "$log" | tr -d '\r'
 	grep -a '^BENCHHIST' "$log" | tr -d '\r' | awk '
 		# medians per condition ("BENCHHIST COND run N READS ops X secs T rate R"); the runs too
