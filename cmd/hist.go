@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -28,6 +29,7 @@ type HistOptions struct {
 	Filter   string   // --filter
 	Size     int      // --size
 	Duration time.Duration
+	Interval time.Duration // --interval: print the table every Interval
 }
 
 // NewCmdHist builds `ftctl hist`.
@@ -39,7 +41,9 @@ func NewCmdHist(g *Globals, runF func(context.Context, *HistOptions) error) *cob
 		Long: `Aggregate an event in the kernel: a hist trigger (trace-cmd's 'hist', the kernel's
 events/SYSTEM/EVENT/trigger) counts the event's hits per key, and sums values, without
 streaming a single event to user space. At the end (--duration, Ctrl-C, SIGTERM, SIGHUP) the
-kernel's table is read, printed, and the trigger removed.
+kernel's table is read, printed, and the trigger removed. --interval also prints the table (the
+counts so far) every interval, after a line with the time; with -o json, each table is then one
+object a line, with "interval" (from 1) and "time".
 
 --key names up to three fields of the event's format (events/SYSTEM/EVENT/format, 'ftctl probe
 format'; common_pid, common_timestamp and common_cpu exist in all; stacktrace is the call stack),
@@ -64,6 +68,9 @@ SIGKILL is removed by 'ftctl reset'.`,
       --sort count.descending --duration 5s
   # the sizes asked of read(2), as a log2 histogram
   sudo ftctl hist syscalls:sys_enter_read --key count.log2 --duration 2s
+  # the table every second for 5 seconds, one JSON object a line
+  sudo ftctl hist syscalls:sys_enter_read --key common_pid.execname --interval 1s \
+      --duration 5s -o json
   # system calls of one process, by name
   sudo ftctl hist raw_syscalls:sys_enter --key id.syscall --filter 'common_pid == 1234' -o json`,
 		Args: func(c *cobra.Command, a []string) error {
@@ -84,6 +91,7 @@ SIGKILL is removed by 'ftctl reset'.`,
 	f.StringVar(&opts.Filter, "filter", "", "count only the hits for which event filter `EXPR` holds, e.g. 'count > 100'")
 	f.IntVar(&opts.Size, "size", 0, "size the kernel's table to `N` entries (128 to 131072; default 2048)")
 	f.DurationVar(&opts.Duration, "duration", 0, "end after `D` (e.g. 10s; default: until Ctrl-C)")
+	f.DurationVar(&opts.Interval, "interval", 0, "also print the table every `I` (e.g. 1s): the counts so far, with the time")
 	registerFlagCompletion(c, "key", noFileCompletion)
 	registerFlagCompletion(c, "value", noFileCompletion)
 	registerFlagCompletion(c, "sort", noFileCompletion)
@@ -113,6 +121,9 @@ func histRun(ctx context.Context, opts *HistOptions) error {
 	g := opts.G
 	if err := ownSession(g, "hist", opts.Duration); err != nil {
 		return err
+	}
+	if opts.Interval < 0 || (opts.Interval > 0 && opts.Interval < 100*time.Millisecond) {
+		return InvalidInput(errors.New("--interval must be at least 100ms"))
 	}
 	system, event, err := splitEvent(opts.Event)
 	if err != nil {
@@ -157,23 +168,70 @@ func histRun(ctx context.Context, opts *HistOptions) error {
 		return err
 	}
 	defer traceTeardown(g, fs, s)
+	printed := 0
 	if ctx.Err() == nil {
 		if err := s.Begin(); err != nil {
 			return err
 		}
-		wait(ctx, opts.Duration)
+		if printed, err = histIntervals(ctx, g, opts, s, system, event); err != nil {
+			return err
+		}
 	}
 	table, err := readTable(s, system, event)
 	if err != nil {
 		return err
 	}
-	if err := printHist(g, system+":"+event, table); err != nil {
+	var stamp histStamp
+	if opts.Interval > 0 {
+		stamp = histStamp{n: printed + 1, at: time.Now()}
+	}
+	if err := printHist(g, system+":"+event, table, stamp); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
 		return ErrInterrupted
 	}
 	return nil
+}
+
+// histIntervals waits for the end (--duration, a signal), printing the table every --interval
+// meanwhile; it returns how many tables it printed.
+func histIntervals(ctx context.Context, g *Globals, opts *HistOptions, s *session.Session, system, event string) (int, error) {
+	if opts.Interval <= 0 {
+		wait(ctx, opts.Duration)
+		return 0, nil
+	}
+	var timeout <-chan time.Time
+	if opts.Duration > 0 {
+		tm := time.NewTimer(opts.Duration)
+		defer tm.Stop()
+		timeout = tm.C
+	}
+	tk := time.NewTicker(opts.Interval)
+	defer tk.Stop()
+	for n := 1; ; n++ {
+		select {
+		case <-ctx.Done():
+			return n - 1, nil
+		case <-timeout:
+			return n - 1, nil
+		case <-tk.C:
+		}
+		table, err := readTable(s, system, event)
+		if err != nil {
+			return n - 1, err
+		}
+		if err := printHist(g, system+":"+event, table, histStamp{n: n, at: time.Now()}); err != nil {
+			return n - 1, err
+		}
+	}
+}
+
+// histStamp numbers a table printed every --interval (n from 1), and says when it was read;
+// n is 0 without --interval.
+type histStamp struct {
+	n  int
+	at time.Time
 }
 
 // readTable reads the table of the session's hist trigger on SYSTEM:EVENT (the only one there:
@@ -281,12 +339,14 @@ func histRejected(err error) error {
 
 // histJSON is `ftctl hist -o json`.
 type histJSON struct {
-	Event   string        `json:"event"`
-	Trigger string        `json:"trigger"`
-	Rows    []histRowJSON `json:"rows"`
-	Hits    uint64        `json:"hits"`
-	Entries uint64        `json:"entries"`
-	Dropped uint64        `json:"dropped"`
+	Interval int           `json:"interval,omitempty"` // with --interval: the table's number, from 1
+	Time     string        `json:"time,omitempty"`     // with --interval: when it was read
+	Event    string        `json:"event"`
+	Trigger  string        `json:"trigger"`
+	Rows     []histRowJSON `json:"rows"`
+	Hits     uint64        `json:"hits"`
+	Entries  uint64        `json:"entries"`
+	Dropped  uint64        `json:"dropped"`
 }
 
 type histRowJSON struct {
@@ -300,9 +360,14 @@ type histKeyJSON struct {
 	Num  *uint64 `json:"num,omitempty"`
 }
 
-func printHist(g *Globals, event string, t hist.Table) error {
+// printHist prints a table: with a stamp (--interval), the JSON on one line (one object a
+// line) with the interval and time, the text after a line with the time.
+func printHist(g *Globals, event string, t hist.Table, stamp histStamp) error {
 	if g.JSON() {
 		out := histJSON{Event: event, Trigger: t.Trigger, Rows: []histRowJSON{}, Hits: t.Hits, Entries: t.Entries, Dropped: t.Dropped}
+		if stamp.n > 0 {
+			out.Interval, out.Time = stamp.n, stamp.at.UTC().Format(time.RFC3339Nano)
+		}
 		for _, r := range t.Rows {
 			jr := histRowJSON{Values: map[string]float64{}}
 			for _, k := range r.Keys {
@@ -318,7 +383,18 @@ func printHist(g *Globals, event string, t hist.Table) error {
 			}
 			out.Rows = append(out.Rows, jr)
 		}
+		if stamp.n > 0 {
+			enc := json.NewEncoder(g.Out)
+			enc.SetEscapeHTML(false)
+			return enc.Encode(out)
+		}
 		return writeJSON(g.Out, out)
+	}
+	if stamp.n > 0 {
+		if stamp.n > 1 {
+			fmt.Fprintln(g.Out)
+		}
+		fmt.Fprintln(g.Out, stamp.at.Format("15:04:05"))
 	}
 	tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
 	keys, values := t.Columns()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,12 +126,9 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	if opts.PID < 0 || (opts.PID > 0 && len(opts.Command) > 0) {
 		return InvalidInput(errors.New("--pid takes a task id, and not with -- COMMAND (which counts the command's calls)"))
 	}
-	var argv0 string
-	if len(opts.Command) > 0 {
-		var err error
-		if argv0, err = exec.LookPath(opts.Command[0]); err != nil {
-			return &CommandStartError{Name: opts.Command[0], NotFound: errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist), Err: err}
-		}
+	argv0, err := lookCommand(opts.Command)
+	if err != nil {
+		return err
 	}
 	fs, err := g.FS()
 	if err != nil {

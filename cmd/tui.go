@@ -129,7 +129,12 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	}
 
 	backend := tui.NewKernelBackend(fs, inst, group, g.LockTimeout)
-	defer backend.Close()
+	defer func() {
+		// the Top view's count, if one runs: its session removed
+		if err := backend.Close(); err != nil {
+			fmt.Fprintf(g.Err, "ftctl: removing the console's count: %v\n", safe(err.Error()))
+		}
+	}()
 	src, err := tui.NewPipeSource(ctx, backend.OpenStream, opts.RingSize)
 	if err != nil {
 		return err

@@ -243,8 +243,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case statusTickMsg:
 		now := m.env.now()
 		m.stream.Tick(now)
-		m.top.Tick()
-		return tea.Batch(m.readStatus(), m.statusTick())
+		return tea.Batch(m.readStatus(), m.statusTick(), m.top.Tick())
 	case statusMsg:
 		m.statErr = msg.err
 		if msg.err == nil {
@@ -275,6 +274,8 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return m.funcs.Update(msg)
 	case probesMsg, probeAddedMsg, probeDoneMsg:
 		return m.probes.Update(msg)
+	case countStartedMsg, countReadMsg, countStoppedMsg:
+		return m.top.Update(msg)
 	case tea.KeyPressMsg:
 		return m.updateKey(msg)
 	case tea.PasteMsg:

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ftctl/ftctl/count"
 	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/stream"
@@ -45,6 +46,13 @@ type Backend interface {
 	// (the probed function, then argument names from the kernel's BTF), each the whole line.
 	// It reads BTF and the function list: call it from a tea.Cmd.
 	ProbeCompletions(line string) []string
+	// StartCount counts the calls of the functions the patterns select (ftctl count's way), or
+	// an event's hits per key (a hist trigger, as ftctl hist), in a session of its own, for
+	// the Top view; ReadCount reads the counts so far; StopCount removes the count's session
+	// (Close does too).
+	StartCount(ctx context.Context, req CountRequest) (CountInfo, error)
+	ReadCount() (count.Counts, error)
+	StopCount() error
 }
 
 // Status is what the status bar shows.
@@ -80,6 +88,8 @@ type KernelBackend struct {
 	completeOnce sync.Once
 	completer    probes.Parser
 	funcNames    []string
+	countMu      sync.Mutex
+	counter      *count.Counter // the Top view's count (StartCount), nil when none
 }
 
 // NewKernelBackend makes the backend for a trace array.
@@ -97,11 +107,16 @@ func (b *KernelBackend) OpenStream(ctx context.Context) (EventStream, error) {
 	return stream.Open(ctx, b.In, stream.Options{Symbols: b.symbols})
 }
 
-// Close ends what the backend started (a kallsyms load in progress).
-func (b *KernelBackend) Close() {
+// Close ends what the backend started: a kallsyms load in progress, the Top view's count (its
+// session torn down; what failed is returned).
+func (b *KernelBackend) Close() error {
 	if b.symbols != nil {
 		b.symbols.Close()
 	}
+	if err := b.StopCount(); !errors.Is(err, ErrNoCount) {
+		return err
+	}
+	return nil
 }
 
 // locked runs f holding the tracefs lock, as every ftctl writer does.

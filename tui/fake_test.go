@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ftctl/ftctl/count"
 	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/internal/fixture"
 	"github.com/ftctl/ftctl/probes"
@@ -29,6 +30,11 @@ type fakeBackend struct {
 	// for ProbeCompletions: the fixture's BTF, a few function names
 	kernel    *probes.Kernel
 	funcNames []string
+
+	counting []CountRequest // what each StartCount asked
+	reads    int            // ReadCount calls while a count runs
+	stops    int
+	running  bool
 }
 
 func newFakeBackend(t testing.TB) *fakeBackend {
@@ -227,4 +233,39 @@ func (c *countingBackend) EnableProbe(g, e string, on bool) error {
 func (c *countingBackend) RemoveProbe(ctx context.Context, g, e string) error {
 	c.n.Add(1)
 	return c.Backend.RemoveProbe(ctx, g, e)
+}
+
+func (f *fakeBackend) StartCount(_ context.Context, req CountRequest) (CountInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.counting = append(f.counting, req)
+	f.running, f.reads = true, 0
+	info := CountInfo{Request: req, Funcs: 2, Method: count.Hist, Why: "fake", Session: "ftctl-1-00000001"}
+	if req.Event != "" {
+		info.Funcs, info.Method = 0, count.Event
+	}
+	return info, nil
+}
+
+// ReadCount: vfs_read called 100 times more at each reading, vfs_write 10, and a name with an
+// escape sequence once.
+func (f *fakeBackend) ReadCount() (count.Counts, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.running {
+		return nil, ErrNoCount
+	}
+	f.reads++
+	return count.Counts{"vfs_read": uint64(100 * f.reads), "vfs_write": uint64(10 * f.reads), "evil\x1b[31m": 1}, nil
+}
+
+func (f *fakeBackend) StopCount() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.running {
+		return ErrNoCount
+	}
+	f.running = false
+	f.stops++
+	return nil
 }

@@ -141,12 +141,18 @@ func (k probesKeys) FullHelp() [][]key.Binding {
 // topKeys are the Top view's.
 type topKeys struct {
 	Mode, Reset, Up, Down, PageUp, PageDown key.Binding
+	Count, Hist, Stop, Submit, Cancel       key.Binding
 }
 
 func newTopKeys() topKeys {
 	return topKeys{
 		Mode:     bind("m", "count by function/event, event, comm", "m"),
 		Reset:    bind("r", "reset the counts", "r"),
+		Count:    bind("c", "count functions' calls in the kernel (ftctl count)", "c"),
+		Hist:     bind("h", "count an event's hits per key in the kernel (ftctl hist)", "h"),
+		Stop:     bind("x", "stop the count (its session removed)", "x"),
+		Submit:   bind("enter", "start the count", "enter"),
+		Cancel:   bind("esc", "cancel", "esc"),
 		Up:       bind("↑/k", "up", "up", "k"),
 		Down:     bind("↓/j", "down", "down", "j"),
 		PageUp:   bind("pgup", "page up", "pgup"),
@@ -154,10 +160,12 @@ func newTopKeys() topKeys {
 	}
 }
 
-func (k topKeys) ShortHelp() []key.Binding { return []key.Binding{k.Mode, k.Reset} }
+func (k topKeys) ShortHelp() []key.Binding {
+	return []key.Binding{k.Mode, k.Reset, k.Count, k.Hist, k.Stop}
+}
 
 func (k topKeys) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{k.Mode, k.Reset}, {k.Up, k.Down, k.PageUp, k.PageDown}}
+	return [][]key.Binding{{k.Mode, k.Reset, k.Count, k.Hist, k.Stop}, {k.Up, k.Down, k.PageUp, k.PageDown}}
 }
 
 // confirmKeys answer a confirmation.

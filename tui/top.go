@@ -46,10 +46,12 @@ type TopView struct {
 	counts [topModes]map[string]*topEntry
 	total  int64
 	offset int
+
+	kcount topCount // the kernel's count of functions' calls (c), shown instead while it runs
 }
 
 func newTopView(e *env) *TopView {
-	v := &TopView{env: e, keys: newTopKeys()}
+	v := &TopView{env: e, keys: newTopKeys(), kcount: newTopCount()}
 	v.reset()
 	return v
 }
@@ -67,8 +69,8 @@ func (v *TopView) Keys() help.KeyMap { return v.keys }
 // SetSize implements the component contract.
 func (v *TopView) SetSize(w, h int) { v.width, v.height = w, h }
 
-// Typing: the Top view has no text field.
-func (v *TopView) Typing() bool { return false }
+// Typing: keys go to the count's prompt while it shows.
+func (v *TopView) Typing() bool { return v.kcount.prompting }
 
 // Init implements the component contract.
 func (v *TopView) Init() tea.Cmd { return nil }
@@ -109,23 +111,32 @@ func (v *TopView) count(mode topMode, k []byte) {
 	e.n++
 }
 
-// Tick computes the per-second rates (once a second).
-func (v *TopView) Tick() {
+// Tick computes the per-second rates (once a second), and reads the count's table again when
+// one runs.
+func (v *TopView) Tick() tea.Cmd {
 	for _, m := range v.counts {
 		for _, e := range m {
 			e.rate, e.prev = e.n-e.prev, e.n
 		}
 	}
+	return v.countTick()
 }
 
-// Update handles the view's keys.
+// Update handles the view's keys, and the count's.
 func (v *TopView) Update(msg tea.Msg) tea.Cmd {
+	if cmd, handled := v.updateCount(msg); handled {
+		return cmd
+	}
 	km, ok := msg.(tea.KeyPressMsg)
 	if !ok {
 		return nil
 	}
 	k := v.keys
 	rows := v.rows()
+	n := len(v.counts[v.mode])
+	if v.kcount.running {
+		n = v.countLen()
+	}
 	switch {
 	case key.Matches(km, k.Mode):
 		v.mode = (v.mode + 1) % topModes
@@ -136,11 +147,11 @@ func (v *TopView) Update(msg tea.Msg) tea.Cmd {
 	case key.Matches(km, k.Up):
 		v.offset = max(v.offset-1, 0)
 	case key.Matches(km, k.Down):
-		v.offset = min(v.offset+1, max(len(v.counts[v.mode])-rows, 0))
+		v.offset = min(v.offset+1, max(n-rows, 0))
 	case key.Matches(km, k.PageUp):
 		v.offset = max(v.offset-rows, 0)
 	case key.Matches(km, k.PageDown):
-		v.offset = min(v.offset+rows, max(len(v.counts[v.mode])-rows, 0))
+		v.offset = min(v.offset+rows, max(n-rows, 0))
 	}
 	return nil
 }
@@ -191,7 +202,10 @@ func (v *TopView) Best(k int) []*topEntry {
 // View renders the view in exactly height lines.
 func (v *TopView) View() string {
 	s := v.env.styles
-	var lines []string
+	lines := v.countView()
+	if v.kcount.running {
+		return strings.Join(block(strings.Join(lines, "\n"), v.width, v.height), "\n")
+	}
 	var modes []string
 	for i, n := range topModeNames {
 		if topMode(i) == v.mode {
@@ -200,7 +214,7 @@ func (v *TopView) View() string {
 			modes = append(modes, s.Dim.Render(n))
 		}
 	}
-	lines = append(lines, fmt.Sprintf("top by %s · %s events since start or reset · %s keys · m mode · r reset",
+	lines = append(lines, fmt.Sprintf("top by %s · %s events since start or reset · %s keys · m mode · r reset · c/h count",
 		strings.Join(modes, " "), itoa(v.total), itoa(int64(len(v.counts[v.mode])))))
 	lines = append(lines, s.Header.Render(fmt.Sprintf(" %12s %7s %9s  %s", "COUNT", "%", "/s", strings.ToUpper(topModeNames[v.mode]))))
 	rows := v.rows()

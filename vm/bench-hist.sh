@@ -13,12 +13,16 @@
 #   latency   `ftctl latency vfs_read`: entry and return probes, a synthetic event, a .log2 hist
 #   pairs     `ftctl trace -p 'p:e vfs_read' -p 'r:r vfs_read' -o json > /dev/null`: the events
 #             latency aggregates (a kprobe and a kretprobe on vfs_read) streamed instead
+#   count     `ftctl count vfs_read`: the method it chooses for one function (a probe point,
+#             fprobe on 6.12 and kprobe on 6.1, and a hist trigger keyed by the function)
+#   countstream `ftctl count vfs_read --method stream`: the function tracer's events of
+#             vfs_read in count's own instance, read and counted by ftctl
 # Each tool is started first and the loop run once the tool is ready (its trigger in its
 # instance; the stream after 2 s), then the tool is sent SIGINT. cost = 1 - rate/none's rate,
 # each from the median of the runs;
 # the issue's target: hist and latency cost at most half of what stream costs.
 #
-# usage: vm/bench-hist.sh [KERNEL...]   (default: 6.1 6.12)
+# usage: [RUNS=N] [CONDITIONS="none stream ..."] vm/bench-hist.sh [KERNEL...]   (default: 6.1 6.12)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -26,6 +30,7 @@ kernels=${*:-6.1 6.12}
 build=${BENCH_BUILD:-$top/build}
 mkdir -p "$build"
 (cd "$top" && CGO_ENABLED=0 go build -o "$build/ftctl" . && CGO_ENABLED=0 go build -o "$build/readloop" ./vm/readloop)
+rev=$(cd "$top" && git describe --always --dirty) # what was built, for the report
 
 guest=$(mktemp)
 trap 'rm -f "$guest"' EXIT
@@ -58,14 +63,17 @@ run() { # run LABEL N
 	latency) ftctl latency vfs_read > /dev/null 2>/tmp/err & p=\$!
 		ready "instances/ftctl-*/events/synthetic/*/trigger" ;;
 	pairs) ftctl trace -p 'p:e vfs_read' -p 'r:r vfs_read' -o json > /dev/null 2>/tmp/err & p=\$!; sleep 3 ;;
+	count) ftctl count vfs_read > /dev/null 2>/tmp/err & p=\$!
+		ready "instances/ftctl-*/events/ftctl_*/count/trigger" ;;
+	countstream) ftctl count vfs_read --method stream > /dev/null 2>/tmp/err & p=\$!; sleep 3 ;;
 	esac
 	readloop -file /tmp/small -seconds \$S | sed "s/^/BENCHHIST \$1 run \$2 /"
 	kill -INT \$p; wait \$p
 	echo nop > instances/bench/current_tracer
-	grep -v '^ftctl: vfs_read: ' /tmp/err | sed 's/^/STDERR /'
+	grep -v '^ftctl: vfs_read: \|^ftctl: counting ' /tmp/err | sed 's/^/STDERR /'
 }
 for n in \$(seq ${RUNS:-3}); do
-	for c in none stream hist histsys latency pairs; do run \$c \$n; done
+	for c in ${CONDITIONS:-none stream hist histsys latency pairs count countstream}; do run \$c \$n; done
 done
 echo "BENCHLEFT instances \$(ls instances | tr '\n' ' ') dynamic \$(cat dynamic_events | tr '\n' ' ')"
 exit 0
@@ -82,24 +90,25 @@ for k in $kernels; do
 	load0=$(cut -d' ' -f1-3 /proc/loadavg)
 	FTCTL_VM_TCG_THREAD=single "$here/run.sh" --kernel "$k" --mode cmd --script "$guest" --timeout 900 --log "$log" \
 		--file "$build/ftctl:/bin/ftctl" --file "$build/readloop:/bin/readloop" >/dev/null 2>&1 || echo "bench-hist: the $k boot failed; see $log" >&2
-	echo "== kernel $k ($(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]*' "$log" | sed 's/.*=//')), TCG single-threaded, $(date -u '+%F %H:%M'), ftctl $(cd "$top" && git describe --always --dirty); host load average $load0 before (after waiting ${waited}s), $(cut -d' ' -f1-3 /proc/loadavg) after; other VMs at the end $(others)"
+	echo "== kernel $k ($(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]*' "$log" | sed 's/.*=//')), TCG single-threaded, $(date -u '+%F %H:%M'), ftctl $rev; host load average $load0 before (after waiting ${waited}s), $(cut -d' ' -f1-3 /proc/loadavg) after; other VMs at the end $(others)"
 	grep -a -E '^(BENCHINFO|BENCHERR|BENCHLEFT|STDERR)' "$log" | tr -d '\r'
 	grep -a '^BENCHHIST' "$log" | tr -d '\r' | awk '
 		# medians per condition ("BENCHHIST COND run N READS ops X secs T rate R"); the runs too
 		{ c = $2; v[c, ++n[c]] = $NF; runs[c] = runs[c] " " $NF }
 		END {
-			split("none stream hist histsys latency pairs", order, " ")
-			for (i = 1; i <= 6; i++) {
+			nc = split("none stream hist histsys latency pairs count countstream", order, " ")
+			for (i = 1; i <= nc; i++) {
 				c = order[i]; k = n[c]; if (!k) continue
 				for (a = 1; a <= k; a++) for (b = a + 1; b <= k; b++) if (v[c, b] < v[c, a]) { t = v[c, a]; v[c, a] = v[c, b]; v[c, b] = t }
 				med[c] = (k % 2) ? v[c, (k + 1) / 2] : (v[c, k / 2] + v[c, k / 2 + 1]) / 2
 			}
-			for (i = 1; i <= 6; i++) {
+			for (i = 1; i <= nc; i++) {
 				c = order[i]; if (!n[c]) continue
 				cost[c] = 1 - med[c] / med["none"]
 				printf "%-8s reads/s median %8.0f (runs:%s)  cost %5.1f%%\n", c, med[c], runs[c], 100 * cost[c]
 			}
-			if (cost["stream"] > 0) for (i = 3; i <= 5; i++) { c = order[i]; printf "%s cost / stream cost = %.2f\n", c, cost[c] / cost["stream"] }
-			if (cost["pairs"] > 0) printf "latency cost / pairs cost = %.2f\n", cost["latency"] / cost["pairs"]
+			if (cost["stream"] > 0) for (i = 3; i <= 5; i++) { c = order[i]; if (n[c]) printf "%s cost / stream cost = %.2f\n", c, cost[c] / cost["stream"] }
+			if (cost["pairs"] > 0 && n["latency"]) printf "latency cost / pairs cost = %.2f\n", cost["latency"] / cost["pairs"]
+			if (cost["stream"] > 0) for (i = 7; i <= 8; i++) { c = order[i]; if (n[c]) printf "%s cost / stream cost = %.2f\n", c, cost[c] / cost["stream"] }
 		}'
 done

@@ -1,0 +1,325 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ftctl/ftctl/count"
+	"github.com/ftctl/ftctl/hist"
+	"github.com/ftctl/ftctl/session"
+)
+
+// CountOptions are the inputs of `ftctl count`.
+type CountOptions struct {
+	G        *Globals
+	Patterns []string
+	Duration time.Duration
+	Interval time.Duration
+	Top      int
+	PID      int
+	Method   string
+	Command  []string
+}
+
+// NewCmdCount builds `ftctl count`.
+func NewCmdCount(g *Globals, runF func(context.Context, *CountOptions) error) *cobra.Command {
+	opts := &CountOptions{G: g}
+	c := &cobra.Command{
+		Use:   "count PATTERN... [flags] [-- COMMAND ARGS...]",
+		Short: "Count the calls of kernel functions (funccount)",
+		Long: `How often kernel functions are called (perf-tools' funccount, bcc's funccount): the
+functions the PATTERNs select (the kernel's glob, as filter set: vfs_*, *_read, ext4_*:mod:ext4;
+every pattern must select a traceable function), counted in ftctl's own session (instance
+ftctl-PID-ID), by the cheapest method the kernel allows:
+
+  hist    for up to 64 functions: one probe event (fprobes where the tracefs README announces
+          them, else kprobes) with a point per function, and a hist trigger keyed by the probed
+          function: the kernel counts, nothing is streamed.
+  stream  otherwise (more functions, a name kallsyms lists twice, no hist triggers): the
+          function tracer on the functions, every call an event read and counted.
+
+The method and why are said on stderr (and in each JSON row); --method chooses it. The kernel's
+function profiler (function_profile_enabled) is not used: it is one profile for the whole
+kernel, over every function, and Debian's kernels lack it.
+
+At the end (--duration, COMMAND's exit, Ctrl-C, SIGTERM, SIGHUP) the counts are printed, most
+called first, then every piece is removed (the trigger, the probes, the instance), each by the
+exact text written. --interval prints the calls of each interval as it ends. --top keeps the N
+most called. Functions not called are not listed. With the stream method, events the ring
+buffer lost make the counts lower bounds: that is said.
+
+--pid PID counts the calls of task PID only (a thread id); with -- COMMAND, ftctl starts COMMAND
+and counts its own calls (not its children's), ending when it exits, and exits as trace --
+COMMAND does. -o json prints one object per line, per function and interval:
+{"interval":1,"time":"...","seconds":1.0,"func":"vfs_read","count":1234,"method":"hist"}.`,
+		Example: `  # the vfs_ functions called in 5 seconds
+  sudo ftctl count 'vfs_*' --duration 5s
+  # the 10 most called, every second, until Ctrl-C
+  sudo ftctl count 'vfs_*' 'ksys_*' --interval 1s --top 10
+  # the reads of one command, as JSON
+  sudo ftctl count vfs_read -o json -- dd if=/proc/version of=/dev/null bs=1
+  # many functions: counted from the stream
+  sudo ftctl count 'ext4_*' --duration 2s`,
+		Args: func(c *cobra.Command, a []string) error {
+			dash := c.ArgsLenAtDash()
+			if dash == 0 || len(a) == 0 {
+				return InvalidInput(errors.New("want at least one pattern: ftctl count PATTERN... [-- COMMAND]"))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, a []string) error {
+			if dash := c.ArgsLenAtDash(); dash > 0 {
+				opts.Patterns, opts.Command = a[:dash], a[dash:]
+			} else {
+				opts.Patterns = a
+			}
+			return runCmd(c, runF, countRun, opts)
+		},
+	}
+	f := c.Flags()
+	f.DurationVar(&opts.Duration, "duration", 0, "end after `D` (e.g. 10s; default: until Ctrl-C or COMMAND's exit)")
+	f.DurationVar(&opts.Interval, "interval", 0, "print each interval's calls every `I` (e.g. 1s)")
+	f.IntVar(&opts.Top, "top", 0, "list only the `N` most called functions (of each interval)")
+	f.IntVar(&opts.PID, "pid", 0, "count only the calls of task `PID`")
+	f.StringVar(&opts.Method, "method", "", "count with `METHOD`: hist or stream (default: the cheapest the kernel allows)")
+	registerFlagCompletion(c, "method", cobra.FixedCompletions([]cobra.Completion{"hist", "stream"}, noFiles))
+	c.ValidArgsFunction = completeFunctionNames(g)
+	return c
+}
+
+// countInterval is what countRun prints at the end of each interval.
+type countInterval struct {
+	n       int
+	at      time.Time
+	seconds float64
+	rows    []count.Row
+}
+
+func countRun(ctx context.Context, opts *CountOptions) error {
+	g := opts.G
+	if err := ownSession(g, "count", opts.Duration); err != nil {
+		return err
+	}
+	switch {
+	case opts.Interval < 0:
+		return InvalidInput(errors.New("--interval must not be negative"))
+	case opts.Interval > 0 && opts.Interval < 100*time.Millisecond:
+		return InvalidInput(errors.New("--interval must be at least 100ms"))
+	case opts.Top < 0:
+		return InvalidInput(errors.New("--top must not be negative"))
+	case opts.PID < 0 || (opts.PID > 0 && len(opts.Command) > 0):
+		return InvalidInput(errors.New("--pid takes a task id, and not with -- COMMAND (which counts the command's calls)"))
+	}
+	method := count.Method(opts.Method)
+	if method != count.Auto && method != count.Hist && method != count.Stream {
+		return InvalidInput(fmt.Errorf("--method %s: want hist or stream", safe(strconv.Quote(opts.Method))))
+	}
+	patterns, err := compileAll(opts.Patterns)
+	if err != nil {
+		return err
+	}
+	argv0, err := lookCommand(opts.Command)
+	if err != nil {
+		return err
+	}
+	fs, err := g.FS()
+	if err != nil {
+		return err
+	}
+	counter, err := count.New(fs, count.Options{Patterns: patterns, Method: method, PID: opts.PID})
+	switch {
+	case errors.Is(err, count.ErrMethod):
+		return InvalidInput(err)
+	case err != nil:
+		return sessionError(err)
+	}
+	s := counter.Session()
+	s.Notice = g.Notice
+	var command *session.Command
+	if argv0 != "" {
+		if command, err = startCommand(g, argv0, opts.Command); err != nil {
+			return err
+		}
+		counter.SetPID(command.PID())
+	}
+	err = histSetup(ctx, g, s, func() error {
+		err := counter.Arm()
+		if re := (*hist.RejectedError)(nil); errors.As(err, &re) {
+			return histRejected(err)
+		}
+		if err != nil {
+			return sessionError(err)
+		}
+		return nil
+	})
+	if err != nil {
+		if command != nil {
+			command.Abort()
+		}
+		return err
+	}
+	defer traceTeardown(g, fs, s)
+	defer counter.Close()
+	g.Notice("counting %s by %s: %s", plural(len(counter.Choice.Funcs), "function"), counter.Choice.Method, safe(counter.Choice.Why))
+	if ctx.Err() != nil {
+		if command != nil {
+			command.Abort()
+		}
+		return ErrInterrupted
+	}
+	if counter.Choice.Method == count.Stream && os.Getenv("GOMAXPROCS") == "" {
+		// The stream engine decodes in one goroutine: one P, as ftctl stream runs it (see
+		// printStream: a second P costs more in scheduling than it gives).
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	}
+	if err := counter.Begin(ctx); err != nil {
+		if command != nil {
+			command.Abort()
+		}
+		return err
+	}
+	var commandDone <-chan error
+	if command != nil {
+		command.Release()
+		commandDone = command.Done()
+	}
+	var timeout, tick <-chan time.Time
+	if opts.Duration > 0 {
+		tm := time.NewTimer(opts.Duration)
+		defer tm.Stop()
+		timeout = tm.C
+	}
+	if opts.Interval > 0 {
+		tk := time.NewTicker(opts.Interval)
+		defer tk.Stop()
+		tick = tk.C
+	}
+	var prev count.Counts
+	n, last := 0, time.Now()
+	emit := func(cur count.Counts, now time.Time) error {
+		n++
+		iv := countInterval{n: n, at: now, seconds: now.Sub(last).Seconds(), rows: count.Delta(prev, cur, opts.Top)}
+		prev, last = cur, now
+		return printCount(g, opts.Interval > 0, string(counter.Choice.Method), iv)
+	}
+	var commandErr, readErr error
+	commandEnded := false
+loop:
+	for {
+		select {
+		case commandErr = <-commandDone:
+			commandEnded = true
+			break loop
+		case <-ctx.Done():
+			break loop
+		case <-timeout:
+			break loop
+		case readErr = <-counter.Done():
+			break loop
+		case <-tick:
+			cur, err := counter.Counts()
+			if err == nil {
+				err = emit(cur, time.Now())
+			}
+			if err != nil {
+				readErr = err
+				break loop
+			}
+		}
+	}
+	// The last interval ends now: what the stream still holds was recorded before, and is read
+	// and counted (Stop), but the time it takes is not the interval's.
+	end := time.Now()
+	if command != nil && !commandEnded {
+		commandErr = command.Stop(2 * time.Second)
+	}
+	if err := counter.Stop(2 * time.Second); err != nil && readErr == nil {
+		readErr = err
+	}
+	if readErr == nil {
+		cur, err := counter.Counts()
+		if err == nil {
+			err = emit(cur, end)
+		}
+		readErr = err
+	}
+	if sum := counter.Summary(); sum != nil && sum.Lost() {
+		g.Notice("the ring buffer lost events: the counts are lower bounds (%s)", sum)
+	}
+	switch {
+	case readErr != nil:
+		return readErr
+	case ctx.Err() != nil:
+		return ErrInterrupted
+	}
+	return commandStatus(command, commandErr)
+}
+
+// countJSON is one row of `ftctl count -o json`.
+type countJSON struct {
+	Interval int     `json:"interval"`
+	Time     string  `json:"time"`
+	Seconds  float64 `json:"seconds"`
+	Func     string  `json:"func"`
+	Count    uint64  `json:"count"`
+	Method   string  `json:"method"`
+}
+
+func printCount(g *Globals, intervals bool, method string, iv countInterval) error {
+	if g.JSON() {
+		enc := json.NewEncoder(g.Out) // one object a line
+		enc.SetEscapeHTML(false)
+		for _, r := range iv.rows {
+			err := enc.Encode(countJSON{Interval: iv.n, Time: iv.at.UTC().Format(time.RFC3339Nano),
+				Seconds: float64(int64(iv.seconds*1000)) / 1000, Func: r.Func, Count: r.Count, Method: method})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if intervals {
+		if iv.n > 1 {
+			fmt.Fprintln(g.Out)
+		}
+		fmt.Fprintf(g.Out, "%s (%.1fs)\n", iv.at.Format("15:04:05"), iv.seconds)
+	}
+	width := len("FUNC")
+	names := make([]string, len(iv.rows))
+	for i, r := range iv.rows {
+		names[i] = safe(r.Func)
+		width = max(width, len(names[i]))
+	}
+	fmt.Fprintf(g.Out, "%-*s  %12s\n", width, "FUNC", "COUNT")
+	var total uint64
+	for i, r := range iv.rows {
+		if _, err := fmt.Fprintf(g.Out, "%-*s  %12d\n", width, names[i], r.Count); err != nil {
+			return err
+		}
+		total += r.Count
+	}
+	_, err := fmt.Fprintf(g.Out, "%s, %s\n", plural(len(iv.rows), "function"), plural(int(total), "call"))
+	return err
+}
+
+// lookCommand finds the program of -- COMMAND ("" when there is none): a *CommandStartError
+// (exit 126 or 127) when it cannot be run.
+func lookCommand(command []string) (string, error) {
+	if len(command) == 0 {
+		return "", nil
+	}
+	argv0, err := exec.LookPath(command[0])
+	if err != nil {
+		return "", &CommandStartError{Name: command[0], NotFound: errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist), Err: err}
+	}
+	return argv0, nil
+}

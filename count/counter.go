@@ -1,0 +1,304 @@
+package count
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ftctl/ftctl/filters"
+	"github.com/ftctl/ftctl/hist"
+	"github.com/ftctl/ftctl/probes"
+	"github.com/ftctl/ftctl/session"
+	"github.com/ftctl/ftctl/stream"
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// probeEvent is the name of the Hist method's event in the session's group.
+const probeEvent = "count"
+
+// Options say what a Counter counts.
+type Options struct {
+	Patterns []*filters.Pattern // kernel globs (filters.Compile), at least one
+	Method   Method             // Auto lets Choose decide
+	PID      int                // count only this task's calls (0: every task)
+}
+
+// Counter counts calls per function in a session of ftctl's own. Use: New (nothing written),
+// SetPID if a command is started meanwhile, Session().Start and Arm under the tracefs lock,
+// Begin, Counts as often as wanted, Stop, Counts a last time, Close, then the session's
+// Teardown. Counts may be called from another goroutine than Begin's.
+type Counter struct {
+	Choice  Choice
+	fs      *tracefs.FS
+	s       *session.Session
+	pid     int
+	trigger string        // Hist: the trigger written; Event: the trigger to write
+	event   *EventOptions // Event: the event counted
+
+	// Stream
+	src     *stream.Source
+	cancel  context.CancelFunc
+	mu      sync.Mutex
+	counts  map[string]*uint64
+	summary *stream.Summary
+	done    chan error // the reader's end
+}
+
+// New resolves the patterns (a pattern selecting nothing: filters.ErrPattern), chooses the
+// method (ErrMethod) and prepares the session (session.ErrInvalid and the like). Nothing is
+// written.
+func New(fs *tracefs.FS, o Options) (*Counter, error) {
+	if len(o.Patterns) == 0 {
+		return nil, fmt.Errorf("%w: no function to count", ErrMethod)
+	}
+	top := fs.Top()
+	ix, err := filters.LoadIndex(top)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := ix.ResolveAll(o.Patterns)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[filters.Key]bool{}
+	var funcs []filters.Key
+	for _, i := range idx {
+		if k := ix.Key(i); !seen[k] {
+			seen[k] = true
+			funcs = append(funcs, k)
+		}
+	}
+	readme, _ := top.ReadFile("README")
+	ft := fs.DetectFeatures()
+	pk := probes.NewKernel(fs)
+	k := Kernel{
+		HistTriggers:   strings.Contains(string(readme), "hist trigger"),
+		Fprobe:         ft.Probe.Fprobe && top.Has("dynamic_events"),
+		Kprobe:         ft.KprobeEvents,
+		FunctionTracer: ft.FunctionTracer,
+		Profiler:       top.Has("function_profile_enabled"),
+		SymbolCount:    pk.SymbolCount,
+	}
+	choice, err := Choose(funcs, o.Method, k)
+	if err != nil {
+		return nil, err
+	}
+	spec := session.Spec{}
+	if choice.Method == Stream {
+		spec = session.Spec{Filters: o.Patterns, Tracer: "function"}
+	}
+	s, err := session.New(fs, session.NewID(os.Getpid()), spec)
+	if err != nil {
+		return nil, err
+	}
+	c := &Counter{Choice: choice, fs: fs, s: s}
+	c.SetPID(o.PID)
+	return c, nil
+}
+
+// SetPID counts only task pid's calls (a command started after New): call it before Start.
+func (c *Counter) SetPID(pid int) {
+	if pid <= 0 {
+		return
+	}
+	c.pid = pid
+	if c.Choice.Method == Stream {
+		c.s.TraceCommand(pid) // the kernel records the task (and its children, which are not counted)
+	}
+}
+
+// Session is the session the counting lives in: the caller starts it and tears it down.
+func (c *Counter) Session() *session.Session { return c.s }
+
+// Trigger is the hist trigger written (Hist, Event), "" before Arm (Hist) or for Stream.
+func (c *Counter) Trigger() string { return c.trigger }
+
+// Arm adds what the method needs to the started session: for Hist the probe points and the
+// trigger, each owned by the session (removed by its Teardown). The caller holds the tracefs
+// lock. The kernel's refusal of the trigger is a *hist.RejectedError; of a probe point, the
+// tracefs error naming the function.
+func (c *Counter) Arm() error {
+	if c.Choice.Method == Event {
+		return c.armEvent()
+	}
+	if c.Choice.Method != Hist {
+		return nil
+	}
+	s := c.s
+	for _, f := range c.Choice.Funcs {
+		place := f.Name
+		if f.Module != "" {
+			place = f.Module + ":" + f.Name
+		}
+		if err := s.AddProbe(c.Choice.Probe, probeEvent, place); err != nil {
+			return fmt.Errorf("probing %s: %w", f, err)
+		}
+	}
+	filter := ""
+	if c.pid > 0 {
+		filter = "common_pid == " + strconv.Itoa(c.pid)
+	} else {
+		// ftctl's own threads (its reads of the table are vfs_read calls like any other); a
+		// thread Go starts later is counted.
+		var not []string
+		for _, tid := range tracefs.OwnThreads() {
+			not = append(not, "common_pid != "+strconv.Itoa(tid))
+		}
+		filter = strings.Join(not, " && ")
+	}
+	t, err := hist.Parse([]string{"__probe_ip.sym"}, nil, "", 0, filter)
+	if err != nil {
+		return err
+	}
+	format, err := s.Instance.EventFormat(s.Group, probeEvent)
+	if err != nil {
+		return err
+	}
+	readme, _ := c.fs.Top().ReadFile("README")
+	if err := t.Check(format, hist.KernelOf(string(readme))); err != nil {
+		return err
+	}
+	text := t.String()
+	if err := s.AddTrigger(s.Group, probeEvent, text); err != nil {
+		return hist.Rejected(s.Group, probeEvent, text, err)
+	}
+	c.trigger = text
+	return nil
+}
+
+// Begin turns tracing on; for Stream it starts reading the instance. The reader ends with Stop
+// (everything recorded read) or Close, not with ctx: a signal ends the counting through Stop.
+func (c *Counter) Begin(ctx context.Context) error {
+	if err := c.s.Begin(); err != nil {
+		return err
+	}
+	if c.Choice.Method != Stream {
+		return nil
+	}
+	ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	src, err := stream.Open(ctx, c.s.Instance, stream.Options{})
+	if err != nil {
+		c.cancel()
+		return err
+	}
+	c.src, c.counts, c.summary, c.done = src, map[string]*uint64{}, src.Summary(), make(chan error, 1)
+	go func() { c.done <- c.read() }()
+	return nil
+}
+
+// read counts the stream's function events until it ends.
+func (c *Counter) read() error {
+	emit := func(ev *stream.Event) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.summary.Count(ev, true)
+		if ev.Kind != stream.KindFunction || (c.pid > 0 && ev.PID != c.pid) {
+			return nil
+		}
+		name := ev.Func.Name
+		if len(ev.Func.Module) > 0 {
+			name = append(append(append(name[:len(name):len(name)], " ["...), ev.Func.Module...), ']')
+		}
+		p := c.counts[string(name)]
+		if p == nil {
+			p = new(uint64)
+			c.counts[string(name)] = p
+		}
+		*p += 1 + uint64(max(ev.Repeats, 0))
+		return nil
+	}
+	for {
+		if err := c.src.Next(emit); err != nil {
+			return err
+		}
+	}
+}
+
+// Done yields the Stream reader's end, should it end before Stop (a failure, or stdout
+// closed); nil for Hist.
+func (c *Counter) Done() <-chan error { return c.done }
+
+// Counts reads the counts since Begin: the kernel's table (Hist), or what the stream counted.
+func (c *Counter) Counts() (Counts, error) {
+	if c.Choice.Method == Event {
+		return c.eventCounts()
+	}
+	if c.Choice.Method == Hist {
+		t, err := readTable(c.s.Instance, c.s.Group, probeEvent)
+		if err != nil {
+			return nil, err
+		}
+		return FromTable(t), nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(Counts, len(c.counts))
+	for f, n := range c.counts {
+		out[f] = *n
+	}
+	return out, nil
+}
+
+// Stop ends the counting. Stream: tracing off, and what the ring buffer holds read and counted
+// (the kernel ends the stream once it is read; after wait at most, what is left is not).
+// Hist counts until its trigger is removed. It returns the reader's failure, if any.
+func (c *Counter) Stop(wait time.Duration) error {
+	if c.src == nil {
+		return nil
+	}
+	c.s.Instance.Write("tracing_on", "0")
+	var err error
+	select {
+	case err = <-c.done:
+	case <-time.After(wait):
+		c.cancel()
+		err = <-c.done
+	}
+	c.done = nil
+	c.mu.Lock()
+	c.src.Finish(c.summary, "stopped")
+	c.mu.Unlock()
+	c.src.Close()
+	c.src = nil
+	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, tracefs.ErrPipeClosed) {
+		return nil
+	}
+	return err
+}
+
+// Summary is the Stream reader's accounting (events, losses: counts are then lower bounds),
+// complete after Stop; nil for Hist.
+func (c *Counter) Summary() *stream.Summary { return c.summary }
+
+// Close ends a reader still running (Stop not called), before the session's Teardown.
+func (c *Counter) Close() {
+	if c.src != nil {
+		c.cancel()
+		c.src.Close()
+		<-c.done
+		c.src = nil
+	}
+}
+
+// readTable reads the table of the one hist trigger on SYSTEM:EVENT in the instance (the
+// session's own: no other trigger is there).
+func readTable(in *tracefs.Instance, system, event string) (hist.Table, error) {
+	b, err := in.ReadFile("events/" + system + "/" + event + "/hist")
+	if err != nil {
+		return hist.Table{}, err
+	}
+	tables, err := hist.ParseOutput(string(b))
+	if err != nil {
+		return hist.Table{}, err
+	}
+	if len(tables) == 0 {
+		return hist.Table{}, fmt.Errorf("the kernel's hist file of %s:%s lists no table", system, event)
+	}
+	return tables[0], nil
+}

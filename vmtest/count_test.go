@@ -1,0 +1,456 @@
+//go:build vmtest
+
+package vmtest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// countWorld is histWorld plus another owner's probe on vfs_read with a hist trigger keyed as
+// count's own (__probe_ip.sym) at the top level: none of it may be touched.
+func countWorld(t *testing.T) string {
+	t.Helper()
+	histWorld(t)
+	write(t, "kprobe_events", "p:othercount/vr vfs_read\n")
+	removeProbeLater(t, "othercount", "vr")
+	trig := "events/othercount/vr/trigger"
+	write(t, trig, "hist:keys=__probe_ip.sym\n")
+	t.Cleanup(func() { os.WriteFile(filepath.Join(tracing, trig), []byte("!hist:keys=__probe_ip.sym\n"), 0) })
+	return countState(t)
+}
+
+// countState is the whole tracing state count could change: latencyState's files (dynamic
+// and synthetic events, the other owners' hist triggers) and the other probe's trigger.
+func countState(t *testing.T) string {
+	t.Helper()
+	s := latencyState(t)
+	if _, err := os.Stat(filepath.Join(tracing, "events/othercount/vr/trigger")); err == nil {
+		s += "== othercount trigger\n" + read(t, "events/othercount/vr/trigger")
+	}
+	return s
+}
+
+type countRow struct {
+	Interval int     `json:"interval"`
+	Time     string  `json:"time"`
+	Seconds  float64 `json:"seconds"`
+	Func     string  `json:"func"`
+	Count    uint64  `json:"count"`
+	Method   string  `json:"method"`
+}
+
+// countRows reads count's NDJSON; each row's method must be method.
+func countRows(t *testing.T, out, method string) []countRow {
+	t.Helper()
+	var rows []countRow
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var r countRow
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("%v: %q", err, sc.Text())
+		}
+		if r.Method != method || r.Interval < 1 || r.Time == "" {
+			t.Errorf("row %+v: want method %s, an interval and a time", r, method)
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+func callsOf(rows []countRow, fn string) (n uint64) {
+	for _, r := range rows {
+		if r.Func == fn {
+			n += r.Count
+		}
+	}
+	return n
+}
+
+// startCount starts ftctl count with args and waits until its session counts: tracing on in
+// its instance, and the hist trigger there (hist) or the function tracer (stream).
+func startCount(t *testing.T, method string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(ftctl, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Env = []string{"PATH=/bin"}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	instance, group := sessionOf(t, cmd.Process.Pid)
+	dir := filepath.Join(tracing, "instances", instance)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		on, _ := os.ReadFile(filepath.Join(dir, "tracing_on"))
+		ready := strings.TrimSpace(string(on)) == "1"
+		if method == "hist" {
+			b, _ := os.ReadFile(filepath.Join(dir, "events", group, "count", "trigger"))
+			ready = ready && strings.Contains(string(b), "hist:")
+		} else {
+			b, _ := os.ReadFile(filepath.Join(dir, "current_tracer"))
+			ready = ready && strings.TrimSpace(string(b)) == "function"
+		}
+		if ready {
+			// the stream reader opens its pipe right after tracing is on: what the loop
+			// calls meanwhile is in the ring buffer, read from its start
+			return cmd, &out, &errb
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the count session %s never counted; stderr:\n%s", instance, errb.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestCount: a loop of N reads shows at least N calls of vfs_read, by either method, whatever
+// ends the session (COMMAND's exit, --duration, SIGINT, SIGTERM), and each exit leaves the
+// tracing state (other owners' probes and triggers included) as it was.
+func TestCount(t *testing.T) {
+	before := countWorld(t)
+	const n = 200
+	file := "/tmp/ftctl-count-reads"
+	os.WriteFile(file, []byte(strings.Repeat("x", n+10)), 0o644)
+	dd := []string{"/bin/dd", "if=" + file, "of=/dev/null", "bs=1", "count=" + strconv.Itoa(n)}
+	fprobes := strings.Contains(read(t, "README"), "f[:[<group>/][<event>]]")
+	for _, method := range []string{"hist", "stream"} {
+		t.Run(method+"/command", func(t *testing.T) {
+			r := ftctlRun(t, append([]string{"count", "vfs_read", "ksys_read", "--method", method, "-o", "json", "--"}, dd...)...)
+			if r.code != 0 {
+				t.Fatalf("%v", r)
+			}
+			t.Logf("%s", r.stderr)
+			rows := countRows(t, r.stdout, method)
+			if got := callsOf(rows, "vfs_read"); got < n {
+				t.Errorf("%d calls of vfs_read, want at least %d: %v", got, n, r)
+			}
+			if got := callsOf(rows, "ksys_read"); got < n {
+				t.Errorf("%d calls of ksys_read, want at least %d: %v", got, n, r)
+			}
+			want := "counting 2 functions by " + method
+			if method == "hist" && fprobes {
+				want += ": one fprobe event"
+			} else if method == "hist" {
+				want += ": one kprobe event"
+			}
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("want %q on stderr: %v", want, r)
+			}
+			if after := countState(t); after != before {
+				t.Errorf("state changed:\n%s\n%s", before, after)
+			}
+			if r := ftctlRun(t, "count", "vfs_read", "--method", method, "--", "/bin/sh", "-c", "exit 3"); r.code != 3 {
+				t.Errorf("the command's status: %v", r)
+			}
+			if after := countState(t); after != before {
+				t.Errorf("state changed:\n%s\n%s", before, after)
+			}
+		})
+		for _, sig := range []syscall.Signal{0, syscall.SIGINT, syscall.SIGTERM} {
+			name := "duration"
+			if sig != 0 {
+				name = sig.String()
+			}
+			t.Run(method+"/"+name, func(t *testing.T) {
+				gate := "/tmp/ftctl-count-go"
+				os.Remove(gate)
+				// the task that reads is the shell that waits, exec'd into dd: its pid is known first
+				loop := exec.Command("/bin/sh", "-c", "while [ ! -e "+gate+" ]; do sleep 0.05; done; exec "+strings.Join(dd, " "))
+				if err := loop.Start(); err != nil {
+					t.Fatal(err)
+				}
+				dur := "60s"
+				if sig == 0 {
+					dur = "5s"
+				}
+				cmd, out, errb := startCount(t, method, "count", "vfs_rea*", "ksys_read", "--method", method, "--pid", strconv.Itoa(loop.Process.Pid), "-o", "json", "--duration", dur)
+				os.WriteFile(gate, nil, 0o644)
+				if err := loop.Wait(); err != nil {
+					t.Fatal(err)
+				}
+				endWith(t, cmd, sig, errb)
+				rows := countRows(t, out.String(), method)
+				if got := callsOf(rows, "vfs_read"); got < n {
+					t.Errorf("%d calls of vfs_read, want at least %d:\n%s\n%s", got, n, out, errb)
+				}
+				if after := countState(t); after != before {
+					t.Errorf("state changed:\n%s\n%s", before, after)
+				}
+			})
+		}
+	}
+	t.Run("interval", func(t *testing.T) {
+		gate := "/tmp/ftctl-count-go"
+		os.Remove(gate)
+		// 4 rounds of n reads, 0.7 s apart: at least two intervals of 1 s see reads
+		script := "while [ ! -e " + gate + " ]; do sleep 0.05; done; for i in 1 2 3 4; do " + strings.Join(dd, " ") + " 2>/dev/null; sleep 0.7; done"
+		loop := exec.Command("/bin/sh", "-c", script)
+		if err := loop.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// the reads are dd's, the shell's children: count every task's
+		cmd, out, errb := startCount(t, "hist", "count", "vfs_read", "--interval", "1s", "-o", "json", "--duration", "60s")
+		os.WriteFile(gate, nil, 0o644)
+		if err := loop.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		endWith(t, cmd, syscall.SIGINT, errb)
+		t.Logf("%s", out)
+		rows := countRows(t, out.String(), "hist")
+		intervals := map[int]bool{}
+		for i, r := range rows {
+			intervals[r.Interval] = true
+			if r.Func != "vfs_read" || r.Count == 0 || (i > 0 && r.Interval <= rows[i-1].Interval) {
+				t.Errorf("row %d: %+v", i, r)
+			}
+		}
+		if got := callsOf(rows, "vfs_read"); got < 4*n || len(intervals) < 2 {
+			t.Errorf("%d calls of vfs_read in %d intervals, want at least %d in 2 or more:\n%s", got, len(intervals), 4*n, out)
+		}
+		if after := countState(t); after != before {
+			t.Errorf("state changed:\n%s\n%s", before, after)
+		}
+	})
+	t.Run("text", func(t *testing.T) {
+		r := ftctlRun(t, append([]string{"count", "vfs_read", "--top", "1", "--"}, dd...)...)
+		t.Logf("%s", r.stdout)
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if r.code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[0], "FUNC ") || !strings.HasPrefix(lines[1], "vfs_read ") || lines[2] != "1 function, "+strings.Fields(lines[1])[1]+" calls" {
+			t.Errorf("%v", r)
+		}
+	})
+}
+
+// TestCountInvalid: mistakes are refused with exit 2 before anything is written.
+func TestCountInvalid(t *testing.T) {
+	before := countWorld(t)
+	// a name available_filter_functions lists twice: kallsyms has it twice, kprobes refuse it
+	dup := ""
+	seen := map[string]bool{}
+	for _, l := range strings.Split(read(t, "available_filter_functions"), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 1 && !strings.HasPrefix(f[0], "__ftrace_invalid") {
+			if seen[f[0]] {
+				dup = f[0]
+				break
+			}
+			seen[f[0]] = true
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"no_such_function_ftctl"}, "matches no traceable function"},
+		{[]string{"vfs_read", "no_such_function_ftctl*"}, "matches no traceable function"},
+		{[]string{"vfs_read", "--method", "profile"}, "want hist or stream"},
+		{[]string{"vfs_read", "--interval", "-1s"}, "--interval"},
+		{[]string{"vfs_read", "--top", "-1"}, "--top"},
+		{[]string{"vfs_read", "--pid", "-2"}, "--pid"},
+		{[]string{"vfs_read", "-B", "keepme"}, "-B is not for count"},
+		{[]string{"--duration", "1s"}, "at least one pattern"},
+		{[]string{"--method", "hist", dup}, "not unique"},
+	} {
+		r := ftctlRun(t, append([]string{"count"}, c.args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("count %q: want exit 2 and %q: %v", c.args, c.want, r)
+		}
+	}
+	if after := countState(t); after != before {
+		t.Errorf("state changed:\n%s\n%s", before, after)
+	}
+	// without --method, such a name is counted from the stream
+	r := ftctlRun(t, "count", dup, "--duration", "1s", "-o", "json")
+	t.Logf("%s: %s", dup, r.stderr)
+	if r.code != 0 || !strings.Contains(r.stderr, "by stream: the function tracer on them in ftctl's instance, every call an event read and counted ("+dup+" is ") {
+		t.Errorf("count %s: want the stream method: %v", dup, r)
+	}
+	if after := countState(t); after != before {
+		t.Errorf("state changed:\n%s\n%s", before, after)
+	}
+}
+
+// TestCountKilledThenReset: a SIGKILLed count leaves its instance, trigger and probe points;
+// `ftctl reset` removes them all.
+func TestCountKilledThenReset(t *testing.T) {
+	before := countWorld(t)
+	cmd, _, _ := startCount(t, "hist", "count", "vfs_read", "vfs_write", "--duration", "60s")
+	cmd.Process.Kill()
+	cmd.Wait()
+	if after := countState(t); after == before {
+		t.Fatal("nothing left after SIGKILL")
+	}
+	r := ftctlRun(t, "reset")
+	if r.code != 0 {
+		t.Errorf("%v", r)
+	}
+	if after := countState(t); after != before {
+		t.Errorf("reset left:\n%s\nwant:\n%s\n%v", after, before, r)
+	}
+}
+
+// TestHistInterval: hist --interval prints the table (the counts so far) every interval, one
+// JSON object a line, numbered, the loop's hits growing to at least N; the state as it was.
+func TestHistInterval(t *testing.T) {
+	before := histWorld(t)
+	const n = 300
+	cmd, out, errb := startSession(t, histEvent+"/trigger", "hist", "syscalls:sys_enter_read", "--key", "common_pid", "--interval", "1s", "--duration", "60s", "-o", "json")
+	loop := readLoop(t, n)
+	if err := loop.Run(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond) // two tables at least
+	endWith(t, cmd, syscall.SIGINT, errb)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var hits []float64
+	for i, l := range lines {
+		var h struct {
+			Interval int    `json:"interval"`
+			Time     string `json:"time"`
+		}
+		if err := json.Unmarshal([]byte(l), &h); err != nil || h.Interval != i+1 || h.Time == "" {
+			t.Errorf("line %d: %v %+v: %q", i, err, h, l)
+		}
+		hits = append(hits, hitsOf(t, l, loop.Process.Pid))
+	}
+	if len(lines) < 3 || hits[len(hits)-1] < n {
+		t.Errorf("%d tables, the loop's hits %v: want 3 or more, the last at least %d:\n%s", len(lines), hits, n, out)
+	}
+	for i := 1; i < len(hits); i++ {
+		if hits[i] < hits[i-1] {
+			t.Errorf("hits went down: %v", hits)
+		}
+	}
+	checkHistWorld(t, before)
+}
+
+// TestTUICount: the console's Top view counts functions' calls in the kernel (c), its table
+// shows at least N calls of vfs_read after a loop of N reads, and the count's session is removed
+// by x, and by the console's end with the count running (SIGTERM), leaving the tracing state,
+// other owners' probes and triggers included, as it was.
+func TestTUICount(t *testing.T) {
+	before := countWorld(t)
+	const n = 300
+	for _, way := range []string{"x", "SIGTERM"} {
+		t.Run(way, func(t *testing.T) {
+			r := startTUI(t, "tui")
+			r.keys("4")
+			r.keys("c")
+			r.keys("vfs_read ksys_read")
+			r.keys("\r")
+			r.waitFor("by hist ·")
+			if err := readLoop(t, n).Run(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for calls := uint64(0); calls < n; {
+				if time.Now().After(deadline) {
+					t.Fatalf("never %d calls of vfs_read:\n%s", n, r.screen)
+				}
+				time.Sleep(200 * time.Millisecond)
+				for _, l := range r.screen.Lines() {
+					if f := strings.Fields(l); len(f) == 3 && f[2] == "vfs_read" {
+						calls, _ = strconv.ParseUint(strings.ReplaceAll(f[0], ",", ""), 10, 64)
+					}
+				}
+			}
+			t.Logf("%s", r.screen)
+			if way == "x" {
+				r.keys("x")
+				r.waitFor("count stopped")
+				r.keys("q")
+				if code := r.wait(); code != 0 {
+					t.Errorf("exit %d:\n%s", code, r.screen)
+				}
+			} else {
+				r.cmd.Process.Signal(syscall.SIGTERM)
+				if code := r.wait(); code != 143 {
+					t.Errorf("exit %d:\n%s", code, r.screen)
+				}
+			}
+			r.restored()
+			if after := countState(t); after != before {
+				t.Errorf("state changed:\n%s\n%s", before, after)
+			}
+		})
+	}
+}
+
+// TestTUIHistTable: the Top view's h shows an event's hits per key from a hist trigger in a
+// session of its own: at least N for a loop of N reads (sys_enter_read by pid), removed by x,
+// the tracing state (other owners' triggers on the same event included) as it was.
+func TestTUIHistTable(t *testing.T) {
+	before := countWorld(t)
+	const n = 300
+	r := startTUI(t, "tui")
+	r.keys("4")
+	r.keys("h")
+	r.keys("syscalls:sys_enter_read common_pid")
+	r.keys("\r")
+	r.waitFor("· x stop")
+	loop := readLoop(t, n)
+	if err := loop.Run(); err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(loop.Process.Pid)
+	deadline := time.Now().Add(30 * time.Second)
+	for hits := uint64(0); hits < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("never %d hits for pid %s:\n%s", n, pid, r.screen)
+		}
+		time.Sleep(200 * time.Millisecond)
+		for _, l := range r.screen.Lines() {
+			if f := strings.Fields(l); len(f) == 3 && f[2] == pid {
+				hits, _ = strconv.ParseUint(strings.ReplaceAll(f[0], ",", ""), 10, 64)
+			}
+		}
+	}
+	t.Logf("%s", r.screen)
+	r.keys("x")
+	r.waitFor("count stopped")
+	r.keys("q")
+	if code := r.wait(); code != 0 {
+		t.Errorf("exit %d:\n%s", code, r.screen)
+	}
+	r.restored()
+	if after := countState(t); after != before {
+		t.Errorf("state changed:\n%s\n%s", before, after)
+	}
+}
+
+// TestCountIntervalSeconds: each interval count prints lasts about --interval, the last one
+// too: it ends when the count ends, not after the stream's drain (with nothing recorded, the
+// kernel ends the stream only after 2 s: the last interval was printed as 2.5 s and more).
+func TestCountIntervalSeconds(t *testing.T) {
+	sleeper := exec.Command("/bin/sleep", "60") // calls nothing while counted
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	r := ftctlRun(t, "count", "vfs_read", "--method", "stream", "--pid", strconv.Itoa(sleeper.Process.Pid), "--interval", "1s", "--duration", "2500ms")
+	if r.code != 0 {
+		t.Fatalf("%v", r)
+	}
+	var secs []float64
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if m := regexp.MustCompile(`^\d\d:\d\d:\d\d \((\d+\.\d)s\)$`).FindStringSubmatch(l); m != nil {
+			s, _ := strconv.ParseFloat(m[1], 64)
+			secs = append(secs, s)
+		}
+	}
+	if len(secs) != 3 || secs[0] > 1.4 || secs[1] > 1.4 || secs[2] > 0.9 {
+		t.Errorf("intervals of %v s, want 1, 1, 0.5:\n%s", secs, r.stdout)
+	}
+}
