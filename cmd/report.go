@@ -36,17 +36,18 @@ func NewCmdReport(g *Globals, runF func(context.Context, *ReportOptions) error) 
 	c := &cobra.Command{
 		Use:   "report [flags] FILE",
 		Short: "Print the events of a trace.dat (ftctl record's or trace-cmd record's)",
-		Long: `Read a trace.dat written by 'ftctl record' or 'trace-cmd record' (file version 6; trace-cmd
-3.x writes it by default, or with --file-version 6) and print its events as 'ftctl stream'
-prints them: the same decoder of the ring buffer's pages, the same text, the same JSON with
+		Long: `Read a trace.dat written by 'ftctl record' or 'trace-cmd record' (file versions 6 and 7,
+uncompressed or compressed with zstd, as Debian's trace-cmd writes by default) and print its events as 'ftctl stream' prints
+them: the same decoder of the ring buffer's pages, the same text, the same JSON with
 -o json. The CPUs' events are merged in time order; losses show where the kernel marked them.
 No kernel is needed: the file carries the event formats, kallsyms and the saved cmdlines.
 
 --recover reads the directory FILE.tmp-PID that a killed 'ftctl record' left: header.dat and
 each CPU's pages (cpuN.raw) as far as they were moved.
 
-File version 7 (trace-cmd record --file-version 7, and compressed files) is not read yet:
-such a file is refused (exit 2).`,
+A file ftctl cannot read (not a trace.dat, cut short before its data, another version, a
+latency-tracer recording) is exit 2 with where and why. Of a file with several buffers
+(trace-cmd record -B), the top-level buffer is read.`,
 		Example: `  ftctl report trace.dat
   # the sched_switch events of CPU 1, as JSON
   ftctl report trace.dat --event sched_switch --cpu 1 -o json

@@ -14,13 +14,37 @@ import (
 
 // fixtureTraceDat assembles a trace.dat from a kernel's captures in testdata (formats,
 // kallsyms, saved_cmdlines, both CPUs' trace_pipe_raw pages) as ftctl record does.
-func fixtureTraceDat(t testing.TB, kernel string) []byte {
+//
+// small (the source of the version 7 fixtures, which trace-cmd convert made from it): no
+// kallsyms, 8 pages a CPU, and only the formats of the events in them.
+func fixtureTraceDat(t testing.TB, kernel string, small bool) []byte {
 	t.Helper()
 	dir := filepath.Join("testdata", kernel)
 	files := gzTar(t, filepath.Join(dir, "formats.tar.gz"))
 	h := &tracedat.Header{PageSize: 4096, LongSize: 8, HeaderPage: []byte(files["events/header_page"]),
-		HeaderEvent: []byte(files["events/header_event"]), Kallsyms: gunzip(t, filepath.Join(dir, "tp.kallsyms.gz")),
-		CPUs: 2, Options: []tracedat.Option{{ID: tracedat.OptionTraceClock, Data: []byte("[local] global\n\x00")}}}
+		HeaderEvent: []byte(files["events/header_event"]),
+		CPUs:        2, Options: []tracedat.Option{{ID: tracedat.OptionTraceClock, Data: []byte("[local] global\n\x00")}}}
+	raws := make([][]byte, 2)
+	used := map[int]bool{}
+	for cpu := range raws {
+		raws[cpu] = gunzip(t, filepath.Join(dir, "tp.cpu"+string(rune('0'+cpu))+".raw.gz"))
+		if small {
+			raws[cpu] = raws[cpu][:min(len(raws[cpu]), 8*4096)]
+			for b := raws[cpu]; len(b) >= 4096; b = b[4096:] {
+				p, err := ParsePage(tracefs.DefaultPageLayout, b[:4096])
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.Events(func(_ uint64, data []byte) error {
+					used[int(data[0])|int(data[1])<<8] = true
+					return nil
+				})
+			}
+		}
+	}
+	if !small {
+		h.Kallsyms = gunzip(t, filepath.Join(dir, "tp.kallsyms.gz"))
+	}
 	var err error
 	if h.Cmdlines, err = os.ReadFile(filepath.Join(dir, "tp.saved_cmdlines")); err != nil {
 		t.Fatal(err)
@@ -36,6 +60,12 @@ func fixtureTraceDat(t testing.TB, kernel string) []byte {
 		if len(parts) != 4 || parts[3] != "format" {
 			continue
 		}
+		if small {
+			fm, err := tracefs.ParseFormat(parts[1], files[name])
+			if err != nil || !used[fm.ID] {
+				continue
+			}
+		}
 		if parts[1] == "ftrace" {
 			h.Ftrace = append(h.Ftrace, []byte(files[name]))
 			continue
@@ -49,8 +79,7 @@ func fixtureTraceDat(t testing.TB, kernel string) []byte {
 		h.Systems[i].Formats = bySystem[h.Systems[i].Name]
 	}
 	var cpus []tracedat.CPUSource
-	for cpu := 0; cpu < 2; cpu++ {
-		raw := gunzip(t, filepath.Join(dir, "tp.cpu"+string(rune('0'+cpu))+".raw.gz"))
+	for _, raw := range raws {
 		cpus = append(cpus, tracedat.CPUSource{R: bytes.NewReader(raw), Size: int64(len(raw))})
 	}
 	var b bytes.Buffer
@@ -65,9 +94,10 @@ func fixtureTraceDat(t testing.TB, kernel string) []byte {
 func TestReadFileMatchesLivePages(t *testing.T) {
 	for _, kernel := range []string{"6.1", "6.12"} {
 		t.Run(kernel, func(t *testing.T) {
-			b := fixtureTraceDat(t, kernel)
+			b := fixtureTraceDat(t, kernel, false)
 			if out := os.Getenv("FTCTL_TRACEDAT_OUT"); out != "" { // to try trace-cmd report on it
 				os.WriteFile(filepath.Join(out, kernel+".dat"), b, 0o644)
+				os.WriteFile(filepath.Join(out, kernel+"-small.dat"), fixtureTraceDat(t, kernel, true), 0o644)
 			}
 			f, err := tracedat.Read(bytes.NewReader(b), int64(len(b)))
 			if err != nil {
@@ -133,3 +163,57 @@ func TestReadFileMatchesLivePages(t *testing.T) {
 func tracefsDefault() tracefs.PageLayout { return tracefs.DefaultPageLayout }
 
 func parsePids(b []byte) map[int][]byte { return tracefs.ParsePidLines(b) }
+
+// fileEvents reads a trace.dat's events as JSON lines.
+func fileEvents(t *testing.T, b []byte) []string {
+	t.Helper()
+	f, err := tracedat.Read(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	if _, err := ReadFile(f, FileOptions{}, func(ev *Event) error {
+		out = append(out, string(AppendJSON(nil, ev, false)))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Version 7, uncompressed and zstd: testdata/6.12/tp.v7.dat.gz and tp.v7zstd.dat are what
+// Debian's trace-cmd 3.1.6 made of fixtureTraceDat(t, "6.12", true) (written out with
+// FTCTL_TRACEDAT_OUT=DIR go test -run TestReadFileMatchesLivePages ./stream), with
+// `trace-cmd convert --file-version 7 --compression none|zstd -i 6.12-small.dat -o OUT`.
+// Their events are the version 6 file's.
+func TestReadFileVersion7(t *testing.T) {
+	want := fileEvents(t, fixtureTraceDat(t, "6.12", true))
+	if len(want) < 100 {
+		t.Fatalf("%d events in the version 6 file", len(want))
+	}
+	for _, c := range []struct {
+		name string
+		b    []byte
+	}{
+		{"none", gunzip(t, filepath.Join("testdata", "6.12", "tp.v7.dat.gz"))},
+		{"zstd", func() []byte {
+			b, err := os.ReadFile(filepath.Join("testdata", "6.12", "tp.v7zstd.dat"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := fileEvents(t, c.b)
+			if len(got) != len(want) {
+				t.Fatalf("%d events, want %d", len(got), len(want))
+			}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("event %d:\n  v7 %s\n  v6 %s", i, got[i], want[i])
+				}
+			}
+		})
+	}
+}

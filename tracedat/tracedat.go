@@ -9,7 +9,7 @@
 // stream/ decodes the pages. The layout follows trace-cmd's Documentation/trace-cmd/
 // trace-cmd.dat.v6.5.txt and lib/trace-cmd/trace-input.c (read, not copied).
 //
-// Version 7 (sections, compression) is recognised and refused with ErrVersion.
+// Version 7 (sections; zstd or zlib compression) is read too (v7.go); ftctl writes version 6.
 package tracedat
 
 import (
@@ -109,6 +109,24 @@ func (h *Header) Clock() string {
 	return "local"
 }
 
+// Clock is the trace clock of the recording: the TRACECLOCK option's choice, else (version 7)
+// the top buffer's clock, else "local", as trace-cmd assumes.
+func (f *File) Clock() string {
+	if f.clock != "" && !f.hasOption(OptionTraceClock) {
+		return f.clock
+	}
+	return f.Header.Clock()
+}
+
+func (f *File) hasOption(id uint16) bool {
+	for _, o := range f.Options {
+		if o.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
 // CPUData is where one CPU's pages are in the file.
 type CPUData struct {
 	Offset, Size int64
@@ -120,6 +138,7 @@ type File struct {
 	Version int
 	CPUData []CPUData
 	r       io.ReaderAt
+	clock   string        // version 7: the top buffer's clock
 	cpuR    []io.ReaderAt // WithCPUs: each CPU's pages in a reader of its own
 }
 
@@ -260,75 +279,25 @@ func Read(ra io.ReaderAt, size int64) (*File, error) {
 	switch v {
 	case "6":
 		f.Version = 6
+	case "7":
+		return readV7(r, f)
 	default:
-		return nil, &FormatError{Section: "version", Offset: r.off, Reason: fmt.Sprintf("version %q (ftctl reads version 6; trace-cmd record --file-version 6 writes it)", v), Err: ErrVersion}
+		return nil, &FormatError{Section: "version", Offset: r.off, Reason: fmt.Sprintf("version %q (ftctl reads versions 6 and 7)", v), Err: ErrVersion}
 	}
-	r.section = "endianness"
-	b, err = r.bytes(2)
-	if err != nil {
+	if err := readInitial(r, f); err != nil {
 		return nil, err
 	}
-	if b[0] != 0 {
-		return nil, r.fail("a big-endian file, which ftctl does not read")
-	}
-	f.LongSize = int(b[1])
-	r.section = "page size"
-	ps, err := r.u32()
-	if err != nil {
-		return nil, err
-	}
-	if ps < 64 || ps > 1<<20 {
-		return nil, r.fail("page size %d", ps)
-	}
-	f.PageSize = int(ps)
-
 	r.section = "header_page"
-	if err := r.expect("header_page\x00"); err != nil {
-		return nil, err
-	}
-	if f.HeaderPage, err = r.sized(8); err != nil {
-		return nil, err
-	}
-	r.section = "header_event"
-	if err := r.expect("header_event\x00"); err != nil {
-		return nil, err
-	}
-	if f.HeaderEvent, err = r.sized(8); err != nil {
+	if err := readHeaderInfo(r, f); err != nil {
 		return nil, err
 	}
 	r.section = "ftrace event formats"
-	n, err := r.u32()
-	if err != nil {
+	if err := readFtrace(r, f); err != nil {
 		return nil, err
-	}
-	for range n {
-		fm, err := r.sized(8)
-		if err != nil {
-			return nil, err
-		}
-		f.Ftrace = append(f.Ftrace, fm)
 	}
 	r.section = "event formats"
-	if n, err = r.u32(); err != nil {
+	if err := readEventFormats(r, f); err != nil {
 		return nil, err
-	}
-	for range n {
-		var s System
-		if s.Name, err = r.cstring(4096); err != nil {
-			return nil, err
-		}
-		m, err := r.u32()
-		if err != nil {
-			return nil, err
-		}
-		for range m {
-			fm, err := r.sized(8)
-			if err != nil {
-				return nil, err
-			}
-			s.Formats = append(s.Formats, fm)
-		}
-		f.Systems = append(f.Systems, s)
 	}
 	r.section = "kallsyms"
 	if f.Kallsyms, err = r.sized(4); err != nil {

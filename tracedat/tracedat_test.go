@@ -2,7 +2,11 @@ package tracedat
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
+	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -94,7 +98,7 @@ func TestTruncated(t *testing.T) {
 func TestRefusals(t *testing.T) {
 	h, data := sample()
 	b := write(t, h, data)
-	v7 := bytes.Replace(bytes.Clone(b), []byte("tracing6\x00"), []byte("tracing7\x00"), 1)
+	v8 := bytes.Replace(bytes.Clone(b), []byte("tracing6\x00"), []byte("tracing8\x00"), 1)
 	for _, c := range []struct {
 		name string
 		b    []byte
@@ -103,7 +107,7 @@ func TestRefusals(t *testing.T) {
 	}{
 		{"empty", nil, ErrNotTraceDat, "magic"},
 		{"text", []byte("hello world, this is not a trace"), ErrNotTraceDat, "magic"},
-		{"version 7", v7, ErrVersion, `version "7"`},
+		{"version 8", v8, ErrVersion, `version "8"`},
 	} {
 		_, err := Read(bytes.NewReader(c.b), int64(len(c.b)))
 		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) {
@@ -119,6 +123,17 @@ func FuzzRead(f *testing.F) {
 	f.Add(write(f, h, data))
 	h.Options = nil
 	f.Add(write(f, h, [][]byte{nil, nil}))
+	// version 7, uncompressed and zstd (stream's fixtures: what trace-cmd convert wrote)
+	if b, err := os.ReadFile(filepath.Join("..", "stream", "testdata", "6.12", "tp.v7zstd.dat")); err == nil {
+		f.Add(b)
+	}
+	if z, err := os.ReadFile(filepath.Join("..", "stream", "testdata", "6.12", "tp.v7.dat.gz")); err == nil {
+		if r, err := gzip.NewReader(bytes.NewReader(z)); err == nil {
+			if b, err := io.ReadAll(r); err == nil {
+				f.Add(b)
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		file, err := Read(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
@@ -130,5 +145,8 @@ func FuzzRead(f *testing.F) {
 			}
 		}
 		file.Clock()
+		for cpu := range file.CPUData {
+			io.Copy(io.Discard, file.Pages(cpu))
+		}
 	})
 }

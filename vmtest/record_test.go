@@ -243,7 +243,8 @@ func TestRecordReadByTraceCmd(t *testing.T) {
 	}
 }
 
-// trace-cmd record (file version 6) → ftctl report: the events trace-cmd report prints.
+// trace-cmd record → ftctl report: the events trace-cmd report prints, from a file of version 6
+// and of trace-cmd's default (version 7, zstd-compressed).
 func TestTraceCmdRecordReadByFtctl(t *testing.T) {
 	needTraceCmd(t)
 	write(t, "kprobe_events", "p:ftrec/open do_sys_openat2 path=+0(%si):string\n")
@@ -253,39 +254,42 @@ func TestTraceCmdRecordReadByFtctl(t *testing.T) {
 		truncate(t, "set_ftrace_filter")
 	})
 	dir := t.TempDir()
-	out := filepath.Join(dir, "tc.dat")
-	cmd := "echo " + recordMarker + " > " + tracing + "/trace_marker; head -n1 /proc/version > /dev/null; sleep 0.1"
-	_, tcErr := runTraceCmd(t, "record", "--file-version", "6", "-o", out, "-p", "function", "-l", "vfs_read",
-		"-e", "sched:sched_switch", "-e", "sched:sched_process_exec", "-e", "ftrec:open", "-F", "-c", "/bin/sh", "-c", cmd)
-	t.Logf("trace-cmd record: %s", tcErr)
-	tcOut, tcErr := runTraceCmd(t, "report", "-i", out)
-	if tcErr != "" {
-		t.Logf("trace-cmd report's stderr:\n%s", tcErr)
-	}
-	rj := ftctlRun(t, "report", out, "-o", "json")
-	if rj.code != 0 {
-		t.Fatalf("ftctl report: %v", rj)
-	}
-	ft, lost, probes := ftctlEvents(t, rj.stdout)
-	tc, drops := traceCmdEvents(t, tcOut, probes)
-	sameEvents(t, "trace-cmd record", tc, ft)
-	if lost != drops {
-		t.Errorf("losses: ftctl report shows %d, trace-cmd report %d", lost, drops)
-	}
-	for _, want := range []string{" function: vfs_read <-- ", " open: path=\"/proc/version\"", " print: tracing_mark_write: " + recordMarker, " sched_process_exec: "} {
-		found := false
-		for _, e := range ft {
-			found = found || strings.Contains(e, want)
-		}
-		if !found {
-			t.Errorf("no %q event in ftctl report of trace-cmd's file:\n%s", want, rj.stdout)
-		}
-	}
-	// trace-cmd's default file version (7, compressed) is refused plainly, for now
-	out7 := filepath.Join(dir, "tc7.dat")
-	runTraceCmd(t, "record", "-o", out7, "-e", "sched:sched_process_exec", "/bin/true")
-	if r := ftctlRun(t, "report", out7); r.code != 2 || !strings.Contains(r.stderr, "version") {
-		t.Errorf("ftctl report of a version 7 file: %v", r)
+	for _, version := range []string{"6", "default"} {
+		t.Run(version, func(t *testing.T) {
+			out := filepath.Join(dir, "tc-"+version+".dat")
+			cmd := "echo " + recordMarker + " > " + tracing + "/trace_marker; head -n1 /proc/version > /dev/null; sleep 0.1"
+			args := []string{"record", "-o", out, "-p", "function", "-l", "vfs_read",
+				"-e", "sched:sched_switch", "-e", "sched:sched_process_exec", "-e", "ftrec:open", "-F", "-c", "/bin/sh", "-c", cmd}
+			if version != "default" {
+				args = append([]string{"record", "--file-version", version}, args[1:]...)
+			}
+			_, tcErr := runTraceCmd(t, args...)
+			t.Logf("trace-cmd record: %s", tcErr)
+			tcOut, tcErr := runTraceCmd(t, "report", "-i", out)
+			if tcErr != "" {
+				t.Logf("trace-cmd report's stderr:\n%s", tcErr)
+			}
+			rj := ftctlRun(t, "report", out, "-o", "json")
+			if rj.code != 0 {
+				t.Fatalf("ftctl report: %v", rj)
+			}
+			t.Logf("ftctl report: %s", rj.stderr)
+			ft, lost, probes := ftctlEvents(t, rj.stdout)
+			tc, drops := traceCmdEvents(t, tcOut, probes)
+			sameEvents(t, "trace-cmd record", tc, ft)
+			if lost != drops {
+				t.Errorf("losses: ftctl report shows %d, trace-cmd report %d", lost, drops)
+			}
+			for _, want := range []string{" function: vfs_read <-- ", " open: path=\"/proc/version\"", " print: tracing_mark_write: " + recordMarker, " sched_process_exec: "} {
+				found := false
+				for _, e := range ft {
+					found = found || strings.Contains(e, want)
+				}
+				if !found {
+					t.Errorf("no %q event in ftctl report of trace-cmd's file:\n%s", want, rj.stdout)
+				}
+			}
+		})
 	}
 }
 
