@@ -48,9 +48,8 @@ FILE appears only complete: ftctl works in FILE.tmp-PID (a directory beside it) 
 the finished file. If ftctl is killed (SIGKILL), FILE is not there; FILE.tmp-PID holds
 header.dat and each CPU's pages so far (cpuN.raw), which 'ftctl report --recover
 FILE.tmp-PID' reads; 'ftctl reset' removes the session it left.`,
-		Example: `  # functions of ext4 for 10 seconds, then read them back
-  sudo ftctl record -f 'ext4_*' --duration 10s -o ext4.dat
-  ftctl report ext4.dat
+		Example: `  # functions of ext4 for 2 seconds (read them back with: ftctl report ext4.dat)
+  sudo ftctl record -f 'ext4_*' --duration 2s -o ext4.dat
   # a kprobe with a string argument and sched tracepoints, for one command
   sudo ftctl record -p 'p:open do_sys_openat2 path=+0(%si):string' -e sched:sched_switch -- ls /tmp
   trace-cmd report trace.dat`,

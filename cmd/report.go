@@ -37,9 +37,10 @@ func NewCmdReport(g *Globals, runF func(context.Context, *ReportOptions) error) 
 		Use:   "report [flags] FILE",
 		Short: "Print the events of a trace.dat (ftctl record's or trace-cmd record's)",
 		Long: `Read a trace.dat written by 'ftctl record' or 'trace-cmd record' (file versions 6 and 7,
-uncompressed or compressed with zstd, as Debian's trace-cmd writes by default) and print its events as 'ftctl stream' prints
-them: the same decoder of the ring buffer's pages, the same text, the same JSON with
--o json. The CPUs' events are merged in time order; losses show where the kernel marked them.
+uncompressed or compressed with zstd, as Debian's trace-cmd writes by default) and print its
+events as 'ftctl stream' prints them: the same decoder of the ring buffer's pages, the same
+text, the same JSON with -o json. The CPUs' events are merged in time order; losses show where
+the kernel marked them.
 No kernel is needed: the file carries the event formats, kallsyms and the saved cmdlines.
 
 --recover reads the directory FILE.tmp-PID that a killed 'ftctl record' left: header.dat and
@@ -50,9 +51,7 @@ latency-tracer recording) is exit 2 with where and why. Of a file with several b
 (trace-cmd record -B), the top-level buffer is read.`,
 		Example: `  ftctl report trace.dat
   # the sched_switch events of CPU 1, as JSON
-  ftctl report trace.dat --event sched_switch --cpu 1 -o json
-  # what a killed ftctl record left
-  ftctl report --recover trace.dat.tmp-4242`,
+  ftctl report trace.dat --event sched_switch --cpu 1 -o json`,
 		Args: func(c *cobra.Command, a []string) error {
 			if len(a) != 1 {
 				return InvalidInput(fmt.Errorf("ftctl report takes one FILE (%d given)", len(a)))
