@@ -126,9 +126,7 @@ func readHeader(in *tracefs.Instance) (*tracedat.Header, error) {
 	if h.HeaderPage, err = top.ReadFile("events/header_page"); err != nil {
 		return nil, err
 	}
-	if h.HeaderEvent, err = top.ReadFile("events/header_event"); err != nil {
-		return nil, err
-	}
+	h.HeaderEvent, _ = top.ReadFile("events/header_event") // read by no one (trace-cmd skips it)
 	formats, systems, err := fs.EventFormatTexts()
 	if err != nil {
 		return nil, err
