@@ -132,6 +132,10 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 		}
 		return fmt.Errorf("%s: %w", safe(opts.File), err)
 	}
+	if b := file.Buffers(); len(b) > 0 {
+		g.Notice("%s also holds the buffers of %s (trace-cmd record -B), which ftctl report does not read: only the top level's events are shown",
+			safe(opts.File), safe(strings.Join(quoteAll(b), ", ")))
+	}
 	if info.Partial > 0 {
 		g.Notice("%s: the data of %s ends inside a page (the file was cut short); that page is left out", safe(opts.File), plural(info.Partial, "CPU"))
 	}

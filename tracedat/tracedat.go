@@ -43,6 +43,9 @@ var (
 	ErrNotTraceDat = errors.New("not a trace.dat file")
 	// ErrVersion: a file version ftctl does not read (7: sections and compression).
 	ErrVersion = errors.New("file version not read by ftctl")
+	// ErrUnsupported: a valid file holding what ftctl does not read (big-endian, a latency
+	// recording, only instances' buffers, an unknown compression).
+	ErrUnsupported = errors.New("trace.dat content not read by ftctl")
 	// ErrCorrupt: a section is cut short, a size runs past the end of the file, a marker
 	// is missing.
 	ErrCorrupt = errors.New("corrupt trace.dat")
@@ -53,7 +56,7 @@ type FormatError struct {
 	Section string
 	Offset  int64
 	Reason  string
-	Err     error // ErrNotTraceDat, ErrVersion or ErrCorrupt
+	Err     error // ErrNotTraceDat, ErrVersion, ErrUnsupported or ErrCorrupt
 }
 
 func (e *FormatError) Error() string {
@@ -118,6 +121,18 @@ func (f *File) Clock() string {
 	return f.Header.Clock()
 }
 
+// Buffers names the other buffers the file holds (trace-cmd record -B NAME: an instance's),
+// which ftctl does not read: File's CPU data are the top-level buffer's.
+func (f *File) Buffers() []string {
+	out := append([]string(nil), f.buffers...)
+	for _, o := range f.Options {
+		if o.ID == OptionBuffer && len(o.Data) > 8 { // version 6: offset u64, name
+			out = append(out, string(cString(o.Data[8:])))
+		}
+	}
+	return out
+}
+
 func (f *File) hasOption(id uint16) bool {
 	for _, o := range f.Options {
 		if o.ID == id {
@@ -139,6 +154,7 @@ type File struct {
 	CPUData []CPUData
 	r       io.ReaderAt
 	clock   string        // version 7: the top buffer's clock
+	buffers []string      // version 7: the instances' buffers (not read)
 	cpuR    []io.ReaderAt // WithCPUs: each CPU's pages in a reader of its own
 }
 
@@ -173,6 +189,10 @@ type reader struct {
 	size    int64
 	off     int64
 	section string
+}
+
+func (r *reader) unsupported(reason string, args ...any) error {
+	return &FormatError{Section: r.section, Offset: r.off, Reason: fmt.Sprintf(reason, args...), Err: ErrUnsupported}
 }
 
 func (r *reader) fail(reason string, args ...any) error {
@@ -348,7 +368,7 @@ func Read(ra io.ReaderAt, size int64) (*File, error) {
 	switch string(kind) {
 	case "flyrecord\x00":
 	case "latency  \x00":
-		return nil, r.fail("a latency-tracer recording (text, no pages), which ftctl does not read")
+		return nil, r.unsupported("a latency-tracer recording (text, no pages), which ftctl does not read")
 	default:
 		return nil, r.fail("\"flyrecord\" expected, found %q", kind)
 	}

@@ -69,7 +69,7 @@ func readV7(r *reader, f *File) (*File, error) {
 		}
 		defer v.zstd.Close()
 	default:
-		return nil, r.fail("compression %q, which ftctl does not read (zstd, zlib or none)", name)
+		return nil, r.unsupported("compression %q, which ftctl does not read (zstd, zlib or none)", name)
 	}
 	r.section = "options offset"
 	next, err := r.u64()
@@ -114,7 +114,15 @@ func readV7(r *reader, f *File) (*File, error) {
 		}
 	}
 	if v.buffer == nil {
-		return nil, &FormatError{Section: "buffer", Offset: r.off, Reason: "no top-level buffer (BUFFER option with an empty name)", Err: ErrCorrupt}
+		reason := "no top-level buffer (BUFFER option with an empty name)"
+		if len(f.buffers) > 0 {
+			reason = fmt.Sprintf("only the buffers of instances %q (trace-cmd record -B): ftctl reads the top level's", f.buffers)
+		}
+		err := ErrCorrupt
+		if len(f.buffers) > 0 {
+			err = ErrUnsupported
+		}
+		return nil, &FormatError{Section: "buffer", Offset: r.off, Reason: reason, Err: err}
 	}
 	if err := v.cpus(f); err != nil {
 		return nil, err
@@ -130,7 +138,7 @@ func readInitial(r *reader, f *File) error {
 		return err
 	}
 	if b[0] != 0 {
-		return r.fail("a big-endian file, which ftctl does not read")
+		return r.unsupported("a big-endian file, which ftctl does not read")
 	}
 	f.LongSize = int(b[1])
 	r.section = "page size"
@@ -270,10 +278,12 @@ func (v *v7) options(f *File, off int64) (uint64, error) {
 			// the top-level buffer has an empty name: its data is what ftctl reads
 			if len(data) > 8 && data[8] == 0 {
 				v.buffer = data
+			} else if len(data) > 8 {
+				f.buffers = append(f.buffers, string(cString(data[8:])))
 			}
 		case optionBufferText:
 			if len(data) > 8 && data[8] == 0 {
-				return 0, sec.fail("a latency-tracer recording (text, no pages), which ftctl does not read")
+				return 0, sec.unsupported("a latency-tracer recording (text, no pages), which ftctl does not read")
 			}
 		default:
 			f.Options = append(f.Options, Option{ID: id, Data: data})
@@ -442,4 +452,11 @@ func readEventFormats(r *reader, f *File) error {
 		f.Systems = append(f.Systems, s)
 	}
 	return nil
+}
+
+func cString(b []byte) []byte {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return b[:i]
+	}
+	return b
 }

@@ -36,25 +36,11 @@ const spliceChunk = 64
 // OpenSplicer opens every CPU's trace_pipe_raw of the instance and a pipe for each. Close it
 // when done.
 func (i *Instance) OpenSplicer() (*Splicer, error) {
-	dir := i.Path("per_cpu")
-	entries, err := os.ReadDir(dir)
+	dir, cpus, err := i.perCPU()
 	if err != nil {
-		return nil, i.fs.opError("open", dir, "", unwrapPath(err))
+		return nil, err
 	}
-	var cpus []int
-	for _, e := range entries {
-		n, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "cpu"))
-		if err == nil && strings.HasPrefix(e.Name(), "cpu") {
-			cpus = append(cpus, n)
-		}
-	}
-	sort.Ints(cpus)
-	s := &Splicer{dir: dir, fs: i.fs, pageSize: os.Getpagesize()}
-	if b, err := i.ReadFile("buffer_subbuf_size_kb"); err == nil { // 6.8+
-		if kb, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && kb > 0 {
-			s.pageSize = kb << 10
-		}
-	}
+	s := &Splicer{dir: dir, fs: i.fs, pageSize: i.subbufSize()}
 	if len(cpus) == 0 {
 		return nil, &Error{Op: "open", Path: dir, Class: ErrUnavailable, Errno: unix.ENOENT}
 	}
@@ -78,6 +64,35 @@ func (i *Instance) OpenSplicer() (*Splicer, error) {
 		s.pollFDs = append(s.pollFDs, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
 	}
 	return s, nil
+}
+
+// perCPU lists the instance's per_cpu/cpuN directories: the directory and the CPUs, sorted.
+func (i *Instance) perCPU() (string, []int, error) {
+	dir := i.Path("per_cpu")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return dir, nil, i.fs.opError("open", dir, "", unwrapPath(err))
+	}
+	var cpus []int
+	for _, e := range entries {
+		n, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "cpu"))
+		if err == nil && strings.HasPrefix(e.Name(), "cpu") {
+			cpus = append(cpus, n)
+		}
+	}
+	sort.Ints(cpus)
+	return dir, cpus, nil
+}
+
+// subbufSize is the size of the ring buffer's pages: buffer_subbuf_size_kb (6.8+: sub-buffers
+// may be larger than a page), else the page size.
+func (i *Instance) subbufSize() int {
+	if b, err := i.ReadFile("buffer_subbuf_size_kb"); err == nil {
+		if kb, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && kb > 0 {
+			return kb << 10
+		}
+	}
+	return os.Getpagesize()
 }
 
 // CPUs are the CPUs' numbers, in the order Move and Flush take them (k).

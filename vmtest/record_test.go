@@ -203,6 +203,28 @@ func sameEvents(t *testing.T, what string, tc, ft []string) {
 	}
 }
 
+// compareReports checks that trace-cmd report's text and ftctl report -o json's give the same
+// events and losses, and that each of wants is in one of them; it returns ftctl's.
+func compareReports(t *testing.T, what, tcOut, ftJSON string, wants ...string) []string {
+	t.Helper()
+	ft, lost, probes := ftctlEvents(t, ftJSON)
+	tc, drops := traceCmdEvents(t, tcOut, probes)
+	sameEvents(t, what, tc, ft)
+	if lost != drops {
+		t.Errorf("%s: losses: ftctl report shows %d, trace-cmd report %d", what, lost, drops)
+	}
+	for _, want := range wants {
+		found := false
+		for _, e := range ft {
+			found = found || strings.Contains(e, want)
+		}
+		if !found {
+			t.Errorf("%s: no %q event in ftctl report:\n%s", what, want, ftJSON)
+		}
+	}
+	return ft
+}
+
 // ftctl record → trace-cmd report: the same events, trace-cmd says nothing on stderr, and the
 // tracing state is as it was.
 func TestRecordReadByTraceCmd(t *testing.T) {
@@ -226,21 +248,8 @@ func TestRecordReadByTraceCmd(t *testing.T) {
 	if rj.code != 0 {
 		t.Fatalf("ftctl report: %v", rj)
 	}
-	ft, lost, probes := ftctlEvents(t, rj.stdout)
-	tc, drops := traceCmdEvents(t, tcOut, probes)
-	sameEvents(t, "ftctl record", tc, ft)
-	if lost != drops {
-		t.Errorf("losses: ftctl report shows %d, trace-cmd report %d", lost, drops)
-	}
-	for _, want := range []string{" function: vfs_read <-- ", " open: path=\"/proc/version\"", " print: tracing_mark_write: " + recordMarker, " sched_switch: ", " sched_process_exec: "} {
-		found := false
-		for _, e := range ft {
-			found = found || strings.Contains(e, want)
-		}
-		if !found {
-			t.Errorf("no %q event in the recording:\n%s", want, rj.stdout)
-		}
-	}
+	compareReports(t, "ftctl record", tcOut, rj.stdout, " function: vfs_read <-- ", " open: path=\"/proc/version\"",
+		" print: tracing_mark_write: "+recordMarker, " sched_switch: ", " sched_process_exec: ")
 }
 
 // trace-cmd record → ftctl report: the events trace-cmd report prints, from a file of version 6
@@ -274,21 +283,8 @@ func TestTraceCmdRecordReadByFtctl(t *testing.T) {
 				t.Fatalf("ftctl report: %v", rj)
 			}
 			t.Logf("ftctl report: %s", rj.stderr)
-			ft, lost, probes := ftctlEvents(t, rj.stdout)
-			tc, drops := traceCmdEvents(t, tcOut, probes)
-			sameEvents(t, "trace-cmd record", tc, ft)
-			if lost != drops {
-				t.Errorf("losses: ftctl report shows %d, trace-cmd report %d", lost, drops)
-			}
-			for _, want := range []string{" function: vfs_read <-- ", " open: path=\"/proc/version\"", " print: tracing_mark_write: " + recordMarker, " sched_process_exec: "} {
-				found := false
-				for _, e := range ft {
-					found = found || strings.Contains(e, want)
-				}
-				if !found {
-					t.Errorf("no %q event in ftctl report of trace-cmd's file:\n%s", want, rj.stdout)
-				}
-			}
+			compareReports(t, "trace-cmd record", tcOut, rj.stdout, " function: vfs_read <-- ", " open: path=\"/proc/version\"",
+				" print: tracing_mark_write: "+recordMarker, " sched_process_exec: ")
 		})
 	}
 }
