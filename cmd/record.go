@@ -193,6 +193,10 @@ func recordDir(file string) (string, error) {
 	if file == "" {
 		return "", InvalidInput(errors.New("-o: a file name is needed"))
 	}
+	if file == "json" || file == "text" {
+		// -o is the output format everywhere else: 'ftctl -o json record' means that, not a file
+		return "", InvalidInput(fmt.Errorf("-o %s: for ftctl record, -o names the file to write (default trace.dat), not an output format; name a file such as ./%s.dat", file, file))
+	}
 	if st, err := os.Stat(file); err == nil && st.IsDir() {
 		return "", InvalidInput(fmt.Errorf("-o %s: is a directory", safe(file)))
 	}

@@ -37,6 +37,7 @@ func TestRecordReportRefusals(t *testing.T) {
 		{[]string{"--tracefs", root, "-B", "x", "record", "-e", "sched:sched_switch"}, "with -B, ftctl record reads the instance"},
 		{[]string{"--tracefs", root, "record", "--count", "-1"}, "must not be negative"},
 		{[]string{"--tracefs", root, "record", "--dry-run"}, "no --dry-run"},
+		{[]string{"--tracefs", root, "-o", "json", "record"}, "names the file to write"},
 	} {
 		code, _, errs := run(t, c.args...)
 		if code != ExitInvalid || !strings.Contains(errs, c.want) {
