@@ -77,7 +77,8 @@ func sizeText(b int64) string {
 	return strconv.FormatInt(b, 10) + " B"
 }
 
-// HeaderFile and CPUFile name the recorder's files in its directory.
+// HeaderFile is the name of the recording's header (a trace.dat without CPUs) in the
+// recorder's directory.
 const HeaderFile = "header.dat"
 
 // CPUFile is the name of CPU cpu's pages in the recorder's directory.
@@ -289,11 +290,11 @@ func (r *Recorder) Flush(tracingOff bool) error {
 	}
 	var errs []error
 	for k := range r.files {
-		max := 0
+		maxPages := 0 // all
 		if !tracingOff {
-			max = max1(limit[r.Stats.CPUs[k].CPU])
+			maxPages = max(limit[r.Stats.CPUs[k].CPU], 1)
 		}
-		n, err := r.sp.Flush(k, r.files[k], max)
+		n, err := r.sp.Flush(k, r.files[k], maxPages)
 		r.Stats.CPUs[k].Bytes += n
 		errs = append(errs, err)
 	}
@@ -348,5 +349,3 @@ func (r *Recorder) Close() {
 		f.Close()
 	}
 }
-
-func max1(n int) int { return max(n, 1) }
