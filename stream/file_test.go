@@ -217,3 +217,32 @@ func TestReadFileVersion7(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkReadFile: ftctl report's decoding of a recording (the 6.12 capture as a trace.dat,
+// rendered as JSON), in events and file bytes a second.
+func BenchmarkReadFile(b *testing.B) {
+	raw := fixtureTraceDat(b, "6.12", false)
+	f, err := tracedat.Read(bytes.NewReader(raw), int64(len(raw)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var data int64
+	for _, c := range f.CPUData {
+		data += c.Size
+	}
+	events := 0
+	var buf []byte
+	b.ResetTimer()
+	for range b.N {
+		events = 0
+		if _, err := ReadFile(f, FileOptions{}, func(ev *Event) error {
+			buf = AppendJSON(buf[:0], ev, false)
+			events++
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(data)*float64(b.N)/b.Elapsed().Seconds()/1e6, "MB/s")
+}
