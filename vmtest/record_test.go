@@ -263,6 +263,7 @@ func TestTraceCmdRecordReadByFtctl(t *testing.T) {
 		truncate(t, "set_ftrace_filter")
 	})
 	dir := t.TempDir()
+	wants := []string{" function: vfs_read <-- ", " open: path=\"/proc/version\"", " print: tracing_mark_write: " + recordMarker, " sched_process_exec: "}
 	for _, version := range []string{"6", "default"} {
 		t.Run(version, func(t *testing.T) {
 			out := filepath.Join(dir, "tc-"+version+".dat")
@@ -272,19 +273,34 @@ func TestTraceCmdRecordReadByFtctl(t *testing.T) {
 			if version != "default" {
 				args = append([]string{"record", "--file-version", version}, args[1:]...)
 			}
-			_, tcErr := runTraceCmd(t, args...)
-			t.Logf("trace-cmd record: %s", tcErr)
-			tcOut, tcErr := runTraceCmd(t, "report", "-i", out)
-			if tcErr != "" {
-				t.Logf("trace-cmd report's stderr:\n%s", tcErr)
+			// What is checked is that ftctl reads what trace-cmd recorded: a recording in which
+			// trace-cmd report itself lacks one of the events (seen once on 6.1 under a loaded
+			// host: the default file held 5 sched events of CPU 0, CPU 1 none) is made again.
+			var tcOut string
+			for try := 1; ; try++ {
+				_, tcErr := runTraceCmd(t, args...)
+				t.Logf("trace-cmd record: %s", tcErr)
+				tcOut, tcErr = runTraceCmd(t, "report", "-i", out)
+				if tcErr != "" {
+					t.Logf("trace-cmd report's stderr:\n%s", tcErr)
+				}
+				missing := ""
+				for _, want := range wants {
+					if !strings.Contains(tcOut, strings.TrimSpace(strings.SplitN(want, ":", 2)[0])+":") {
+						missing = want
+					}
+				}
+				if missing == "" || try == 3 {
+					break
+				}
+				t.Logf("try %d: trace-cmd's recording lacks a %q event (trace-cmd report:\n%s); recording again", try, missing, tcOut)
 			}
 			rj := ftctlRun(t, "report", out, "-o", "json")
 			if rj.code != 0 {
 				t.Fatalf("ftctl report: %v", rj)
 			}
 			t.Logf("ftctl report: %s", rj.stderr)
-			compareReports(t, "trace-cmd record", tcOut, rj.stdout, " function: vfs_read <-- ", " open: path=\"/proc/version\"",
-				" print: tracing_mark_write: "+recordMarker, " sched_process_exec: ")
+			compareReports(t, "trace-cmd record", tcOut, rj.stdout, wants...)
 		})
 	}
 }
