@@ -8,7 +8,7 @@
 #   trace-cmd `trace-cmd record -B hot -p function -l '_raw_spin_lock*' -o /tmp/t.dat`
 #             (Debian's 3.1.6: its per-CPU recorders splice too; it sets the instance up again)
 # The buffer is cleared before each run (echo > trace zeroes the counters). Each reader gets
-# SIGINT after SECONDS_RUN and finishes its file; then the per-CPU stats give, over the run:
+# SIGINT (cat: SIGTERM) after SECONDS_RUN and finishes its file; then the per-CPU stats give, over the run:
 #   read      events the kernel handed the reader ("read events"): delivered
 #   overrun   events overwritten before the reader got them
 #   left      events still in the buffer once the reader has exited
@@ -42,12 +42,15 @@ busy() { while :; do cat /proc/stat > /dev/null; done; }
 for b in \$(seq ${BUSY:-1}); do busy & done
 sleep 1
 sum() { cat \$I/per_cpu/cpu*/stats | awk -v k="\$1" 'index(\$0, k ":") == 1 { s += \$NF } END { print s + 0 }'; }
+# A background job of a script ignores SIGINT (no job control): cat is ended with SIGTERM; ftctl
+# and trace-cmd install their own SIGINT handlers (Ctrl-C: stop, finish the file).
 run() { # run LABEL N OUTFILE COMMAND
 	setup
 	echo > \$I/trace
 	rm -f \$3
 	r0=\$(sum "read events") o0=\$(sum overrun)
-	( sh -c "exec \$4" >/dev/null 2>/tmp/err & p=\$!; sleep \$S; kill -INT \$p; wait \$p; times > /tmp/times )
+	sig=INT; [ "\$1" = cat ] && sig=TERM
+	( sh -c "exec \$4" >/dev/null 2>/tmp/err & p=\$!; sleep \$S; kill -\$sig \$p; wait \$p; times > /tmp/times )
 	r1=\$(sum "read events") o1=\$(sum overrun) left=\$(sum entries)
 	bytes=0; [ -f "\$3" ] && bytes=\$(wc -c < \$3)
 	# times: the second line is the children's user and system time, e.g. "0m1.23s 0m4.56s"
