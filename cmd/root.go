@@ -207,6 +207,8 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 		NewCmdStream(g, nil),
 		NewCmdProbe(g),
 		NewCmdTrace(g, nil),
+		NewCmdRecord(g, nil),
+		NewCmdReport(g, nil),
 		NewCmdHist(g, nil),
 		NewCmdLatency(g, nil),
 		NewCmdCount(g, nil),
@@ -330,7 +332,7 @@ func withCommand(root *cobra.Command, args []string) bool {
 		return false
 	}
 	c, _, err := root.Find(args[:dash])
-	return err == nil && (c.Name() == "trace" || c.Name() == "latency" || c.Name() == "count") && c.Parent() == root
+	return err == nil && (c.Name() == "trace" || c.Name() == "latency" || c.Name() == "count" || c.Name() == "record") && c.Parent() == root
 }
 
 // pflagNumber matches pflag's message for a number that does not parse: `invalid argument "abc"

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
-	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,25 +61,11 @@ const RawFrame = 8
 
 // OpenRawPipe opens every CPU's trace_pipe_raw of the instance. Close it when done.
 func (i *Instance) OpenRawPipe(ctx context.Context) (*RawPipe, error) {
-	dir := i.Path("per_cpu")
-	entries, err := os.ReadDir(dir)
+	dir, cpus, err := i.perCPU()
 	if err != nil {
-		return nil, i.fs.opError("open", dir, "", unwrapPath(err))
+		return nil, err
 	}
-	var cpus []int
-	for _, e := range entries {
-		n, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "cpu"))
-		if err == nil && strings.HasPrefix(e.Name(), "cpu") {
-			cpus = append(cpus, n)
-		}
-	}
-	sort.Ints(cpus)
-	p := &RawPipe{dir: dir, fs: i.fs, pageSize: os.Getpagesize()}
-	if b, err := i.ReadFile("buffer_subbuf_size_kb"); err == nil { // 6.8+: sub-buffers may be larger than a page
-		if kb, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && kb > 0 {
-			p.pageSize = kb << 10
-		}
-	}
+	p := &RawPipe{dir: dir, fs: i.fs, pageSize: i.subbufSize()}
 	if l, err := i.PageLayout(); err == nil {
 		p.layout = l
 	}

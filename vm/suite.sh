@@ -16,6 +16,13 @@ if [ -n "${VMTEST_RUN:-}" ]; then
 	printf -- '-test.run=%s\n' "$VMTEST_RUN" >"$build/vmtest-args"
 	extra=(--file "$build/vmtest-args:/etc/ftctl-test-args")
 fi
+# Debian's trace-cmd (3.1.6) and its libraries, for the record/report interop tests (vmtest/
+# record_test.go), when the host has it (.ci/run installs it). Its plugins are left out: trace-cmd
+# report then prints every event by its print fmt, as the kernel does.
+tracecmd=$(command -v trace-cmd || true)
+if [ -n "$tracecmd" ]; then
+	extra+=(--bin "$tracecmd:/usr/bin/trace-cmd")
+fi
 summary=()
 # The kernels boot in parallel (single-threaded TCG: one host core each); their consoles go to
 # build/vmtest-KERNEL.log and are printed, one after the other, when all are done.

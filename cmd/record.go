@@ -1,0 +1,269 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ftctl/ftctl/session"
+	"github.com/ftctl/ftctl/stream"
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// RecordOptions are the inputs of `ftctl record`: trace's session, and the file.
+type RecordOptions struct {
+	TraceOptions
+	File string // -o/--output
+}
+
+// NewCmdRecord builds `ftctl record`.
+func NewCmdRecord(g *Globals, runF func(context.Context, *RecordOptions) error) *cobra.Command {
+	opts := &RecordOptions{TraceOptions: TraceOptions{G: g}}
+	c := &cobra.Command{
+		Use:   "record [flags] [-- COMMAND ARGS...]",
+		Short: "Record a session into a trace.dat that trace-cmd and KernelShark read",
+		Long: `Set a session up as 'ftctl trace' does (its own instance and probe group, removed at the end
+on every exit path), or read an existing instance with -B (its settings are left alone; what
+is recorded is consumed from its buffer), and record the ring buffer into FILE (default
+trace.dat) in trace-cmd's format (file version 6), which 'trace-cmd report', KernelShark and
+'ftctl report' read.
+
+Each CPU's pages are moved from per_cpu/cpuN/trace_pipe_raw into a file of its own with
+splice(2): nothing is decoded while recording. At the end tracing is stopped, the pages the
+kernel was still writing are read, and FILE is written: the page and event headers, every
+event's format (ftrace, tracepoints, dynamic events), kallsyms, printk formats, the saved
+cmdlines, the trace clock, the CPU count and each CPU's statistics, then the pages. Losses
+are in the pages as the kernel marks them (trace-cmd report prints them as dropped events).
+Progress goes to stderr every second and at the end: events handed over by the kernel, bytes
+and events lost, per CPU. --count stops once the kernel handed over N events: the file holds
+whole pages, so it may hold a few more.
+
+FILE appears only complete: ftctl works in FILE.tmp-PID (a directory beside it) and renames
+the finished file. If ftctl is killed (SIGKILL), FILE is not there; FILE.tmp-PID holds
+header.dat and each CPU's pages so far (cpuN.raw), which 'ftctl report --recover
+FILE.tmp-PID' reads; 'ftctl reset' removes the session it left.`,
+		Example: `  # functions of ext4 for 2 seconds (read them back with: ftctl report ext4.dat)
+  sudo ftctl record -f 'ext4_*' --duration 2s -o ext4.dat
+  # a kprobe with a string argument and sched tracepoints, for one command
+  sudo ftctl record -p 'p:open do_sys_openat2 path=+0(%si):string' -e sched:sched_switch -- ls /tmp
+  trace-cmd report trace.dat`,
+		Args: func(c *cobra.Command, a []string) error {
+			if c.ArgsLenAtDash() < 0 && len(a) > 0 {
+				return InvalidInput(fmt.Errorf("unexpected argument %q: a command to record goes after --", a[0]))
+			}
+			if c.ArgsLenAtDash() > 0 {
+				return InvalidInput(fmt.Errorf("unexpected argument %q before --", a[0]))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, a []string) error {
+			opts.Command = a
+			return runCmd(c, runF, recordRun, opts)
+		},
+	}
+	f := c.Flags()
+	f.StringArrayVarP(&opts.Functions, "function", "f", nil, "trace functions matching `PATTERN` (kernel glob; repeatable)")
+	f.StringArrayVarP(&opts.Notrace, "notrace", "n", nil, "never trace functions matching `PATTERN` (repeatable)")
+	f.StringArrayVarP(&opts.Probes, "probe", "p", nil, "define a kprobe `DEFINITION` for the session (repeatable)")
+	f.StringArrayVarP(&opts.Events, "event", "e", nil, "enable `SYSTEM[:EVENT]`: sched:sched_switch, or globs as sched:* (repeatable)")
+	f.StringVar(&opts.Tracer, "tracer", "", "run `TRACER`: function, function_graph or nop (default: function with -f, else nop)")
+	f.IntSliceVar(&opts.PID, "pid", nil, "trace only process `PID` and its children (repeatable, or PID,PID...)")
+	f.DurationVar(&opts.Duration, "duration", 0, "end the recording after `D` (e.g. 30s)")
+	f.IntVar(&opts.Count, "count", 0, "end the recording once the kernel handed over `N` events")
+	f.IntVarP(&opts.BufferKB, "buffer-kb", "b", 0, "size the session's ring buffer to `N` KiB per CPU (default: the kernel's)")
+	f.StringVarP(&opts.File, "output", "o", "trace.dat", "write the recording to `FILE`")
+	registerFlagCompletion(c, "event", completeEventNames(g))
+	registerFlagCompletion(c, "function", completeFunctionNames(g))
+	registerFlagCompletion(c, "notrace", completeFunctionNames(g))
+	registerFlagCompletion(c, "tracer", completeTracers(g))
+	registerFlagCompletion(c, "output", cobra.FixedCompletions(nil, cobra.ShellCompDirectiveDefault))
+	return c
+}
+
+// errRecordInstance: -B is read only: a session's settings go with a session's own instance.
+var errRecordInstance = errors.New("with -B, ftctl record reads the instance as it is set up: -f, -n, -p, -e, --tracer, --pid, --buffer-kb and -- COMMAND set up a session of its own; leave -B out for them")
+
+func recordRun(ctx context.Context, opts *RecordOptions) error {
+	g := opts.G
+	if opts.Duration < 0 || opts.Count < 0 {
+		return InvalidInput(errors.New("--duration and --count must not be negative"))
+	}
+	withB := g.Instance != ""
+	if withB && (len(opts.Functions)+len(opts.Notrace)+len(opts.Probes)+len(opts.Events)+len(opts.PID)+len(opts.Command) > 0 || opts.Tracer != "" || opts.BufferKB != 0) {
+		return InvalidInput(errRecordInstance)
+	}
+	var spec session.Spec
+	var argv0 string
+	if !withB {
+		var err error
+		if spec, argv0, err = opts.spec(); err != nil {
+			return err
+		}
+	}
+	if g.DryRun {
+		return InvalidInput(errors.New("ftctl record has no --dry-run: everything it sets up lives in its own instance and is removed at the end"))
+	}
+	dir, err := recordDir(opts.File)
+	if err != nil {
+		return err
+	}
+	keepDir := true
+	defer func() {
+		if !keepDir {
+			os.RemoveAll(dir)
+		}
+	}()
+	fs, err := g.FS()
+	if err != nil {
+		keepDir = false
+		return err
+	}
+	if withB {
+		in, err := g.ReadInstance(fs)
+		if err != nil {
+			keepDir = false
+			return err
+		}
+		rec, err := stream.NewRecorder(in, dir)
+		if err != nil {
+			keepDir = false
+			return err
+		}
+		defer rec.Close()
+		warnIfIdle(g, in)
+		return recordTo(ctx, g, opts, rec, nil, nil, &keepDir)
+	}
+
+	s, err := session.New(fs, session.NewID(os.Getpid()), spec)
+	if err != nil {
+		keepDir = false
+		return sessionError(err)
+	}
+	s.Notice = g.Notice
+	noticeLeftovers(g, fs, s.ID)
+	var command *session.Command
+	if argv0 != "" {
+		if command, err = startCommand(g, argv0, opts.Command); err != nil {
+			keepDir = false
+			return err
+		}
+		s.TraceCommand(command.PID())
+	}
+	abort := func() {
+		if command != nil {
+			command.Abort()
+		}
+	}
+	if err := traceSetup(ctx, g, s); err != nil {
+		abort()
+		keepDir = false
+		return err
+	}
+	defer traceTeardown(g, fs, s)
+	rec, err := stream.NewRecorder(s.Instance, dir)
+	if err != nil {
+		abort()
+		keepDir = false
+		return err
+	}
+	defer rec.Close()
+	if ctx.Err() != nil {
+		abort()
+		keepDir = false
+		return ErrInterrupted
+	}
+	if err := s.Begin(); err != nil {
+		abort()
+		keepDir = false
+		return err
+	}
+	return recordTo(ctx, g, opts, rec, s.Instance, command, &keepDir)
+}
+
+// recordDir makes FILE.tmp-PID beside FILE, after checking that FILE can be written there: a
+// directory that does not exist, a FILE that is a directory, are exit 2 before anything is
+// set up.
+func recordDir(file string) (string, error) {
+	if file == "" {
+		return "", InvalidInput(errors.New("-o: a file name is needed"))
+	}
+	if file == "json" || file == "text" {
+		// -o is the output format everywhere else: 'ftctl -o json record' means that, not a file
+		return "", InvalidInput(fmt.Errorf("-o %s: for ftctl record, -o names the file to write (default trace.dat), not an output format; name a file such as ./%s.dat", file, file))
+	}
+	if st, err := os.Stat(file); err == nil && st.IsDir() {
+		return "", InvalidInput(fmt.Errorf("-o %s: is a directory", safe(file)))
+	}
+	parent := filepath.Dir(file)
+	if st, err := os.Stat(parent); err != nil || !st.IsDir() {
+		return "", InvalidInput(fmt.Errorf("-o %s: directory %s does not exist", safe(file), safe(parent)))
+	}
+	dir := file + ".tmp-" + strconv.Itoa(os.Getpid())
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", InvalidInput(fmt.Errorf("-o %s: cannot write beside it: %v", safe(file), err))
+	}
+	return dir, nil
+}
+
+// recordTo records until the end (--duration, --count, the command's exit, a signal), stops
+// tracing in the session's instance (own, nil with -B), moves the rest and writes the file.
+func recordTo(ctx context.Context, g *Globals, opts *RecordOptions, rec *stream.Recorder, own *tracefs.Instance,
+	command *session.Command, keepDir *bool) error {
+	ro := stream.RecordOptions{Duration: opts.Duration, Count: int64(opts.Count)}
+	if !g.Quiet {
+		ro.Progress = func(st *stream.RecordStats) { fmt.Fprintf(g.Err, "ftctl: record: %s\n", st) }
+	}
+	var commandErr error
+	commandEnded := false
+	if command != nil {
+		command.Release()
+		done := make(chan struct{})
+		ro.Done = done
+		go func() {
+			commandErr = <-command.Done()
+			close(done)
+		}()
+	}
+	runErr := rec.Run(ctx, ro)
+	if command != nil {
+		select {
+		case <-ro.Done:
+			commandEnded = true
+		default:
+		}
+	}
+	if own != nil {
+		own.Write("tracing_on", "0")
+	}
+	if runErr != nil && !errors.Is(runErr, context.Canceled) && ctx.Err() == nil {
+		return runErr // the pages so far stay in the directory
+	}
+	if command != nil && !commandEnded {
+		cerr := command.Stop(2 * time.Second)
+		<-ro.Done
+		if cerr != nil && commandErr == nil {
+			commandErr = cerr
+		}
+	}
+	if err := rec.Flush(own != nil); err != nil {
+		return err
+	}
+	if err := rec.Assemble(opts.File); err != nil {
+		return fmt.Errorf("writing %s: %w", safe(opts.File), err)
+	}
+	*keepDir = false
+	ev, lost, b := rec.Stats.Totals()
+	if !g.Quiet || lost > 0 {
+		fmt.Fprintf(g.Err, "ftctl: record: %s: %d events, %d bytes, %d lost in %.1f s (%s)\n", safe(opts.File), ev, b, lost, rec.Stats.Seconds, rec.Stats.String())
+	}
+	if ctx.Err() != nil {
+		return ErrInterrupted
+	}
+	return commandStatus(command, commandErr)
+}

@@ -1,0 +1,50 @@
+package cmd
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A file report cannot read, and flags record refuses, are exit 2 naming the file or flag,
+// with nothing changed: no working directory left beside -o, nothing written to the fake tracefs.
+func TestRecordReportRefusals(t *testing.T) {
+	root := fakeRoot(t)
+	dir := t.TempDir()
+	notDat := filepath.Join(dir, "notes.txt")
+	os.WriteFile(notDat, []byte("not a recording\n"), 0o644)
+	short := filepath.Join(dir, "short.dat")
+	os.WriteFile(short, []byte("\x17\x08\x44tracing6\x00\x00\x08"), 0o644)
+	v9 := filepath.Join(dir, "v9.dat")
+	os.WriteFile(v9, []byte("\x17\x08\x44tracing9\x00\x00\x08\x00\x10\x00\x00"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"report", filepath.Join(dir, "missing.dat")}, "missing.dat: no such file"},
+		{[]string{"report", notDat}, "notes.txt: not a trace.dat file"},
+		{[]string{"report", short}, "short.dat: corrupt trace.dat"},
+		{[]string{"report", v9}, `v9.dat: file version not read by ftctl at byte 12 (version): version "9"`},
+		{[]string{"report", dir}, "is a directory"},
+		{[]string{"report", "--recover", dir}, "header.dat: no such file"},
+		{[]string{"report", "a.dat", "b.dat"}, "one FILE (2 given)"},
+		{[]string{"report", "--pid", "-3", notDat}, "--pid must not be negative"},
+		{[]string{"report", "--comm", "[x", notDat}, "--comm: malformed glob"},
+		{[]string{"report", "--cpu", "-1", notDat}, "--cpu must not be negative"},
+		{[]string{"--tracefs", root, "record", "-o", filepath.Join(dir, "no", "x.dat")}, "directory " + filepath.Join(dir, "no") + " does not exist"},
+		{[]string{"--tracefs", root, "record", "-o", dir}, "is a directory"},
+		{[]string{"--tracefs", root, "-B", "x", "record", "-e", "sched:sched_switch"}, "with -B, ftctl record reads the instance"},
+		{[]string{"--tracefs", root, "record", "--count", "-1"}, "must not be negative"},
+		{[]string{"--tracefs", root, "record", "--dry-run"}, "no --dry-run"},
+		{[]string{"--tracefs", root, "-o", "json", "record"}, "names the file to write"},
+	} {
+		code, _, errs := run(t, c.args...)
+		if code != ExitInvalid || !strings.Contains(errs, c.want) {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 saying %q", c.args, code, errs, c.want)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*.tmp-*")); len(left) > 0 {
+		t.Errorf("working directories left: %v", left)
+	}
+}

@@ -1,0 +1,173 @@
+package stream
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/ftctl/ftctl/tracedat"
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// FileOptions choose what ReadFile decodes of a recording.
+type FileOptions struct {
+	CPU    int  // with HasCPU: only this CPU's pages
+	HasCPU bool //
+}
+
+// FileInfo is what ReadFile learned of a recording besides its events.
+type FileInfo struct {
+	Clock string
+	CPUs  int
+	// Undecoded names the events the binary decoder does not print as the kernel would,
+	// and why (they show field by field).
+	Undecoded map[string]string
+	Pages     int64
+	// Partial counts CPUs whose data ended inside a page (a file cut short).
+	Partial int
+}
+
+// ErrFileCPU: --cpu names a CPU the recording has no data for.
+var ErrFileCPU = errors.New("no such CPU in the recording")
+
+// ReadFile decodes a trace.dat's pages with the stream's BinaryDecoder (the formats,
+// kallsyms and saved_cmdlines of the file) and emits its events in time order, every CPU's
+// merged, a page's losses before its events (KindLost), as ftctl stream would have shown them.
+func ReadFile(f *tracedat.File, o FileOptions, emit Emit) (*FileInfo, error) {
+	info := &FileInfo{Clock: f.Clock(), CPUs: f.CPUs, Undecoded: map[string]string{}}
+	if o.HasCPU && (o.CPU < 0 || o.CPU >= f.CPUs) {
+		return info, fmt.Errorf("%w: --cpu %d (it has CPUs 0 to %d)", ErrFileCPU, o.CPU, f.CPUs-1)
+	}
+	layout, err := tracefs.ParsePageLayout(string(f.HeaderPage))
+	if err != nil {
+		return info, fmt.Errorf("header_page: %w", err)
+	}
+	d, err := newFileDecoder(f, layout, info)
+	if err != nil {
+		return info, err
+	}
+	var cpus []*fileCPU
+	for cpu := range f.CPUs {
+		if o.HasCPU && cpu != o.CPU {
+			continue
+		}
+		cpus = append(cpus, &fileCPU{cpu: cpu, r: f.Pages(cpu), page: make([]byte, f.PageSize), layout: layout})
+	}
+	for _, c := range cpus {
+		if err := c.advance(info); err != nil {
+			return info, err
+		}
+	}
+	ev := &d.ev
+	for {
+		var best *fileCPU
+		for _, c := range cpus {
+			if c.pending() && (best == nil || c.ts() < best.ts()) {
+				best = c
+			}
+		}
+		if best == nil {
+			return info, nil
+		}
+		r := best.recs[best.head]
+		best.head++
+		if r.data == nil {
+			ev.reset()
+			ev.Kind, ev.CPU, ev.Lost = KindLost, best.cpu, r.lost
+		} else {
+			d.Decode(ev, best.cpu, r.ts, r.data)
+		}
+		if err := emit(ev); err != nil {
+			return info, err
+		}
+		if !best.pending() {
+			if err := best.advance(info); err != nil {
+				return info, err
+			}
+		}
+	}
+}
+
+// newFileDecoder sets a BinaryDecoder up from the file's sections. Pointers print as the
+// values recorded (hash-ptr off: the file holds them unhashed, as trace-cmd report prints them).
+func newFileDecoder(f *tracedat.File, layout tracefs.PageLayout, info *FileInfo) (*BinaryDecoder, error) {
+	d := &BinaryDecoder{Layout: layout, PrintParent: true}
+	if len(f.Kallsyms) > 0 {
+		if syms, err := ParseKallsyms(f.Kallsyms); err == nil {
+			d.Symbols = syms
+		}
+	}
+	comms := tracefs.ParsePidLines(f.Cmdlines)
+	d.Comm = func(pid int) []byte { return comms[pid] }
+	add := func(system string, text []byte) {
+		fm, err := tracefs.ParseFormat(system, string(text))
+		if err != nil {
+			info.Undecoded[system+":?"] = err.Error()
+			return
+		}
+		if err := d.Add(fm); err != nil {
+			info.Undecoded[system+":"+fm.Name] = err.Error()
+		}
+	}
+	for _, text := range f.Ftrace {
+		add("ftrace", text)
+	}
+	for _, s := range f.Systems {
+		for _, text := range s.Formats {
+			add(s.Name, text)
+		}
+	}
+	return d, nil
+}
+
+// fileCPU walks one CPU's pages, a page's records at a time.
+type fileCPU struct {
+	cpu    int
+	r      *io.SectionReader
+	page   []byte
+	layout tracefs.PageLayout
+	recs   []rec
+	head   int
+	done   bool
+}
+
+func (c *fileCPU) pending() bool { return c.head < len(c.recs) }
+func (c *fileCPU) ts() uint64    { return c.recs[c.head].ts }
+
+// advance reads pages until one has records (a page's data is copied: recs point into it).
+func (c *fileCPU) advance(info *FileInfo) error {
+	c.recs, c.head = c.recs[:0], 0
+	for !c.done && len(c.recs) == 0 {
+		n, err := io.ReadFull(c.r, c.page)
+		if err == io.EOF {
+			c.done = true
+			return nil
+		}
+		if err == io.ErrUnexpectedEOF {
+			info.Partial++
+			c.done = true
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("cpu %d: %w", c.cpu, err)
+		}
+		info.Pages++
+		page := bytes.Clone(c.page[:n])
+		p, err := ParsePage(c.layout, page)
+		if err != nil {
+			return fmt.Errorf("cpu %d, page at %d: %w", c.cpu, info.Pages, err)
+		}
+		if p.Missed {
+			c.recs = append(c.recs, rec{ts: p.TS, lost: p.Lost})
+		}
+		err = p.Events(func(ts uint64, data []byte) error {
+			c.recs = append(c.recs, rec{ts: ts, data: data})
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("cpu %d: %w", c.cpu, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,390 @@
+// Package tracedat reads and writes trace-cmd's trace.dat files (file version 6, the one
+// Debian's trace-cmd 3.1.6 writes by default and reads without a word), so that what ftctl
+// records is read by trace-cmd report and KernelShark, and what trace-cmd records is read by
+// ftctl report.
+//
+// It only moves bytes: the sections are the kernel's files as they were read (header_page,
+// header_event, every event's format, /proc/kallsyms, printk_formats, saved_cmdlines) and the
+// CPUs' data are trace_pipe_raw pages as the kernel gave them. tracefs/ reads the kernel;
+// stream/ decodes the pages. The layout follows trace-cmd's Documentation/trace-cmd/
+// trace-cmd.dat.v6.5.txt and lib/trace-cmd/trace-input.c (read, not copied).
+//
+// Version 7 (sections; zstd or zlib compression) is read too (v7.go); ftctl writes version 6.
+package tracedat
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Magic opens every trace.dat: 0x17 0x08 0x44 and "tracing".
+var Magic = []byte{0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n', 'g'}
+
+// Option ids (trace-cmd-private.h, enum tracecmd_file_options), those ftctl writes or reads.
+const (
+	OptionDone       = 0
+	OptionDate       = 1
+	OptionCPUStat    = 2
+	OptionBuffer     = 3
+	OptionTraceClock = 4
+	OptionUname      = 5
+	OptionHook       = 6
+	OptionOffset     = 7
+	OptionCPUCount   = 8
+	OptionVersion    = 9
+)
+
+// Errors of Read; a *FormatError wraps one of them.
+var (
+	// ErrNotTraceDat: the file does not start with trace.dat's magic.
+	ErrNotTraceDat = errors.New("not a trace.dat file")
+	// ErrVersion: a file version ftctl does not read (7: sections and compression).
+	ErrVersion = errors.New("file version not read by ftctl")
+	// ErrUnsupported: a valid file holding what ftctl does not read (big-endian, a latency
+	// recording, only instances' buffers, an unknown compression).
+	ErrUnsupported = errors.New("trace.dat content not read by ftctl")
+	// ErrCorrupt: a section is cut short, a size runs past the end of the file, a marker
+	// is missing.
+	ErrCorrupt = errors.New("corrupt trace.dat")
+)
+
+// FormatError says where in the file and in which section reading failed.
+type FormatError struct {
+	Section string
+	Offset  int64
+	Reason  string
+	Err     error // ErrNotTraceDat, ErrVersion, ErrUnsupported or ErrCorrupt
+}
+
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("%s at byte %d (%s): %s", e.Err, e.Offset, e.Section, e.Reason)
+}
+
+func (e *FormatError) Unwrap() error { return e.Err }
+
+// Option is one entry of the options section: its id and data as written.
+type Option struct {
+	ID   uint16
+	Data []byte
+}
+
+// System is an event system's formats (events/SYSTEM/*/format), each as the kernel wrote it.
+type System struct {
+	Name    string
+	Formats [][]byte
+}
+
+// Header is everything before the CPUs' data.
+type Header struct {
+	PageSize    int    // the ring buffer's page (sub-buffer) size
+	LongSize    int    // userspace's long: 8 on x86-64
+	HeaderPage  []byte // events/header_page
+	HeaderEvent []byte // events/header_event
+	Ftrace      [][]byte
+	Systems     []System
+	Kallsyms    []byte
+	Printk      []byte // printk_formats
+	Cmdlines    []byte // saved_cmdlines
+	CPUs        int
+	Options     []Option
+}
+
+// Clock is the trace clock the TRACECLOCK option names ("local" when there is none, as
+// trace-cmd assumes).
+func (h *Header) Clock() string {
+	for _, o := range h.Options {
+		if o.ID != OptionTraceClock {
+			continue
+		}
+		text := string(bytes.TrimRight(o.Data, "\x00\n"))
+		if i := bytes.IndexByte(o.Data, '['); i >= 0 {
+			if j := bytes.IndexByte(o.Data[i:], ']'); j > 0 {
+				return string(o.Data[i+1 : i+j])
+			}
+		}
+		if f := bytes.Fields([]byte(text)); len(f) > 0 {
+			return string(f[0])
+		}
+	}
+	return "local"
+}
+
+// Clock is the trace clock of the recording: the TRACECLOCK option's choice, else (version 7)
+// the top buffer's clock, else "local", as trace-cmd assumes.
+func (f *File) Clock() string {
+	if f.clock != "" && !f.hasOption(OptionTraceClock) {
+		return f.clock
+	}
+	return f.Header.Clock()
+}
+
+// Buffers names the other buffers the file holds (trace-cmd record -B NAME: an instance's),
+// which ftctl does not read: File's CPU data are the top-level buffer's.
+func (f *File) Buffers() []string {
+	out := append([]string(nil), f.buffers...)
+	for _, o := range f.Options {
+		if o.ID == OptionBuffer && len(o.Data) > 8 { // version 6: offset u64, name
+			out = append(out, string(cString(o.Data[8:])))
+		}
+	}
+	return out
+}
+
+func (f *File) hasOption(id uint16) bool {
+	for _, o := range f.Options {
+		if o.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// CPUData is where one CPU's pages are in the file.
+type CPUData struct {
+	Offset, Size int64
+}
+
+// File is a trace.dat that was read: its header, and where each CPU's pages are.
+type File struct {
+	Header
+	Version int
+	CPUData []CPUData
+	r       io.ReaderAt
+	clock   string        // version 7: the top buffer's clock
+	buffers []string      // version 7: the instances' buffers (not read)
+	cpuR    []io.ReaderAt // WithCPUs: each CPU's pages in a reader of its own
+}
+
+// WithCPUs is the file h (a header, whatever CPU data it has) with each CPU's pages read from a
+// reader of its own, of the size given: a recording ftctl did not get to assemble (cpuN.raw
+// files beside header.dat).
+func WithCPUs(h *File, cpus []io.ReaderAt, sizes []int64) *File {
+	f := *h
+	f.CPUs = len(cpus)
+	f.cpuR = cpus
+	f.CPUData = nil
+	for _, n := range sizes {
+		f.CPUData = append(f.CPUData, CPUData{Size: n})
+	}
+	return &f
+}
+
+// Pages gives CPU cpu's data: whole pages of Header.PageSize bytes (a last partial page, in a
+// file cut short, is left out by the caller).
+func (f *File) Pages(cpu int) *io.SectionReader {
+	d := f.CPUData[cpu]
+	if f.cpuR != nil {
+		return io.NewSectionReader(f.cpuR[cpu], 0, d.Size)
+	}
+	return io.NewSectionReader(f.r, d.Offset, d.Size)
+}
+
+// reader reads the little-endian fields of a file, each bounded by the file's size, so that a
+// corrupt size never makes it allocate more than the file holds.
+type reader struct {
+	r       io.ReaderAt
+	size    int64
+	off     int64
+	section string
+}
+
+func (r *reader) unsupported(reason string, args ...any) error {
+	return &FormatError{Section: r.section, Offset: r.off, Reason: fmt.Sprintf(reason, args...), Err: ErrUnsupported}
+}
+
+func (r *reader) fail(reason string, args ...any) error {
+	return &FormatError{Section: r.section, Offset: r.off, Reason: fmt.Sprintf(reason, args...), Err: ErrCorrupt}
+}
+
+func (r *reader) bytes(n int64) ([]byte, error) {
+	if n < 0 || n > r.size-r.off {
+		return nil, r.fail("%d bytes wanted, %d left in the file", n, max(0, r.size-r.off))
+	}
+	b := make([]byte, n)
+	if _, err := r.r.ReadAt(b, r.off); err != nil && !(err == io.EOF && int64(len(b)) == n) {
+		return nil, r.fail("reading: %v", err)
+	}
+	r.off += n
+	return b, nil
+}
+
+func (r *reader) u16() (uint16, error) {
+	b, err := r.bytes(2)
+	if err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint16(b), nil
+}
+
+func (r *reader) u32() (uint32, error) {
+	b, err := r.bytes(4)
+	if err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint32(b), nil
+}
+
+func (r *reader) u64() (uint64, error) {
+	b, err := r.bytes(8)
+	if err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(b), nil
+}
+
+// sized reads a size of 4 or 8 bytes and then that many bytes.
+func (r *reader) sized(width int) ([]byte, error) {
+	var n uint64
+	var err error
+	if width == 4 {
+		var v uint32
+		v, err = r.u32()
+		n = uint64(v)
+	} else {
+		n, err = r.u64()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(r.size) {
+		return nil, r.fail("size %d is past the end of the file (%d bytes)", n, r.size)
+	}
+	return r.bytes(int64(n))
+}
+
+// cstring reads a NUL-terminated string of at most max bytes.
+func (r *reader) cstring(limit int) (string, error) {
+	var out []byte
+	for len(out) <= limit {
+		b, err := r.bytes(1)
+		if err != nil {
+			return "", err
+		}
+		if b[0] == 0 {
+			return string(out), nil
+		}
+		out = append(out, b[0])
+	}
+	return "", r.fail("a string longer than %d bytes", limit)
+}
+
+func (r *reader) expect(marker string) error {
+	b, err := r.bytes(int64(len(marker)))
+	if err != nil {
+		return err
+	}
+	if string(b) != marker {
+		return r.fail("%q expected, found %q", marker, b)
+	}
+	return nil
+}
+
+// Read reads a trace.dat of the given size: its header, and where each CPU's data is (the
+// data is read later, through File.Pages).
+func Read(ra io.ReaderAt, size int64) (*File, error) {
+	r := &reader{r: ra, size: size, section: "magic"}
+	b, err := r.bytes(int64(len(Magic)))
+	if err != nil || !bytes.Equal(b, Magic) {
+		return nil, &FormatError{Section: "magic", Reason: "the first 10 bytes are not 0x17 0x08 0x44 \"tracing\"", Err: ErrNotTraceDat}
+	}
+	r.section = "version"
+	v, err := r.cstring(16)
+	if err != nil {
+		return nil, err
+	}
+	f := &File{r: ra}
+	switch v {
+	case "6":
+		f.Version = 6
+	case "7":
+		return readV7(r, f)
+	default:
+		return nil, &FormatError{Section: "version", Offset: r.off, Reason: fmt.Sprintf("version %q (ftctl reads versions 6 and 7)", v), Err: ErrVersion}
+	}
+	if err := readInitial(r, f); err != nil {
+		return nil, err
+	}
+	r.section = "header_page"
+	if err := readHeaderInfo(r, f); err != nil {
+		return nil, err
+	}
+	r.section = "ftrace event formats"
+	if err := readFtrace(r, f); err != nil {
+		return nil, err
+	}
+	r.section = "event formats"
+	if err := readEventFormats(r, f); err != nil {
+		return nil, err
+	}
+	r.section = "kallsyms"
+	if f.Kallsyms, err = r.sized(4); err != nil {
+		return nil, err
+	}
+	r.section = "printk formats"
+	if f.Printk, err = r.sized(4); err != nil {
+		return nil, err
+	}
+	r.section = "saved cmdlines"
+	if f.Cmdlines, err = r.sized(8); err != nil {
+		return nil, err
+	}
+	r.section = "CPU count"
+	cpus, err := r.u32()
+	if err != nil {
+		return nil, err
+	}
+	if int64(cpus) > size/16 || cpus > 1<<16 {
+		return nil, r.fail("%d CPUs", cpus)
+	}
+	f.CPUs = int(cpus)
+	r.section = "options"
+	kind, err := r.bytes(10)
+	if err != nil {
+		return nil, err
+	}
+	if string(kind) == "options  \x00" {
+		for {
+			id, err := r.u16()
+			if err != nil {
+				return nil, err
+			}
+			if id == OptionDone { // version 6: no size after the last option
+				break
+			}
+			data, err := r.sized(4)
+			if err != nil {
+				return nil, err
+			}
+			f.Options = append(f.Options, Option{ID: id, Data: data})
+		}
+		if kind, err = r.bytes(10); err != nil {
+			return nil, err
+		}
+	}
+	r.section = "CPU data"
+	switch string(kind) {
+	case "flyrecord\x00":
+	case "latency  \x00":
+		return nil, r.unsupported("a latency-tracer recording (text, no pages), which ftctl does not read")
+	default:
+		return nil, r.fail("\"flyrecord\" expected, found %q", kind)
+	}
+	for cpu := range f.CPUs {
+		off, err := r.u64()
+		if err != nil {
+			return nil, err
+		}
+		sz, err := r.u64()
+		if err != nil {
+			return nil, err
+		}
+		if sz > 0 && (off > uint64(size) || sz > uint64(size)-off) {
+			return nil, r.fail("CPU %d's data (%d bytes at %d) runs past the end of the file (%d bytes): the file was cut short", cpu, sz, off, size)
+		}
+		f.CPUData = append(f.CPUData, CPUData{Offset: int64(off), Size: int64(sz)})
+	}
+	return f, nil
+}

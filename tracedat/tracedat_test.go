@@ -1,0 +1,152 @@
+package tracedat
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func sample() (*Header, [][]byte) {
+	h := &Header{
+		PageSize:    4096,
+		LongSize:    8,
+		HeaderPage:  []byte("\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"),
+		HeaderEvent: []byte("# compressed entry header\n"),
+		Ftrace:      [][]byte{[]byte("name: function\nID: 1\n"), []byte("name: print\nID: 5\n")},
+		Systems: []System{{Name: "sched", Formats: [][]byte{[]byte("name: sched_switch\nID: 316\n")}},
+			{Name: "kprobes", Formats: [][]byte{[]byte("name: open\nID: 1500\n")}}},
+		Kallsyms: []byte("ffffffff81000000 T _text\n"),
+		Printk:   []byte("0xffffffff82000000 : \"hello\\n\"\n"),
+		Cmdlines: []byte("1 init\n42 sh\n"),
+		CPUs:     2,
+		Options:  []Option{{ID: OptionTraceClock, Data: []byte("[local] global counter\n\x00")}},
+	}
+	cpu0 := bytes.Repeat([]byte{0xaa}, 2*4096)
+	return h, [][]byte{cpu0, nil}
+}
+
+func write(t testing.TB, h *Header, data [][]byte) []byte {
+	var srcs []CPUSource
+	for _, d := range data {
+		srcs = append(srcs, CPUSource{R: bytes.NewReader(d), Size: int64(len(d))})
+	}
+	var b bytes.Buffer
+	if err := Write(&b, h, srcs); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestRoundTrip(t *testing.T) {
+	h, data := sample()
+	b := write(t, h, data)
+	f, err := Read(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Version != 6 {
+		t.Errorf("version %d", f.Version)
+	}
+	if !reflect.DeepEqual(f.Header, *h) {
+		t.Errorf("header read back differs:\n got %+v\nwant %+v", f.Header, *h)
+	}
+	if f.Clock() != "local" {
+		t.Errorf("clock %q", f.Clock())
+	}
+	for cpu, want := range data {
+		d := f.CPUData[cpu]
+		if d.Size > 0 && d.Offset%4096 != 0 {
+			t.Errorf("cpu %d at %d: not page-aligned", cpu, d.Offset)
+		}
+		got := make([]byte, d.Size)
+		if _, err := f.Pages(cpu).Read(got); err != nil && len(want) > 0 {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("cpu %d: %d bytes read back, want %d", cpu, len(got), len(want))
+		}
+	}
+}
+
+// Every cut of the file short of its end is an error naming a section, never a panic; the
+// cut in the CPU data says the file was cut short.
+func TestTruncated(t *testing.T) {
+	h, data := sample()
+	b := write(t, h, data)
+	for n := 0; n < len(b); n += 7 {
+		_, err := Read(bytes.NewReader(b[:n]), int64(n))
+		if err == nil {
+			t.Fatalf("cut at %d of %d: read without an error", n, len(b))
+		}
+		var fe *FormatError
+		if !errors.As(err, &fe) {
+			t.Fatalf("cut at %d: %T %v", n, err, err)
+		}
+	}
+	_, err := Read(bytes.NewReader(b[:len(b)-1]), int64(len(b)-1))
+	if err == nil || !strings.Contains(err.Error(), "cut short") {
+		t.Errorf("a file missing its last byte: %v", err)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	h, data := sample()
+	b := write(t, h, data)
+	v8 := bytes.Replace(bytes.Clone(b), []byte("tracing6\x00"), []byte("tracing8\x00"), 1)
+	for _, c := range []struct {
+		name string
+		b    []byte
+		want error
+		text string
+	}{
+		{"empty", nil, ErrNotTraceDat, "magic"},
+		{"text", []byte("hello world, this is not a trace"), ErrNotTraceDat, "magic"},
+		{"version 8", v8, ErrVersion, `version "8"`},
+	} {
+		_, err := Read(bytes.NewReader(c.b), int64(len(c.b)))
+		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) {
+			t.Errorf("%s: %v, want %v mentioning %q", c.name, err, c.want, c.text)
+		}
+	}
+}
+
+// FuzzRead: every section of the reader on arbitrary bytes (seeded with a whole file): an error
+// or a file whose CPU data lies inside it, never a panic or an allocation past its size.
+func FuzzRead(f *testing.F) {
+	h, data := sample()
+	f.Add(write(f, h, data))
+	h.Options = nil
+	f.Add(write(f, h, [][]byte{nil, nil}))
+	// version 7, uncompressed and zstd (stream's fixtures: what trace-cmd convert wrote)
+	if b, err := os.ReadFile(filepath.Join("..", "stream", "testdata", "6.12", "tp.v7zstd.dat")); err == nil {
+		f.Add(b)
+	}
+	if z, err := os.ReadFile(filepath.Join("..", "stream", "testdata", "6.12", "tp.v7.dat.gz")); err == nil {
+		if r, err := gzip.NewReader(bytes.NewReader(z)); err == nil {
+			if b, err := io.ReadAll(r); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		file, err := Read(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			return
+		}
+		for cpu, d := range file.CPUData {
+			if d.Size > 0 && d.Offset+d.Size > int64(len(b)) {
+				t.Fatalf("cpu %d's data past the end", cpu)
+			}
+		}
+		file.Clock()
+		for cpu := range file.CPUData {
+			io.Copy(io.Discard, file.Pages(cpu))
+		}
+	})
+}

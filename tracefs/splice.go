@@ -1,0 +1,218 @@
+package tracefs
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Splicer moves an instance's ring-buffer pages into files without looking at them: for each
+// CPU, splice(2) from per_cpu/cpuN/trace_pipe_raw into a pipe, and from the pipe into that
+// CPU's file, so the pages never cross into ftctl's memory (what trace-cmd record does).
+// Like RawPipe it consumes what it moves.
+//
+// splice gives only whole pages the kernel's writer has left (ring_buffer_read_page with
+// full set): the page being written stays in the ring buffer until Flush reads it with
+// read(2), which hands over a partial page too. Every page written is PageSize bytes.
+type Splicer struct {
+	dir      string
+	fs       *FS
+	pageSize int
+	cpus     []int
+	fds      []int    // trace_pipe_raw, O_NONBLOCK
+	pipes    [][2]int // read end, write end
+	pollFDs  []unix.PollFd
+	buf      []byte
+}
+
+// spliceChunk is how much one splice asks for: 64 pages (the pipe is sized to hold them).
+const spliceChunk = 64
+
+// OpenSplicer opens every CPU's trace_pipe_raw of the instance and a pipe for each. Close it
+// when done.
+func (i *Instance) OpenSplicer() (*Splicer, error) {
+	dir, cpus, err := i.perCPU()
+	if err != nil {
+		return nil, err
+	}
+	s := &Splicer{dir: dir, fs: i.fs, pageSize: i.subbufSize()}
+	if len(cpus) == 0 {
+		return nil, &Error{Op: "open", Path: dir, Class: ErrUnavailable, Errno: unix.ENOENT}
+	}
+	for _, c := range cpus {
+		path := filepath.Join(dir, "cpu"+strconv.Itoa(c), "trace_pipe_raw")
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			s.Close()
+			return nil, i.fs.opError("open", path, "", err)
+		}
+		s.fds = append(s.fds, fd)
+		s.cpus = append(s.cpus, c)
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			s.Close()
+			return nil, &Error{Op: "pipe", Path: path, Class: ErrIO, Errno: err}
+		}
+		s.pipes = append(s.pipes, p)
+		// room for a whole chunk; a smaller pipe (pipe-max-size) only means shorter splices
+		unix.FcntlInt(uintptr(p[1]), unix.F_SETPIPE_SZ, spliceChunk*s.pageSize)
+		s.pollFDs = append(s.pollFDs, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+	}
+	return s, nil
+}
+
+// perCPU lists the instance's per_cpu/cpuN directories: the directory and the CPUs, sorted.
+func (i *Instance) perCPU() (string, []int, error) {
+	dir := i.Path("per_cpu")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return dir, nil, i.fs.opError("open", dir, "", unwrapPath(err))
+	}
+	var cpus []int
+	for _, e := range entries {
+		n, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "cpu"))
+		if err == nil && strings.HasPrefix(e.Name(), "cpu") {
+			cpus = append(cpus, n)
+		}
+	}
+	sort.Ints(cpus)
+	return dir, cpus, nil
+}
+
+// subbufSize is the size of the ring buffer's pages: buffer_subbuf_size_kb (6.8+: sub-buffers
+// may be larger than a page), else the page size.
+func (i *Instance) subbufSize() int {
+	if b, err := i.ReadFile("buffer_subbuf_size_kb"); err == nil {
+		if kb, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && kb > 0 {
+			return kb << 10
+		}
+	}
+	return os.Getpagesize()
+}
+
+// CPUs are the CPUs' numbers, in the order Move and Flush take them (k).
+func (s *Splicer) CPUs() []int { return s.cpus }
+
+// PageSize is the size of every page written.
+func (s *Splicer) PageSize() int { return s.pageSize }
+
+// Move splices the whole pages CPU k has now into dst, at its file offset, and says how many
+// bytes it moved (0 when the CPU has no full page).
+func (s *Splicer) Move(k int, dst *os.File) (int64, error) {
+	var moved int64
+	path := filepath.Join(s.dir, "cpu"+strconv.Itoa(s.cpus[k]), "trace_pipe_raw")
+	for {
+		n, err := unix.Splice(s.fds[k], nil, s.pipes[k][1], nil, spliceChunk*s.pageSize, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.EAGAIN || (err == nil && n == 0) {
+			return moved, nil
+		}
+		if err != nil {
+			return moved, s.fs.opError("splice", path, "", err)
+		}
+		for left := n; left > 0; {
+			m, err := unix.Splice(s.pipes[k][0], nil, int(dst.Fd()), nil, int(left), unix.SPLICE_F_MOVE)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				return moved, &Error{Op: "splice", Path: dst.Name(), Class: ErrIO, Errno: err}
+			}
+			left -= m
+			moved += m
+		}
+		if n < int64(spliceChunk*s.pageSize) {
+			return moved, nil
+		}
+	}
+}
+
+// Flush reads what CPU k has left, partial pages too, with read(2) (splice never gives the
+// page the kernel is writing), and appends it to dst page by page, at most maxPages pages
+// when maxPages > 0 (tracing still on: a busy CPU would never be empty). It says how many bytes.
+func (s *Splicer) Flush(k int, dst *os.File, maxPages int) (int64, error) {
+	if s.buf == nil {
+		s.buf = make([]byte, s.pageSize)
+	}
+	var moved int64
+	path := filepath.Join(s.dir, "cpu"+strconv.Itoa(s.cpus[k]), "trace_pipe_raw")
+	for pages := 0; maxPages <= 0 || pages < maxPages; pages++ {
+		clear(s.buf)
+		n, err := rawRead(s.fds[k], s.buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.EAGAIN || (err == nil && n == 0) {
+			return moved, nil
+		}
+		if err != nil {
+			return moved, s.fs.opError("read", path, "", err)
+		}
+		// a page is written whole (zeros after what the kernel copied): readers step by pages
+		if _, err := dst.Write(s.buf); err != nil {
+			return moved, err
+		}
+		moved += int64(len(s.buf))
+	}
+	return moved, nil
+}
+
+// Wait blocks until some CPU's buffer is past buffer_percent, or d.
+func (s *Splicer) Wait(d time.Duration) {
+	for {
+		_, err := unix.Poll(s.pollFDs, max(1, int(d/time.Millisecond)))
+		if err != unix.EINTR {
+			return
+		}
+	}
+}
+
+// Close closes the files and pipes. Calling it again does nothing.
+func (s *Splicer) Close() error {
+	for _, fd := range s.fds {
+		unix.Close(fd)
+	}
+	for _, p := range s.pipes {
+		unix.Close(p[0])
+		unix.Close(p[1])
+	}
+	s.fds, s.pipes = nil, nil
+	return nil
+}
+
+// EventFormatTexts reads every event's format file as the kernel writes it, by system (the
+// systems and their events sorted by name); a format that cannot be read is left out.
+func (f *FS) EventFormatTexts() (map[string][][]byte, []string, error) {
+	systems, err := f.EventSystems()
+	if err != nil {
+		return nil, nil, err
+	}
+	out := map[string][][]byte{}
+	var names []string
+	top := f.Top()
+	for _, s := range systems {
+		events, err := f.Events(s)
+		if err != nil {
+			continue
+		}
+		for _, e := range events {
+			b, err := top.ReadFile(filepath.Join("events", s, e, "format"))
+			if err != nil {
+				continue
+			}
+			if out[s] == nil {
+				names = append(names, s)
+			}
+			out[s] = append(out[s], b)
+		}
+	}
+	sort.Strings(names)
+	return out, names, nil
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# bench-record.sh: recording under a hot function filter (issue 17's performance item). In one
+# VM boot per kernel: an instance traces every `_raw_spin_lock*` function while a busy workload
+# runs (BUSY shell loops, default 1, each `cat /proc/stat > /dev/null` over and over), and the
+# readers take turns, each a fresh process, each for SECONDS_RUN (default 5) seconds:
+#   cat       busybox `cat trace_pipe > /dev/null` (the kernel formats every event)
+#   ftctl     `ftctl -B hot record -o /tmp/f.dat` (splice into per-CPU files, then the trace.dat)
+#   trace-cmd `trace-cmd record -B hot -p function -l '_raw_spin_lock*' -o /tmp/t.dat`
+#             (Debian's 3.1.6: its per-CPU recorders splice too; it sets the instance up again)
+# The buffer is cleared before each run (echo > trace zeroes the counters). Each reader gets
+# SIGINT (cat: SIGTERM) after SECONDS_RUN and finishes its file; then the per-CPU stats give, over the run:
+#   read      events the kernel handed the reader ("read events"): delivered
+#   overrun   events overwritten before the reader got them
+#   left      events still in the buffer once the reader has exited
+# generated = delivered + overrun + left; kept = delivered / generated. The readers' CPU time is
+# the shell's `times` for its waited children (trace-cmd's recorder processes included), from
+# the start to the file written; bytes are the file's size. Every reader records its own
+# events too (the filter matches the locks its reads take): none is left out.
+#
+# usage: vm/bench-record.sh [KERNEL...]   (default: 6.1 6.12; RUNS rounds, default 2)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+kernels=${*:-6.1 6.12}
+build=${BENCH_BUILD:-$top/build}
+mkdir -p "$build"
+(cd "$top" && CGO_ENABLED=0 go build -o "$build/ftctl-rec" .)
+tracecmd=$(command -v trace-cmd || true)
+[ -n "$tracecmd" ] || { echo "bench-record.sh: trace-cmd is needed (apt-get install trace-cmd)" >&2; exit 1; }
+
+guest=$(mktemp)
+trap 'rm -f "$guest"' EXIT
+cat >"$guest" <<EOF
+T=/sys/kernel/tracing
+I=\$T/instances/hot
+S=${SECONDS_RUN:-5}
+mkdir \$I
+setup() { echo '_raw_spin_lock*' > \$I/set_ftrace_filter; echo function > \$I/current_tracer; echo 1 > \$I/tracing_on; }
+setup
+echo "BENCHINFO kernel \$(uname -r) cpus \$(nproc) functions \$(wc -l < \$I/set_ftrace_filter) buffer_size_kb \$(cat \$I/buffer_size_kb)"
+busy() { while :; do cat /proc/stat > /dev/null; done; }
+for b in \$(seq ${BUSY:-1}); do busy & done
+sleep 1
+sum() { cat \$I/per_cpu/cpu*/stats | awk -v k="\$1" 'index(\$0, k ":") == 1 { s += \$NF } END { print s + 0 }'; }
+# A background job of a script ignores SIGINT (no job control): cat is ended with SIGTERM; ftctl
+# and trace-cmd install their own SIGINT handlers (Ctrl-C: stop, finish the file).
+run() { # run LABEL N OUTFILE COMMAND
+	setup
+	echo > \$I/trace
+	rm -f \$3
+	r0=\$(sum "read events") o0=\$(sum overrun)
+	sig=INT; [ "\$1" = cat ] && sig=TERM
+	( sh -c "exec \$4" >/dev/null 2>/tmp/err & p=\$!; sleep \$S; kill -\$sig \$p; wait \$p; times > /tmp/times )
+	r1=\$(sum "read events") o1=\$(sum overrun) left=\$(sum entries)
+	bytes=0; [ -f "\$3" ] && bytes=\$(wc -c < \$3)
+	# times: the second line is the children's user and system time, e.g. "0m1.23s 0m4.56s"
+	cpu=\$(sed -n 2p /tmp/times | awk '{ for (i = 1; i <= 2; i++) { split(\$i, a, "m"); sub("s", "", a[2]); t += a[1] * 60 + a[2] } print t }')
+	echo "BENCHREC \$1 run \$2 read \$((r1 - r0)) overrun \$((o1 - o0)) left \$left cpu \$cpu bytes \$bytes"
+	tail -n 3 /tmp/err | sed 's/^/STDERR /'
+}
+for n in \$(seq ${RUNS:-2}); do
+	run cat \$n /dev/null "cat \$I/trace_pipe"
+	run ftctl \$n /tmp/f.dat "ftctl -B hot record -o /tmp/f.dat"
+	run trace-cmd \$n /tmp/t.dat "trace-cmd record -B hot -p function -l '_raw_spin_lock*' -o /tmp/t.dat"
+done
+echo 0 > \$I/tracing_on
+exit 0
+EOF
+
+for k in $kernels; do
+	log=$build/bench-record-$k.log
+	"$here/run.sh" --kernel "$k" --mode cmd --script "$guest" --timeout 900 --log "$log" \
+		--file "$build/ftctl-rec:/bin/ftctl" --bin "$tracecmd:/usr/bin/trace-cmd" >/dev/null 2>&1 || echo "bench-record: the $k boot failed; see $log" >&2
+	echo "== kernel $k ($(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]*' "$log" | sed 's/.*=//')), $(date -u '+%F %H:%M'), ftctl $(cd "$top" && git describe --always --dirty); host load $(cut -d' ' -f1-3 /proc/loadavg), other VMs $(pgrep -c -x qemu-system-x86 || true)"
+	grep -a -E '^(BENCHINFO|STDERR)' "$log" || true
+	grep -a '^BENCHREC' "$log" | awk -v S="${SECONDS_RUN:-5}" '
+		function pct(a, b) { return b ? 100 * a / b : 0 }
+		{
+			who = $2; n = $4; del = $6; over = $8; left = $10; cpu = $12; bytes = $14
+			gen = del + over + left
+			printf "%-9s run %d: delivered %8d (%7.0f/s), generated %8d, kept %5.1f%%, file %6.2f MB (%5.2f MB/s), CPU %.2fs, %.2f us/event\n",
+				who, n, del, del / S, gen, pct(del, gen), bytes / 1e6, bytes / 1e6 / S, cpu, del ? 1e6 * cpu / del : 0
+		}'
+done
