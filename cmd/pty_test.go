@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -60,5 +61,63 @@ func TestNoTerminalQueryOutsideTUI(t *testing.T) {
 		if i := bytes.IndexByte(out.Bytes(), 0x1b); i >= 0 {
 			t.Errorf("%q wrote an escape sequence to the terminal: %q", args, out.Bytes())
 		}
+	}
+}
+
+// ftctl tui --file shows a recording on a terminal without tracefs (--tracefs names a
+// directory that is not there): every event read to the end, q quits with 0.
+func TestTUIFileOnATerminal(t *testing.T) {
+	bin := linkFtctl(t)
+	file, err := filepath.Abs(filepath.Join("..", "stream", "testdata", "6.12", "tp.v7zstd.dat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	master, slave := openPTY(t)
+	defer master.Close()
+	cmd := exec.Command(filepath.Join(bin, "ftctl"), "--tracefs", filepath.Join(t.TempDir(), "none"), "tui", "--file", file)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.Env = append(os.Environ(), "TERM=xterm-256color")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	screen := vtscreen.New(80, 24)
+	var mu sync.Mutex
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			mu.Lock()
+			screen.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	shows := func(text string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return screen.Contains(text)
+	}
+	for deadline := time.Now().Add(15 * time.Second); !shows("end of the recording"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			mu.Lock()
+			t.Fatalf("the end of the recording never showed:\n%s", screen)
+		}
+	}
+	master.Write([]byte("q"))
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("q: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Error("q: still running after 10 s")
 	}
 }

@@ -16,8 +16,10 @@ import (
 // TUIOptions are the inputs of `ftctl tui`.
 type TUIOptions struct {
 	G        *Globals
-	Keep     bool // --keep: leave the private instance (and its probes) on exit
-	RingSize int  // --ring
+	Keep     bool   // --keep: leave the private instance (and its probes) on exit
+	RingSize int    // --ring
+	File     string // --file: a recording instead of a kernel
+	Recover  bool   // --recover: File is the directory a killed ftctl record left
 }
 
 // NewCmdTUI builds `ftctl tui`. runF replaces the run function in tests.
@@ -57,10 +59,17 @@ Trace data is escaped before it reaches the terminal; the console keeps the last
 (memory is bounded); writes take the ftctl lock like every other command. The stream reads the
 ring buffer as ftctl stream does (trace_pipe_raw where it prints what trace_pipe would, else
 trace_pipe; the Stream view says which), and consumes what it reads: on an instance shared with
-another reader, each sees only part of the events.`,
+another reader, each sees only part of the events.
+
+--file FILE shows a recording instead (a trace.dat of ftctl record or trace-cmd record, read as
+ftctl report reads it; --recover: the directory a killed ftctl record left): the Stream view
+with its search and filters, and the Top view, over the recording's events in time order; no
+kernel is read or changed, so it needs neither root nor tracefs, and the other views say so. As
+for a live stream, the last --ring events are kept.`,
 		Example: `  sudo ftctl tui
   sudo ftctl tui --keep
-  sudo ftctl -B incident42 tui`,
+  sudo ftctl -B incident42 tui
+  ftctl tui --file incident.dat                 # a recording: no root, no kernel`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -71,6 +80,9 @@ another reader, each sees only part of the events.`,
 	}
 	c.Flags().BoolVar(&opts.Keep, "keep", false, "leave the private instance ftctl-PID-ID and its probes on exit")
 	c.Flags().IntVar(&opts.RingSize, "ring", tui.DefaultRingSize, "keep the last `N` events (memory is bounded by it)")
+	c.Flags().StringVar(&opts.File, "file", "", "show the recording `FILE` (a trace.dat) instead of a kernel")
+	c.Flags().BoolVar(&opts.Recover, "recover", false, "with --file: FILE is the FILE.tmp-PID directory a killed 'ftctl record' left")
+	registerFlagCompletion(c, "file", completeFiles)
 	return c
 }
 
@@ -85,11 +97,18 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 		return InvalidInput(fmt.Errorf("--ring %d: between 1000 and 10000000 events", opts.RingSize))
 	case opts.Keep && g.Instance != "":
 		return InvalidInput(errors.New("--keep is for the private instance; with -B nothing is removed anyway"))
+	case opts.Recover && opts.File == "":
+		return InvalidInput(errors.New("--recover goes with --file (the directory a killed ftctl record left)"))
+	case opts.File != "" && (opts.Keep || g.Instance != ""):
+		return InvalidInput(errors.New("--file shows a recording: -B and --keep are for a kernel's trace arrays"))
 	}
 	in, okIn := terminal(g.In)
 	out, okOut := terminal(g.Out)
 	if !okIn || !okOut {
 		return InvalidInput(errors.New("ftctl tui needs a terminal on stdin and stdout"))
+	}
+	if opts.File != "" {
+		return tuiFileRun(ctx, opts, in, out)
 	}
 	fs, err := g.FS()
 	if err != nil {
@@ -146,6 +165,26 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 		fmt.Fprintf(g.Err, "ftctl: quit with %s still running after %v: what it changes in %s may be left half done\n",
 			m.Unfinished, 2*tui.DefaultQuitWait, safe(inst.Label()))
 	}
+	switch {
+	case ctx.Err() != nil, aborted:
+		return ErrInterrupted
+	case err != nil:
+		return err
+	}
+	return nil
+}
+
+// tuiFileRun is the console over a recording (--file): no kernel, nothing to tear down.
+func tuiFileRun(ctx context.Context, opts *TUIOptions, in, out *os.File) error {
+	file, closeAll, err := openRecording(opts.File, opts.Recover)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	src := tui.NewFileSource(ctx, file, opts.RingSize)
+	m := tui.New(tui.Options{Backend: &tui.FileBackend{Name: opts.File, File: file}, Source: src,
+		RingSize: opts.RingSize, Context: ctx, Plain: !colorFor(out)})
+	aborted, err := tui.Run(ctx, m, in, out)
 	switch {
 	case ctx.Err() != nil, aborted:
 		return ErrInterrupted

@@ -38,6 +38,8 @@ func TestTUIRefusals(t *testing.T) {
 		{[]string{"--dry-run", "tui"}, "no --dry-run"},
 		{[]string{"-B", "x", "tui", "--keep"}, "--keep is for the private instance"},
 		{[]string{"tui", "--ring", "10"}, "--ring 10"},
+		{[]string{"tui", "--recover"}, "--recover goes with --file"},
+		{[]string{"-B", "x", "tui", "--file", "t.dat"}, "--file shows a recording"},
 	} {
 		code, _, errs := run(t, append([]string{"--tracefs", root}, c.args...)...)
 		if code != ExitInvalid || !strings.Contains(errs, c.want) {

@@ -28,7 +28,7 @@ var allowed = map[string][]string{
 	"hist":              {"tracefs", "probes"},
 	"session":           {"tracefs", "filters", "probes", "stream"},
 	"count":             {"tracefs", "filters", "probes", "stream", "session", "hist"},
-	"tui":               {"tracefs", "filters", "probes", "stream", "session", "count"},
+	"tui":               {"tracefs", "filters", "probes", "stream", "session", "count", "tracedat"},
 	"cmd":               {"tracefs", "filters", "probes", "stream", "session", "tui", "hist", "count", "tracedat"},
 	"internal/gendocs":  {"cmd"},
 	"internal/fixture":  {},

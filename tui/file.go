@@ -1,0 +1,146 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/ftctl/ftctl/count"
+	"github.com/ftctl/ftctl/filters"
+	"github.com/ftctl/ftctl/probes"
+	"github.com/ftctl/ftctl/stream"
+	"github.com/ftctl/ftctl/tracedat"
+)
+
+// A recording in the console (ftctl tui --file): the Stream and Top views over a trace.dat's
+// events, decoded by the stream engine as `ftctl report` decodes them (stream.ReadFile), with
+// the Stream view's search and filters. No kernel is read or changed: the other views say so.
+
+// ErrRecording is what the views that change a kernel get when the console shows a recording.
+var ErrRecording = errors.New("the console shows a recording (--file): there is no kernel to read or change")
+
+// ErrEndOfRecording ends a recording's stream once every event was read.
+var ErrEndOfRecording = errors.New("end of the recording")
+
+// FileBackend is the Backend of a recording: it changes nothing and reads no kernel.
+type FileBackend struct {
+	Name string // the file, as given
+	File *tracedat.File
+}
+
+// Status implements Backend: the file, and what the recording says of itself.
+func (b *FileBackend) Status() (Status, error) {
+	return Status{Tracefs: "file " + b.Name, Tracer: "recording, clock " + b.File.Clock()}, nil
+}
+
+// Index implements Backend.
+func (b *FileBackend) Index() (*filters.Index, error) { return nil, ErrRecording }
+
+// Lists implements Backend.
+func (b *FileBackend) Lists() (Lists, error) { return Lists{}, ErrRecording }
+
+// Apply implements Backend.
+func (b *FileBackend) Apply(context.Context, []filters.Change) ([]filters.Result, error) {
+	return nil, ErrRecording
+}
+
+// SetTracer implements Backend.
+func (b *FileBackend) SetTracer(string) error { return ErrRecording }
+
+// SetTracing implements Backend.
+func (b *FileBackend) SetTracing(bool) error { return ErrRecording }
+
+// Parser implements Backend: the whole grammar (a definition typed here is never sent).
+func (b *FileBackend) Parser() probes.Parser { return probes.Parser{Features: probes.AllFeatures} }
+
+// Probes implements Backend.
+func (b *FileBackend) Probes() ([]probes.Probe, error) { return nil, ErrRecording }
+
+// AddProbe implements Backend.
+func (b *FileBackend) AddProbe(context.Context, *probes.Definition) (*probes.Added, error) {
+	return nil, ErrRecording
+}
+
+// EnableProbe implements Backend.
+func (b *FileBackend) EnableProbe(string, string, bool) error { return ErrRecording }
+
+// RemoveProbe implements Backend.
+func (b *FileBackend) RemoveProbe(context.Context, string, string) error { return ErrRecording }
+
+// ProbeCompletions implements Backend: none.
+func (b *FileBackend) ProbeCompletions(string) []string { return nil }
+
+// StartCount implements Backend.
+func (b *FileBackend) StartCount(context.Context, CountRequest) (CountInfo, error) {
+	return CountInfo{}, ErrRecording
+}
+
+// ReadCount implements Backend.
+func (b *FileBackend) ReadCount() (count.Counts, error) { return count.Counts{}, ErrRecording }
+
+// StopCount implements Backend: nothing runs.
+func (b *FileBackend) StopCount() error { return nil }
+
+// fileBatch is how many events a FileSource hands the collector at a time.
+const fileBatch = 4096
+
+// FileSource delivers a recording's events: a goroutine decodes the file (stream.ReadFile: the
+// CPUs merged in time order) and hands the rows to the collector as the kernel's stream does,
+// then ends the stream with ErrEndOfRecording and the count. As for the kernel's, the console
+// keeps the last max events: a larger recording's first events are counted as dropped.
+type FileSource struct {
+	c    *collector
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// NewFileSource starts reading the recording.
+func NewFileSource(ctx context.Context, f *tracedat.File, max int) *FileSource {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &FileSource{c: newCollector(max), stop: cancel}
+	s.c.setReader("a recording, clock " + f.Clock())
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		g := newIngester()
+		n := 0
+		info, err := stream.ReadFile(f, stream.FileOptions{}, func(ev *stream.Event) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := g.emit(ev); err != nil {
+				return err
+			}
+			if n++; n%fileBatch == 0 && !s.c.put(g.take()) {
+				return context.Canceled
+			}
+			return nil
+		})
+		if rows := g.take(); len(rows) > 0 && !s.c.put(rows) {
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			err = fmt.Errorf("%w: %d events from %d pages", ErrEndOfRecording, n, info.Pages)
+			if info.Partial > 0 {
+				err = fmt.Errorf("%w; the data of %d CPUs ends inside a page (a file cut short)", err, info.Partial)
+			}
+		}
+		s.c.fail(err)
+	}()
+	return s
+}
+
+// Batches implements Source.
+func (s *FileSource) Batches() <-chan Batch { return s.c.out }
+
+// Close stops reading and waits for the goroutine.
+func (s *FileSource) Close() error {
+	s.stop()
+	s.c.close()
+	s.wg.Wait()
+	return nil
+}

@@ -1,0 +1,81 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ftctl/ftctl/tracedat"
+)
+
+// openRecording opens a trace-cmd recording of 6.12 (version 7, zstd; stream/testdata).
+func openRecording(t *testing.T) *tracedat.File {
+	t.Helper()
+	path := filepath.Join("..", "stream", "testdata", "6.12", "tp.v7zstd.dat")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := tracedat.Read(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// The console over a recording: every event, in time order, then the end with the count; the
+// Stream view's filters work on it; the views that change a kernel say there is none.
+func TestFileConsole(t *testing.T) {
+	file := openRecording(t)
+	src := NewFileSource(context.Background(), file, 1000)
+	m := New(Options{Backend: &FileBackend{Name: "tp.dat", File: file}, Source: src, Now: fixedNow,
+		StatusEvery: time.Hour, RingSize: 1000})
+	defer src.Close()
+	m.SetSize(160, 40)
+	var rows, dropped int
+	var end error
+	for end == nil {
+		select {
+		case b, ok := <-src.Batches():
+			if !ok {
+				t.Fatal("the source closed without an end")
+			}
+			rows += len(b.Rows)
+			dropped += int(b.Dropped)
+			end = b.Err
+			step(m, batchMsg(b))
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no end after 10 s: %d rows", rows)
+		}
+	}
+	// 1,598 events and 2 lost-event rows (ftctl report of the same file); the ring keeps 1,000
+	if !errors.Is(end, ErrEndOfRecording) || !strings.Contains(end.Error(), "1600 events") || rows+dropped != 1600 || dropped != 600 {
+		t.Fatalf("end %v after %d rows, %d dropped", end, rows, dropped)
+	}
+	runCmd(m, m.readStatus(), 0) // what Init does besides reading the stream
+	runCmd(m, m.funcs.Init(), 0)
+	runCmd(m, m.probes.Init(), 0)
+	s := screen(m)
+	for _, want := range []string{"end of the recording: 1600 events", "file tp.dat", "recording, clock local"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("no %q on the screen:\n%s", want, s)
+		}
+	}
+	step(m, press("2"))
+	if s := screen(m); !strings.Contains(s, "there is no kernel to read or change") {
+		t.Errorf("Functions view over a recording:\n%s", s)
+	}
+	step(m, press("3"))
+	if s := screen(m); !strings.Contains(s, "there is no kernel to read or change") {
+		t.Errorf("Probes view over a recording:\n%s", s)
+	}
+}
