@@ -1,6 +1,10 @@
 package stream
 
-import "strconv"
+import (
+	"errors"
+	"io"
+	"strconv"
+)
 
 // Call trees from function_graph's records (`ftctl graph`). The kernel records an entry
 // (funcgraph_entry: the function and its depth) when a traced function is called, and an exit
@@ -405,4 +409,51 @@ func appendCallJSON(dst []byte, c *Call, top bool) []byte {
 		dst = appendCallJSON(dst, k, false)
 	}
 	return append(dst, "]}"...)
+}
+
+// GraphOutput says where CopyGraph writes the call trees.
+type GraphOutput struct {
+	W     io.Writer
+	JSON  bool // one JSON object per top-level call and line (AppendCallJSON), else text
+	Count int  // stop after this many top-level calls (0: no limit)
+}
+
+// CopyGraph builds src's function_graph events into call trees and writes each top-level
+// call once it returned, until GraphOutput.Count calls, Options.Duration, the kernel's end of
+// the stream or the end of Open's context (as Copy); then, unless the count ended it, the calls
+// still open (NoExit) and those waiting for a caller. It returns the loss summary, and the
+// number of top-level calls written.
+func CopyGraph(src *Source, out GraphOutput) (*Summary, int, error) {
+	sum := src.Summary()
+	shown := 0
+	var buf *[]byte
+	tree := &CallTree{Done: func(c *Call) error {
+		if out.Count > 0 && shown >= out.Count {
+			return errCountReached
+		}
+		if out.JSON {
+			*buf = append(AppendCallJSON(*buf, c), '\n')
+		} else {
+			*buf = AppendCallText(*buf, c)
+		}
+		shown++
+		if out.Count > 0 && shown >= out.Count {
+			return errCountReached
+		}
+		return nil
+	}}
+	emit := func(b *[]byte, ev *Event) error {
+		buf = b
+		sum.Count(ev, true)
+		return tree.Add(ev)
+	}
+	ended := func(b *[]byte) error {
+		buf = b
+		if err := tree.End(); err != nil && !errors.Is(err, errCountReached) {
+			return err
+		}
+		return nil
+	}
+	s, err := src.copy(sum, out.W, emit, ended)
+	return s, shown, err
 }

@@ -192,7 +192,7 @@ func TestCallTreeRender(t *testing.T) {
 	if !strings.HasSuffix(lines[0], "|  ksys_read() {") || !strings.Contains(lines[0], " dd-") {
 		t.Errorf("first line %q", lines[0])
 	}
-	if !strings.Contains(lines[len(lines)-1], "|  } /* ksys_read */") || !strings.Contains(lines[len(lines)-1], " us |") {
+	if !strings.Contains(lines[len(lines)-1], "|  } /* ksys_read */") || !strings.Contains(lines[len(lines)-1], "! 912.481 us ") {
 		t.Errorf("last line %q", lines[len(lines)-1])
 	}
 	if !strings.Contains(text, "|    vfs_read() {") {
