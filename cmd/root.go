@@ -209,6 +209,7 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 		NewCmdTrace(g, nil),
 		NewCmdHist(g, nil),
 		NewCmdLatency(g, nil),
+		NewCmdGraph(g, nil),
 		NewCmdTUI(g, nil),
 		NewCmdReset(g, nil),
 		NewCmdList(g),
@@ -329,7 +330,7 @@ func withCommand(root *cobra.Command, args []string) bool {
 		return false
 	}
 	c, _, err := root.Find(args[:dash])
-	return err == nil && (c.Name() == "trace" || c.Name() == "latency") && c.Parent() == root
+	return err == nil && (c.Name() == "trace" || c.Name() == "latency" || c.Name() == "graph") && c.Parent() == root
 }
 
 // pflagNumber matches pflag's message for a number that does not parse: `invalid argument "abc"

@@ -291,3 +291,46 @@ func TestCallTreeMissing(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCallTree: funcgraph records of any content (ids 10 and 11 are 6.12's funcgraph_exit
+// and funcgraph_entry), in any order, make call trees whose JSON is valid and whose text is
+// safe for a terminal, and every record is in a tree or dropped by nothing.
+func FuzzCallTree(f *testing.F) {
+	var formats []*tracefs.Format
+	for _, fm := range kernelFormats(f, "6.12") {
+		if fm.System == "ftrace" && strings.HasPrefix(fm.Name, "funcgraph_") {
+			formats = append(formats, fm)
+		}
+	}
+	rec := func(id byte, pid byte, fn, depth byte, call, ret byte) []byte {
+		b := make([]byte, 40)
+		b[0], b[4], b[8], b[16], b[24], b[32] = id, pid, fn, depth, call, ret
+		return b
+	}
+	f.Add(append(rec(11, 1, 1, 0, 0, 0), append(rec(11, 1, 2, 1, 0, 0), append(rec(10, 1, 2, 1, 1, 2), rec(10, 1, 1, 0, 0, 3)...)...)...))
+	f.Add(append(rec(10, 2, 3, 2, 1, 2), rec(10, 2, 4, 1, 0, 5)...))
+	f.Add(bytes.Repeat(rec(11, 3, 5, 200, 0, 0), 3))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := &BinaryDecoder{Layout: tracefs.DefaultPageLayout, Symbols: &Symbols{}}
+		for _, fm := range formats {
+			d.Add(fm)
+		}
+		tree := &CallTree{Done: func(c *Call) error {
+			if js := AppendCallJSON(nil, c); !json.Valid(js) {
+				t.Fatalf("invalid JSON %s", js)
+			}
+			checkTerminalSafe(t, string(AppendCallText(nil, c)), true)
+			return nil
+		}}
+		var ev Event
+		for i := 0; i+8 <= len(data) && i < 40*64; i += 40 {
+			d.Decode(&ev, int(data[i+1]&1), uint64(i), data[i:min(i+40, len(data))])
+			if err := tree.Add(&ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tree.End(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -139,10 +139,10 @@ func TestHelpExamples(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- runs.Wait() }()
-		// A stream or session (trace, hist, latency) with no end of its own (no --count, --duration, | head, or
+		// A stream or session (trace, hist, latency, graph) with no end of its own (no --count, --duration, | head, or
 		// command to trace) is ended with Ctrl-C after 2 s, as its user would (exit 130).
 		endless := (strings.HasPrefix(line, "ftctl stream") || strings.HasPrefix(line, "ftctl trace") ||
-			strings.HasPrefix(line, "ftctl hist") || strings.HasPrefix(line, "ftctl latency")) &&
+			strings.HasPrefix(line, "ftctl hist") || strings.HasPrefix(line, "ftctl latency") || strings.HasPrefix(line, "ftctl graph")) &&
 			!strings.Contains(line, "--count") && !strings.Contains(line, "--duration") &&
 			!strings.Contains(line, "| head") && !strings.Contains(line, " -- ")
 		limit := 30 * time.Second
