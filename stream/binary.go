@@ -2,8 +2,8 @@ package stream
 
 import (
 	"bytes"
-	"errors"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
