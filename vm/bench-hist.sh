@@ -13,12 +13,16 @@
 #   latency   `ftctl latency vfs_read`: entry and return probes, a synthetic event, a .log2 hist
 #   pairs     `ftctl trace -p 'p:e vfs_read' -p 'r:r vfs_read' -o json > /dev/null`: the events
 #             latency aggregates (a kprobe and a kretprobe on vfs_read) streamed instead
+#   graph     `ftctl graph -f vfs_read -o json > /dev/null`: function_graph under vfs_read (its
+#             callees too: an entry and an exit per call of each), call trees built by ftctl
+#             (in its instance on 6.12; at the top level on 6.1)
 # Each tool is started first and the loop run once the tool is ready (its trigger in its
 # instance; the stream after 2 s), then the tool is sent SIGINT. cost = 1 - rate/none's rate,
 # each from the median of the runs;
 # the issue's target: hist and latency cost at most half of what stream costs.
 #
 # usage: vm/bench-hist.sh [KERNEL...]   (default: 6.1 6.12)
+#        CONDS="none stream graph" vm/bench-hist.sh ...   (only these conditions; default all)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -58,14 +62,18 @@ run() { # run LABEL N
 	latency) ftctl latency vfs_read > /dev/null 2>/tmp/err & p=\$!
 		ready "instances/ftctl-*/events/synthetic/*/trigger" ;;
 	pairs) ftctl trace -p 'p:e vfs_read' -p 'r:r vfs_read' -o json > /dev/null 2>/tmp/err & p=\$!; sleep 3 ;;
+	graph) ftctl graph -f vfs_read -o json > /dev/null 2>/tmp/err & p=\$!
+		i=0
+		while [ \$i -lt 300 ] && ! cat current_tracer instances/ftctl-*/current_tracer 2>/dev/null | grep -q function_graph; do sleep 0.1; i=\$((i + 1)); done
+		sleep 1 ;;
 	esac
 	readloop -file /tmp/small -seconds \$S | sed "s/^/BENCHHIST \$1 run \$2 /"
 	kill -INT \$p; wait \$p
 	echo nop > instances/bench/current_tracer
-	grep -v '^ftctl: vfs_read: ' /tmp/err | sed 's/^/STDERR /'
+	grep -v -e '^ftctl: vfs_read: ' -e '^ftctl: function_graph runs' /tmp/err | sed 's/^/STDERR /'
 }
 for n in \$(seq ${RUNS:-3}); do
-	for c in none stream hist histsys latency pairs; do run \$c \$n; done
+	for c in ${CONDS:-none stream hist histsys latency pairs graph}; do run \$c \$n; done
 done
 echo "BENCHLEFT instances \$(ls instances | tr '\n' ' ') dynamic \$(cat dynamic_events | tr '\n' ' ')"
 exit 0
@@ -88,18 +96,18 @@ for k in $kernels; do
 		# medians per condition ("BENCHHIST COND run N READS ops X secs T rate R"); the runs too
 		{ c = $2; v[c, ++n[c]] = $NF; runs[c] = runs[c] " " $NF }
 		END {
-			split("none stream hist histsys latency pairs", order, " ")
-			for (i = 1; i <= 6; i++) {
+			split("none stream hist histsys latency pairs graph", order, " ")
+			for (i = 1; i <= 7; i++) {
 				c = order[i]; k = n[c]; if (!k) continue
 				for (a = 1; a <= k; a++) for (b = a + 1; b <= k; b++) if (v[c, b] < v[c, a]) { t = v[c, a]; v[c, a] = v[c, b]; v[c, b] = t }
 				med[c] = (k % 2) ? v[c, (k + 1) / 2] : (v[c, k / 2] + v[c, k / 2 + 1]) / 2
 			}
-			for (i = 1; i <= 6; i++) {
+			for (i = 1; i <= 7; i++) {
 				c = order[i]; if (!n[c]) continue
 				cost[c] = 1 - med[c] / med["none"]
 				printf "%-8s reads/s median %8.0f (runs:%s)  cost %5.1f%%\n", c, med[c], runs[c], 100 * cost[c]
 			}
-			if (cost["stream"] > 0) for (i = 3; i <= 5; i++) { c = order[i]; printf "%s cost / stream cost = %.2f\n", c, cost[c] / cost["stream"] }
+			if (cost["stream"] > 0) for (i = 3; i <= 7; i++) { c = order[i]; if (!n[c] || i == 6) continue; printf "%s cost / stream cost = %.2f\n", c, cost[c] / cost["stream"] }
 			if (cost["pairs"] > 0) printf "latency cost / pairs cost = %.2f\n", cost["latency"] / cost["pairs"]
 		}'
 done
