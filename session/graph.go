@@ -76,7 +76,7 @@ func (s *Session) checkGraph(ix *filters.Index) error {
 	}
 	for _, p := range append(slices.Clone(g.Roots), g.Notrace...) {
 		if strings.Contains(p.Text, ":mod:") {
-			return fmt.Errorf("%w: %q: set_graph_function and set_graph_notrace take function names and globs, not :mod:", ErrInvalid, p.Text)
+			return fmt.Errorf("%w: %q: set_graph_function and set_graph_notrace take function names and globs (no :mod: part)", ErrInvalid, p.Text)
 		}
 	}
 	if _, err := ix.ResolveAll(g.Roots); err != nil {
