@@ -76,15 +76,7 @@ or found).`,
   sudo ftctl graph -f do_sys_openat2 --threshold 1ms --pid 1234 --duration 10s
   # the first 10 calls of ksys_read, without what the security hooks call
   sudo ftctl graph -f ksys_read -n security_file_permission --count 10`,
-		Args: func(c *cobra.Command, a []string) error {
-			if c.ArgsLenAtDash() < 0 && len(a) > 0 {
-				return InvalidInput(fmt.Errorf("unexpected argument %q: roots go with -f, a command to graph after --", a[0]))
-			}
-			if c.ArgsLenAtDash() > 0 {
-				return InvalidInput(fmt.Errorf("unexpected argument %q before --", a[0]))
-			}
-			return nil
-		},
+		Args: commandAfterDash("roots go with -f, a command to graph after --"),
 		RunE: func(c *cobra.Command, a []string) error {
 			opts.Command = a
 			return runCmd(c, runF, graphRun, opts)
@@ -200,48 +192,20 @@ func graphStream(ctx context.Context, g *Globals, opts *GraphOptions, s *session
 		return err
 	}
 	defer src.Close()
-	var commandDone <-chan error
-	if command != nil {
-		command.Release()
-		commandDone = command.Done()
-	}
-	type result struct {
-		sum   *stream.Summary
-		calls int
-		err   error
-	}
-	done := make(chan result, 1)
-	go func() {
-		sum, n, err := stream.CopyGraph(src, stream.GraphOutput{W: g.Out, JSON: g.JSON(), Count: opts.Count})
-		done <- result{sum, n, err}
-	}()
-	var r result
-	var commandErr error
-	commandEnded := false
-	select {
-	case r = <-done:
-	case commandErr = <-commandDone:
-		commandEnded = true
-		// tracing off: the reader takes what was recorded, then the stream ends
-		in.Write("tracing_on", "0")
-		select {
-		case r = <-done:
-		case <-time.After(2 * time.Second):
-			cancel(errCommandExited)
-			r = <-done
-		}
-	}
-	if command != nil && !commandEnded {
-		commandErr = command.Stop(2 * time.Second)
-	}
-	if r.sum != nil && (!g.Quiet || r.sum.Lost()) {
-		fmt.Fprintf(g.Err, "ftctl: graph: %s; %s\n", plural(r.calls, "call tree"), r.sum)
+	var sum *stream.Summary
+	calls := 0
+	err, commandErr := streamWithCommand(in, command, cancel, func() (err error) {
+		sum, calls, err = stream.CopyGraph(src, stream.GraphOutput{W: g.Out, JSON: g.JSON(), Count: opts.Count})
+		return err
+	})
+	if sum != nil && (!g.Quiet || sum.Lost()) {
+		fmt.Fprintf(g.Err, "ftctl: graph: %s; %s\n", plural(calls, "call tree"), sum)
 	}
 	switch {
 	case ctx.Err() != nil:
 		return ErrInterrupted
-	case r.err != nil:
-		return r.err
+	case err != nil:
+		return err
 	}
 	return commandStatus(command, commandErr)
 }
