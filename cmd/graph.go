@@ -70,10 +70,10 @@ and its children; -- COMMAND starts COMMAND, graphs it and its children only, an
 or found).`,
 		Example: `  # what a read does, in the reads of one command
   sudo ftctl graph -f ksys_read -- dd if=/proc/version of=/dev/null bs=64
-  # vfs_read's calls three deep, for 5 seconds, as JSON
-  sudo ftctl graph -f vfs_read --depth 3 --duration 5s -o json
+  # vfs_read's calls three deep, for 2 seconds, as JSON
+  sudo ftctl graph -f vfs_read --depth 3 --duration 2s -o json
   # only the calls of 1 ms or more under do_sys_openat2, of process 1234
-  sudo ftctl graph -f do_sys_openat2 --threshold 1ms --pid 1234 --duration 10s
+  sudo ftctl graph -f do_sys_openat2 --threshold 1ms --pid 1234 --duration 3s
   # the first 10 calls of ksys_read, without what the security hooks call
   sudo ftctl graph -f ksys_read -n security_file_permission --count 10`,
 		Args: commandAfterDash("roots go with -f, a command to graph after --"),
