@@ -212,6 +212,7 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 		NewCmdHist(g, nil),
 		NewCmdLatency(g, nil),
 		NewCmdCount(g, nil),
+		NewCmdGraph(g, nil),
 		NewCmdTUI(g, nil),
 		NewCmdReset(g, nil),
 		NewCmdList(g),
@@ -332,7 +333,7 @@ func withCommand(root *cobra.Command, args []string) bool {
 		return false
 	}
 	c, _, err := root.Find(args[:dash])
-	return err == nil && (c.Name() == "trace" || c.Name() == "latency" || c.Name() == "count" || c.Name() == "record") && c.Parent() == root
+	return err == nil && (c.Name() == "trace" || c.Name() == "latency" || c.Name() == "count" || c.Name() == "record" || c.Name() == "graph") && c.Parent() == root
 }
 
 // pflagNumber matches pflag's message for a number that does not parse: `invalid argument "abc"

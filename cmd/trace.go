@@ -103,15 +103,7 @@ env(1) and timeout(1), ftctl's own failures are then 125 (never 1-5, which the c
   sudo ftctl trace -e sched:sched_switch --filter 'prev_pid == 1 || next_pid == 1'
   # opens of files under /etc, by name
   sudo ftctl trace -p 'p:open do_sys_openat2 path=+0(%si):string' --filter 'path ~ "/etc/*"'`,
-		Args: func(c *cobra.Command, a []string) error {
-			if c.ArgsLenAtDash() < 0 && len(a) > 0 {
-				return InvalidInput(fmt.Errorf("unexpected argument %q: a command to trace goes after --", a[0]))
-			}
-			if c.ArgsLenAtDash() > 0 {
-				return InvalidInput(fmt.Errorf("unexpected argument %q before --", a[0]))
-			}
-			return nil
-		},
+		Args: commandAfterDash("a command to trace goes after --"),
 		RunE: func(c *cobra.Command, a []string) error {
 			opts.Command = a
 			return runCmd(c, runF, traceRun, opts)
@@ -139,6 +131,20 @@ env(1) and timeout(1), ftctl's own failures are then 125 (never 1-5, which the c
 	registerFlagCompletion(c, "clock", completeClocks(g))
 	registerFlagCompletion(c, "option", completeOptions(g))
 	return c
+}
+
+// commandAfterDash accepts arguments only after --, as the command to run; hint says where
+// a stray argument belongs.
+func commandAfterDash(hint string) cobra.PositionalArgs {
+	return func(c *cobra.Command, a []string) error {
+		if c.ArgsLenAtDash() < 0 && len(a) > 0 {
+			return InvalidInput(fmt.Errorf("unexpected argument %q: %s", a[0], hint))
+		}
+		if c.ArgsLenAtDash() > 0 {
+			return InvalidInput(fmt.Errorf("unexpected argument %q before --", a[0]))
+		}
+		return nil
+	}
 }
 
 func traceRun(ctx context.Context, opts *TraceOptions) error {
@@ -345,35 +351,9 @@ func traceStream(ctx context.Context, g *Globals, opts *TraceOptions, s *session
 	defer cancel(nil)
 	so := stream.Options{Duration: opts.Duration, IncludeSelf: opts.IncludeSelf}
 	out := stream.Output{W: g.Out, JSON: g.JSON(), Text: stream.TextOptions{Color: colorFor(g.Out) && !g.JSON()}, Count: opts.Count}
-	var commandDone <-chan error
-	if command != nil {
-		command.Release()
-		commandDone = command.Done()
-	}
-	streamDone := make(chan error, 1)
-	go func() { streamDone <- printStream(sctx, g, s.Instance, so, out, false) }()
-
-	var err, commandErr error
-	commandEnded := false
-	select {
-	case err = <-streamDone:
-	case commandErr = <-commandDone:
-		commandEnded = true
-		// With tracing off, the kernel ends the stream once what was recorded has been read
-		// (if anything was read at all: else the reader is told after 2 s).
-		s.Instance.Write("tracing_on", "0")
-		select {
-		case err = <-streamDone:
-		case <-time.After(2 * time.Second):
-			cancel(errCommandExited)
-			err = <-streamDone
-		}
-	}
-	if command != nil && !commandEnded {
-		// The session ended first (Ctrl-C, --duration, --count, stdout closed): the command
-		// gets SIGINT (if the terminal has not sent it already), then SIGKILL after 2 s.
-		commandErr = command.Stop(2 * time.Second)
-	}
+	err, commandErr := streamWithCommand(s.Instance, command, cancel, func() error {
+		return printStream(sctx, g, s.Instance, so, out, false)
+	})
 	switch {
 	case ctx.Err() != nil:
 		return ErrInterrupted
@@ -381,6 +361,39 @@ func traceStream(ctx context.Context, g *Globals, opts *TraceOptions, s *session
 		return err
 	}
 	return commandStatus(command, commandErr)
+}
+
+// streamWithCommand runs stream (which reads in from a context cancel ends) beside the
+// command (nil: none), released now, until one of them ends. When the command exits first,
+// tracing is turned off in the trace array in: the kernel then ends the stream once what was
+// recorded has been read (if anything was read at all: else the stream is cancelled after 2 s,
+// errCommandExited). When the stream ends first (Ctrl-C, --duration, --count, stdout closed),
+// the command gets SIGINT (if the terminal has not sent it already), then SIGKILL after 2 s.
+// It returns the stream's error and the command's Wait error.
+func streamWithCommand(in *tracefs.Instance, command *session.Command, cancel context.CancelCauseFunc, stream func() error) (err, commandErr error) {
+	var commandDone <-chan error
+	if command != nil {
+		command.Release()
+		commandDone = command.Done()
+	}
+	streamDone := make(chan error, 1)
+	go func() { streamDone <- stream() }()
+	select {
+	case err = <-streamDone:
+	case commandErr = <-commandDone:
+		in.Write("tracing_on", "0")
+		select {
+		case err = <-streamDone:
+		case <-time.After(2 * time.Second):
+			cancel(errCommandExited)
+			err = <-streamDone
+		}
+		return err, commandErr
+	}
+	if command != nil {
+		commandErr = command.Stop(2 * time.Second)
+	}
+	return err, commandErr
 }
 
 // commandStatus is what ftctl exits with once the session of a command (-- COMMAND) ended

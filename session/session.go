@@ -55,6 +55,9 @@ type Spec struct {
 	// one) and each probe of Probes. It is checked against each event's fields before
 	// anything is written; "" sets none.
 	EventFilter string
+	// Graph makes a function_graph session (ftctl graph, graph.go): Tracer is then
+	// function_graph, and Filters may be empty (the graph's roots choose the calls).
+	Graph *GraphSpec
 
 	options []optionSetting // Options, checked
 }
@@ -94,6 +97,8 @@ type Session struct {
 	// dynamic are the dynamic events the session defined outside its probe group's kprobes
 	// (fprobes, synthetic events), oldest first: removed newest first after the triggers.
 	dynamic []dynamicEvent
+	// graph is what a function_graph session (Spec.Graph) wrote outside its instance.
+	graph *graphState
 }
 
 // dynamicEvent is a definition the session wrote and the line that removes it.
@@ -114,6 +119,12 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 	}
 	ft := fs.DetectFeatures()
 	s.tracer = spec.Tracer
+	if spec.Graph != nil {
+		if s.tracer != "" && s.tracer != "function_graph" {
+			return nil, fmt.Errorf("%w: a graph session runs function_graph, not %s", ErrInvalid, s.tracer)
+		}
+		s.tracer = "function_graph"
+	}
 	if s.tracer == "" {
 		s.tracer = "nop"
 		if len(spec.Filters) > 0 {
@@ -133,11 +144,20 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 	default:
 		return nil, fmt.Errorf("%w: --tracer must be function, function_graph or nop, not %q", ErrInvalid, s.tracer)
 	}
-	if s.tracer != "nop" && len(spec.Filters) == 0 {
+	if s.tracer != "nop" && len(spec.Filters) == 0 && spec.Graph == nil {
 		return nil, fmt.Errorf("%w: the %s tracer needs at least one -f PATTERN: tracing every function would swamp the system", ErrInvalid, s.tracer)
 	}
 	if s.tracer == "nop" && (len(spec.Filters) > 0 || len(spec.Notrace) > 0) {
 		return nil, fmt.Errorf("%w: -f/-n select functions for the function tracers, not for --tracer nop", ErrInvalid)
+	}
+	if spec.Graph != nil {
+		ix, err := filters.LoadIndex(top)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.checkGraph(ix); err != nil {
+			return nil, err
+		}
 	}
 	if len(spec.Filters)+len(spec.Notrace) > 0 {
 		ix, err := filters.LoadIndex(top)
@@ -437,7 +457,7 @@ func (s *Session) Start(ctx context.Context) (err error) {
 	if s.hold, err = in.Hold(); err != nil {
 		return err
 	}
-	if s.tracer != "nop" {
+	if s.tracer != "nop" && s.spec.Graph == nil {
 		// An instance lists only the tracers it can run: function_graph in instances came
 		// with Linux 6.11 (seen: 6.1 lists "function nop" there, and refuses with EINVAL).
 		b, err := in.ReadFile("available_tracers")
@@ -498,6 +518,9 @@ func (s *Session) Start(ctx context.Context) (err error) {
 		if err := in.Write(dir+"/enable", "1"); err != nil {
 			return err
 		}
+	}
+	if s.spec.Graph != nil {
+		return s.startGraph()
 	}
 	if s.tracer != "nop" {
 		if err := in.Write("current_tracer", s.tracer); err != nil {
@@ -570,8 +593,13 @@ func (s *Session) excludeSelf() error {
 	return nil
 }
 
-// Begin turns tracing on.
-func (s *Session) Begin() error { return s.Instance.Write("tracing_on", "1") }
+// Begin turns tracing on (and, for function_graph at the top level, the top level's).
+func (s *Session) Begin() error {
+	if err := s.Instance.Write("tracing_on", "1"); err != nil || !s.GraphAtTop() {
+		return err
+	}
+	return s.FS.Top().Write("tracing_on", "1")
+}
 
 // Teardown undoes the session: its triggers removed (newest first), tracing off, tracer nop, events disabled, the session's probes
 // removed, the hold on the instance let go, the instance removed. Every step runs even when an
@@ -589,6 +617,19 @@ func (s *Session) Teardown() []error {
 	}
 	if len(s.triggers) == 0 { // a trigger left would keep its events busy
 		errs = append(errs, s.removeDynamic()...)
+	}
+	if s.graph != nil {
+		if !s.graph.top && in.Has("current_tracer") {
+			// the graph stops before its global filters go: emptied under a running
+			// function_graph, they would graph every function
+			if err := in.Write("tracing_on", "0"); err != nil {
+				errs = append(errs, fmt.Errorf("stopping tracing: %w", err))
+			}
+			if err := in.Write("current_tracer", "nop"); err != nil {
+				errs = append(errs, fmt.Errorf("setting the tracer to nop: %w", err))
+			}
+		}
+		errs = append(errs, s.restoreGraph()...)
 	}
 	return append(errs, teardown(s.FS, in, s.Group, s.hold)...)
 }

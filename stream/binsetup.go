@@ -184,7 +184,7 @@ func newBinarySetup(in *tracefs.Instance, formats []*tracefs.Format, o Options) 
 		return def
 	}
 	dec := &BinaryDecoder{Layout: layout, PrintParent: option("print-parent", true), SymOffset: option("sym-offset", false), HashPtr: hashPtr(in), Dynamic: in.FS().DynamicEvents()}
-	for _, name := range []string{"function", "print", "kernel_stack"} {
+	for _, name := range []string{"function", "print", "kernel_stack", "funcgraph_entry", "funcgraph_exit"} {
 		if f, err := in.EventFormat("ftrace", name); err == nil {
 			dec.Add(f)
 		}

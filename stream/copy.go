@@ -39,18 +39,17 @@ func (e EndCause) Error() string { return string(e) }
 // the summary and nil.
 func Copy(src *Source, out Output) (*Summary, error) {
 	sum := src.Summary()
-	buf := make([]byte, 0, 256<<10)
 	shown := 0
-	emit := func(ev *Event) error {
+	emit := func(buf *[]byte, ev *Event) error {
 		ok := out.Filter.Match(ev)
 		sum.Count(ev, ok)
 		if !ok {
 			return nil
 		}
 		if out.JSON {
-			buf = AppendJSON(buf, ev, out.Text.Raw)
+			*buf = AppendJSON(*buf, ev, out.Text.Raw)
 		} else {
-			buf = AppendText(buf, ev, out.Text)
+			*buf = AppendText(*buf, ev, out.Text)
 		}
 		if ev.Kind != KindLost {
 			shown++
@@ -60,11 +59,20 @@ func Copy(src *Source, out Output) (*Summary, error) {
 		}
 		return nil
 	}
+	return src.copy(sum, out.W, emit, nil)
+}
+
+// copy runs src to its end, emit rendering each event into the buffer (its errCountReached
+// ends the stream), the buffer written after each chunk; ended, when set, renders what is
+// left once the stream ended otherwise than by a write error or errCountReached.
+func (src *Source) copy(sum *Summary, w io.Writer, emit func(buf *[]byte, ev *Event) error, ended func(buf *[]byte) error) (*Summary, error) {
+	buf := make([]byte, 0, 256<<10)
+	each := func(ev *Event) error { return emit(&buf, ev) }
 	end := ""
 	for end == "" {
-		err := src.Next(emit)
+		err := src.Next(each)
 		if len(buf) > 0 {
-			if _, werr := out.W.Write(buf); werr != nil {
+			if _, werr := w.Write(buf); werr != nil {
 				return nil, werr
 			}
 			buf = buf[:0]
@@ -86,6 +94,14 @@ func Copy(src *Source, out Output) (*Summary, error) {
 		}
 	}
 	src.stopReading() // what is read from now on is not the stream's
+	if ended != nil && end != EndCount {
+		if err := ended(&buf); err != nil {
+			return nil, err
+		}
+		if _, werr := w.Write(buf); werr != nil {
+			return nil, werr
+		}
+	}
 	_, cause := src.Interrupted()
 	var ec EndCause
 	switch {

@@ -86,6 +86,13 @@ type Graph struct {
 	Func     []byte // the function (exits: only when the kernel named it in a comment)
 	Duration []byte // microseconds as printed ("1.382"), nil when the line has none
 	Comment  []byte // an exit's "/* ... */" text that is not the function's name (e.g. a return value)
+
+	// Decoded from trace_pipe_raw, zero from trace_pipe's text:
+	Stamp             uint64 // the record's time stamp, ns of the trace clock
+	CallTime, RetTime uint64 // exits: when the call began and returned, ns of the trace clock
+	Overrun           uint32 // exits: calls lost past the depth of the kernel's return stack
+	Retval            uint64 // exits: the return value, when HasRetval (funcgraph-retval kernels)
+	HasRetval         bool
 }
 
 // Event is one parsed event. The parser reuses one Event and the byte slices point into its

@@ -17,12 +17,16 @@
 #             fprobe on 6.12 and kprobe on 6.1, and a hist trigger keyed by the function)
 #   countstream `ftctl count vfs_read --method stream`: the function tracer's events of
 #             vfs_read in count's own instance, read and counted by ftctl
+#   graph     `ftctl graph -f vfs_read -o json > /dev/null`: function_graph under vfs_read (its
+#             callees too: an entry and an exit per call of each), call trees built by ftctl
+#             (in its instance on 6.12; at the top level on 6.1)
 # Each tool is started first and the loop run once the tool is ready (its trigger in its
 # instance; the stream after 2 s), then the tool is sent SIGINT. cost = 1 - rate/none's rate,
 # each from the median of the runs;
 # the issue's target: hist and latency cost at most half of what stream costs.
 #
 # usage: [RUNS=N] [CONDITIONS="none stream ..."] vm/bench-hist.sh [KERNEL...]   (default: 6.1 6.12)
+#        CONDITIONS="none stream graph" vm/bench-hist.sh ...   (only these conditions; default all)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -66,14 +70,18 @@ run() { # run LABEL N
 	count) ftctl count vfs_read > /dev/null 2>/tmp/err & p=\$!
 		ready "instances/ftctl-*/events/ftctl_*/count/trigger" ;;
 	countstream) ftctl count vfs_read --method stream > /dev/null 2>/tmp/err & p=\$!; sleep 3 ;;
+	graph) ftctl graph -f vfs_read -o json > /dev/null 2>/tmp/err & p=\$!
+		i=0
+		while [ \$i -lt 300 ] && ! cat current_tracer instances/ftctl-*/current_tracer 2>/dev/null | grep -q function_graph; do sleep 0.1; i=\$((i + 1)); done
+		sleep 1 ;;
 	esac
 	readloop -file /tmp/small -seconds \$S | sed "s/^/BENCHHIST \$1 run \$2 /"
 	kill -INT \$p; wait \$p
 	echo nop > instances/bench/current_tracer
-	grep -v '^ftctl: vfs_read: \|^ftctl: counting ' /tmp/err | sed 's/^/STDERR /'
+	grep -v -e '^ftctl: vfs_read: ' -e '^ftctl: counting ' -e '^ftctl: function_graph runs' /tmp/err | sed 's/^/STDERR /'
 }
 for n in \$(seq ${RUNS:-3}); do
-	for c in ${CONDITIONS:-none stream hist histsys latency pairs count countstream}; do run \$c \$n; done
+	for c in ${CONDITIONS:-${CONDS:-none stream hist histsys latency pairs count countstream graph}}; do run \$c \$n; done
 done
 echo "BENCHLEFT instances \$(ls instances | tr '\n' ' ') dynamic \$(cat dynamic_events | tr '\n' ' ')"
 exit 0
@@ -96,7 +104,7 @@ for k in $kernels; do
 		# medians per condition ("BENCHHIST COND run N READS ops X secs T rate R"); the runs too
 		{ c = $2; v[c, ++n[c]] = $NF; runs[c] = runs[c] " " $NF }
 		END {
-			nc = split("none stream hist histsys latency pairs count countstream", order, " ")
+			nc = split("none stream hist histsys latency pairs count countstream graph", order, " ")
 			for (i = 1; i <= nc; i++) {
 				c = order[i]; k = n[c]; if (!k) continue
 				for (a = 1; a <= k; a++) for (b = a + 1; b <= k; b++) if (v[c, b] < v[c, a]) { t = v[c, a]; v[c, a] = v[c, b]; v[c, b] = t }
@@ -109,6 +117,6 @@ for k in $kernels; do
 			}
 			if (cost["stream"] > 0) for (i = 3; i <= 5; i++) { c = order[i]; if (n[c]) printf "%s cost / stream cost = %.2f\n", c, cost[c] / cost["stream"] }
 			if (cost["pairs"] > 0 && n["latency"]) printf "latency cost / pairs cost = %.2f\n", cost["latency"] / cost["pairs"]
-			if (cost["stream"] > 0) for (i = 7; i <= 8; i++) { c = order[i]; if (n[c]) printf "%s cost / stream cost = %.2f\n", c, cost[c] / cost["stream"] }
+			if (cost["stream"] > 0) for (i = 7; i <= 9; i++) { c = order[i]; if (n[c]) printf "%s cost / stream cost = %.2f\n", c, cost[c] / cost["stream"] }
 		}'
 done

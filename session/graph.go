@@ -1,0 +1,350 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ftctl/ftctl/filters"
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// A function_graph session (`ftctl graph`). What it sets is mostly the kernel's, not an
+// instance's: set_graph_function, set_graph_notrace, max_graph_depth and tracing_thresh exist
+// at the top level only, and every function_graph tracer of the system (the top level's, any
+// instance's) follows them. The session therefore takes them only when no other trace array
+// runs function_graph and they hold the kernel's defaults (empty lists, 0), sets them under the
+// tracefs lock, and puts the defaults back at the end.
+//
+// function_graph runs in an instance from Linux 6.11 (seen: 6.1's instances offer "function
+// nop"; 6.12's offer function_graph), which the instance's available_tracers says. Elsewhere
+// the session runs it at the top level, only when the top level is free: the nop tracer, no
+// event enabled, empty function and pid lists, the graph files at their defaults. Every top-level
+// file it writes is put back as it was found, the tracer last but one and tracing_on last.
+// The session's own instance is made all the same: it is the proof, for `ftctl reset`, that the
+// session is alive.
+
+// GraphSpec is what a function_graph session traces.
+type GraphSpec struct {
+	Roots   []*filters.Pattern // set_graph_function: the functions whose calls are graphed
+	Notrace []*filters.Pattern // set_graph_notrace: functions left out, with their callees
+	// Depth limits the depth of the graph (max_graph_depth; 0: no limit).
+	Depth int
+	// Threshold records only the calls that last at least this long (tracing_thresh, in
+	// microseconds; 0: every call). The kernel then records their returns alone.
+	Threshold time.Duration
+}
+
+// The top-level files of function_graph, and their defaults.
+const (
+	graphFunctionFile = "set_graph_function"
+	graphNotraceFile  = "set_graph_notrace"
+	graphDepthFile    = "max_graph_depth"
+	threshFile        = "tracing_thresh"
+)
+
+// graphState is what the session wrote outside its instance, in order: Teardown undoes it
+// newest first.
+type graphState struct {
+	top   bool              // function_graph runs at the top level
+	saved []savedFile       // what was written, and how it is put back
+	in    *tracefs.Instance // where function_graph runs
+}
+
+// savedFile is a file the session wrote and what it held: a list is emptied again, a value
+// written back.
+type savedFile struct {
+	file  string
+	list  bool
+	value string
+}
+
+// checkGraph checks a graph spec against the kernel before anything is written: the files
+// exist, every pattern selects a function.
+func (s *Session) checkGraph(ix *filters.Index) error {
+	g := s.spec.Graph
+	top := s.FS.Top()
+	if !top.Has(graphFunctionFile) {
+		return &tracefs.Error{Op: "open", Path: s.FS.Path(graphFunctionFile), Class: tracefs.ErrUnavailable, Reason: "this kernel has no function_graph filters"}
+	}
+	if len(g.Roots) == 0 {
+		return fmt.Errorf("%w: ftctl graph needs at least one -f ROOT: graphing every function would swamp the system", ErrInvalid)
+	}
+	for _, p := range append(slices.Clone(g.Roots), g.Notrace...) {
+		if strings.Contains(p.Text, ":mod:") {
+			return fmt.Errorf("%w: %q: set_graph_function and set_graph_notrace take function names and globs (no :mod: part)", ErrInvalid, p.Text)
+		}
+	}
+	if _, err := ix.ResolveAll(g.Roots); err != nil {
+		return err
+	}
+	if _, err := ix.ResolveAll(g.Notrace); err != nil {
+		return err
+	}
+	if g.Depth < 0 {
+		return fmt.Errorf("%w: --depth %d: want a depth of 1 or more", ErrInvalid, g.Depth)
+	}
+	if g.Depth > 0 && !top.Has(graphDepthFile) {
+		return &tracefs.Error{Op: "open", Path: s.FS.Path(graphDepthFile), Class: tracefs.ErrUnavailable, Reason: "this kernel cannot limit the graph's depth"}
+	}
+	if g.Threshold < 0 || (g.Threshold > 0 && g.Threshold < time.Microsecond) {
+		return fmt.Errorf("%w: --threshold %v: want 1us or more", ErrInvalid, g.Threshold)
+	}
+	if g.Threshold > 0 && !top.Has(threshFile) {
+		return &tracefs.Error{Op: "open", Path: s.FS.Path(threshFile), Class: tracefs.ErrUnavailable, Reason: "this kernel has no tracing_thresh"}
+	}
+	return nil
+}
+
+// GraphInstance is the trace array function_graph runs in: the session's instance, or the
+// top level where instances cannot run it. Nil before Start.
+func (s *Session) GraphInstance() *tracefs.Instance {
+	if s.graph == nil {
+		return s.Instance
+	}
+	return s.graph.in
+}
+
+// GraphAtTop says whether function_graph runs at the top level (instances cannot run it).
+func (s *Session) GraphAtTop() bool { return s.graph != nil && s.graph.top }
+
+// emptyList: what a tracefs function or pid list reads as when it is empty.
+func emptyList(b []byte) bool {
+	t := strings.TrimSpace(string(b))
+	return t == "" || strings.HasPrefix(t, "#### all functions enabled") || strings.HasPrefix(t, "#### no functions disabled") || t == "no pid"
+}
+
+// startGraph chooses where function_graph runs, checks that what it needs is free, writes the
+// graph's files and starts the tracer. The caller holds the tracefs lock; on failure Start's
+// Teardown puts back what was written.
+func (s *Session) startGraph() error {
+	in := s.Instance
+	top := s.FS.Top()
+	st := &graphState{in: in}
+	s.graph = st
+	avail, err := in.ReadFile("available_tracers")
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(strings.Fields(string(avail)), "function_graph") {
+		// 6.1: instances run "function nop" only
+		st.top, st.in = true, top
+	}
+	if err := s.graphFree(); err != nil {
+		return err
+	}
+	g := s.spec.Graph
+	if st.top {
+		on, err := top.ReadFile("tracing_on")
+		if err != nil {
+			return err
+		}
+		if err := st.set(top, "tracing_on", "0", strings.TrimSpace(string(on))); err != nil {
+			return err
+		}
+		if err := s.topPIDs(); err != nil {
+			return err
+		}
+	}
+	if err := st.setList(top, graphNotraceFile, g.Notrace); err != nil {
+		return err
+	}
+	if err := st.setList(top, graphFunctionFile, g.Roots); err != nil {
+		return err
+	}
+	if g.Depth > 0 {
+		if err := st.set(top, graphDepthFile, strconv.Itoa(g.Depth), "0"); err != nil {
+			return err
+		}
+	}
+	if g.Threshold > 0 {
+		if err := st.set(top, threshFile, strconv.FormatInt(g.Threshold.Microseconds(), 10), "0"); err != nil {
+			return err
+		}
+	}
+	if st.top {
+		// the tracer's init empties the top level's ring buffer; nop's, at the end, again
+		return st.set(top, "current_tracer", "function_graph", "nop")
+	}
+	return in.Write("current_tracer", "function_graph")
+}
+
+// graphFree says why function_graph's global files (and, at the top level, the top level's
+// own) are not the session's to take, or nil. A trace array running function_graph, a graph
+// file off its default, at the top level a tracer, an event or a function or pid list
+// someone set: each is another user's, whom the session's settings would change.
+func (s *Session) graphFree() error {
+	top := s.FS.Top()
+	st := s.graph
+	class := tracefs.ErrBusy
+	if st.top {
+		class = tracefs.ErrUnavailable
+	}
+	busy := func(file, what string) error {
+		reason := what
+		if st.top {
+			reason = "this kernel runs function_graph only at the top level (its instances offer " +
+				"\"function nop\"), which is not free: " + what
+		}
+		return &tracefs.Error{Op: "read", Path: s.FS.Path(file), Class: class, Reason: reason}
+	}
+	names, err := s.FS.Instances()
+	if err != nil {
+		return err
+	}
+	arrays := []*tracefs.Instance{top}
+	for _, n := range names {
+		if n == s.Instance.Name {
+			continue
+		}
+		if in, err := s.FS.Instance(n); err == nil {
+			arrays = append(arrays, in)
+		}
+	}
+	for _, a := range arrays {
+		if t, err := a.Tracer(); err == nil && t == "function_graph" {
+			return busy(a.Label()+"/current_tracer", a.Label()+" runs function_graph, whose filters and depth are the whole kernel's")
+		}
+	}
+	for _, f := range []string{graphFunctionFile, graphNotraceFile} {
+		b, err := top.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if !emptyList(b) {
+			return busy(f, fmt.Sprintf("%s lists %s (another user's, for every function_graph of the system)", f, firstLine(b)))
+		}
+	}
+	for _, f := range []string{graphDepthFile, threshFile} {
+		if !top.Has(f) {
+			continue
+		}
+		b, err := top.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if v := strings.TrimSpace(string(b)); v != "0" {
+			return busy(f, fmt.Sprintf("%s is %s (another user's; ftctl sets it only from 0)", f, v))
+		}
+	}
+	if !st.top {
+		return nil
+	}
+	if t, err := top.Tracer(); err != nil {
+		return err
+	} else if t != "nop" {
+		return busy("current_tracer", "the top level runs the "+t+" tracer")
+	}
+	for _, f := range []string{"set_event", "set_ftrace_filter", "set_ftrace_notrace", "set_ftrace_pid", "set_ftrace_notrace_pid"} {
+		if !top.Has(f) {
+			continue
+		}
+		b, err := top.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if !emptyList(b) {
+			return busy(f, fmt.Sprintf("the top level's %s lists %s", f, firstLine(b)))
+		}
+	}
+	return nil
+}
+
+func firstLine(b []byte) string {
+	l, _, more := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	if more {
+		l += " ..."
+	}
+	return strconv.Quote(l)
+}
+
+// topPIDs writes, at the top level, what the instance has for the session's processes:
+// set_ftrace_pid (--pid, the command) and ftctl's own threads in set_ftrace_notrace_pid, with
+// function-fork so that children follow.
+func (s *Session) topPIDs() error {
+	top := s.FS.Top()
+	st := s.graph
+	var self []int
+	if !s.spec.IncludeSelf && top.Has("set_ftrace_notrace_pid") {
+		self = tracefs.OwnThreads()
+	}
+	if len(s.spec.PIDs) == 0 && len(self) == 0 {
+		return nil
+	}
+	if top.Has("options/function-fork") {
+		b, err := top.ReadFile("options/function-fork")
+		if err != nil {
+			return err
+		}
+		if err := st.set(top, "options/function-fork", "1", strings.TrimSpace(string(b))); err != nil {
+			return err
+		}
+	}
+	pids := func(file string, list []int) error {
+		if len(list) == 0 {
+			return nil
+		}
+		var b strings.Builder
+		for _, p := range list {
+			b.WriteString(strconv.Itoa(p) + "\n")
+		}
+		st.saved = append(st.saved, savedFile{file: file, list: true})
+		return top.Write(file, b.String())
+	}
+	if err := pids("set_ftrace_notrace_pid", self); err != nil {
+		return err
+	}
+	if len(self) > 0 {
+		s.SelfExcluded = true
+	}
+	return pids("set_ftrace_pid", s.spec.PIDs)
+}
+
+// set writes value into file, to be put back to old.
+func (st *graphState) set(in *tracefs.Instance, file, value, old string) error {
+	st.saved = append(st.saved, savedFile{file: file, value: old})
+	return in.Write(file, value)
+}
+
+// setList writes the patterns into an empty list, one token each.
+func (st *graphState) setList(in *tracefs.Instance, file string, ps []*filters.Pattern) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	for _, p := range ps {
+		b.WriteString(p.Text + "\n")
+	}
+	st.saved = append(st.saved, savedFile{file: file, list: true})
+	return in.Write(file, b.String())
+}
+
+// restoreGraph puts back what startGraph wrote, newest first, each step attempted whatever
+// failed before. A step that succeeded is not done again by a second Teardown.
+func (s *Session) restoreGraph() []error {
+	st := s.graph
+	if st == nil {
+		return nil
+	}
+	top := s.FS.Top()
+	var errs []error
+	for i := len(st.saved) - 1; i >= 0; i-- {
+		f := st.saved[i]
+		var err error
+		if f.list {
+			err = top.Truncate(f.file)
+		} else {
+			err = top.Write(f.file, f.value)
+		}
+		if err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("putting back the top level's %s: %w", f.file, err))
+			continue
+		}
+		st.saved = st.saved[:i]
+	}
+	return errs
+}

@@ -1,0 +1,266 @@
+//go:build vmtest
+
+package vmtest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// graphState is tracingState with the files function_graph sessions write at the top level.
+func graphState(t *testing.T) string {
+	t.Helper()
+	s := tracingState(t)
+	for _, f := range []string{"set_graph_function", "set_graph_notrace", "max_graph_depth", "tracing_thresh",
+		"set_ftrace_notrace_pid", "options/funcgraph-proc"} {
+		if _, err := os.Stat(filepath.Join(tracing, f)); err == nil {
+			s += "== " + f + "\n" + read(t, f)
+		}
+	}
+	return s
+}
+
+// graphWorld: another group's probe and another instance, which every graph session leaves
+// alone (no top-level function filter: on a kernel whose instances cannot run function_graph,
+// it makes the top level not free; TestGraphNotFree has it).
+func graphWorld(t *testing.T) string {
+	t.Helper()
+	otherProbe(t)
+	if err := os.Mkdir(filepath.Join(tracing, "instances", "keepme"), 0o755); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	removeInstanceLater(t, "keepme")
+	return graphState(t)
+}
+
+// graphInInstances: the kernel's instances offer function_graph (6.11+).
+func graphInInstances(t *testing.T) bool {
+	return strings.Contains(read(t, "instances/keepme/available_tracers"), "function_graph")
+}
+
+type graphCall struct {
+	Func       string      `json:"func"`
+	DurationUS *float64    `json:"duration_us"`
+	CPU        *int        `json:"cpu"`
+	PID        int         `json:"pid"`
+	Comm       string      `json:"comm"`
+	EntryLost  bool        `json:"entry_lost"`
+	Unfinished bool        `json:"unfinished"`
+	Calls      []graphCall `json:"calls"`
+}
+
+func parseGraph(t *testing.T, out string) []graphCall {
+	t.Helper()
+	var calls []graphCall
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var c graphCall
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatalf("%v: %q", err, sc.Text())
+		}
+		calls = append(calls, c)
+	}
+	return calls
+}
+
+// readTrees counts the trees of ksys_read by dd that hold a vfs_read with a duration.
+func readTrees(calls []graphCall) (n int) {
+	for _, c := range calls {
+		if c.Func != "ksys_read" || c.Comm != "dd" || c.DurationUS == nil || *c.DurationUS <= 0 || c.CPU == nil {
+			continue
+		}
+		for _, k := range c.Calls {
+			if k.Func == "vfs_read" && k.DurationUS != nil && *k.DurationUS > 0 && *k.DurationUS <= *c.DurationUS {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// startGraph starts ftctl graph and waits until function_graph runs (in its instance or at
+// the top level) with tracing on.
+func startGraph(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(ftctl, append([]string{"graph"}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Env = []string{"PATH=/bin"}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	instance, _ := sessionOf(t, cmd.Process.Pid)
+	dir := filepath.Join("instances", instance)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b1, err1 := os.ReadFile(filepath.Join(tracing, dir, "current_tracer"))
+		b2, err2 := os.ReadFile(filepath.Join(tracing, dir, "tracing_on"))
+		running := err1 == nil && err2 == nil && strings.TrimSpace(string(b2)) == "1"
+		if running && strings.TrimSpace(string(b1)) != "function_graph" {
+			running = strings.TrimSpace(read(t, "current_tracer")) == "function_graph" && strings.TrimSpace(read(t, "tracing_on")) == "1"
+		}
+		if running {
+			return cmd, &out, &errb
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("function_graph never ran for %s; stderr:\n%s", instance, errb.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestGraph: a loop of N reads of a file, graphed under ksys_read: at least N trees of dd's
+// ksys_read with a vfs_read inside, with durations, whatever ends the session (COMMAND's exit,
+// --count, --duration, SIGINT, SIGTERM); each end leaves the whole tracing state as it was.
+func TestGraph(t *testing.T) {
+	before := graphWorld(t)
+	where := "at the top level"
+	if graphInInstances(t) {
+		where = "runs in instance"
+	}
+	check := func(t *testing.T) {
+		t.Helper()
+		if after := graphState(t); after != before {
+			t.Errorf("state changed:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+	}
+	const n = 50
+	file := "/tmp/ftctl-graph-reads"
+	os.WriteFile(file, []byte(strings.Repeat("x", n+10)), 0o644)
+	dd := []string{"/bin/dd", "if=" + file, "of=/dev/null", "bs=1", "count=" + strconv.Itoa(n)}
+	t.Run("command", func(t *testing.T) {
+		start := time.Now()
+		r := ftctlRun(t, append([]string{"graph", "-f", "ksys_read", "-o", "json", "--"}, dd...)...)
+		t.Logf("%.1fs", time.Since(start).Seconds())
+		if r.code != 0 || !strings.Contains(r.stderr, where) {
+			t.Fatalf("want exit 0 and %q: %v", where, r)
+		}
+		if got := readTrees(parseGraph(t, r.stdout)); got < n {
+			t.Errorf("%d trees of ksys_read holding vfs_read, want at least %d:\n%s", got, n, r)
+		}
+		check(t)
+		if r := ftctlRun(t, "graph", "-f", "ksys_read", "--", "/bin/sh", "-c", "exit 3"); r.code != 3 {
+			t.Errorf("the command's status: %v", r)
+		}
+		check(t)
+	})
+	t.Run("text", func(t *testing.T) {
+		r := ftctlRun(t, append([]string{"graph", "-f", "ksys_read", "--depth", "2", "--"}, dd...)...)
+		if r.code != 0 || !strings.Contains(r.stdout, "|  ksys_read() {\n") || !strings.Contains(r.stdout, "|    vfs_read();") ||
+			!strings.Contains(r.stdout, "|  } /* ksys_read */") || !strings.Contains(r.stdout, " us ") {
+			t.Errorf("%v", r)
+		}
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if i := strings.LastIndex(l, " |  "); i >= 0 && strings.HasPrefix(l[i+4:], "    ") {
+				t.Errorf("deeper than --depth 2: %q", l)
+			}
+		}
+		check(t)
+	})
+	for _, end := range []string{"count", "duration", "SIGINT", "SIGTERM"} {
+		t.Run(end, func(t *testing.T) {
+			gate := "/tmp/ftctl-graph-go"
+			os.Remove(gate)
+			loop := exec.Command("/bin/sh", "-c", "while [ ! -e "+gate+" ]; do sleep 0.05; done; exec "+strings.Join(dd, " "))
+			if err := loop.Start(); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"-f", "ksys_read", "--pid", strconv.Itoa(loop.Process.Pid), "-o", "json"}
+			switch end {
+			case "count":
+				args = append(args, "--count", "3")
+			case "duration":
+				args = append(args, "--duration", "8s")
+			default:
+				args = append(args, "--duration", "120s")
+			}
+			cmd, out, errb := startGraph(t, args...)
+			os.WriteFile(gate, nil, 0o644)
+			if err := loop.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			var sig syscall.Signal
+			switch end {
+			case "SIGINT":
+				sig = syscall.SIGINT
+			case "SIGTERM":
+				sig = syscall.SIGTERM
+			}
+			if sig != 0 {
+				time.Sleep(time.Second) // the reader takes what the loop left
+			}
+			endWith(t, cmd, sig, errb)
+			calls := parseGraph(t, out.String())
+			switch got := readTrees(calls); {
+			case end == "count" && len(calls) != 3:
+				t.Errorf("%d trees, want 3:\n%s", len(calls), out)
+			case end != "count" && got < n:
+				t.Errorf("%d trees of ksys_read holding vfs_read, want at least %d:\n%s\n%s", got, n, out, errb)
+			}
+			check(t)
+		})
+	}
+	t.Run("invalid", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"-f", "no_such_function_ftctl"}, {"-f", "ksys_read", "-n", "no_such_function_ftctl"}, {},
+			{"-f", "vfs_*:mod:ext4"}, {"-f", "ksys_read", "--depth", "-1"}, {"-f", "ksys_read", "--threshold", "10ns"},
+			{"-f", "ksys_read", "--pid", "-3"}, {"-f", "!ksys_read"},
+		} {
+			if r := ftctlRun(t, append([]string{"graph", "--duration", "1s"}, args...)...); r.code != 2 {
+				t.Errorf("graph %q: want exit 2: %v", args, r)
+			}
+		}
+		check(t)
+	})
+}
+
+// TestGraphNotFree: another user's function_graph setting is never taken: a root in
+// set_graph_function makes the session exit 5 (busy) where it would run in its instance, 4
+// where the top level it would need is not free; on a kernel whose instances cannot run
+// function_graph, a top level that is not free (a function filter) is exit 4 with the reason.
+// Nothing is changed either way.
+func TestGraphNotFree(t *testing.T) {
+	graphWorld(t)
+	write(t, "set_graph_function", "vfs_write\n")
+	t.Cleanup(func() { truncate(t, "set_graph_function") })
+	before := graphState(t)
+	r := ftctlRun(t, "graph", "-f", "ksys_read", "--duration", "1s")
+	want := 4
+	if graphInInstances(t) {
+		want = 5
+	}
+	if r.code != want || !strings.Contains(r.stderr, "set_graph_function lists \"vfs_write\"") {
+		t.Errorf("want exit %d naming set_graph_function: %v", want, r)
+	}
+	if after := graphState(t); after != before {
+		t.Errorf("state changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	truncate(t, "set_graph_function")
+	write(t, "set_ftrace_filter", "vfs_read\n")
+	t.Cleanup(func() { truncate(t, "set_ftrace_filter") })
+	before = graphState(t)
+	r = ftctlRun(t, "graph", "-f", "ksys_read", "--duration", "1s")
+	if graphInInstances(t) {
+		if r.code != 0 {
+			t.Errorf("in an instance, the top level's filter is not in the way: %v", r)
+		}
+	} else if r.code != 4 || !strings.Contains(r.stderr, "set_ftrace_filter") || !strings.Contains(r.stderr, "not free") {
+		t.Errorf("want exit 4 naming the top level's set_ftrace_filter: %v", r)
+	}
+	if after := graphState(t); after != before {
+		t.Errorf("state changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
