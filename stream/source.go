@@ -295,7 +295,8 @@ func (s *Source) nextBinary() error {
 // more. Interrupted or out of time, what was already read from the kernel (the backlog, up to
 // readAheadMax) is still decoded, a chunk a Next (so Copy writes as it goes), for up to
 // drainBudget and only once kallsyms is loaded; nothing more is read. What is left then is
-// counted (Summary.Undecoded) and the end returned.
+// counted (Summary.Undecoded) and the end returned. Ended by its session (Open's context
+// cancelled with an EndCause), all of it is decoded, kallsyms waited for.
 func (s *Source) ending(err error) error {
 	b := s.bin
 	if errors.Is(err, tracefs.ErrPipeClosed) || b.pending() == 0 {
@@ -304,14 +305,25 @@ func (s *Source) ending(err error) error {
 	if s.drainUntil.IsZero() {
 		s.drainUntil = time.Now().Add(drainBudget)
 	}
+	// Ended by its session (an EndCause: the traced command exited), not by a person: all of
+	// it is decoded, kallsyms waited for.
+	var ec EndCause
+	whole := errors.As(context.Cause(s.parent), &ec)
 	if loading := b.loading(); loading != nil {
+		if whole {
+			select {
+			case <-loading:
+			case <-s.closed:
+				return tracefs.ErrPipeClosed
+			}
+		}
 		select {
 		case <-loading:
 			b.loaded()
 		default:
 		}
 	}
-	if b.loading() == nil && time.Now().Before(s.drainUntil) {
+	if b.loading() == nil && (whole || time.Now().Before(s.drainUntil)) {
 		return b.decodeNext(s.filtered)
 	}
 	s.undecoded += b.discard()

@@ -496,3 +496,29 @@ func TestTextInterruptDecodesReadAhead(t *testing.T) {
 		t.Errorf("interrupted: %q, %v; want m1 to m6 and the end", got, err)
 	}
 }
+
+// A stream ended by its session (an EndCause: the traced command exited) decodes everything it
+// read, waiting for kallsyms if it still loads: a short command's events came before the end,
+// and they are what the user asked for (ftctl graph -- dd count=1 printed no tree in 1 of 3
+// runs when the end came while kallsyms loaded).
+func TestSessionEndDecodesBacklogAfterSymbols(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	src, _, release := openChunks(t, ctx, nil)
+	src.raw = &endlessChunks{chunkList{chunks: markerChunks(4)}}
+	var got []string
+	emit := func(ev *Event) error { got = append(got, string(ev.Text)); return nil }
+	if err := src.Next(emit); err != nil || len(got) != 0 {
+		t.Fatalf("while kallsyms loads: %v, %q", err, got)
+	}
+	cancel(EndCause("the command exited"))
+	time.AfterFunc(100*time.Millisecond, release)
+	var err error
+	for calls := 0; err == nil && calls < 20; calls++ {
+		err = src.Next(emit)
+	}
+	sum := src.Summary()
+	src.Finish(sum, "the command exited")
+	if !errors.Is(err, context.Canceled) || strings.Join(got, ",") != "m1,m2,m3,m4" || sum.Undecoded != 0 {
+		t.Errorf("ended by the session while kallsyms loaded: %q, %v, %d undecoded; want m1 to m4, none undecoded", got, err, sum.Undecoded)
+	}
+}
