@@ -12,7 +12,7 @@ import (
 	"github.com/ftctl/ftctl/tracefs"
 )
 
-// Kind is the type of a kprobe_events line.
+// Kind is the type of a dynamic event definition: p, r, f, t, e, or - for a removal.
 type Kind byte
 
 const (
@@ -49,9 +49,16 @@ type Definition struct {
 	Offset int64
 	IsAddr bool
 	Addr   uint64
-	// PercentReturn: the place was written SYM%return (a return probe from "p").
+	// PercentReturn: the place was written SYM%return (a return probe from "p" or "f"), or
+	// an fprobe fetches $retval (the kernel makes it an exit probe).
 	PercentReturn bool
 	Args          []Arg
+	// An event probe's attached event (SYSTEM.EVENT) and its "if FILTER" ("" for none),
+	// the filter's words joined by single spaces as the kernel joins them.
+	AttachSystem, AttachEvent string
+	Filter                    string
+
+	argEnd int // tokens[2:argEnd] are the arguments (an event probe's "if" ends them); 0: all
 
 	src    string
 	tokens []span // argv as the kernel's argv_split() sees it
@@ -123,7 +130,7 @@ type Parser struct {
 var AllFeatures = tracefs.ProbeFeatures{
 	MaxActive: true, ReturnSuffix: true, ArgN: true, BTFArgs: true, BTFFields: true,
 	RetArgs: true, Comm: true, Imm: true, ImmString: true, Char: true, Ustring: true,
-	Symstr: true, PdPD: true, Bitfield: true, Array: true,
+	Symstr: true, PdPD: true, Bitfield: true, Array: true, Fprobe: true, Tprobe: true, Eprobe: true,
 }
 
 // Parse parses and validates one definition line. Errors are *SyntaxError, positioned in src.
@@ -151,6 +158,15 @@ func (d *Definition) IsReturn() bool { return d.Kind == Kretprobe || d.PercentRe
 
 // Place is the probed place as written: [MOD:]SYM[+OFFS][%return] or the address.
 func (d *Definition) Place() string {
+	switch d.Kind {
+	case Eprobe:
+		return d.AttachSystem + "." + d.AttachEvent
+	case Fprobe, Tprobe:
+		if d.PercentReturn {
+			return d.Symbol + "%return"
+		}
+		return d.Symbol
+	}
 	if d.IsAddr {
 		return "0x" + strconv.FormatUint(d.Addr, 16)
 	}
@@ -207,6 +223,8 @@ type state struct {
 	// parameter's name); unnamedArgN: the argument is a whole "$argN..." token.
 	argN        *btf.FuncParam
 	unnamedArgN bool
+	// event: an event probe's attached event, nil when ftctl cannot read its format.
+	event *tracefs.Format
 }
 
 func (st *state) errAt(tok, off int, msg string) *SyntaxError {
@@ -262,13 +280,15 @@ func (st *state) parse() error {
 		d.Kind = Kind(head[0])
 	case '-':
 		return st.parseDelete(head)
-	case 'f', 't', 'e', 's', 'u':
+	case 'f', 't', 'e':
+		return st.parseDynamic(head)
+	case 's', 'u':
 		return &SyntaxError{Source: src, Pos: d.tokens[0].start,
-			Msg:  fmt.Sprintf("%q definitions are not kprobes", head[:1]),
-			Hint: "ftctl probe defines kprobes (p) and kretprobes (r)"}
+			Msg:  fmt.Sprintf("%q definitions are not probes", head[:1]),
+			Hint: "ftctl probe defines kprobes (p, r), fprobes (f), tracepoint probes (t) and event probes (e)"}
 	default:
 		return &SyntaxError{Source: src, Pos: d.tokens[0].start,
-			Msg: fmt.Sprintf("unknown probe type %q", head[:1]), Hint: "a definition starts with p (kprobe), r (kretprobe) or -: (removal)"}
+			Msg: fmt.Sprintf("unknown probe type %q", head[:1]), Hint: "a definition starts with p (kprobe), r (kretprobe), f (fprobe), t (tracepoint probe), e (event probe) or -: (removal)"}
 	}
 	st.ret = d.Kind == Kretprobe
 	d.head.kind = span{0, 1}
@@ -453,7 +473,10 @@ func (st *state) parsePlace() error {
 
 func (st *state) parseArgs() error {
 	d := st.d
-	args := d.tokens[2:]
+	if d.argEnd == 0 {
+		d.argEnd = len(d.tokens)
+	}
+	args := d.tokens[2:d.argEnd]
 	known := map[string]bool{
 		"common_type": true, "common_flags": true, "common_preempt_count": true,
 		"common_pid": true, "common_tgid": true, "__probe_ip": true, "__probe_ret_ip": true,
@@ -462,6 +485,9 @@ func (st *state) parseArgs() error {
 	// traceprobe_expand_meta_args(): with BTF, $argN and $arg* become parameter names.
 	varArgs := -1
 	for i := range args {
+		if d.Kind == Eprobe { // an event probe's $argN is a field name like any other
+			break
+		}
 		t := st.text(i + 2)
 		if !strings.HasPrefix(t, "$arg") {
 			continue
@@ -559,8 +585,12 @@ func (st *state) hasArgN(args []span) bool {
 func (st *state) proto() (*btf.FuncProto, bool) {
 	if !st.fnDone {
 		st.fnDone = true
-		if st.p.Features.BTFArgs && st.p.Kernel != nil && !st.d.IsAddr {
-			f, known := st.p.Kernel.probed(st.d.Module, st.d.Symbol)
+		if st.p.Features.BTFArgs && st.p.Kernel != nil && !st.d.IsAddr && st.d.Kind != Eprobe {
+			probed := st.p.Kernel.probed
+			if st.d.Kind == Tprobe {
+				probed = func(_, name string) (*funcBTF, bool) { return st.p.Kernel.tracepointBTF(name) }
+			}
+			f, known := probed(st.d.Module, st.d.Symbol)
 			st.fnKnown = known
 			if f != nil {
 				st.fn, st.fnSpec = f.proto, f.spec
@@ -623,7 +653,7 @@ func (st *state) parseArg1(t string, i int) (Arg, string, error) {
 		a.Name = t[:eq]
 		name = a.Name
 		body, off = t[eq+1:], eq+1
-	} else if st.p.Features.BTFArgs {
+	} else if st.p.Features.BTFArgs && st.d.Kind != Eprobe {
 		// generate_probe_arg_name(): the text before ':' when it is an identifier, else argN.
 		// $argN and $arg* are renamed after the BTF parameters: unknown here.
 		if strings.HasPrefix(t, "$arg") {
@@ -794,6 +824,11 @@ func (st *state) parseFetch(s string, off int, ops *int) (*Fetch, error) {
 	tooMany := func() error { return st.err(off, "Dereference is too much nested") }
 	if s == "" {
 		return nil, st.err(off, "Invalid fetch argument")
+	}
+	if k := st.d.Kind; k == Fprobe || k == Tprobe || k == Eprobe {
+		if f, err, done := st.fetchDynamic(s, off); done {
+			return f, err
+		}
 	}
 	switch s[0] {
 	case '$':
@@ -1068,12 +1103,12 @@ func (st *state) finalize(a *Arg, typ string, f *Fetch, ops, tpos, off int) erro
 	store := "" // the kernel's store op
 	switch {
 	case isString && typ == "symstr":
-		if !btf && !(last == FetchReg || last == FetchStack || last == FetchRetval || last == FetchArgN || memory) {
+		if !btf && !(last == FetchReg || last == FetchStack || last == FetchRetval || last == FetchArgN || last == FetchField || memory) {
 			return st.err(tpos, "symstr type requires a register or a memory address")
 		}
 		store = "symstr"
 	case isString:
-		if !btf && !(memory || last == FetchImm || last == FetchComm || last == FetchImmString) {
+		if !btf && !(memory || last == FetchImm || last == FetchComm || last == FetchImmString || last == FetchField) {
 			e := st.err(tpos, "String accepts only memory argument")
 			e.Hint = "dereference the pointer: +0(" + fetchString(f) + "):" + typ
 			return e
