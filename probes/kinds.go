@@ -379,37 +379,17 @@ func (k *Kernel) dynamicKind(system, event string) string {
 	return strings.TrimRight(k.dynamic()[tracefs.EventName{System: system, Event: event}], "0123456789")
 }
 
-// tracepointBTF is what a tracepoint probe's arguments are checked against: the tracepoint's
-// prototype from BTF (the btf_trace_NAME typedef, a pointer to the probe function), without
-// its first parameter (the probe's private data: the kernel skips it, TPARG_FL_TPOINT). known
-// is false when BTF has no such typedef (a module's tracepoint, or none): left to the kernel.
+// tracepointBTF is what a tracepoint probe's arguments are checked against: the prototype of
+// the tracepoint's stub, __probestub_NAME (where the kernel puts the probe: trace_fprobe.c
+// looks its BTF up by that name), without its first parameter (the probe's private data: the
+// kernel skips it, TPARG_FL_TPOINT). The btf_trace_NAME typedef has the same types but no
+// parameter names (seen on 6.12's BTF). known is false when BTF has no such function (no
+// such tracepoint, or one of a module not loaded): left to the kernel, which takes a
+// tracepoint probe on a tracepoint it does not know yet (seen on 6.12).
 func (k *Kernel) tracepointBTF(name string) (*funcBTF, bool) {
-	if k == nil || k.btf == nil {
+	f, _ := k.lookup("", "__probestub_"+name)
+	if f == nil || len(f.proto.Params) == 0 {
 		return nil, false
 	}
-	k.lookups++
-	vm, err := k.btf.Vmlinux()
-	if err != nil {
-		return nil, false
-	}
-	ts, err := vm.AnyTypesByName("btf_trace_" + name)
-	if err != nil {
-		return nil, false
-	}
-	for _, t := range ts {
-		td, ok := t.(*btf.Typedef)
-		if !ok {
-			continue
-		}
-		ptr, ok := td.Type.(*btf.Pointer)
-		if !ok {
-			continue
-		}
-		fp, ok := ptr.Target.(*btf.FuncProto)
-		if !ok || len(fp.Params) == 0 {
-			continue
-		}
-		return &funcBTF{&btf.FuncProto{Return: fp.Return, Params: fp.Params[1:]}, vm, ""}, true
-	}
-	return nil, false
+	return &funcBTF{&btf.FuncProto{Return: f.proto.Return, Params: f.proto.Params[1:]}, f.spec, f.module}, true
 }

@@ -58,16 +58,21 @@ func printable(s string) string {
 	return s
 }
 
-// Probe is one kprobe event as the kernel lists it, with what ftctl knows about it.
+// Probe is one probe event as the kernel lists it, with what ftctl knows about it.
 type Probe struct {
-	Group      string      `json:"group"`
-	Event      string      `json:"event"`
-	Type       string      `json:"type"` // "kprobe" or "kretprobe"
+	Group string `json:"group"`
+	Event string `json:"event"`
+	// Type is the kind: "kprobe", "kretprobe", "fprobe", "fexit", "tprobe" or "eprobe" ("" when
+	// ftctl cannot parse the kernel's line).
+	Type       string      `json:"type"`
 	Definition string      `json:"definition"`
 	Place      string      `json:"place"`
 	Owner      string      `json:"owner"`      // "ftctl" or "other"
 	EnabledIn  []string    `json:"enabled_in"` // "" = top level, else instance names
 	Parsed     *Definition `json:"-"`          // nil when ftctl cannot parse the kernel's line
+	// File is where the kernel lists it: kprobe_events, or dynamic_events for the kinds
+	// only that file takes (fprobes, tracepoint probes, event probes).
+	File string `json:"-"`
 }
 
 // Name is GROUP/EVENT.
@@ -85,10 +90,10 @@ func NewManager(f *tracefs.FS) *Manager {
 	return &Manager{FS: f, Parser: Parser{Features: f.DetectFeatures().Probe}}
 }
 
-// List reads kprobe_events and where each event is enabled.
+// List reads kprobe_events, the fprobes, tracepoint probes and event probes of
+// dynamic_events, and where each event is enabled.
 func (m *Manager) List() ([]Probe, error) {
-	top := m.FS.Top()
-	b, err := top.ReadFile("kprobe_events")
+	entries, err := m.entries()
 	if err != nil {
 		return nil, err
 	}
@@ -96,18 +101,15 @@ func (m *Manager) List() ([]Probe, error) {
 	all := Parser{Features: AllFeatures}
 	var out []Probe
 	seen := map[string]int{}
-	for _, e := range tracefs.ParseProbeList(string(b)) {
-		p := Probe{Group: e.Group, Event: e.Event, Definition: e.Definition, Owner: "other", EnabledIn: []string{}}
+	for _, e := range entries {
+		p := Probe{Group: e.Group, Event: e.Event, Definition: e.Definition, Owner: "other", EnabledIn: []string{}, File: Kind(e.Type[0]).File()}
 		if tracefs.OwnedGroup(e.Group) {
 			p.Owner = "ftctl"
 		}
 		if d, err := all.Parse(e.Definition); err == nil {
 			p.Parsed = d
 			p.Place = d.Place()
-			p.Type = "kprobe"
-			if d.IsReturn() {
-				p.Type = "kretprobe"
-			}
+			p.Type = d.KindName()
 		}
 		// A multi-probe event is listed once per probe point: one entry per line, the
 		// enablement is the event's.
@@ -118,6 +120,33 @@ func (m *Manager) List() ([]Probe, error) {
 			seen[p.Name()] = len(out)
 		}
 		out = append(out, p)
+	}
+	return out, nil
+}
+
+// entries are the probe lines of kprobe_events and the other probe kinds' lines of
+// dynamic_events (which lists kprobes too: they are taken from kprobe_events alone).
+func (m *Manager) entries() ([]tracefs.ProbeListEntry, error) {
+	top := m.FS.Top()
+	var out []tracefs.ProbeListEntry
+	hasK, hasD := top.Has("kprobe_events"), top.Has("dynamic_events")
+	if hasK || !hasD {
+		b, err := top.ReadFile("kprobe_events")
+		if err != nil {
+			return nil, err
+		}
+		out = tracefs.ParseProbeList(string(b))
+	}
+	if hasD {
+		b, err := top.ReadFile("dynamic_events")
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range tracefs.ParseProbeList(string(b)) {
+			if e.Type != "" && Kind(e.Type[0]).File() == "dynamic_events" {
+				out = append(out, e)
+			}
+		}
 	}
 	return out, nil
 }
@@ -264,7 +293,8 @@ func (m *Manager) Add(ctx context.Context, d *Definition, opt AddOptions) (*Adde
 		return nil, err
 	}
 	top := m.FS.Top()
-	before, err := top.ReadFile("kprobe_events")
+	file := d.Kind.File()
+	before, err := top.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +307,7 @@ func (m *Manager) Add(ctx context.Context, d *Definition, opt AddOptions) (*Adde
 			return nil, err
 		}
 	}
-	if err := top.Write("kprobe_events", w.Text+"\n"); err != nil {
+	if err := top.Write(file, w.Text+"\n"); err != nil {
 		return nil, m.rejected(d, w, before, err)
 	}
 	a := &Added{Group: group, Event: d.Event, Written: w.Text}
@@ -288,7 +318,7 @@ func (m *Manager) Add(ctx context.Context, d *Definition, opt AddOptions) (*Adde
 		a.Appended = d.Event != "" && len(pointsOf(old, group, d.Event)) > 0
 		return a, nil
 	}
-	after, err := top.ReadFile("kprobe_events")
+	after, err := top.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +333,7 @@ func (m *Manager) Add(ctx context.Context, d *Definition, opt AddOptions) (*Adde
 		}
 	}
 	if a.Event == "" {
-		return a, fmt.Errorf("the kernel took %q but kprobe_events lists no new probe of group %s", w.Text, group)
+		return a, fmt.Errorf("the kernel took %q but %s lists no new probe of group %s", w.Text, file, group)
 	}
 	if ex := pointsOf(old, group, a.Event); len(ex) > 0 {
 		a.Appended = true
@@ -422,7 +452,7 @@ func (m *Manager) rejected(d *Definition, w *Written, before []byte, err error) 
 	if re.Diagnosis != nil && re.Diagnosis.Message == "Invalid probed address or symbol" && !d.IsAddr {
 		re.Suggestions = m.suggest(d.Symbol)
 	}
-	if re.Diagnosis != nil && re.Diagnosis.Message == "Failed to register probe event" && !d.IsAddr {
+	if re.Diagnosis != nil && re.Diagnosis.Message == "Failed to register probe event" && !d.IsAddr && d.Kind.File() == "kprobe_events" {
 		if b, err := m.FS.Top().ReadFile("available_filter_functions"); err == nil {
 			list := "\n" + string(b) // lines "NAME" or "NAME [MODULE]"
 			re.NotTraceable = !strings.Contains(list, "\n"+d.Symbol+"\n") && !strings.Contains(list, "\n"+d.Symbol+" [")
@@ -462,10 +492,34 @@ func (m *Manager) takeBack(ctx context.Context, a *Added) error {
 // match the words after the event (trace_kprobe.c trace_kprobe_match_command_head, comparing
 // them with the point as kprobe_events prints it: "NAME=FETCHARG[:TYPE]", BTF names as
 // "count=count"), where "-:GROUP/EVENT" alone deletes every point of the event.
+//
+// An fprobe's point is matched on its symbol without "%return" (trace_fprobe.c
+// trace_fprobe_match_command_head compares trace_fprobe_symbol()).
 func pointDeletion(def string) string {
 	head, rest, _ := strings.Cut(strings.TrimSpace(def), " ")
-	_, name, _ := strings.Cut(head, ":")
-	return strings.TrimSpace("-:" + name + " " + strings.Join(strings.Fields(rest), " "))
+	kind, name, _ := strings.Cut(head, ":")
+	words := strings.Fields(rest)
+	if strings.HasPrefix(kind, "f") && len(words) > 0 {
+		words[0] = strings.TrimSuffix(words[0], "%return")
+	}
+	return strings.TrimSpace("-:" + name + " " + strings.Join(words, " "))
+}
+
+// pointsIn finds the event's probe points: in kprobe_events, else among dynamic_events'
+// other kinds; file is where to write its removal.
+func (m *Manager) pointsIn(group, event string) (file string, points []string, err error) {
+	entries, err := m.entries()
+	if err != nil {
+		return "", nil, err
+	}
+	file = "kprobe_events"
+	for _, e := range entries {
+		if e.Group == group && e.Event == event {
+			points = append(points, e.Definition)
+			file = Kind(e.Type[0]).File()
+		}
+	}
+	return file, points, nil
 }
 
 // remove deletes the event, or only its probe point def (as the kernel lists it) when def is
@@ -474,11 +528,10 @@ func pointDeletion(def string) string {
 // others, enabled or not: trace_kprobe.c unregister_trace_kprobe). What is left is read back.
 func (m *Manager) remove(ctx context.Context, group, event, def string) error {
 	top := m.FS.Top()
-	b, err := top.ReadFile("kprobe_events")
+	file, points, err := m.pointsIn(group, event)
 	if err != nil {
 		return err
 	}
-	points := pointsOf(tracefs.ParseProbeList(string(b)), group, event)
 	if len(points) == 0 || (def != "" && !slices.Contains(points, def)) {
 		return nil
 	}
@@ -503,7 +556,7 @@ func (m *Manager) remove(ctx context.Context, group, event, def string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err = top.Write("kprobe_events", cmd+"\n")
+	err = top.Write(file, cmd+"\n")
 	switch {
 	case err == nil:
 	case errors.Is(err, fs.ErrNotExist): // removed by someone else meanwhile: done
@@ -516,13 +569,12 @@ func (m *Manager) remove(ctx context.Context, group, event, def string) error {
 	if def == "" || m.FS.DryRun != nil {
 		return nil
 	}
-	b, err = top.ReadFile("kprobe_events")
+	_, left, err := m.pointsIn(group, event)
 	if err != nil {
 		return err
 	}
-	left := pointsOf(tracefs.ParseProbeList(string(b)), group, event)
 	if slices.Contains(left, def) || len(left) != len(points)-1 {
-		return fmt.Errorf("writing %q to kprobe_events: %s/%s held %d probe points, now %d (%s)", cmd, group, event, len(points), len(left), strings.Join(left, "; "))
+		return fmt.Errorf("writing %q to %s: %s/%s held %d probe points, now %d (%s)", cmd, file, group, event, len(points), len(left), strings.Join(left, "; "))
 	}
 	return nil
 }

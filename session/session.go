@@ -35,7 +35,7 @@ var ErrInvalid = errors.New("invalid session")
 type Spec struct {
 	Filters []*filters.Pattern // function filter (set_ftrace_filter of the instance)
 	Notrace []*filters.Pattern // functions never traced (set_ftrace_notrace)
-	Probes  []string           // kprobe definitions; their group is replaced by the session's
+	Probes  []string           // probe definitions (any kind); their group is replaced by the session's
 	Events  []string           // SYSTEM or SYSTEM:EVENT to enable
 	// Tracer: "function", "function_graph" or "nop"; "" means function when Filters are
 	// given, else nop.
@@ -152,9 +152,6 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 		}
 	}
 	if len(spec.Probes) > 0 {
-		if !ft.KprobeEvents {
-			return nil, &tracefs.Error{Op: "open", Path: fs.Path("kprobe_events"), Class: tracefs.ErrUnavailable, Reason: "this kernel has no kprobe events"}
-		}
 		p := probes.Parser{Features: ft.Probe, Kernel: probes.NewKernel(fs)}
 		seen := map[string]bool{}
 		for _, text := range spec.Probes {
@@ -164,6 +161,9 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 			}
 			if d.Kind == probes.Delete {
 				return nil, fmt.Errorf("%w: -p %q removes a probe; -p defines them", ErrInvalid, text)
+			}
+			if file := d.Kind.File(); (file == "kprobe_events" && !ft.KprobeEvents) || (file == "dynamic_events" && !ft.DynamicEvents) {
+				return nil, &tracefs.Error{Op: "open", Path: fs.Path(file), Class: tracefs.ErrUnavailable, Reason: "this kernel has no " + file}
 			}
 			if d.Event != "" {
 				if seen[d.Event] {
