@@ -73,3 +73,25 @@ func DynamicKind(e ProbeListEntry) string {
 	}
 	return e.Type
 }
+
+// EprobeAttachments reads dynamic_events: each event probe's attached event as the kernel
+// lists it ("sched.sched_switch"), by the probe's name; empty without the file.
+func (f *FS) EprobeAttachments() map[EventName]string {
+	m := map[EventName]string{}
+	b, err := f.Top().ReadFile("dynamic_events")
+	if err != nil {
+		return m
+	}
+	return ParseEprobeAttachments(string(b))
+}
+
+// ParseEprobeAttachments is EprobeAttachments on dynamic_events text.
+func ParseEprobeAttachments(text string) map[EventName]string {
+	m := map[EventName]string{}
+	for _, p := range ParseProbeList(text) {
+		if words := strings.Fields(p.Definition); p.Type != "" && p.Type[0] == 'e' && len(words) > 1 {
+			m[EventName{p.Group, p.Event}] = words[1]
+		}
+	}
+	return m
+}

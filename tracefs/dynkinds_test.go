@@ -26,3 +26,11 @@ func TestCountDynamicEvents(t *testing.T) {
 		t.Errorf("got %d (%d owned) %v, want 9 (2 owned) %v", ds.Count, ds.Owned, ds.ByKind, want)
 	}
 }
+
+func TestParseEprobeAttachments(t *testing.T) {
+	got := ParseEprobeAttachments(dynamicEventsFixture)
+	want := map[EventName]string{{"ftcx", "esw"}: "sched.sched_switch"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v", got)
+	}
+}
