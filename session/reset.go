@@ -77,7 +77,7 @@ func ResetAll(fs *tracefs.FS, notice func(string, ...any)) []error {
 	if top.Has("kprobe_events") {
 		m := &probes.Manager{FS: fs}
 		list, err := m.List()
-		step("listing kprobes", err)
+		step("listing probes", err)
 		done := map[string]bool{}
 		for _, p := range list {
 			if done[p.Name()] {
@@ -85,9 +85,9 @@ func ResetAll(fs *tracefs.FS, notice func(string, ...any)) []error {
 			}
 			done[p.Name()] = true
 			err := m.Remove(context.Background(), p.Group, p.Event)
-			step("removing kprobe "+strconv.Quote(p.Name()), err)
+			step("removing probe "+strconv.Quote(p.Name()), err)
 			if err == nil && fs.DryRun == nil {
-				notice("removed kprobe %s", strconv.Quote(p.Name()))
+				notice("removed probe %s", strconv.Quote(p.Name()))
 			}
 		}
 	}

@@ -311,7 +311,7 @@ func TestProbeFields(t *testing.T) {
 // its group, their events streamed, and removed at the end.
 func TestTraceDynamicProbes(t *testing.T) {
 	ft := topFS(t).DetectFeatures().Probe
-	args := []string{"trace", "-o", "json", "--count", "3", "-p", "e:tsw sched.sched_switch p=$prev_pid"}
+	args := []string{"trace", "-o", "json", "-p", "e:tsw sched.sched_switch p=$prev_pid"}
 	if ft.Fprobe {
 		args = append(args, "-p", "f:fr vfs_read%return ret=$retval")
 	}
