@@ -77,15 +77,9 @@ func (st *state) parseDynamic(head string) error {
 	}
 	d.head.kind = span{0, end}
 	if d.Kind != Eprobe && len(head) > 1 && isdigit(head[1]) {
-		// fprobe rethook instances: parsed as the kernel does (kstrtouint base 0).
-		v, ok := kstrtouint(head[1:end])
-		if end-1 > MaxEventNameLen-1 || !ok || v == 0 {
-			return st.err(1, "Invalid maxactive number")
+		if err := st.maxActive(head[1:end]); err != nil { // fprobe rethook instances
+			return err
 		}
-		if v > MaxMaxActive {
-			return st.err(1, "Maxactive is too big")
-		}
-		d.MaxActive = v
 	} else if d.Kind != Eprobe {
 		d.head.kind = span{0, 1} // the kernel ignores what else stands before ':'
 	}

@@ -309,14 +309,9 @@ func (st *state) parse() error {
 		if evOff >= 0 {
 			end = evOff - 1
 		}
-		v, ok := kstrtouint(head[1:end])
-		if end-1 > MaxEventNameLen-1 || !ok || v == 0 {
-			return st.err(1, "Invalid maxactive number")
+		if err := st.maxActive(head[1:end]); err != nil {
+			return err
 		}
-		if v > MaxMaxActive {
-			return st.err(1, "Maxactive is too big")
-		}
-		d.MaxActive = v
 		d.head.kind = span{0, end}
 	} else if evOff >= 0 {
 		d.head.kind = span{0, evOff - 1}
@@ -336,6 +331,19 @@ func (st *state) parse() error {
 		}
 	}
 	return st.parseArgs()
+}
+
+// maxActive reads r[N]'s (or f[N]'s) N as the kernel does: kstrtouint base 0, 1 to 4096.
+func (st *state) maxActive(n string) error {
+	v, ok := kstrtouint(n)
+	if len(n) > MaxEventNameLen-1 || !ok || v == 0 {
+		return st.err(1, "Invalid maxactive number")
+	}
+	if v > MaxMaxActive {
+		return st.err(1, "Maxactive is too big")
+	}
+	st.d.MaxActive = v
+	return nil
 }
 
 func (st *state) text(tok int) string {

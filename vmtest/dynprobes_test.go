@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -22,38 +20,16 @@ import (
 var dynCorpus string
 
 // dynSet is the GROUP/EVENT names dynamic_events lists.
-func dynSet(t *testing.T) map[string]bool {
-	m := map[string]bool{}
-	for _, p := range tracefs.ParseProbeList(read(t, "dynamic_events")) {
-		m[p.Group+"/"+p.Event] = true
-	}
-	return m
-}
+func dynSet(t *testing.T) map[string]bool { return eventSet(t, "dynamic_events") }
 
 // dynKernelAccepts writes one definition to dynamic_events as a user would (appended) and
 // removes whatever it created; the message is the kernel's error_log entry with its caret.
 func dynKernelAccepts(t *testing.T, def string) (bool, string) {
 	t.Helper()
-	top := topFS(t).Top()
-	before := dynSet(t)
-	err := top.Write("dynamic_events", def+"\n")
-	for _, p := range tracefs.ParseProbeList(read(t, "dynamic_events")) {
-		if !before[p.Group+"/"+p.Event] {
-			if e := top.Write("dynamic_events", "-:"+p.Group+"/"+p.Event+"\n"); e != nil {
-				t.Fatalf("cleaning up %s/%s: %v", p.Group, p.Event, e)
-			}
-		}
+	if err := tryDefinitionIn(t, "dynamic_events", def, nil); err != nil {
+		return false, kernelMessage(err)
 	}
-	if err == nil {
-		return true, ""
-	}
-	var te *tracefs.Error
-	msg := err.Error()
-	if errors.As(err, &te) && len(te.KernelLog) > 0 {
-		e := te.KernelLog[len(te.KernelLog)-1]
-		msg = fmt.Sprintf("%s @%d", e.Message, e.Pos)
-	}
-	return false, msg
+	return true, ""
 }
 
 // TestDynProbeCorpus: every fprobe, tracepoint-probe and eprobe definition of the corpus,
@@ -135,14 +111,7 @@ func kernelOnlyReason(kmsg string) bool {
 
 // removeDynLater deletes a dynamic event at the end of the test, disabled everywhere first.
 func removeDynLater(t *testing.T, group, event string) {
-	t.Cleanup(func() {
-		matches, _ := filepath.Glob(filepath.Join(tracing, "instances/*/events", group, event, "enable"))
-		matches = append(matches, filepath.Join(tracing, "events", group, event, "enable"))
-		for _, m := range matches {
-			os.WriteFile(m, []byte("0"), 0)
-		}
-		topFS(t).Top().Write("dynamic_events", "-:"+group+"/"+event+"\n")
-	})
+	removeEventLater(t, "dynamic_events", group, event)
 }
 
 // TestStreamBinaryDynamicProbes records fprobes (entry and exit), a tracepoint probe and event

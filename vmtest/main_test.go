@@ -134,13 +134,19 @@ func read(t *testing.T, rel string) string {
 
 // removeProbeLater deletes a kprobe at the end of the test, disabling it everywhere first.
 func removeProbeLater(t *testing.T, group, event string) {
+	removeEventLater(t, "kprobe_events", group, event)
+}
+
+// removeEventLater deletes a probe of file (kprobe_events, dynamic_events) at the end of the
+// test, disabling it everywhere first.
+func removeEventLater(t *testing.T, file, group, event string) {
 	t.Cleanup(func() {
 		matches, _ := filepath.Glob(filepath.Join(tracing, "instances/*/events", group, event, "enable"))
 		matches = append(matches, filepath.Join(tracing, "events", group, event, "enable"))
 		for _, m := range matches {
 			os.WriteFile(m, []byte("0"), 0)
 		}
-		f, _ := os.OpenFile(filepath.Join(tracing, "kprobe_events"), os.O_WRONLY, 0)
+		f, _ := os.OpenFile(filepath.Join(tracing, file), os.O_WRONLY, 0)
 		if f != nil {
 			f.WriteString("-:" + group + "/" + event + "\n")
 			f.Close()
