@@ -121,7 +121,7 @@ The definition may be given as one quoted argument or as several words.`,
   sudo ftctl probe add 'f:reads vfs_read count file->f_flags'      # fprobe (README: f[:...])
   sudo ftctl probe add 'f:readret vfs_read%return ret=$retval'
   sudo ftctl probe add 't:sw sched_switch prev->pid next->comm:string'   # tracepoint probe
-  sudo ftctl probe add 'e:opens syscalls.sys_enter_openat fn=+0($filename):ustring if flags != 0'`,
+  sudo ftctl probe add 'e:openat syscalls.sys_enter_openat fn=+0($filename):ustring if flags != 0'`,
 		Args:        args(cobra.MinimumNArgs(1)),
 		Annotations: map[string]string{AnnotationJSON: probeAddJSON},
 		RunE: func(c *cobra.Command, words []string) error {

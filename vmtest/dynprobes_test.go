@@ -295,3 +295,31 @@ func TestTraceDynamicProbes(t *testing.T) {
 		t.Errorf("the session's probes were left behind:\n%s", d)
 	}
 }
+
+// TestDynProbeAppendTakeBack: --append adds an fprobe exit point to an fprobe event of ftctl's;
+// when its --filter is refused, only the point added is taken back (the kernel matches an
+// fprobe's point by its symbol without %return), the first point left as it was.
+func TestDynProbeAppendTakeBack(t *testing.T) {
+	if !topFS(t).DetectFeatures().Probe.Fprobe {
+		t.Skip("this kernel's README does not announce fprobes")
+	}
+	removeDynLater(t, "ftctl", "multi")
+	if r := ftctlRun(t, "probe", "add", "f:multi vfs_read%return r=$retval"); r.code != 0 {
+		t.Fatalf("add: %v", r)
+	}
+	first := read(t, "dynamic_events")
+	r := ftctlRun(t, "probe", "add", "--append", "f:multi vfs_write%return r=$retval", "--filter", "nosuch == 1")
+	if r.code != 2 || !strings.Contains(r.stderr, "probe point was removed again") {
+		t.Fatalf("append with a refused filter: %v", r)
+	}
+	if got := read(t, "dynamic_events"); got != first {
+		t.Errorf("dynamic_events after the take-back:\n%s\nwant:\n%s", got, first)
+	}
+	r = ftctlRun(t, "probe", "add", "--append", "f:multi vfs_write%return r=$retval")
+	if r.code != 0 || strings.Count(read(t, "dynamic_events"), "f:ftctl/multi ") != 2 {
+		t.Fatalf("append: %v\n%s", r, read(t, "dynamic_events"))
+	}
+	if r := ftctlRun(t, "probe", "remove", "multi"); r.code != 0 || strings.Contains(read(t, "dynamic_events"), "ftctl/multi") {
+		t.Fatalf("remove: %v\n%s", r, read(t, "dynamic_events"))
+	}
+}
