@@ -53,6 +53,7 @@ func completionRoot(t *testing.T) string {
 		"events/syscalls/sys_enter_openat/id": "1\n",
 		"events/kprobes/myopen/enable":        "0\n",
 		"kprobe_events":                       "p:ftctl/myopen do_sys_openat2\nr8:ftctl_12/ret vfs_read\np:kprobes/b\x1b[31m vfs_write\n",
+		"dynamic_events":                      "p:ftctl/myopen do_sys_openat2\nr8:ftctl_12/ret vfs_read\np:kprobes/b\x1b[31m vfs_write\ne:eprobes/sw sched.sched_switch p=$prev_pid\n",
 	} {
 		p := filepath.Join(root, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

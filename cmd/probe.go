@@ -14,32 +14,39 @@ import (
 	"github.com/ftctl/ftctl/tracefs"
 )
 
-// NewCmdProbe builds `ftctl probe add|list|remove|enable|disable|format`.
+// NewCmdProbe builds `ftctl probe add|list|remove|enable|disable|format|args|fields`.
 func NewCmdProbe(g *Globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "probe",
 		Aliases: []string{"probes", "kprobe"},
-		Short:   "Define, list, enable and remove kprobes and uprobes",
+		Short:   "Define, list, enable and remove kprobes, uprobes, fprobes, tracepoint and event probes",
 		Long: `kprobes trace any kernel function (or instruction) with the arguments you choose, through
-kprobe_events. ftctl checks a definition against the grammar this kernel's tracefs README
-announces before anything is written, with the kernel's own wording and a caret under the
-offending text; what only the kernel can judge (symbols, BTF types) is shown from the kernel's
-error_log, its caret moved under what you typed.
+kprobe_events; fprobes (a function's entry or exit, through ftrace), tracepoint probes (a
+tracepoint's arguments as BTF types them) and event probes (another event's fields, filtered)
+through dynamic_events, where this kernel's tracefs README announces them. ftctl checks a
+definition against the grammar the README announces before anything is written, and against
+kallsyms, the functions ftrace can trace, BTF and the attached event's format, with the
+kernel's own wording and a caret under the offending text; what only the kernel can judge is
+shown from the kernel's error_log, its caret moved under what you typed.
 
-Definitions are kprobe_events syntax:
+Definitions are kprobe_events / dynamic_events syntax:
   p[:[GROUP/]EVENT] [MOD:]SYM[+OFFS]|ADDR [ARGS]      a kprobe
   r[MAXACTIVE][:[GROUP/]EVENT] SYM [ARGS]             a kretprobe (or p ... SYM%return)
   p|r[:[GROUP/]EVENT] PATH:SYMBOL[+OFFS]|PATH:0xOFFSET [ARGS]
                                                       a uprobe or uretprobe (user space)
+  f[MAXACTIVE][:[GROUP/]EVENT] SYM[%return] [ARGS]    an fprobe (SYM may be a glob; an
+                                                      argument with $retval makes it an exit)
+  t[:[GROUP/]EVENT] TRACEPOINT [ARGS]                 a tracepoint probe (BTF argument names)
+  e[:[GROUP/]EVENT] SYSTEM.EVENT [ARGS] [if FILTER]   an event probe: ARGS fetch $FIELD
   ARG: [NAME=]FETCHARG[:TYPE]   FETCHARG: %REG $stackN $stack $retval $comm $argN @ADDR
        @SYM[+|-OFFS] +|-[u]OFFS(FETCHARG) \IMM \"STR" and, with BTF, parameter names,
-       $arg* and ->fields   TYPE: u8..u64 s8..s64 x8..x64 char string ustring symstr
-       symbol b<W>@<O>/<SIZE> %pd %pD TYPE[N]
+       $arg* and ->fields (no %REG in f, t and e; $FIELD only in e)   TYPE: u8..u64
+       s8..s64 x8..x64 char string ustring symstr symbol b<W>@<O>/<SIZE> %pd %pD TYPE[N]
 Without a group, probes go to group "ftctl"; without an event name, the kernel names the event
 and ftctl prints the name. Probes of other groups are listed but changed only when named with
 their group, and an event that exists is never added to unless asked (probe add --append).
-kprobe_events is only ever appended to (never truncated: that deletes every probe on the
-system), and removal disables the event everywhere first.
+kprobe_events, uprobe_events and dynamic_events are only ever appended to (never truncated:
+that deletes every probe on the system), and removal disables the event everywhere first.
 
 Uprobes go to uprobe_events, which takes a file offset: ftctl resolves PATH:SYMBOL from the
 ELF file's symbol tables (executables, PIEs, shared libraries, static and Go binaries: the
@@ -54,29 +61,31 @@ return address there, which can crash the program.`,
 	}
 	c.AddCommand(NewCmdProbeAdd(g, nil), NewCmdProbeList(g, nil), NewCmdProbeRemove(g, nil),
 		NewCmdProbeEnable(g, true, nil), NewCmdProbeEnable(g, false, nil), NewCmdProbeFormat(g, nil),
-		NewCmdProbeArgs(g, nil), NewCmdProbeSyms(g, nil))
+		NewCmdProbeArgs(g, nil), NewCmdProbeFields(g, nil), NewCmdProbeSyms(g, nil))
 	return c
 }
 
 const (
 	probeAddJSON = `One object: "name" (GROUP/EVENT), "group", "event", "written" (the line ftctl wrote
-to kprobe_events), "definitions" (how the kernel lists what was added), "appended" (true when
+to kprobe_events, or dynamic_events for f, t and e), "definitions" (how the kernel lists what was added), "appended" (true when
 --append added a probe point to an event that existed), "enabled" (--enable), "instance" (-B,
 "" for the top level) and "filter" (--filter). A uprobe adds "uprobe": {"path" (absolute),
 "offset" (the file offset written), "symbol" and "symbol_offset" ("" and 0 when the place was
 an offset that starts no function), "segment" (the PT_LOAD segment holding the offset, e.g.
 "PT_LOAD[1] r-x vaddr 0x401000 offset 0x1000"), "go" (a Go binary)}.`
 
-	probeListJSON = `An array, one object per line of kprobe_events:
+	probeListJSON = `An array, one object per line of kprobe_events and per fprobe, tracepoint probe and
+event probe of dynamic_events:
 
   [{"name": "ftctl/myopen", "group": "ftctl", "event": "myopen", "type": "kprobe",
     "definition": "p:ftctl/myopen do_sys_openat2 dfd=%di", "place": "do_sys_openat2",
     "owner": "ftctl", "enabled_in": ["", "incident"]}]
 
-type is kprobe, kretprobe, uprobe or uretprobe ("" when ftctl cannot parse the kernel's line);
-a uprobe's "place" is PATH:SYMBOL[+OFFS] read back from the ELF file (PATH:0xOFFSET when the
-file is gone or has no symbol there) and it has "uprobe": {"path", "offset", "symbol",
-"symbol_offset", "segment"}; owner is ftctl for
+type is kprobe, kretprobe, uprobe, uretprobe, fprobe, fexit (an fprobe on a function's
+return), tprobe or eprobe ("" when ftctl cannot parse the kernel's line); a uprobe's "place"
+is PATH:SYMBOL[+OFFS] read back from the ELF file (PATH:0xOFFSET when the file is gone or has
+no symbol there) and it has "uprobe": {"path", "offset", "symbol", "symbol_offset",
+"segment"}; owner is ftctl for
 the groups ftctl uses (ftctl, ftctl_PID), else other; enabled_in lists the trace arrays where
 the event is enabled ("" is the top level).`
 
@@ -108,8 +117,8 @@ func NewCmdProbeAdd(g *Globals, runF func(context.Context, *ProbeAddOptions) err
 	opts := &ProbeAddOptions{G: g}
 	c := &cobra.Command{
 		Use:   "add DEFINITION",
-		Short: "Define a kprobe, kretprobe, uprobe or uretprobe",
-		Long: `Define a kprobe. The definition is checked against this kernel's probe grammar first: a
+		Short: "Define a kprobe, kretprobe, uprobe, uretprobe, fprobe, tracepoint probe or event probe",
+		Long: `Define a probe. The definition is checked against this kernel's probe grammar first: a
 mistake exits 2 with a caret under it and nothing written. The kernel can still refuse (an
 unknown symbol, an argument BTF does not know, a probe that exists): ftctl then shows the
 kernel's own error_log message under your text, names the existing probe or close symbol
@@ -135,7 +144,11 @@ The definition may be given as one quoted argument or as several words.`,
   sudo ftctl probe add --append 'p:ftctl/myopen do_sys_open dfd=%di filename=+0(%si):string'
   sudo ftctl probe add 'p:rl /bin/bash:readline prompt=+0(%di):string'     # a uprobe
   sudo ftctl probe add 'r:rlret /bin/bash:readline line=+0($retval):string'
-  sudo ftctl probe add 'p:m /usr/lib/x86_64-linux-gnu/libc.so.6:malloc size=%di'`,
+  sudo ftctl probe add 'p:m /usr/lib/x86_64-linux-gnu/libc.so.6:malloc size=%di'
+  sudo ftctl probe add 'f:reads vfs_read count file->f_flags'      # fprobe (README: f[:...])
+  sudo ftctl probe add 'f:readret vfs_read%return ret=$retval'
+  sudo ftctl probe add 't:sw sched_switch prev->pid next->comm:string'   # tracepoint probe
+  sudo ftctl probe add 'e:openat syscalls.sys_enter_openat fn=+0($filename):ustring if flags != 0'`,
 		Args:              args(cobra.MinimumNArgs(1)),
 		Annotations:       map[string]string{AnnotationJSON: probeAddJSON},
 		ValidArgsFunction: completeProbeDefinition(g, false),
@@ -176,8 +189,11 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 	}
 	if file := d.EventsFile(); !fs.Top().Has(file) {
 		reason := "this kernel has no kprobe events (CONFIG_KPROBE_EVENTS)"
-		if d.IsUprobe() {
+		switch {
+		case d.IsUprobe():
 			reason = "this kernel has no uprobe events (CONFIG_UPROBE_EVENTS)"
+		case file == "dynamic_events":
+			reason = "this kernel has no dynamic_events (CONFIG_DYNAMIC_EVENTS, 5.0)"
 		}
 		return &tracefs.Error{Op: "open", Path: fs.Path(file), Class: tracefs.ErrUnavailable, Reason: reason}
 	}
@@ -342,12 +358,13 @@ func NewCmdProbeList(g *Globals, runF func(context.Context, *ProbeListOptions) e
 	opts := &ProbeListOptions{G: g}
 	return &cobra.Command{
 		Use:   "list",
-		Short: "List every kprobe and uprobe: its definition, owner and where it is enabled",
-		Long: `List every kprobe and uprobe of the system (kprobe_events, uprobe_events), with its owner:
-"ftctl" for the groups ftctl uses (ftctl, and ftctl_PID for trace sessions), "other" for
-everything else, and the trace arrays it is enabled in. A uprobe's place is shown as
-PATH:SYMBOL[+OFFS], the symbol read back from the ELF file (the kernel lists a file offset).
-Read only.`,
+		Short: "List every probe: its kind, definition, owner and where it is enabled",
+		Long: `List every probe of the system: the kprobes of kprobe_events, the uprobes of uprobe_events
+and the fprobes, tracepoint probes and event probes of dynamic_events, with the kind, the
+owner: "ftctl" for the groups ftctl uses (ftctl, and ftctl_PID_ID for trace sessions),
+"other" for everything else, and the trace arrays it is enabled in. A uprobe's place is shown
+as PATH:SYMBOL[+OFFS], the symbol read back from the ELF file (the kernel lists a file
+offset). Read only.`,
 		Example: `  sudo ftctl probe list
   sudo ftctl probe list -o json | jq -r '.[] | select(.owner == "ftctl") | .name'`,
 		Args:        args(cobra.NoArgs),
@@ -380,7 +397,7 @@ func probeListRun(_ context.Context, opts *ProbeListOptions) error {
 		return writeJSON(g.Out, out)
 	}
 	if len(list) == 0 {
-		g.Notice("no kprobes or uprobes")
+		g.Notice("no probes")
 		return nil
 	}
 	tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
@@ -422,11 +439,12 @@ func NewCmdProbeRemove(g *Globals, runF func(context.Context, *ProbeRemoveOption
 	opts := &ProbeRemoveOptions{G: g}
 	c := &cobra.Command{
 		Use:   "remove NAME... | --all-owned",
-		Short: "Remove kprobes and uprobes (disabled everywhere first; already gone is fine)",
-		Long: `Remove kprobes and uprobes. NAME is GROUP/EVENT, or EVENT for ftctl's group; a probe of
-another group must be named with its group. Each probe is first disabled in every trace
-array where it is enabled (the kernel refuses to delete an enabled probe), then deleted with
-"-:GROUP/EVENT" from kprobe_events or uprobe_events.
+		Short: "Remove probes of any kind (disabled everywhere first; already gone is fine)",
+		Long: `Remove probes: kprobes, uprobes, fprobes, tracepoint probes, event probes. NAME is
+GROUP/EVENT, or EVENT for ftctl's group; a probe of another group must be named with its
+group. Each probe is first disabled in every trace array where it is enabled (the kernel
+refuses to delete an enabled probe), then deleted with "-:GROUP/EVENT" from the file that
+lists it (kprobe_events, uprobe_events, or dynamic_events for the other kinds).
 A probe that does not exist (any more) is reported and counts as removed.
 
 --all-owned removes the probes of group ftctl and those of ftctl sessions that are gone (groups
@@ -509,9 +527,9 @@ type ProbeEnableOptions struct {
 // NewCmdProbeEnable builds `ftctl probe enable` (on) or `ftctl probe disable`.
 func NewCmdProbeEnable(g *Globals, on bool, runF func(context.Context, *ProbeEnableOptions) error) *cobra.Command {
 	opts := &ProbeEnableOptions{G: g, On: on}
-	verb, short := "enable", "Enable a kprobe's event in the top level or the -B instance"
+	verb, short := "enable", "Enable a probe's event in the top level or the -B instance"
 	if !on {
-		verb, short = "disable", "Disable a kprobe's event in the top level or the -B instance"
+		verb, short = "disable", "Disable a probe's event in the top level or the -B instance"
 	}
 	return &cobra.Command{
 		Use:               verb + " NAME...",
@@ -577,7 +595,7 @@ func NewCmdProbeFormat(g *Globals, runF func(context.Context, *ProbeFormatOption
 	opts := &ProbeFormatOptions{G: g}
 	return &cobra.Command{
 		Use:   "format NAME",
-		Short: "Show a kprobe event's fields (its format file)",
+		Short: "Show a probe event's fields (its format file)",
 		Long: `Show the fields the kernel records for a kprobe event, from events/GROUP/EVENT/format: the
 names to use in --filter expressions and what ftctl stream shows. Common fields (common_*) are
 listed in JSON only.`,
@@ -622,6 +640,12 @@ func probeFormatRun(_ context.Context, opts *ProbeFormatOptions) error {
 	if err != nil {
 		return err
 	}
+	return writeFormat(g, grp, f)
+}
+
+// writeFormat prints an event's format: its fields (the common ones in JSON only) and print
+// fmt, or the JSON object of probeFormatJSON.
+func writeFormat(g *Globals, system string, f *tracefs.Format) error {
 	fields := []formatField{}
 	for _, set := range []struct {
 		fields []tracefs.Field
@@ -639,7 +663,7 @@ func probeFormatRun(_ context.Context, opts *ProbeFormatOptions) error {
 			Print  string        `json:"print_fmt"`
 		}{f.Name, f.ID, fields, f.Print})
 	}
-	fmt.Fprintf(g.Out, "%s/%s (id %d)\n", safe(grp), safe(f.Name), f.ID)
+	fmt.Fprintf(g.Out, "%s/%s (id %d)\n", safe(system), safe(f.Name), f.ID)
 	tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIELD\tTYPE\tOFFSET\tSIZE\tSIGNED")
 	for _, fd := range fields {

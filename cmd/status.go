@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -67,6 +68,8 @@ const statusJSON = `One object (fields shown with example values):
                "probes": [{"type": "p", "group": "ftctl",
                            "event": "myopen", "owner": "ftctl",
                            "definition": "p:ftctl/myopen do_sys_openat2"}]},
+   "dynamic_events": {"count": 3, "owned_by_ftctl": 1,
+                      "by_kind": {"kprobe": 1, "kretprobe": 1, "eprobe": 1}},
    "unavailable": [{"file": "kprobe_events", "class": "absent",
                     "errno": "ENOENT",
                     "reason": "kernel built without CONFIG_KPROBE_EVENTS"}]}
@@ -77,7 +80,9 @@ per CPU, null when CPUs differ; buffer_allocated false means the buffer is still
 minimum until tracing first starts. filter and notrace are null when the file cannot be read;
 "empty": true on a filter means every function is traced; pending_modules are :mod: patterns
 the kernel keeps until their module loads. kprobes is null when kprobe_events cannot be read;
-probes in the groups ftctl and ftctl_PID_ID are ftctl's (owner "ftctl", else "other"). class is
+probes in the groups ftctl and ftctl_PID_ID are ftctl's (owner "ftctl", else "other").
+dynamic_events counts every dynamic event once (null when dynamic_events cannot be read), by
+kind: kprobe, kretprobe, uprobe, uretprobe, fprobe, fexit, tprobe, eprobe, synthetic, user. class is
 one of absent, forbidden (EPERM), permission (EACCES), disabled (ENODEV) or error.`
 
 func statusRun(_ context.Context, opts *StatusOptions) error {
@@ -144,6 +149,19 @@ func printStatus(w io.Writer, st *tracefs.Status) error {
 		for _, p := range ks.Probes {
 			fmt.Fprintf(w, "  %-6s %s/%s\n", p.Owner, safe(p.Group), safe(p.Event))
 		}
+	}
+
+	if ds := st.Dynamic; ds != nil && ds.Count > 0 {
+		kinds := make([]string, 0, len(ds.ByKind))
+		for k := range ds.ByKind {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		var parts []string
+		for _, kind := range kinds {
+			parts = append(parts, fmt.Sprintf("%d %s", ds.ByKind[kind], kind))
+		}
+		k.line("dynamic", "%d defined, %d of them ftctl's: %s", ds.Count, ds.Owned, strings.Join(parts, ", "))
 	}
 
 	if len(unavailable) > 0 {

@@ -112,7 +112,7 @@ env(1) and timeout(1), ftctl's own failures are then 125 (never 1-5, which the c
 	f := c.Flags()
 	f.StringArrayVarP(&opts.Functions, "function", "f", nil, "trace functions matching `PATTERN` (kernel glob; repeatable)")
 	f.StringArrayVarP(&opts.Notrace, "notrace", "n", nil, "never trace functions matching `PATTERN` (repeatable)")
-	f.StringArrayVarP(&opts.Probes, "probe", "p", nil, "define a kprobe or uprobe `DEFINITION` for the session (repeatable)")
+	f.StringArrayVarP(&opts.Probes, "probe", "p", nil, "define a probe `DEFINITION` for the session: kprobe, uprobe, fprobe, tracepoint or event probe (repeatable)")
 	f.StringArrayVarP(&opts.Events, "event", "e", nil, "enable `SYSTEM[:EVENT]`: sched:sched_switch, or globs as sched:* (repeatable)")
 	registerFlagCompletion(c, "event", completeEventNames(g))
 	registerFlagCompletion(c, "probe", completeProbeDefinition(g, true))

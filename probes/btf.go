@@ -11,6 +11,7 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
+	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -20,6 +21,12 @@ import (
 type Kernel struct {
 	kallsyms func() []byte // nil when unreadable: no symbol check
 	btf      *tracefs.BTF  // nil: no BTF checks
+	// functions is available_filter_functions (what an fprobe's glob must select), nil when
+	// unreadable; format reads an event's format (an event probe's attached event);
+	// dynamic gives dynamic_events' kinds by name.
+	functions func() *filters.Index
+	format    func(system, event string) (*tracefs.Format, error)
+	dynamic   func() map[tracefs.EventName]string
 	// Suggest, when set, names functions close to an unknown symbol.
 	Suggest func(sym string) []string
 
@@ -37,6 +44,27 @@ func NewKernel(fs *tracefs.FS) *Kernel {
 			return b
 		}),
 		btf: fs.BTF(),
+		functions: sync.OnceValue(func() *filters.Index {
+			if fs.Mount.Path == "" {
+				return nil
+			}
+			b, err := fs.Top().ReadFile("available_filter_functions")
+			if err != nil {
+				return nil
+			}
+			ix, err := filters.ParseIndex(string(b))
+			if err != nil {
+				return nil
+			}
+			return ix
+		}),
+		format: func(system, event string) (*tracefs.Format, error) {
+			if fs.Mount.Path == "" {
+				return nil, errors.New("no tracefs")
+			}
+			return fs.Top().EventFormat(system, event)
+		},
+		dynamic: sync.OnceValue(fs.DynamicEvents),
 		Suggest: func(sym string) []string {
 			if fs.Mount.Path == "" { // no tracefs: no function list
 				return nil

@@ -169,17 +169,21 @@ func TestFuncArgs(t *testing.T) {
 }
 
 // FuzzParseBTF: the checks against kallsyms and BTF (names, ->field and .field chains,
-// $retval, :string, $argN) never panic, and a refusal points inside the definition.
+// $retval, :string, $argN), and those of fprobes (the function glob), tracepoint probes (the
+// stub's BTF) and event probes (the attached event's fields and filter), never panic, and a
+// refusal points inside the definition.
 func FuzzParseBTF(f *testing.F) {
 	for _, s := range []string{
 		"p vfs_read x=file->f_path.dentry->d_name.name:string", "r getname x=$retval->name:string",
 		"p vfs_read $arg* file", "p vfs_read $arg2:string count->x", "r kfree $retval",
 		"p vfs_read x=+0(file->f_inode)->i_ino", "p vfs_read file->->", "p vfs_read file.->x",
 		"r do_sys_openat2 $retval.x->y", "p dummy:dummy_xmit skb", "p twice", "p vfs_read $arg1 $arg9",
+		"f vfs_read count file->f_flags x=$retval", "f vfs_* $arg1", "t sched_switch prev->comm:string $arg*",
+		"e sched.sched_switch n=$next_comm:string if prev_pid == 0 && next_comm ~ \"a*\"", "e kprobes.kp $prev_pid",
 	} {
 		f.Add(s)
 	}
-	p := btfParser(f)
+	p := kindsParser(f) // BTF, and the functions, formats and dynamic events the other kinds need
 	f.Fuzz(func(t *testing.T, src string) {
 		_, err := p.Parse(src)
 		if err == nil {

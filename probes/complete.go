@@ -18,8 +18,8 @@ import (
 var fetchTypes = []string{"u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64",
 	"x8", "x16", "x32", "x64", "char", "string", "ustring", "symbol", "symstr"}
 
-// Complete is the candidates for the last word of line, a kprobe, kretprobe or fprobe
-// definition being typed (the words before it as typed, the last one partial, "" after a
+// Complete is the candidates for the last word of line, a kprobe, kretprobe, uprobe, fprobe,
+// tracepoint probe or event probe definition being typed (the words before it as typed, the last one partial, "" after a
 // space), each the whole word. funcs gives the function names starting with a prefix, for the
 // probed place (nil: none). Only what this kernel's grammar announces is offered (p.Features:
 // BTF names and members, $argN, $comm, the types); without BTF (p.Kernel), no names.
@@ -33,8 +33,17 @@ func (p Parser) Complete(line string, funcs func(prefix string) []string) []stri
 		return nil
 	}
 	kind := words[0][0]
-	if kind != 'p' && kind != 'r' && kind != 'f' {
-		return nil // tracepoint and event probes, "-:" removals: nothing to offer yet
+	switch {
+	case kind == 'e' && len(words) > 1:
+		return p.completeEprobe(words, partial)
+	case kind == 't' && len(words) > 1:
+		var fn *funcBTF
+		if p.Features.BTFArgs && p.Kernel != nil {
+			fn, _ = p.Kernel.tracepointBTF(words[1])
+		}
+		return p.completeArg(fn, false, true, partial)
+	case kind != 'p' && kind != 'r' && kind != 'f':
+		return nil // the place of t: and e:, "-:" removals: nothing to offer yet
 	}
 	if len(words) == 1 { // the probed place
 		if funcs == nil || strings.ContainsAny(partial, ":+%") {
@@ -50,17 +59,58 @@ func (p Parser) Complete(line string, funcs func(prefix string) []string) []stri
 	if entry && p.Features.BTFArgs {
 		fn, _ = p.Kernel.probed("", strings.TrimSuffix(place, "+0")) // BTF names only at a function's entry
 	}
+	return p.completeArg(fn, ret, entry, partial)
+}
+
+// completeArg completes one argument, [NAME=]FETCHARG.
+func (p Parser) completeArg(fn *funcBTF, ret, entry bool, partial string) []string {
 	name, arg, named := strings.Cut(partial, "=")
 	if !named {
 		name, arg = "", partial
 	}
-	out := p.completeFetch(fn, ret, entry, arg)
-	if named {
-		for i := range out {
-			out[i] = name + "=" + out[i]
-		}
+	return argNamed(name, named, p.completeFetch(fn, ret, entry, arg))
+}
+
+// completeEprobe completes an event probe's argument: $FIELD of the attached event's own
+// fields (their format read through the Kernel), $comm, a type after ':'; nothing after
+// "if" (the filter) or where the format is unknown.
+func (p Parser) completeEprobe(words []string, partial string) []string {
+	if slices.Contains(words[2:], "if") {
+		return nil
 	}
-	return out
+	system, event, ok := strings.Cut(words[1], ".")
+	if !ok {
+		system, event, _ = strings.Cut(words[1], "/")
+	}
+	f, _ := p.Kernel.eventFormat(system, event)
+	if f == nil {
+		return nil
+	}
+	name, arg, named := strings.Cut(partial, "=")
+	if !named {
+		name, arg = "", partial
+	}
+	var out []string
+	switch {
+	case strings.ContainsRune(arg, ':'):
+		out = p.completeFetch(nil, false, false, arg) // the types
+	case strings.ContainsAny(arg, "(%@+"):
+	default:
+		names := []string{"$comm"}
+		for _, fl := range f.Fields {
+			names = append(names, "$"+fl.Name)
+		}
+		out = matching(names, arg)
+	}
+	return argNamed(name, named, out)
+}
+
+// argNamed puts NAME= back before each candidate when the argument was written with a name.
+func argNamed(name string, named bool, out []string) []string {
+	if !named {
+		return out
+	}
+	return withPrefix(name+"=", out)
 }
 
 // completeFetch completes one fetch argument: a parameter name, a generic variable, a member

@@ -38,7 +38,8 @@ func TestComplete(t *testing.T) {
 		{"p:x vfs_read +0(%si", ""},
 		{"p:x vfs_read+8 $a", ""}, // no $argN nor BTF past the entry
 		{"p:x nosuchfunc $a", "$arg1,$arg2,$arg3,$arg4,$arg5,$arg6"},
-		{"t:x sched_switch ", ""},
+		{"t:x sched_switch ", "$arg*,$arg1,$arg2,$arg3,$arg4,$comm,$stack,next,preempt,prev,prev_state"}, // complete_kinds_test.go
+		{"-:x ", ""},
 	} {
 		got := strings.Join(p.Complete(c.line, funcs), ",")
 		if got != c.want {

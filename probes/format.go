@@ -22,6 +22,9 @@ func (d *Definition) String() string {
 		b.WriteByte(' ')
 		b.WriteString(a.String())
 	}
+	if d.Filter != "" {
+		b.WriteString(" if " + d.Filter)
+	}
 	return b.String()
 }
 
@@ -104,6 +107,8 @@ func fetchString(f *Fetch) string {
 		return f.Text
 	case FetchFileOffset:
 		return "@+" + f.Text
+	case FetchField:
+		return "$" + f.Text
 	}
 	return ""
 }

@@ -58,16 +58,21 @@ func printable(s string) string {
 	return s
 }
 
-// Probe is one kprobe event as the kernel lists it, with what ftctl knows about it.
+// Probe is one probe event as the kernel lists it, with what ftctl knows about it.
 type Probe struct {
-	Group      string      `json:"group"`
-	Event      string      `json:"event"`
-	Type       string      `json:"type"` // "kprobe", "kretprobe", "uprobe" or "uretprobe"
+	Group string `json:"group"`
+	Event string `json:"event"`
+	// Type is the kind: "kprobe", "kretprobe", "uprobe", "uretprobe", "fprobe", "fexit",
+	// "tprobe" or "eprobe" ("" when ftctl cannot parse the kernel's line).
+	Type       string      `json:"type"`
 	Definition string      `json:"definition"`
 	Place      string      `json:"place"`
 	Owner      string      `json:"owner"`      // "ftctl" or "other"
 	EnabledIn  []string    `json:"enabled_in"` // "" = top level, else instance names
 	Parsed     *Definition `json:"-"`          // nil when ftctl cannot parse the kernel's line
+	// File is where the kernel lists it: kprobe_events, uprobe_events, or dynamic_events for
+	// the kinds only that file takes (fprobes, tracepoint probes, event probes).
+	File string `json:"-"`
 
 	// Uprobe: the file, offset and the symbol read back from the ELF file (uprobes only).
 	Uprobe *UprobeListing `json:"uprobe,omitempty"`
@@ -88,9 +93,10 @@ func NewManager(f *tracefs.FS) *Manager {
 	return &Manager{FS: f, Parser: Parser{Features: f.DetectFeatures().Probe}}
 }
 
-// List reads kprobe_events and uprobe_events, and where each event is enabled.
+// List reads kprobe_events, uprobe_events, the fprobes, tracepoint probes and event probes
+// of dynamic_events, and where each event is enabled.
 func (m *Manager) List() ([]Probe, error) {
-	entries, err := m.listEntries()
+	entries, err := m.entries()
 	if err != nil {
 		return nil, err
 	}
@@ -100,22 +106,16 @@ func (m *Manager) List() ([]Probe, error) {
 	seen := map[string]int{}
 	elf := NewUserSpace()
 	for _, e := range entries {
-		p := Probe{Group: e.Group, Event: e.Event, Definition: e.Definition, Owner: "other", EnabledIn: []string{}}
+		p := Probe{Group: e.Group, Event: e.Event, Definition: e.Definition, Owner: "other", EnabledIn: []string{}, File: e.File}
 		if tracefs.OwnedGroup(e.Group) {
 			p.Owner = "ftctl"
 		}
 		if d, err := all.Parse(e.Definition); err == nil {
 			p.Parsed = d
 			p.Place = d.Place()
-			p.Type = "kprobe"
-			if d.IsReturn() {
-				p.Type = "kretprobe"
-			}
+			p.Type = d.KindName()
 			if d.Uprobe != nil {
-				p.Type, p.Uprobe = "uprobe", listUprobe(d.Uprobe, elf)
-				if d.IsReturn() || d.Uprobe.Return {
-					p.Type = "uretprobe"
-				}
+				p.Uprobe = listUprobe(d.Uprobe, elf)
 				p.Place = p.Uprobe.Place
 			}
 		}
@@ -128,6 +128,71 @@ func (m *Manager) List() ([]Probe, error) {
 			seen[p.Name()] = len(out)
 		}
 		out = append(out, p)
+	}
+	return out, nil
+}
+
+// The files probes are written to and listed in (kernel/trace/trace_kprobe.c,
+// trace_uprobe.c, trace_dynevent.c).
+const (
+	kprobeEvents  = "kprobe_events"
+	uprobeEvents  = "uprobe_events"
+	dynamicEvents = "dynamic_events"
+)
+
+// EventsFile is where the definition is written: kprobes to kprobe_events as they always have
+// been, uprobes to uprobe_events, and the kinds only dynamic_events takes (fprobes,
+// tracepoint probes, event probes) there.
+func (d *Definition) EventsFile() string {
+	switch {
+	case d.Uprobe != nil:
+		return uprobeEvents
+	case d.Kind.dynamicOnly():
+		return dynamicEvents
+	}
+	return kprobeEvents
+}
+
+// dynamicOnly: the kinds that exist only in dynamic_events.
+func (k Kind) dynamicOnly() bool { return k == Fprobe || k == Tprobe || k == Eprobe }
+
+// listed is a probe line with the file that lists it.
+type listed struct {
+	tracefs.ProbeListEntry
+	File string
+}
+
+// entries are the probe lines of kprobe_events and uprobe_events, and the other kinds' lines
+// of dynamic_events (which lists kprobes and uprobes too, both as p: and r:: they are taken
+// from their own files alone, so that no probe is listed twice). A kernel may lack any of
+// the files (the development machines' has uprobe_events and no kprobe_events); only when
+// none can be read is it an error, the error of the first file.
+func (m *Manager) entries() ([]listed, error) {
+	top := m.FS.Top()
+	var out []listed
+	var firstErr error
+	read := 0
+	for _, file := range []string{kprobeEvents, uprobeEvents, dynamicEvents} {
+		if file != kprobeEvents && !top.Has(file) {
+			continue
+		}
+		b, err := top.ReadFile(file)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		read++
+		for _, e := range tracefs.ParseProbeList(string(b)) {
+			if file == dynamicEvents && (e.Type == "" || !Kind(e.Type[0]).dynamicOnly()) {
+				continue
+			}
+			out = append(out, listed{e, file})
+		}
+	}
+	if read == 0 {
+		return nil, firstErr
 	}
 	return out, nil
 }
@@ -436,7 +501,7 @@ func (m *Manager) rejected(d *Definition, w *Written, before []byte, err error) 
 	if re.Diagnosis != nil && re.Diagnosis.Message == "Invalid probed address or symbol" && !d.IsAddr && d.Uprobe == nil {
 		re.Suggestions = m.suggest(d.Symbol)
 	}
-	if re.Diagnosis != nil && re.Diagnosis.Message == "Failed to register probe event" && !d.IsAddr && d.Uprobe == nil {
+	if re.Diagnosis != nil && re.Diagnosis.Message == "Failed to register probe event" && !d.IsAddr && d.EventsFile() == kprobeEvents {
 		if b, err := m.FS.Top().ReadFile("available_filter_functions"); err == nil {
 			list := "\n" + string(b) // lines "NAME" or "NAME [MODULE]"
 			re.NotTraceable = !strings.Contains(list, "\n"+d.Symbol+"\n") && !strings.Contains(list, "\n"+d.Symbol+" [")
@@ -476,10 +541,34 @@ func (m *Manager) takeBack(ctx context.Context, a *Added) error {
 // match the words after the event (trace_kprobe.c trace_kprobe_match_command_head, comparing
 // them with the point as kprobe_events prints it: "NAME=FETCHARG[:TYPE]", BTF names as
 // "count=count"), where "-:GROUP/EVENT" alone deletes every point of the event.
+//
+// An fprobe's point is matched on its symbol without "%return" (trace_fprobe.c
+// trace_fprobe_match_command_head compares trace_fprobe_symbol()).
 func pointDeletion(def string) string {
 	head, rest, _ := strings.Cut(strings.TrimSpace(def), " ")
-	_, name, _ := strings.Cut(head, ":")
-	return strings.TrimSpace("-:" + name + " " + strings.Join(strings.Fields(rest), " "))
+	kind, name, _ := strings.Cut(head, ":")
+	words := strings.Fields(rest)
+	if strings.HasPrefix(kind, "f") && len(words) > 0 {
+		words[0] = strings.TrimSuffix(words[0], "%return")
+	}
+	return strings.TrimSpace("-:" + name + " " + strings.Join(words, " "))
+}
+
+// pointsIn finds the event's probe points in whichever file lists them, and that file, where
+// its removal is written (kprobe_events when none lists it: removing what is gone is done).
+func (m *Manager) pointsIn(group, event string) (file string, points []string, err error) {
+	entries, err := m.entries()
+	if err != nil {
+		return "", nil, err
+	}
+	file = kprobeEvents
+	for _, e := range entries {
+		if e.Group == group && e.Event == event {
+			points = append(points, e.Definition)
+			file = e.File
+		}
+	}
+	return file, points, nil
 }
 
 // remove deletes the event, or only its probe point def (as the kernel lists it) when def is
@@ -488,11 +577,10 @@ func pointDeletion(def string) string {
 // others, enabled or not: trace_kprobe.c unregister_trace_kprobe). What is left is read back.
 func (m *Manager) remove(ctx context.Context, group, event, def string) error {
 	top := m.FS.Top()
-	file, b, err := m.fileOf(group, event)
+	file, points, err := m.pointsIn(group, event)
 	if err != nil {
 		return err
 	}
-	points := pointsOf(tracefs.ParseProbeList(string(b)), group, event)
 	if len(points) == 0 || (def != "" && !slices.Contains(points, def)) {
 		return nil
 	}
@@ -530,11 +618,10 @@ func (m *Manager) remove(ctx context.Context, group, event, def string) error {
 	if def == "" || m.FS.DryRun != nil {
 		return nil
 	}
-	b, err = top.ReadFile(file)
+	_, left, err := m.pointsIn(group, event)
 	if err != nil {
 		return err
 	}
-	left := pointsOf(tracefs.ParseProbeList(string(b)), group, event)
 	if slices.Contains(left, def) || len(left) != len(points)-1 {
 		return fmt.Errorf("writing %q to %s: %s/%s held %d probe points, now %d (%s)", cmd, file, group, event, len(points), len(left), strings.Join(left, "; "))
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/ftctl/ftctl/tracefs"
 )
 
-// Kind is the type of a kprobe_events line.
+// Kind is the type of a dynamic event definition: p, r, f, t, e, or - for a removal.
 type Kind byte
 
 const (
@@ -49,11 +49,18 @@ type Definition struct {
 	Offset int64
 	IsAddr bool
 	Addr   uint64
-	// PercentReturn: the place was written SYM%return (a return probe from "p").
+	// PercentReturn: the place was written SYM%return (a return probe from "p" or "f"), or
+	// an fprobe fetches $retval (the kernel makes it an exit probe).
 	PercentReturn bool
 	// Uprobe is the place of a uprobe (PATH:OFFSET or PATH:SYMBOL): uprobe.go.
 	Uprobe *UprobePlace
 	Args   []Arg
+	// An event probe's attached event (SYSTEM.EVENT) and its "if FILTER" ("" for none),
+	// the filter's words joined by single spaces as the kernel joins them.
+	AttachSystem, AttachEvent string
+	Filter                    string
+
+	argEnd int // tokens[2:argEnd] are the arguments (an event probe's "if" ends them); 0: all
 
 	src    string
 	tokens []span // argv as the kernel's argv_split() sees it
@@ -72,19 +79,21 @@ type Arg struct {
 type FetchKind int
 
 const (
-	FetchReg       FetchKind = iota + 1 // %REG
-	FetchStackPtr                       // $stack
-	FetchStack                          // $stackN
-	FetchRetval                         // $retval, or $retval->field (BTF)
-	FetchComm                           // $comm
-	FetchArgN                           // $argN
-	FetchArgs                           // $arg* (every parameter, BTF)
-	FetchAddr                           // @ADDR
-	FetchSymbol                         // @SYM[+|-OFFS]
-	FetchDeref                          // +|-[u]OFFS(FETCHARG)
-	FetchImm                            // \IMM
-	FetchImmString                      // \"STRING"
-	FetchBTF                            // NAME[->field|.field]... (BTF)
+	FetchReg        FetchKind = iota + 1 // %REG
+	FetchStackPtr                        // $stack
+	FetchStack                           // $stackN
+	FetchRetval                          // $retval, or $retval->field (BTF)
+	FetchComm                            // $comm
+	FetchArgN                            // $argN
+	FetchArgs                            // $arg* (every parameter, BTF)
+	FetchAddr                            // @ADDR
+	FetchSymbol                          // @SYM[+|-OFFS]
+	FetchDeref                           // +|-[u]OFFS(FETCHARG)
+	FetchImm                             // \IMM
+	FetchImmString                       // \"STRING"
+	FetchBTF                             // NAME[->field|.field]... (BTF)
+	FetchField                           // $FIELD: a field of an event probe's attached event
+	FetchFileOffset                      // @+OFFSET: memory at a file offset of the probed file (uprobes only)
 )
 
 // Fetch is a parsed FETCHARG.
@@ -128,7 +137,7 @@ type Parser struct {
 var AllFeatures = tracefs.ProbeFeatures{
 	MaxActive: true, ReturnSuffix: true, ArgN: true, BTFArgs: true, BTFFields: true,
 	RetArgs: true, Comm: true, Imm: true, ImmString: true, Char: true, Ustring: true,
-	Symstr: true, PdPD: true, Bitfield: true, Array: true,
+	Symstr: true, PdPD: true, Bitfield: true, Array: true, Fprobe: true, Tprobe: true, Eprobe: true,
 }
 
 // Parse parses and validates one definition line. Errors are *SyntaxError, positioned in src.
@@ -154,10 +163,21 @@ func (d *Definition) WithGroup(group string) *Definition {
 // IsReturn reports a return probe (r, or p with SYM%return).
 func (d *Definition) IsReturn() bool { return d.Kind == Kretprobe || d.PercentReturn }
 
-// Place is the probed place as written: [MOD:]SYM[+OFFS][%return] or the address.
+// Place is the probed place as written: [MOD:]SYM[+OFFS][%return] or the address, a
+// uprobe's PATH:SYMBOL[+OFFS] or PATH:0xOFFSET, an fprobe's SYM[%return], a tracepoint, or an
+// event probe's SYSTEM.EVENT.
 func (d *Definition) Place() string {
 	if d.Uprobe != nil {
 		return d.Uprobe.String()
+	}
+	switch d.Kind {
+	case Eprobe:
+		return d.AttachSystem + "." + d.AttachEvent
+	case Fprobe, Tprobe:
+		if d.PercentReturn {
+			return d.Symbol + "%return"
+		}
+		return d.Symbol
 	}
 	if d.IsAddr {
 		return "0x" + strconv.FormatUint(d.Addr, 16)
@@ -215,6 +235,8 @@ type state struct {
 	// parameter's name); unnamedArgN: the argument is a whole "$argN..." token.
 	argN        *btf.FuncParam
 	unnamedArgN bool
+	// event: an event probe's attached event, nil when ftctl cannot read its format.
+	event *tracefs.Format
 }
 
 func (st *state) errAt(tok, off int, msg string) *SyntaxError {
@@ -270,13 +292,15 @@ func (st *state) parse() error {
 		d.Kind = Kind(head[0])
 	case '-':
 		return st.parseDelete(head)
-	case 'f', 't', 'e', 's', 'u':
+	case 'f', 't', 'e':
+		return st.parseDynamic(head)
+	case 's', 'u':
 		return &SyntaxError{Source: src, Pos: d.tokens[0].start,
-			Msg:  fmt.Sprintf("%q definitions are not kprobes", head[:1]),
-			Hint: "ftctl probe defines kprobes (p) and kretprobes (r)"}
+			Msg:  fmt.Sprintf("%q definitions are not probes", head[:1]),
+			Hint: "ftctl probe defines kprobes (p, r), fprobes (f), tracepoint probes (t) and event probes (e)"}
 	default:
 		return &SyntaxError{Source: src, Pos: d.tokens[0].start,
-			Msg: fmt.Sprintf("unknown probe type %q", head[:1]), Hint: "a definition starts with p (kprobe), r (kretprobe) or -: (removal)"}
+			Msg: fmt.Sprintf("unknown probe type %q", head[:1]), Hint: "a definition starts with p (kprobe), r (kretprobe), f (fprobe), t (tracepoint probe), e (event probe) or -: (removal)"}
 	}
 	st.ret = d.Kind == Kretprobe
 	d.head.kind = span{0, 1}
@@ -297,14 +321,9 @@ func (st *state) parse() error {
 		if evOff >= 0 {
 			end = evOff - 1
 		}
-		v, ok := kstrtouint(head[1:end])
-		if end-1 > MaxEventNameLen-1 || !ok || v == 0 {
-			return st.err(1, "Invalid maxactive number")
+		if err := st.maxActive(head[1:end]); err != nil {
+			return err
 		}
-		if v > MaxMaxActive {
-			return st.err(1, "Maxactive is too big")
-		}
-		d.MaxActive = v
 		d.head.kind = span{0, end}
 	} else if evOff >= 0 {
 		d.head.kind = span{0, evOff - 1}
@@ -324,6 +343,19 @@ func (st *state) parse() error {
 		}
 	}
 	return st.parseArgs()
+}
+
+// maxActive reads r[N]'s (or f[N]'s) N as the kernel does: kstrtouint base 0, 1 to 4096.
+func (st *state) maxActive(n string) error {
+	v, ok := kstrtouint(n)
+	if len(n) > MaxEventNameLen-1 || !ok || v == 0 {
+		return st.err(1, "Invalid maxactive number")
+	}
+	if v > MaxMaxActive {
+		return st.err(1, "Maxactive is too big")
+	}
+	st.d.MaxActive = v
+	return nil
 }
 
 func (st *state) text(tok int) string {
@@ -460,7 +492,10 @@ func (st *state) parsePlace() error {
 
 func (st *state) parseArgs() error {
 	d := st.d
-	args := d.tokens[2:]
+	if d.argEnd == 0 {
+		d.argEnd = len(d.tokens)
+	}
+	args := d.tokens[2:d.argEnd]
 	known := map[string]bool{
 		"common_type": true, "common_flags": true, "common_preempt_count": true,
 		"common_pid": true, "common_tgid": true, "__probe_ip": true, "__probe_ret_ip": true,
@@ -469,6 +504,9 @@ func (st *state) parseArgs() error {
 	// traceprobe_expand_meta_args(): with BTF, $argN and $arg* become parameter names.
 	varArgs := -1
 	for i := range args {
+		if d.Kind == Eprobe { // an event probe's $argN is a field name like any other
+			break
+		}
 		t := st.text(i + 2)
 		if !strings.HasPrefix(t, "$arg") {
 			continue
@@ -566,8 +604,12 @@ func (st *state) hasArgN(args []span) bool {
 func (st *state) proto() (*btf.FuncProto, bool) {
 	if !st.fnDone {
 		st.fnDone = true
-		if st.p.Features.BTFArgs && st.p.Kernel != nil && !st.d.IsAddr {
-			f, known := st.p.Kernel.probed(st.d.Module, st.d.Symbol)
+		if st.p.Features.BTFArgs && st.p.Kernel != nil && !st.d.IsAddr && st.d.Kind != Eprobe {
+			probed := st.p.Kernel.probed
+			if st.d.Kind == Tprobe {
+				probed = func(_, name string) (*funcBTF, bool) { return st.p.Kernel.tracepointBTF(name) }
+			}
+			f, known := probed(st.d.Module, st.d.Symbol)
 			st.fnKnown = known
 			if f != nil {
 				st.fn, st.fnSpec = f.proto, f.spec
@@ -630,7 +672,7 @@ func (st *state) parseArg1(t string, i int) (Arg, string, error) {
 		a.Name = t[:eq]
 		name = a.Name
 		body, off = t[eq+1:], eq+1
-	} else if st.p.Features.BTFArgs {
+	} else if st.p.Features.BTFArgs && st.d.Kind != Eprobe {
 		// generate_probe_arg_name(): the text before ':' when it is an identifier, else argN.
 		// $argN and $arg* are renamed after the BTF parameters: unknown here.
 		if strings.HasPrefix(t, "$arg") {
@@ -809,6 +851,11 @@ func (st *state) parseFetch(s string, off int, ops *int) (*Fetch, error) {
 	}
 	if st.d.Uprobe != nil {
 		if f, err, done := st.uprobeFetch(s, off); done {
+			return f, err
+		}
+	}
+	if k := st.d.Kind; k == Fprobe || k == Tprobe || k == Eprobe {
+		if f, err, done := st.fetchDynamic(s, off); done {
 			return f, err
 		}
 	}
@@ -1085,12 +1132,12 @@ func (st *state) finalize(a *Arg, typ string, f *Fetch, ops, tpos, off int) erro
 	store := "" // the kernel's store op
 	switch {
 	case isString && typ == "symstr":
-		if !btf && !(last == FetchReg || last == FetchStack || last == FetchRetval || last == FetchArgN || memory) {
+		if !btf && !(last == FetchReg || last == FetchStack || last == FetchRetval || last == FetchArgN || last == FetchField || memory) {
 			return st.err(tpos, "symstr type requires a register or a memory address")
 		}
 		store = "symstr"
 	case isString:
-		if !btf && !(memory || last == FetchImm || last == FetchComm || last == FetchImmString) {
+		if !btf && !(memory || last == FetchImm || last == FetchComm || last == FetchImmString || last == FetchField) {
 			e := st.err(tpos, "String accepts only memory argument")
 			e.Hint = "dereference the pointer: +0(" + fetchString(f) + "):" + typ
 			return e

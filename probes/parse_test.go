@@ -82,7 +82,7 @@ func TestParseErrors(t *testing.T) {
 		{"r:e vfs_read+8", "Retprobe address must be an function entry", 4},
 		{"p:e vfs_read x=\\\"abc", "String is not closed with '\"'", 20},
 		{"p:e vfs_read\nx", "a definition is a single line", 12},
-		{"f:e vfs_read", "\"f\" definitions are not kprobes", 0},
+		{"s:e u64 x", "\"s\" definitions are not probes", 0},
 		{"", "empty definition", 0},
 		// An empty type, or an array of one (issue 14 item 11): the kernel's find_fetch_type("")
 		// finds nothing; its caret is where the type starts.
@@ -218,6 +218,9 @@ func FuzzParse(f *testing.F) {
 		"p vfs_read count pos", "p:e vfs_read x=-u8(+0x10(%sp)):b3@2/16 y=@jiffies+8:x64 z=\\-1",
 		"-:g/e", "p:e vfs_read a=+0(%si):u8[4] $comm $stack $stack2 $arg1 s=\\\"x\"", "p 0x10",
 		"p:g/ m:f+0x4 $arg* x=$retval->a.b", "p:e f x=+0(%di):%pd",
+		"f:g/e vfs_read count $arg2 x=$retval", "f8 vfs_rea*%return $retval:s64", "t:g/ sched_switch prev->pid $arg*",
+		"e:g/e sched.sched_switch p=$prev_pid:x32 c=$comm n=+0($next_comm):string if prev_pid == 0 && next_pid > 1",
+		"e10 a/b", "fx:g/e f", "t s x=\\1",
 	} {
 		f.Add(s)
 	}

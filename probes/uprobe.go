@@ -368,6 +368,3 @@ func (st *state) uprobeType(typ string, pos int) error {
 	}
 	return nil
 }
-
-// FetchFileOffset is @+OFFSET: memory at a file offset of the probed file (uprobes only).
-const FetchFileOffset FetchKind = 100

@@ -2,25 +2,9 @@ package probes
 
 import (
 	"strconv"
-
-	"github.com/ftctl/ftctl/tracefs"
 )
 
-// The Manager's uprobe side: uprobes live in uprobe_events, kprobes in kprobe_events; both
-// files take the same commands (p, r, -:GROUP/EVENT) and list the same way.
-
-const (
-	kprobeEvents = "kprobe_events"
-	uprobeEvents = "uprobe_events"
-)
-
-// EventsFile is where the definition is written: uprobe_events or kprobe_events.
-func (d *Definition) EventsFile() string {
-	if d.Uprobe != nil {
-		return uprobeEvents
-	}
-	return kprobeEvents
-}
+// The Manager's uprobe side: the symbol resolved before writing, read back for listing.
 
 // resolveUprobe resolves a uprobe symbol the parser left unresolved (the console parses
 // without IO), with the Parser's UserSpace when it has one (its --force), else a fresh one.
@@ -33,61 +17,6 @@ func (m *Manager) resolveUprobe(d *Definition) error {
 		u = NewUserSpace()
 	}
 	return d.ResolveUprobe(u)
-}
-
-// listEntries reads kprobe_events and uprobe_events: a kernel may have either (the
-// development machines' has uprobe_events and no kprobe_events); neither is the error of
-// reading kprobe_events.
-func (m *Manager) listEntries() ([]tracefs.ProbeListEntry, error) {
-	top := m.FS.Top()
-	var out []tracefs.ProbeListEntry
-	var firstErr error
-	read := 0
-	for _, file := range []string{kprobeEvents, uprobeEvents} {
-		if file == uprobeEvents && !top.Has(file) {
-			continue
-		}
-		b, err := top.ReadFile(file)
-		if err != nil {
-			if firstErr == nil {
-				firstErr = err
-			}
-			continue
-		}
-		read++
-		out = append(out, tracefs.ParseProbeList(string(b))...)
-	}
-	if read == 0 {
-		return nil, firstErr
-	}
-	return out, nil
-}
-
-// fileOf is the file that lists GROUP/EVENT, with its text (kprobe_events when neither does:
-// removing what is gone is done).
-func (m *Manager) fileOf(group, event string) (string, []byte, error) {
-	top := m.FS.Top()
-	var first []byte
-	var firstErr error
-	for i, file := range []string{kprobeEvents, uprobeEvents} {
-		if !top.Has(file) {
-			continue
-		}
-		b, err := top.ReadFile(file)
-		if err != nil {
-			if i == 0 {
-				firstErr = err
-			}
-			continue
-		}
-		if i == 0 {
-			first = b
-		}
-		if len(pointsOf(tracefs.ParseProbeList(string(b)), group, event)) > 0 {
-			return file, b, nil
-		}
-	}
-	return kprobeEvents, first, firstErr
 }
 
 // UprobeListing is a uprobe as `probe list` shows it: the kernel lists PATH:0xOFFSET; ftctl

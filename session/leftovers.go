@@ -35,8 +35,9 @@ type Leftover struct {
 	Instance string   `json:"instance,omitempty"` // "" when the instance is gone
 	Group    string   `json:"group,omitempty"`    // "" when it has no probes left
 	Probes   []string `json:"probes"`
-	// Dynamic are the session's fprobes and synthetic events as dynamic_events lists them
-	// ("f:GROUP/EVENT", "s:synthetic/GROUP_NAME"): `ftctl latency`'s.
+	// Dynamic are the session's fprobes, tracepoint probes, event probes and synthetic events
+	// as dynamic_events lists them ("f:GROUP/EVENT", "s:synthetic/GROUP_NAME"): `ftctl
+	// latency`'s, and those of `ftctl trace -p` (Probes are its kprobes).
 	Dynamic []string `json:"dynamic,omitempty"`
 	State   string   `json:"state"`
 	// Removed lists what was removed ("instance NAME", "probe GROUP/EVENT"), in order.
@@ -70,6 +71,9 @@ func Leftovers(fs *tracefs.FS, self ID) ([]*Leftover, error) {
 			return nil, err
 		}
 		for _, p := range list {
+			if p.File == "dynamic_events" {
+				continue // listed in Dynamic below
+			}
 			if id, ok := GroupID(p.Group); ok && id != self {
 				l := get(id)
 				l.Group = p.Group
@@ -131,7 +135,7 @@ func (l *Leftover) Remove(fs *tracefs.FS) error {
 	}
 	var errs []error
 	// The synthetic events first: nothing refers to them once the instance is gone; then
-	// fprobes. "-:SYSTEM/EVENT" to dynamic_events removes either.
+	// fprobes and the other probes. "-:SYSTEM/EVENT" to dynamic_events removes any.
 	for _, name := range l.Dynamic {
 		_, ev, _ := strings.Cut(name, ":")
 		if err := fs.Top().Write("dynamic_events", "-:"+ev+"\n"); err != nil && !errors.Is(err, iofs.ErrNotExist) {
@@ -158,14 +162,14 @@ func (l *Leftover) Remove(fs *tracefs.FS) error {
 	return errors.Join(errs...)
 }
 
-// dynamicEvents lists the fprobes and synthetic events of dynamic_events text as "f:GROUP/EVENT"
-// and "s:synthetic/NAME" (kprobes are kprobe_events' to list; the name ends at white space: a
-// synthetic event's fields follow a tab).
+// dynamicEvents lists the fprobes, tracepoint probes, event probes and synthetic events of
+// dynamic_events text as "f:GROUP/EVENT" and "s:synthetic/NAME" (kprobes are kprobe_events' to
+// list; the name ends at white space: a synthetic event's fields follow a tab).
 func dynamicEvents(text string) []string {
 	var out []string
 	for _, line := range strings.Split(text, "\n") {
 		f := strings.Fields(line)
-		if len(f) == 0 || (!strings.HasPrefix(f[0], "f:") && !strings.HasPrefix(f[0], "s:")) {
+		if len(f) == 0 || len(f[0]) < 2 || !strings.Contains("ftes", f[0][:1]) || !strings.Contains(f[0], ":") {
 			continue
 		}
 		out = append(out, f[0])
@@ -173,7 +177,7 @@ func dynamicEvents(text string) []string {
 	return out
 }
 
-// dynamicOwner says which session an fprobe (its group) or a synthetic event (named
+// dynamicOwner says which session a probe (its group) or a synthetic event (named
 // GROUP_WHAT by Session.Synthetic) belongs to.
 func dynamicOwner(name string) (ID, bool) {
 	kind, ev, _ := strings.Cut(name, ":")
@@ -181,7 +185,7 @@ func dynamicOwner(name string) (ID, bool) {
 	if !ok {
 		return ID{}, false
 	}
-	if kind == "f" {
+	if kind != "s" {
 		return GroupID(sys)
 	}
 	if i := strings.LastIndex(event, "_"); sys == "synthetic" && i > 0 {

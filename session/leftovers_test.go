@@ -167,12 +167,15 @@ func TestGroupAliveWhenInstanceCannotBeSeen(t *testing.T) {
 }
 
 // The fprobes and synthetic event `ftctl latency` leaves, as dynamic_events lists them (seen on
-// 6.12 after a SIGKILL), are the session's; others' are not.
+// 6.12 after a SIGKILL), and the tracepoint and event probes of `ftctl trace -p`, are the
+// session's; others' are not.
 func TestDynamicLeftovers(t *testing.T) {
 	text := "f:ftctl_153_e48c79e1/lat_entry vfs_read\nf:ftctl_153_e48c79e1/lat_return vfs_read%return\n" +
-		"s:synthetic/ftctl_153_e48c79e1_lat\tu64 lat\np:ftctl_153_e48c79e1/k vfs_read\nf:other/x vfs_read\ns:synthetic/wakeup_lat\tu64 lat\n"
+		"s:synthetic/ftctl_153_e48c79e1_lat\tu64 lat\np:ftctl_153_e48c79e1/k vfs_read\nf:other/x vfs_read\ns:synthetic/wakeup_lat\tu64 lat\n" +
+		"t:ftctl_153_e48c79e1/sw sched_switch arg1=prev->pid\ne:ftctl_153_e48c79e1/esw sched.sched_switch p=$prev_pid\nt:tracepoints/x sched_switch\n"
 	got := dynamicEvents(text)
-	want := []string{"f:ftctl_153_e48c79e1/lat_entry", "f:ftctl_153_e48c79e1/lat_return", "s:synthetic/ftctl_153_e48c79e1_lat", "f:other/x", "s:synthetic/wakeup_lat"}
+	want := []string{"f:ftctl_153_e48c79e1/lat_entry", "f:ftctl_153_e48c79e1/lat_return", "s:synthetic/ftctl_153_e48c79e1_lat", "f:other/x", "s:synthetic/wakeup_lat",
+		"t:ftctl_153_e48c79e1/sw", "e:ftctl_153_e48c79e1/esw", "t:tracepoints/x"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("got %q", got)
 	}

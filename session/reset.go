@@ -15,8 +15,8 @@ import (
 // ResetAll returns the whole tracing state to its boot defaults, for `ftctl reset --all`:
 // every instance removed (its tracing stopped and events disabled first), then at the top
 // level: tracer nop, function filters, notrace, graph and pid lists emptied, every event
-// disabled and its filter and triggers cleared, every kprobe removed (disabled first, one by
-// one: never an O_TRUNC of kprobe_events while something is enabled), uprobes removed, the
+// disabled and its filter and triggers cleared, every probe of every kind removed (disabled first,
+// one by one: never an O_TRUNC of kprobe_events while something is enabled), the
 // buffer cleared, tracing on. Every step is attempted; the failures are returned.
 func ResetAll(fs *tracefs.FS, notice func(string, ...any)) []error {
 	var errs []error
@@ -74,7 +74,7 @@ func ResetAll(fs *tracefs.FS, notice func(string, ...any)) []error {
 	if n > 0 {
 		notice("cleared %d event filters and triggers", n)
 	}
-	if top.Has("kprobe_events") {
+	if top.Has("kprobe_events") || top.Has("uprobe_events") || top.Has("dynamic_events") {
 		m := &probes.Manager{FS: fs}
 		list, err := m.List()
 		step("listing probes", err)
@@ -84,10 +84,14 @@ func ResetAll(fs *tracefs.FS, notice func(string, ...any)) []error {
 				continue
 			}
 			done[p.Name()] = true
+			kind := p.Type
+			if kind == "" {
+				kind = "probe" // a line ftctl cannot parse
+			}
 			err := m.Remove(context.Background(), p.Group, p.Event)
-			step("removing "+p.Type+" "+strconv.Quote(p.Name()), err)
+			step("removing "+kind+" "+strconv.Quote(p.Name()), err)
 			if err == nil && fs.DryRun == nil {
-				notice("removed %s %s", p.Type, strconv.Quote(p.Name()))
+				notice("removed %s %s", kind, strconv.Quote(p.Name()))
 			}
 		}
 	}

@@ -35,7 +35,7 @@ var ErrInvalid = errors.New("invalid session")
 type Spec struct {
 	Filters []*filters.Pattern // function filter (set_ftrace_filter of the instance)
 	Notrace []*filters.Pattern // functions never traced (set_ftrace_notrace)
-	Probes  []string           // kprobe definitions; their group is replaced by the session's
+	Probes  []string           // probe definitions (any kind); their group is replaced by the session's
 	Events  []string           // SYSTEM or SYSTEM:EVENT to enable
 	// Tracer: "function", "function_graph" or "nop"; "" means function when Filters are
 	// given, else nop.
@@ -179,11 +179,11 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 			if err != nil {
 				return nil, err
 			}
-			if file := d.EventsFile(); !top.Has(file) {
-				return nil, &tracefs.Error{Op: "open", Path: fs.Path(file), Class: tracefs.ErrUnavailable, Reason: "this kernel has no " + strings.TrimSuffix(file, "_events") + " events"}
-			}
 			if d.Kind == probes.Delete {
 				return nil, fmt.Errorf("%w: -p %q removes a probe; -p defines them", ErrInvalid, text)
+			}
+			if file := d.EventsFile(); !top.Has(file) {
+				return nil, &tracefs.Error{Op: "open", Path: fs.Path(file), Class: tracefs.ErrUnavailable, Reason: "this kernel has no " + strings.TrimSuffix(file, "_events") + " events"}
 			}
 			if d.Event != "" {
 				if seen[d.Event] {

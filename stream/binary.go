@@ -45,6 +45,9 @@ type BinaryDecoder struct {
 	// Dynamic gives the dynamic events' kinds by name, as dynamic_events lists them ("p",
 	// "r", "e" for an eprobe...; tracefs.FS.DynamicEvents). Set it before Add.
 	Dynamic map[tracefs.EventName]string
+	// Attached gives each event probe's attached event ("sched.sched_switch", which it prints
+	// in place of a location; tracefs.FS.EprobeAttachments). Set it before Add.
+	Attached map[tracefs.EventName]string
 
 	events map[int]*binEvent
 	ev     Event
@@ -77,6 +80,7 @@ const (
 	binStack
 	binKprobe
 	binKretprobe
+	binEprobe     // trace_eprobe.c print_eprobe_event: "(SYSTEM.EVENT)" and the arguments
 	binTracepoint // printed by its print fmt (printfmt.go)
 	binSysEnter   // syscalls:sys_enter_*: print_syscall_enter's "sys_NAME(arg: %lx, ...)"
 	binSysExit    // syscalls:sys_exit_*: print_syscall_exit's "sys_NAME -> 0x%lx"
@@ -94,6 +98,7 @@ type binEvent struct {
 	args   []binArg
 	pf     *printFmt  // tracepoints
 	sys    []byte     // syscalls: "sys_NAME"
+	loc    []byte     // eprobes: the attached event, "SYSTEM.EVENT"
 	fields []binField // tracepoints, syscalls: how each field shows in JSON
 	user   bool       // a uprobe or uretprobe: user addresses, printed "0x%lx"
 	// funcgraph_entry and funcgraph_exit: depth; exit: calltime, rettime, overrun, retval
@@ -180,7 +185,8 @@ func (d *BinaryDecoder) Add(f *tracefs.Format) error {
 	if d.events == nil {
 		d.events = map[int]*binEvent{}
 	}
-	e, err := newBinEvent(f, d.HashPtr, d.Dynamic[tracefs.EventName{System: f.System, Event: f.Name}])
+	name := tracefs.EventName{System: f.System, Event: f.Name}
+	e, err := newBinEvent(f, d.HashPtr, d.Dynamic[name], d.Attached[name])
 	d.events[f.ID] = e
 	return err
 }
@@ -189,11 +195,13 @@ func (d *BinaryDecoder) Add(f *tracefs.Format) error {
 // prints them, nil when it would; hashPtr is the trace array's hash-ptr option, dynamic the
 // event's kind in dynamic_events ("" for a tracepoint).
 func CheckFormat(f *tracefs.Format, hashPtr bool, dynamic string) error {
-	_, err := newBinEvent(f, hashPtr, dynamic)
+	_, err := newBinEvent(f, hashPtr, dynamic, "")
 	return err
 }
 
-func newBinEvent(f *tracefs.Format, hashPtr bool, dynamic string) (*binEvent, error) {
+// newBinEvent: attached is an eprobe's attached event as dynamic_events lists it, "" when
+// unknown.
+func newBinEvent(f *tracefs.Format, hashPtr bool, dynamic, attached string) (*binEvent, error) {
 	e := &binEvent{format: f, name: []byte(f.Name)}
 	field := func(names ...string) bool {
 		for _, n := range names {
@@ -234,9 +242,14 @@ func newBinEvent(f *tracefs.Format, hashPtr bool, dynamic string) (*binEvent, er
 	case f.System == "synthetic" || f.System == "user_events" || dynamic == "s" || dynamic == "u":
 		// printed by the kernel's own functions, not by their print fmt
 		return e, fmt.Errorf("event %s:%s is a %s event, which ftctl does not decode", f.System, f.Name, f.System)
+	case dynamic == "e" && attached != "" && !field("__probe_type"):
+		// an eprobe (trace_eprobe.c): print_eprobe_event prints "(SYSTEM.EVENT)" and the
+		// arguments as any probe's, not its print fmt (seen on 6.1 and 6.12)
+		e.kind, e.loc = binEprobe, []byte(attached)
+		return e, e.probeArgs(f, 0)
 	case dynamic == "e" || field("__probe_type"):
-		// an eprobe (trace_eprobe.c; __probe_type before 5.18): print_eprobe_event prints
-		// "(SYSTEM.EVENT)" and the arguments, not its print fmt
+		// an eprobe whose attached event is unknown, or of the layout before 5.18
+		// (__probe_type)
 		return e, fmt.Errorf("event %s:%s is an eprobe, which ftctl does not decode", f.System, f.Name)
 	default:
 		pf, err := parsePrintFmt(f, hashPtr)
@@ -269,7 +282,7 @@ func syscallFields(f *tracefs.Format) bool {
 // ("(%lx) a=%u b=0x%Lx s=\"%s\" f={%u,%u}"), in the order of the fields after the first skip.
 func (e *binEvent) probeArgs(f *tracefs.Format, skip int) error {
 	fmtArgs := f.PrintFmt
-	if i := strings.IndexByte(fmtArgs, ')'); i >= 0 {
+	if i := strings.IndexByte(fmtArgs, ')'); i >= 0 && skip > 0 { // an eprobe's has no "(%lx)"
 		fmtArgs = fmtArgs[i+1:]
 	}
 	fields := f.Fields[min(skip, len(f.Fields)):]
@@ -514,6 +527,14 @@ func (d *BinaryDecoder) Decode(ev *Event, cpu int, ts uint64, data []byte) {
 			d.buf = d.appendIP(d.buf, fieldUint(e.ip, data), true)
 			ev.Loc = d.buf[start:]
 		}
+		ev.ArgsOK = true
+		for i := range e.args {
+			d.appendArg(ev, &e.args[i], data)
+		}
+	case binEprobe:
+		ev.Kind = KindProbe
+		ev.Name = e.name
+		ev.Loc = e.loc
 		ev.ArgsOK = true
 		for i := range e.args {
 			d.appendArg(ev, &e.args[i], data)

@@ -73,7 +73,7 @@ func binaryUnfit(in *tracefs.Instance, o Options, forced bool) ([]*tracefs.Forma
 	if err != nil {
 		return nil, err
 	}
-	probe := BinaryDecoder{HashPtr: hashPtr(in), Dynamic: in.FS().DynamicEvents()}
+	probe := BinaryDecoder{HashPtr: hashPtr(in), Dynamic: in.FS().DynamicEvents(), Attached: in.FS().EprobeAttachments()}
 	for _, f := range formats {
 		if err := probe.Add(f); err != nil {
 			return nil, err
@@ -183,7 +183,7 @@ func newBinarySetup(in *tracefs.Instance, formats []*tracefs.Format, o Options) 
 		}
 		return def
 	}
-	dec := &BinaryDecoder{Layout: layout, PrintParent: option("print-parent", true), SymOffset: option("sym-offset", false), HashPtr: hashPtr(in), Dynamic: in.FS().DynamicEvents()}
+	dec := &BinaryDecoder{Layout: layout, PrintParent: option("print-parent", true), SymOffset: option("sym-offset", false), HashPtr: hashPtr(in), Dynamic: in.FS().DynamicEvents(), Attached: in.FS().EprobeAttachments()}
 	for _, name := range []string{"function", "print", "kernel_stack", "funcgraph_entry", "funcgraph_exit"} {
 		if f, err := in.EventFormat("ftrace", name); err == nil {
 			dec.Add(f)

@@ -11,13 +11,15 @@ import (
 
 // Status is a read-only snapshot of the tracing control plane: what `ftctl status` shows.
 type Status struct {
-	Tracefs     Mount            `json:"tracefs"`
-	Kernel      string           `json:"kernel"`
-	Lockdown    Lockdown         `json:"lockdown"`
-	Features    []string         `json:"features"`
-	Instances   []InstanceStatus `json:"instances"`
-	Kprobes     *KprobeStatus    `json:"kprobes"` // null when kprobe_events cannot be read
-	Unavailable []Unavailable    `json:"unavailable"`
+	Tracefs   Mount            `json:"tracefs"`
+	Kernel    string           `json:"kernel"`
+	Lockdown  Lockdown         `json:"lockdown"`
+	Features  []string         `json:"features"`
+	Instances []InstanceStatus `json:"instances"`
+	Kprobes   *KprobeStatus    `json:"kprobes"` // null when kprobe_events cannot be read
+	// Dynamic counts dynamic_events by kind; null when it cannot be read.
+	Dynamic     *DynamicStatus `json:"dynamic_events"`
+	Unavailable []Unavailable  `json:"unavailable"`
 }
 
 // InstanceStatus is the state of one trace array. Fields the kernel would not show are null.
@@ -180,6 +182,9 @@ func (f *FS) Status(only string) (*Status, error) {
 		}
 		ks.Count = len(ks.Probes)
 		st.Kprobes = ks
+	}
+	if b, err := top.ReadFile("dynamic_events"); err == nil {
+		st.Dynamic = CountDynamicEvents(string(b))
 	}
 	return st, nil
 }

@@ -373,14 +373,11 @@ func (v *ProbesView) addView() []string {
 	case v.err != nil:
 		out = append(out, wrapLines(s.Err, "  ", v.err.Error(), w)...)
 	case v.def != nil:
-		kind := "kprobe"
-		if v.def.IsReturn() {
-			kind = "kretprobe"
-		}
-		out = append(out, s.OK.Render(fmt.Sprintf("  ✓ %s on %s, %s", kind, safe(v.def.Place()), plural(len(v.def.Args), "argument")))+
+		out = append(out, s.OK.Render(fmt.Sprintf("  ✓ %s on %s, %s", v.def.KindName(), safe(v.def.Place()), plural(len(v.def.Args), "argument")))+
 			s.Dim.Render(" · enter defines it · esc cancels"))
 	default:
 		out = append(out, s.Dim.Render("  p[:[GROUP/]EVENT] [MOD:]SYM[+OFFS]|ADDR [ARGS] · r[N][:[GROUP/]EVENT] SYM [ARGS]"))
+		out = append(out, s.Dim.Render("  f[:[GROUP/]EVENT] SYM[%return] [ARGS] · t[:[GROUP/]EVENT] TRACEPOINT [ARGS] · e[:[GROUP/]EVENT] SYSTEM.EVENT [ARGS] [if FILTER]"))
 	}
 	if m := v.input.MatchedSuggestions(); len(m) > 0 && v.input.Value() != "" {
 		head := len(v.input.Value()[:strings.LastIndexAny(v.input.Value(), " \t")+1])

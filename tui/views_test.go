@@ -609,3 +609,34 @@ func TestCaretWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestProbesEveryKind: the console's probe editor parses fprobes, tracepoint probes and event
+// probes with the same parser as probe add (grammar only: no kernel reads inside Update), says
+// which kind it is, and sends it.
+func TestProbesEveryKind(t *testing.T) {
+	fb := newFakeBackend(t)
+	m := testModel(t, fb, "")
+	m.SetSize(140, 30)
+	step(m, press("3"))
+	step(m, press("a"))
+	for _, c := range []struct{ def, want string }{
+		{"f:fr vfs_read%return ret=$retval", "✓ fexit on vfs_read%return, 1 argument"},
+		{"f:fe vfs_read count pos", "✓ fprobe on vfs_read, 2 arguments"},
+		{"t:sw sched_switch prev->pid", "✓ tprobe on sched_switch, 1 argument"},
+		{"e:es sched.sched_switch p=$prev_pid if prev_pid > 0", "✓ eprobe on sched.sched_switch, 1 argument"},
+		{"e:es sched.sched_switch r=%di", "Invalid fetch argument (found before anything reached the kernel)"},
+		{"t:sw sched_switch%return", "Invalid probed address suffix (found before anything reached the kernel)"},
+	} {
+		m.probes.input.SetValue(c.def)
+		m.probes.validate()
+		if s := screen(m); !strings.Contains(s, c.want) {
+			t.Errorf("%q: want %q:\n%s", c.def, c.want, s)
+		}
+	}
+	m.probes.input.SetValue("e:es sched.sched_switch p=$prev_pid if prev_pid > 0")
+	m.probes.validate()
+	step(m, m.probes.Update(press("enter"))())
+	if len(fb.added) != 1 || !strings.HasPrefix(fb.added[0], "e:") {
+		t.Fatalf("added %v", fb.added)
+	}
+}

@@ -137,8 +137,8 @@ func removeProbeLater(t *testing.T, group, event string) {
 	removeEventLater(t, "kprobe_events", group, event)
 }
 
-// removeEventLater deletes a dynamic event of file (kprobe_events, uprobe_events) at the end
-// of the test, disabling it everywhere first.
+// removeEventLater deletes a probe of file (kprobe_events, uprobe_events, dynamic_events)
+// at the end of the test, disabling it everywhere first.
 func removeEventLater(t *testing.T, file, group, event string) {
 	t.Cleanup(func() {
 		matches, _ := filepath.Glob(filepath.Join(tracing, "instances/*/events", group, event, "enable"))

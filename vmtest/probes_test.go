@@ -72,13 +72,18 @@ func kernelAccepts(t *testing.T, def string) (bool, string) {
 		}
 		return true, ""
 	}
+	return false, kernelMessage(err)
+}
+
+// kernelMessage is a refused write's last error_log entry with its caret position, else the
+// error.
+func kernelMessage(err error) string {
 	var te *tracefs.Error
-	msg := err.Error()
 	if errors.As(err, &te) && len(te.KernelLog) > 0 {
 		e := te.KernelLog[len(te.KernelLog)-1]
-		msg = fmt.Sprintf("%s @%d", e.Message, e.Pos)
+		return fmt.Sprintf("%s @%d", e.Message, e.Pos)
 	}
-	return false, msg
+	return err.Error()
 }
 
 // tryDefinition writes def to kprobe_events (no O_TRUNC) and removes every event the write
@@ -92,15 +97,21 @@ func tryDefinition(t *testing.T, def string) error {
 // what the write created.
 func tryDefinitionListed(t *testing.T, def string, listed *[]string) error {
 	t.Helper()
+	return tryDefinitionIn(t, "kprobe_events", def, listed)
+}
+
+// tryDefinitionIn is tryDefinitionListed on file (kprobe_events or dynamic_events).
+func tryDefinitionIn(t *testing.T, file, def string, listed *[]string) error {
+	t.Helper()
 	top := topFS(t).Top()
-	before := probeSet(t)
-	err := top.Write("kprobe_events", def+"\n")
-	for _, p := range tracefs.ParseProbeList(read(t, "kprobe_events")) {
+	before := eventSet(t, file)
+	err := top.Write(file, def+"\n")
+	for _, p := range tracefs.ParseProbeList(read(t, file)) {
 		if !before[p.Group+"/"+p.Event] {
 			if listed != nil {
 				*listed = append(*listed, p.Definition)
 			}
-			if e := top.Write("kprobe_events", "-:"+p.Group+"/"+p.Event+"\n"); e != nil {
+			if e := top.Write(file, "-:"+p.Group+"/"+p.Event+"\n"); e != nil {
 				t.Fatalf("cleaning up %s/%s: %v", p.Group, p.Event, e)
 			}
 		}
@@ -108,9 +119,12 @@ func tryDefinitionListed(t *testing.T, def string, listed *[]string) error {
 	return err
 }
 
-func probeSet(t *testing.T) map[string]bool {
+func probeSet(t *testing.T) map[string]bool { return eventSet(t, "kprobe_events") }
+
+// eventSet is the GROUP/EVENT names file lists.
+func eventSet(t *testing.T, file string) map[string]bool {
 	m := map[string]bool{}
-	for _, p := range tracefs.ParseProbeList(read(t, "kprobe_events")) {
+	for _, p := range tracefs.ParseProbeList(read(t, file)) {
 		m[p.Group+"/"+p.Event] = true
 	}
 	return m

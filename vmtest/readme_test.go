@@ -117,6 +117,10 @@ func TestReadmeExamples(t *testing.T) {
 			t.Logf("README line %d: exit %d on this kernel, the top level is not free: %s", c.line, code, c.cmd)
 			continue
 		}
+		if code == 2 && c.exit == 0 && strings.Contains(string(stderr), "this kernel does not announce") && (strings.Contains(c.cmd, "'f:") || strings.Contains(c.cmd, "'t:")) {
+			t.Logf("README line %d: exit 2 on this kernel, as the README's requirements say (fprobes and tracepoint probes need CONFIG_FPROBE_EVENTS): %s", c.line, c.cmd)
+			continue
+		}
 		if code != c.exit {
 			t.Errorf("README line %d: %s: exit %d, the README says %d; stderr:\n%s", c.line, c.cmd, code, c.exit, stderr)
 		} else {

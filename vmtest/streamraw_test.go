@@ -106,6 +106,12 @@ func textJSON(t *testing.T, text string) []string {
 // same events with --reader, and compares the JSON.
 func compareReaders(t *testing.T, inst, reader string, options []string) {
 	t.Helper()
+	compareReadersKinds(t, inst, reader, options, []string{"function", "stack", "open", "openret", "marker"})
+}
+
+// compareReadersKinds is compareReaders, with the events that must be among those compared.
+func compareReadersKinds(t *testing.T, inst, reader string, options, need []string) {
+	t.Helper()
 	text := read(t, inst+"/trace")
 	want := textJSON(t, text)
 
@@ -141,7 +147,7 @@ func compareReaders(t *testing.T, inst, reader string, options []string) {
 		t.Errorf("options %v: %d events with a tgid, %d functions with an offset", options, withTGID, withOffset)
 	}
 	t.Logf("options %v: %d events from trace_pipe_raw, %d from the trace file; kinds %v", options, len(got), len(want), kinds)
-	for _, k := range []string{"function", "stack", "open", "openret", "marker"} {
+	for _, k := range need {
 		if kinds[k] == 0 {
 			t.Errorf("no %s event: the test did not test it", k)
 		}
