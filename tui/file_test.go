@@ -52,7 +52,7 @@ func TestFileConsole(t *testing.T) {
 			rows += len(b.Rows)
 			dropped += int(b.Dropped)
 			end = b.Err
-			step(m, batchMsg(b))
+			m.Update(batchMsg(b)) // not step: the command it returns would read the next batch
 		case <-time.After(10 * time.Second):
 			t.Fatalf("no end after 10 s: %d rows", rows)
 		}
