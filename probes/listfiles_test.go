@@ -25,6 +25,7 @@ const (
 		"u:myuser u32 x\n"
 )
 
+// listFS is a directory holding files (name to content), opened as tracefs.
 func listFS(t *testing.T, files map[string]string) (*tracefs.FS, string) {
 	t.Helper()
 	root := t.TempDir()

@@ -15,17 +15,7 @@ import (
 // overwrite the file, which the tests then see.
 func fakeFS(t *testing.T, kprobeEvents string) (*tracefs.FS, string) {
 	t.Helper()
-	root := t.TempDir()
-	for name, body := range map[string]string{"kprobe_events": kprobeEvents, "error_log": ""} {
-		if err := os.WriteFile(filepath.Join(root, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fs, err := tracefs.Open(root, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fs, root
+	return listFS(t, map[string]string{"kprobe_events": kprobeEvents, "error_log": ""})
 }
 
 // Issue 14 item 3: a definition naming an event that exists (someone else's) would add a
