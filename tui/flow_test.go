@@ -128,7 +128,7 @@ func TestFlowFunctionsConfirmation(t *testing.T) {
 func TestFlowProbeRejected(t *testing.T) {
 	tm := newFlow(t, testModel(t, newFakeBackend(t), testTrace), 100, 24)
 	tm.Send(press("3"))
-	tm.waitFor("no kprobes")
+	tm.waitFor("no probes")
 	tm.Type("a")
 	tm.Type("p:op vfs_raed n=%ax")
 	tm.waitFor("1 argument")
@@ -141,7 +141,7 @@ func TestFlowProbeSyntaxError(t *testing.T) {
 	fb := newFakeBackend(t)
 	tm := newFlow(t, testModel(t, fb, testTrace), 100, 24)
 	tm.Send(press("3"))
-	tm.waitFor("no kprobes")
+	tm.waitFor("no probes")
 	tm.Type("a")
 	tm.Type("r:ret vfs_read ret=$retval:u33")
 	tm.waitFor("found before")

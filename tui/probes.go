@@ -325,7 +325,7 @@ func (v *ProbesView) View() string {
 	case !v.loaded:
 		body = append(body, s.Dim.Render(" reading kprobe_events…"))
 	case len(v.list) == 0:
-		body = append(body, s.Dim.Render(" no kprobes · a adds one"))
+		body = append(body, s.Dim.Render(" no probes · a adds one"))
 	}
 	room := max(v.height-len(head)-len(foot), 0)
 	first := 0
