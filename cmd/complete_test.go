@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 	none := filepath.Join(os.TempDir(), "ftctl-unit-tests-have-no-kernel")
 	os.Setenv("FTCTL_KALLSYMS", filepath.Join(none, "kallsyms"))
 	os.Setenv("FTCTL_BTF", filepath.Join(none, "btf"))
+	os.Setenv("FTCTL_STATE_DIR", filepath.Join(none, "run"))
 	os.Exit(m.Run())
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -18,7 +19,13 @@ namespace). Each object has "session" ({"pid", "id"}: the pid of the process tha
 random id; "id" is absent for sessions of earlier versions), "instance" (ftctl-PID-ID) and
 "group" (ftctl_PID_ID) when they existed, "probes" (the group's event names), "state" ("dead",
 "in use", or "cannot tell" with --dry-run) and "removed" (what was removed, in order: "instance
-NAME", "probe GROUP/EVENT").`
+NAME", "probe GROUP/EVENT"). A session that changed kernel-wide files (ftctl graph: the graph
+lists, max_graph_depth, tracing_thresh; where instances cannot run function_graph, the top
+level's tracer, pid lists, function-fork and tracing_on) has "journal": true and "files", one
+object per file, newest first: "file", "state" ("restored": it held what the session wrote and
+now holds "before" again; "as before": it already held "before"; "changed": it holds neither,
+another actor's value, left alone; "failed"), "holds" (what it held when reset looked),
+"before", "wrote" (lists one name per line).`
 
 // ResetOptions are the inputs of `ftctl reset`.
 type ResetOptions struct {
@@ -39,13 +46,18 @@ ftctl_PID_ID. A running session holds a file of its instance open, so the kernel
 remove that instance: reset removes each session's instance first, and its probes only when the
 kernel let the instance go. A session whose instance is in use is left alone and listed, since
 it may be running in another pid namespace (a container) where its pid means nothing here.
-Other users' probes and instances and the top level are never touched. 'trace-cmd reset' by
-contrast wipes every kprobe on the system.
+Other users' probes and instances are never touched. A dead ftctl graph session's kernel-wide
+files (set_graph_function, set_graph_notrace, max_graph_depth, tracing_thresh and, where
+instances cannot run function_graph, the top level's tracer, pid lists and tracing_on) are put
+back from the journal it kept in /run/ftctl, each only if it still holds what the session wrote:
+a file another actor changed since is left as it is and named. The rest of the top level is
+never touched. 'trace-cmd reset' by contrast wipes every kprobe on the system.
 
 With --all, return the whole tracing state to boot defaults: every instance removed, every
 kprobe and uprobe removed (each disabled first), the top-level tracer, function filters,
-notrace/graph/pid lists, events, event filters and triggers cleared, the buffer emptied,
-tracing on. It asks for confirmation on a terminal; scripts pass --yes.
+notrace/graph/pid lists, events, event filters and triggers cleared, max_graph_depth and
+tracing_thresh 0, every session's journal removed, the buffer emptied, tracing on. It asks
+for confirmation on a terminal; scripts pass --yes.
 
 Every removal reset reports, it made; what it could not remove is named and the exit status is
 1. --dry-run prints what either would try.`,
@@ -123,6 +135,31 @@ func printLeftover(g *Globals, l *session.Leftover) {
 	case len(l.Removed) > 0:
 		fmt.Fprintf(g.Out, "removed session %s's %s\n", id, safe(strings.Join(l.Removed, ", ")))
 	}
+	if l.State == session.StateInUse {
+		return
+	}
+	if l.Journal && g.DryRun {
+		fmt.Fprintf(g.Out, "would put back the kernel-wide files session %s changed, each only if it still holds what the session wrote\n", id)
+	}
+	for _, f := range l.Files {
+		if g.DryRun {
+			continue
+		}
+		switch f.State {
+		case session.FileRestored:
+			fmt.Fprintf(g.Out, "put back %s to %s (session %s had written %s)\n", f.File, quoteValue(f.Before), id, quoteValue(f.Wrote))
+		case session.FileChanged:
+			fmt.Fprintf(g.Out, "left %s: it holds %s, not what session %s wrote (%s); it held %s before the session\n",
+				f.File, quoteValue(f.Holds), id, quoteValue(f.Wrote), quoteValue(f.Before))
+		case session.FileFailed:
+			fmt.Fprintf(g.Out, "could not put back %s: it holds %s; it held %s before session %s\n", f.File, quoteValue(f.Holds), quoteValue(f.Before), id)
+		}
+	}
+}
+
+// quoteValue shows a file's value (a list one line) quoted and escaped.
+func quoteValue(v string) string {
+	return safe(strconv.Quote(strings.ReplaceAll(v, "\n", " ")))
 }
 
 func resetAll(ctx context.Context, opts *ResetOptions) error {

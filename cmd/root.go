@@ -50,10 +50,12 @@ func (g *Globals) Notice(format string, args ...any) {
 }
 
 // kernelFiles points fs at the copies of kernel files the environment names (FTCTL_KALLSYMS,
-// FTCTL_BTF): fixtures in tests.
+// FTCTL_BTF) and at the directory of the sessions' journals (FTCTL_STATE_DIR): fixtures in
+// tests.
 func kernelFiles(fs *tracefs.FS) *tracefs.FS {
 	fs.KallsymsFile = os.Getenv("FTCTL_KALLSYMS")
 	fs.BTFDir = os.Getenv("FTCTL_BTF")
+	fs.StateDir = os.Getenv("FTCTL_STATE_DIR")
 	return fs
 }
 

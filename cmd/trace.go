@@ -309,6 +309,9 @@ func noticeLeftovers(g *Globals, fs *tracefs.FS, self session.ID) {
 		if l.Group != "" {
 			what = append(what, "probe group "+l.Group)
 		}
+		if l.Journal {
+			what = append(what, "kernel-wide graph files of session "+l.ID.String())
+		}
 	}
 	g.Notice("instances or probes of %s (running or left behind): %s; 'ftctl reset' removes those whose session is gone",
 		plural(len(left), "other ftctl session"), safe(strings.Join(what, ", ")))

@@ -48,19 +48,12 @@ const (
 )
 
 // graphState is what the session wrote outside its instance, in order: Teardown undoes it
-// newest first.
+// newest first. The journal (journal.go) holds it on disk too, written before each write, so
+// that `ftctl reset` can undo it after a SIGKILL.
 type graphState struct {
-	top   bool              // function_graph runs at the top level
-	saved []savedFile       // what was written, and how it is put back
-	in    *tracefs.Instance // where function_graph runs
-}
-
-// savedFile is a file the session wrote and what it held: a list is emptied again, a value
-// written back.
-type savedFile struct {
-	file  string
-	list  bool
-	value string
+	top     bool              // function_graph runs at the top level
+	journal *journal          // what was written, and what each file held before
+	in      *tracefs.Instance // where function_graph runs
 }
 
 // checkGraph checks a graph spec against the kernel before anything is written: the files
@@ -124,7 +117,7 @@ func emptyList(b []byte) bool {
 func (s *Session) startGraph() error {
 	in := s.Instance
 	top := s.FS.Top()
-	st := &graphState{in: in}
+	st := &graphState{in: in, journal: newJournal(s.FS, s.ID)}
 	s.graph = st
 	avail, err := in.ReadFile("available_tracers")
 	if err != nil {
@@ -292,8 +285,7 @@ func (s *Session) topPIDs() error {
 		for _, p := range list {
 			b.WriteString(strconv.Itoa(p) + "\n")
 		}
-		st.saved = append(st.saved, savedFile{file: file, list: true})
-		return top.Write(file, b.String())
+		return st.writeList(top, file, b.String())
 	}
 	if err := pids("set_ftrace_notrace_pid", self); err != nil {
 		return err
@@ -304,9 +296,11 @@ func (s *Session) topPIDs() error {
 	return pids("set_ftrace_pid", s.spec.PIDs)
 }
 
-// set writes value into file, to be put back to old.
+// set writes value into file, which held old: journaled first.
 func (st *graphState) set(in *tracefs.Instance, file, value, old string) error {
-	st.saved = append(st.saved, savedFile{file: file, value: old})
+	if err := st.journal.record(file, false, old, value); err != nil {
+		return err
+	}
 	return in.Write(file, value)
 }
 
@@ -319,32 +313,57 @@ func (st *graphState) setList(in *tracefs.Instance, file string, ps []*filters.P
 	for _, p := range ps {
 		b.WriteString(p.Text + "\n")
 	}
-	st.saved = append(st.saved, savedFile{file: file, list: true})
-	return in.Write(file, b.String())
+	return st.writeList(in, file, b.String())
+}
+
+// writeList writes text into an empty list, journaled first; then the journal holds what the
+// kernel reads back (the functions a glob selected), which reset compares the list with.
+func (st *graphState) writeList(in *tracefs.Instance, file, text string) error {
+	if err := st.journal.record(file, true, "", text); err != nil {
+		return err
+	}
+	if err := in.Write(file, text); err != nil {
+		return err
+	}
+	if in.FS().DryRun != nil {
+		return nil
+	}
+	b, err := in.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	return st.journal.record(file, true, "", string(b))
 }
 
 // restoreGraph puts back what startGraph wrote, newest first, each step attempted whatever
-// failed before. A step that succeeded is not done again by a second Teardown.
+// failed before. A step that succeeded is not done again by a second Teardown. When all is
+// back the journal is removed; otherwise it keeps what is left, for a second Teardown or
+// `ftctl reset`.
 func (s *Session) restoreGraph() []error {
 	st := s.graph
 	if st == nil {
 		return nil
 	}
 	top := s.FS.Top()
+	j := st.journal
 	var errs []error
-	for i := len(st.saved) - 1; i >= 0; i-- {
-		f := st.saved[i]
+	var left []JournalEntry
+	for i := len(j.Entries) - 1; i >= 0; i-- {
+		f := j.Entries[i]
 		var err error
-		if f.list {
-			err = top.Truncate(f.file)
+		if f.List {
+			err = top.Truncate(f.File)
 		} else {
-			err = top.Write(f.file, f.value)
+			err = top.Write(f.File, f.Before)
 		}
 		if err != nil && !errors.Is(err, iofs.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("putting back the top level's %s: %w", f.file, err))
-			continue
+			errs = append(errs, fmt.Errorf("putting back the top level's %s: %w", f.File, err))
+			left = append([]JournalEntry{f}, left...)
 		}
-		st.saved = st.saved[:i]
+	}
+	j.Entries = left
+	if err := j.save(); err != nil {
+		errs = append(errs, err)
 	}
 	return errs
 }

@@ -29,6 +29,9 @@ const (
 	StateInUse = "in use"
 )
 
+// ErrJournal marks a journal that cannot be read as one: reset changes nothing and names it.
+var ErrJournal = errors.New("bad journal")
+
 // Leftover is an instance or a probe group that a session named, maybe left behind.
 type Leftover struct {
 	ID       ID       `json:"session"`
@@ -42,6 +45,14 @@ type Leftover struct {
 	State   string   `json:"state"`
 	// Removed lists what was removed ("instance NAME", "probe GROUP/EVENT"), in order.
 	Removed []string `json:"removed"`
+	// Files are the kernel-wide files the session's journal names (a graph session's), and
+	// what Remove did with each, newest first: put back, found as before, or left because it
+	// holds neither what the session wrote nor what it held before (another actor's).
+	Files []FileOutcome `json:"files,omitempty"`
+	// Journal says the session left a journal of kernel-wide files it changed.
+	Journal bool `json:"journal,omitempty"`
+
+	journal *journal
 }
 
 // Leftovers lists the instances and probe groups named by sessions other than self (the
@@ -95,6 +106,16 @@ func Leftovers(fs *tracefs.FS, self ID) ([]*Leftover, error) {
 			}
 		}
 	}
+	journals, err := readJournals(fs)
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range journals {
+		if j.Session != self {
+			l := get(j.Session)
+			l.journal, l.Journal = j, true
+		}
+	}
 	out := make([]*Leftover, 0, len(by))
 	for _, l := range by {
 		out = append(out, l)
@@ -134,6 +155,15 @@ func (l *Leftover) Remove(fs *tracefs.FS) error {
 		}
 	}
 	var errs []error
+	if l.journal != nil && l.State == StateDead {
+		// the instance is gone: so is the graph it ran; at the top level, the journal's
+		// newest entry is the tracer, put back first
+		files, err := l.journal.undo(fs)
+		l.Files = files
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	// The synthetic events first: nothing refers to them once the instance is gone; then
 	// fprobes and the other probes. "-:SYSTEM/EVENT" to dynamic_events removes any.
 	for _, name := range l.Dynamic {

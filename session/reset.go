@@ -14,10 +14,11 @@ import (
 
 // ResetAll returns the whole tracing state to its boot defaults, for `ftctl reset --all`:
 // every instance removed (its tracing stopped and events disabled first), then at the top
-// level: tracer nop, function filters, notrace, graph and pid lists emptied, every event
-// disabled and its filter and triggers cleared, every probe of every kind removed (disabled first,
-// one by one: never an O_TRUNC of kprobe_events while something is enabled), the
-// buffer cleared, tracing on. Every step is attempted; the failures are returned.
+// level: tracer nop, function filters, notrace, graph and pid lists emptied, max_graph_depth
+// and tracing_thresh 0, every event disabled and its filter and triggers cleared, every probe
+// of every kind removed (disabled first, one by one: never an O_TRUNC of kprobe_events while
+// something is enabled), the buffer cleared, tracing on; then every session's journal
+// (journal.go) removed. Every step is attempted; the failures are returned.
 func ResetAll(fs *tracefs.FS, notice func(string, ...any)) []error {
 	var errs []error
 	step := func(what string, err error) {
@@ -68,6 +69,8 @@ func ResetAll(fs *tracefs.FS, notice func(string, ...any)) []error {
 		"set_graph_notrace", "set_ftrace_pid", "set_event_pid", "set_ftrace_notrace_pid", "set_event_notrace_pid"} {
 		trunc(f)
 	}
+	write(graphDepthFile, "0")
+	write(threshFile, "0")
 	write("events/enable", "0")
 	n, err := clearEventFiltersAndTriggers(top)
 	step("clearing event filters and triggers", err)
@@ -98,6 +101,18 @@ func ResetAll(fs *tracefs.FS, notice func(string, ...any)) []error {
 	trunc("uprobe_events") // every event is disabled by now, so the kernel takes it
 	trunc("trace")
 	write("tracing_on", "1")
+	if fs.DryRun == nil {
+		// every session's journal: what they changed is back to the defaults
+		journals, err := readJournals(fs)
+		step("reading the journals", err)
+		for _, j := range journals {
+			if err := j.remove(); err != nil {
+				errs = append(errs, err)
+			} else {
+				notice("removed the journal of session %s", j.Session)
+			}
+		}
+	}
 	return errs
 }
 

@@ -598,6 +598,9 @@ func (s *Session) Begin() error {
 	if err := s.Instance.Write("tracing_on", "1"); err != nil || !s.GraphAtTop() {
 		return err
 	}
+	if err := s.graph.journal.record("tracing_on", false, "", "1"); err != nil {
+		return err
+	}
 	return s.FS.Top().Write("tracing_on", "1")
 }
 

@@ -27,8 +27,10 @@ func fakeFS(t *testing.T, extra map[string]string) (*tracefs.FS, *fixture.Instan
 	root, dirs := fixture.Tracefs(t, "6.12", extra)
 	// No kallsyms, no BTF: definitions are checked against the grammar only, never against
 	// the kernel running the tests.
+	// Journals go to a directory of the test's, and the boot has no id unless a test gives one.
 	return &tracefs.FS{Mount: tracefs.Mount{Path: root, Found: "test"}, Dirs: dirs,
-		KallsymsFile: filepath.Join(root, "no-kallsyms"), BTFDir: filepath.Join(root, "no-btf")}, dirs
+		KallsymsFile: filepath.Join(root, "no-kallsyms"), BTFDir: filepath.Join(root, "no-btf"),
+		StateDir: filepath.Join(t.TempDir(), "run"), BootIDFile: filepath.Join(root, "no-boot-id")}, dirs
 }
 
 // snapshot is every file under root with its content, and every directory.

@@ -27,4 +27,7 @@ var KernelFiles = []KernelFile{
 		"definitions are checked against (BTF argument names, ->field chains, :string)."},
 	{BTFDir + "/MODULE", "A loaded module's BTF, for its functions (read only when one is probed)."},
 	{"/proc/self/task", "ftctl's own threads, whose events the stream leaves out."},
+	{BootIDPath, "This boot's identity, written into a session's journal of the kernel-wide " +
+		"files it changes: `ftctl reset` drops a journal of an earlier boot (the kernel started " +
+		"from its defaults) without writing anything."},
 }

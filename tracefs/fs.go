@@ -25,6 +25,12 @@ type FS struct {
 	KallsymsFile string
 	// BTFDir replaces /sys/kernel/btf for BTF: fixtures in tests.
 	BTFDir string
+	// BootIDFile replaces /proc/sys/kernel/random/boot_id for BootID: a fixture in tests.
+	BootIDFile string
+	// StateDir is where ftctl keeps what must outlive its process and is not the kernel's: the
+	// journals of the kernel-wide files sessions change (session/journal.go). "" is
+	// session.DefaultStateDir; tests give a temporary directory (FTCTL_STATE_DIR).
+	StateDir string
 	// Dirs makes and removes instance directories; nil for the kernel's mkdir(2) and rmdir(2).
 	// The kernel fills a new instance with its files, empties it on rmdir, and refuses the
 	// rmdir (EBUSY) while one of them is open: on a plain directory the unit tests of the

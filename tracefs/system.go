@@ -18,6 +18,22 @@ func KernelRelease() string {
 	return unix.ByteSliceToString(u.Release[:])
 }
 
+// BootIDPath holds a random UUID the kernel draws at each boot (drivers/char/random.c).
+const BootIDPath = "/proc/sys/kernel/random/boot_id"
+
+// BootID is this boot's identity, or "" when it cannot be read.
+func (f *FS) BootID() string {
+	path := BootIDPath
+	if f.BootIDFile != "" {
+		path = f.BootIDFile
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
 // LockdownPath is the lockdown LSM's control file (security/lockdown/lockdown.c, Linux 5.4).
 const LockdownPath = "/sys/kernel/security/lockdown"
 

@@ -264,3 +264,99 @@ func TestGraphNotFree(t *testing.T) {
 		t.Errorf("state changed:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
+
+// graphKilled starts a graph session with roots, a notrace list, --depth and --threshold,
+// SIGKILLs it once function_graph runs, and checks that it changed the state.
+func graphKilled(t *testing.T, before string) {
+	t.Helper()
+	cmd, _, _ := startGraph(t, "-f", "ksys_read", "-n", "vfs_write", "--depth", "5", "--threshold", "3us", "--duration", "60s", "-o", "json")
+	cmd.Process.Kill()
+	cmd.Wait()
+	if strings.TrimSpace(read(t, "max_graph_depth")) != "5" || strings.TrimSpace(read(t, "tracing_thresh")) != "3" {
+		t.Fatalf("the killed session did not leave its depth and threshold:\n%s", graphState(t))
+	}
+	if after := graphState(t); after == before {
+		t.Fatal("nothing left after SIGKILL")
+	}
+}
+
+// TestGraphKilledThenReset: a SIGKILLed graph session leaves the kernel-wide graph files (and,
+// where instances cannot run function_graph, the top level's tracer, pid lists and tracing_on)
+// as it set them; `ftctl reset` puts every one back from the session's journal: the whole
+// tracing state as before, each file named in its output.
+func TestGraphKilledThenReset(t *testing.T) {
+	before := graphWorld(t)
+	graphKilled(t, before)
+	r := ftctlRun(t, "reset", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("%v", r)
+	}
+	if after := graphState(t); after != before {
+		t.Errorf("reset left:\n%s\nwant:\n%s\n%v", after, before, r)
+	}
+	var out struct {
+		Removed []struct {
+			Files []struct{ File, State string } `json:"files"`
+		} `json:"removed"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || len(out.Removed) != 1 {
+		t.Fatalf("%v: %v", err, r)
+	}
+	restored := map[string]bool{}
+	for _, f := range out.Removed[0].Files {
+		if f.State == "restored" {
+			restored[f.File] = true
+		}
+	}
+	for _, f := range []string{"set_graph_function", "set_graph_notrace", "max_graph_depth", "tracing_thresh"} {
+		if !restored[f] {
+			t.Errorf("%s not listed as restored: %v", f, r)
+		}
+	}
+	if !graphInInstances(t) && !restored["current_tracer"] {
+		t.Errorf("the top level's tracer not listed as restored: %v", r)
+	}
+	// the journal is gone: a second reset has nothing to do
+	if r := ftctlRun(t, "reset"); r.code != 0 || !strings.Contains(r.stderr, "no leftovers") {
+		t.Errorf("second reset: %v", r)
+	}
+}
+
+// TestGraphKilledOtherChangedDepth: another actor sets max_graph_depth after the kill: reset
+// leaves that file as the other set it, says so (the file, what it holds, what it held
+// before), and puts back the rest.
+func TestGraphKilledOtherChangedDepth(t *testing.T) {
+	before := graphWorld(t)
+	graphKilled(t, before)
+	write(t, "max_graph_depth", "7")
+	t.Cleanup(func() { write(t, "max_graph_depth", "0") })
+	r := ftctlRun(t, "reset")
+	if r.code != 0 {
+		t.Fatalf("%v", r)
+	}
+	if got := strings.TrimSpace(read(t, "max_graph_depth")); got != "7" {
+		t.Errorf("max_graph_depth is %s, want the other actor's 7", got)
+	}
+	if !strings.Contains(r.stdout, "max_graph_depth") || !strings.Contains(r.stdout, `holds "7"`) || !strings.Contains(r.stdout, `held "0" before`) {
+		t.Errorf("reset does not say it left max_graph_depth: %v", r)
+	}
+	write(t, "max_graph_depth", "0")
+	if after := graphState(t); after != before {
+		t.Errorf("reset left:\n%s\nwant:\n%s\n%v", after, before, r)
+	}
+}
+
+// TestResetAllGraphValues: reset --all puts max_graph_depth and tracing_thresh back to 0.
+func TestResetAllGraphValues(t *testing.T) {
+	write(t, "max_graph_depth", "4")
+	write(t, "tracing_thresh", "9")
+	t.Cleanup(func() { write(t, "max_graph_depth", "0"); write(t, "tracing_thresh", "0") })
+	if r := ftctlRun(t, "reset", "--all", "--yes"); r.code != 0 {
+		t.Fatalf("%v", r)
+	}
+	for _, f := range []string{"max_graph_depth", "tracing_thresh"} {
+		if got := strings.TrimSpace(read(t, f)); got != "0" {
+			t.Errorf("%s is %s after reset --all, want 0", f, got)
+		}
+	}
+}

@@ -1,0 +1,330 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// The journal of what a session writes outside its own instance. A graph session changes
+// kernel-wide files (set_graph_function, set_graph_notrace, max_graph_depth, tracing_thresh;
+// where instances cannot run function_graph, the top level's tracer, pid lists, function-fork
+// and tracing_on), which the kernel does not undo when the session dies, and which outlive
+// its instance: a SIGKILLed session leaves them as it set them. Before its first such write,
+// the session records, for each file, what it held and what ftctl writes, fsynced, so that
+// `ftctl reset` can put it back once the session is proven dead (its instance removed). A
+// clean teardown removes the journal.
+//
+// Where: DefaultStateDir, /run/ftctl, a root-only directory (0700; tracefs writes need root
+// anyway). /run is a tmpfs on systemd systems, emptied at boot as the kernel's tracing state
+// is; the boot's id is in the journal all the same, so that a journal of an earlier boot (a
+// /run that is not a tmpfs) is dropped without a write. It is not a kernel path: tracefs/
+// stays the only package that names those. It is the mount namespace's: a reset run in a
+// container whose /run is its own does not see the journals of the host's sessions (their
+// instances, in the one tracefs, it sees and removes).
+
+// DefaultStateDir is where journals live unless tracefs.FS.StateDir says otherwise.
+const DefaultStateDir = "/run/ftctl"
+
+// JournalEntry is one file a session wrote outside its instance: what it held before the
+// first write and the last thing ftctl wrote (for a list, what the kernel read back).
+type JournalEntry struct {
+	File   string `json:"file"`
+	List   bool   `json:"list,omitempty"` // a function or pid list: "" is empty, put back by O_TRUNC
+	Before string `json:"before"`
+	Wrote  string `json:"wrote"`
+}
+
+// journal is a session's journal: its entries in the order of their first write (put back
+// newest first: the tracer before the lists and values, tracing_on last).
+type journal struct {
+	path    string
+	Session ID             `json:"session"`
+	Boot    string         `json:"boot,omitempty"`
+	Entries []JournalEntry `json:"entries"`
+	dry     bool           // --dry-run: nothing saved
+}
+
+func stateDir(fs *tracefs.FS) string {
+	if fs.StateDir != "" {
+		return fs.StateDir
+	}
+	return DefaultStateDir
+}
+
+const journalSuffix = ".journal"
+
+func newJournal(fs *tracefs.FS, id ID) *journal {
+	return &journal{path: filepath.Join(stateDir(fs), id.Instance()+journalSuffix), Session: id,
+		Boot: fs.BootID(), Entries: []JournalEntry{}, dry: fs.DryRun != nil}
+}
+
+// record notes, before ftctl writes wrote into file, what file holds now (the first time) and
+// saves the journal. It is the step before the write: a failure stops the write.
+func (j *journal) record(file string, list bool, before, wrote string) error {
+	if e := j.entry(file); e != nil {
+		e.Wrote = wrote
+	} else {
+		j.Entries = append(j.Entries, JournalEntry{File: file, List: list, Before: before, Wrote: wrote})
+	}
+	return j.save()
+}
+
+func (j *journal) entry(file string) *JournalEntry {
+	for i := range j.Entries {
+		if j.Entries[i].File == file {
+			return &j.Entries[i]
+		}
+	}
+	return nil
+}
+
+// save writes the journal durably: a temporary file fsynced, renamed over the journal, the
+// directory fsynced. A journal with no entry is removed.
+func (j *journal) save() error {
+	if j.dry {
+		return nil
+	}
+	if len(j.Entries) == 0 {
+		return j.remove()
+	}
+	dir := filepath.Dir(j.path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("making the journal directory %s: %w", dir, err)
+	}
+	b, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := j.path + ".tmp"
+	err = writeSynced(tmp, append(b, '\n'))
+	if err == nil {
+		err = os.Rename(tmp, j.path)
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing the journal %s: %w", j.path, err)
+	}
+	return nil
+}
+
+func writeSynced(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// remove deletes the journal (gone already is done).
+func (j *journal) remove() error {
+	if j.dry {
+		return nil
+	}
+	if err := os.Remove(j.path); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+		return fmt.Errorf("removing the journal %s: %w", j.path, err)
+	}
+	return syncDir(filepath.Dir(j.path))
+}
+
+// readJournals reads the journals of the state directory. A file that does not parse as a
+// journal named after a session is an error naming it, and is left.
+func readJournals(fs *tracefs.FS) ([]*journal, error) {
+	dir := stateDir(fs)
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the journal directory %s: %w", dir, err)
+	}
+	var out []*journal
+	var errs []error
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), journalSuffix)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		id, ok := InstanceID(name)
+		if !ok {
+			errs = append(errs, fmt.Errorf("%w: %s: not named after a session (ftctl-PID-ID%s)", ErrJournal, path, journalSuffix))
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading the journal %s: %w", path, err))
+			continue
+		}
+		j, err := parseJournal(b)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s: %w", ErrJournal, path, err))
+			continue
+		}
+		if j.Session != id {
+			errs = append(errs, fmt.Errorf("%w: %s: holds the journal of session %s", ErrJournal, path, strconv.Quote(j.Session.String())))
+			continue
+		}
+		j.path, j.dry = path, fs.DryRun != nil
+		out = append(out, j)
+	}
+	return out, errors.Join(errs...)
+}
+
+// journalFiles are the files a journal may name: what graph sessions write. A journal is a
+// root-owned file, but what reset writes is bounded all the same.
+var journalFiles = map[string]bool{
+	"tracing_on": true, "current_tracer": true, "options/function-fork": true,
+	"set_ftrace_pid": true, "set_ftrace_notrace_pid": true,
+	graphFunctionFile: true, graphNotraceFile: true, graphDepthFile: true, threshFile: true,
+}
+
+// parseJournal parses a journal's text: every file one ftctl writes, every value one line.
+func parseJournal(b []byte) (*journal, error) {
+	var j journal
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return nil, fmt.Errorf("not a journal: %w", err)
+	}
+	seen := map[string]bool{}
+	for _, e := range j.Entries {
+		if !journalFiles[e.File] {
+			return nil, fmt.Errorf("not a journal: names %s, not a file ftctl writes outside its instances", strconv.Quote(e.File))
+		}
+		if seen[e.File] {
+			return nil, fmt.Errorf("not a journal: names %s twice", e.File)
+		}
+		seen[e.File] = true
+		if !e.List && (strings.ContainsAny(e.Before, "\n\x00") || strings.ContainsAny(e.Wrote, "\n\x00")) {
+			return nil, fmt.Errorf("not a journal: the value of %s spans lines", e.File)
+		}
+		if e.List && e.Before != "" {
+			return nil, fmt.Errorf("not a journal: %s was not empty before (ftctl takes only empty lists)", e.File)
+		}
+	}
+	return &j, nil
+}
+
+// The outcomes of a journaled file at reset.
+const (
+	FileRestored = "restored"  // it held what the session wrote: the value before is back
+	FileAsBefore = "as before" // it holds what it held before the session (nothing written)
+	FileChanged  = "changed"   // it holds something else: another actor's, left alone
+	FileFailed   = "failed"    // putting it back failed
+)
+
+// FileOutcome is what reset did with one journaled file.
+type FileOutcome struct {
+	File   string `json:"file"`
+	State  string `json:"state"`
+	Holds  string `json:"holds"`  // what it held when reset looked
+	Before string `json:"before"` // what it held before the session
+	Wrote  string `json:"wrote"`  // what the session wrote
+}
+
+// normal is a file's content as compared: a value trimmed, a list's lines sorted, an empty
+// list's banner ("#### all functions enabled ####", "no pid") "".
+func normal(b []byte, list bool) string {
+	if !list {
+		return strings.TrimSpace(string(b))
+	}
+	if emptyList(b) {
+		return ""
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+// undo puts back, newest first, each file that still holds what the session wrote; a file
+// that holds something else is left and said so; a file already as before is not written.
+// The journal is removed when nothing failed (a journal of another boot without a write).
+func (j *journal) undo(fs *tracefs.FS) ([]FileOutcome, error) {
+	top := fs.Top()
+	var out []FileOutcome
+	if j.Boot != "" && fs.BootID() != "" && j.Boot != fs.BootID() {
+		return nil, j.remove() // the kernel has started again from its defaults
+	}
+	var errs []error
+	for i := len(j.Entries) - 1; i >= 0; i-- {
+		e := j.Entries[i]
+		o := FileOutcome{File: e.File, Before: e.Before, Wrote: e.Wrote}
+		b, err := top.ReadFile(e.File)
+		if errors.Is(err, iofs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			o.State = FileFailed
+			errs = append(errs, fmt.Errorf("reading the top level's %s: %w", e.File, err))
+			out = append(out, o)
+			continue
+		}
+		o.Holds = normal(b, e.List)
+		switch o.Holds {
+		case normal([]byte(e.Wrote), e.List):
+			if e.List {
+				err = top.Truncate(e.File)
+			} else {
+				err = top.Write(e.File, e.Before)
+			}
+			o.State = FileRestored
+			if err != nil {
+				o.State = FileFailed
+				errs = append(errs, fmt.Errorf("putting back the top level's %s: %w", e.File, err))
+			}
+		case normal([]byte(e.Before), e.List):
+			o.State = FileAsBefore
+			if e.List && strings.TrimSpace(string(b)) == "" {
+				// A pid list whose pids all exited reads "" where a list never written
+				// reads "no pid" (seen on 6.1: function-fork drops a pid at its exit,
+				// and the kernel keeps the emptied list): truncation frees it.
+				if err := top.Truncate(e.File); err != nil {
+					o.State = FileFailed
+					errs = append(errs, fmt.Errorf("putting back the top level's %s: %w", e.File, err))
+				} else {
+					o.State = FileRestored
+				}
+			}
+		default:
+			o.State = FileChanged
+		}
+		out = append(out, o)
+	}
+	if len(errs) > 0 {
+		return out, errors.Join(errs...)
+	}
+	return out, j.remove()
+}

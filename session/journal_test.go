@@ -1,0 +1,275 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ftctl/ftctl/filters"
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// graphFiles are the kernel-wide files of function_graph at their defaults (the fake writes
+// over a file's start, so its empty lists are empty files: the kernel's banners are
+// TestNormal's).
+var graphFiles = map[string]string{
+	"set_graph_function": "",
+	"set_graph_notrace":  "",
+	"max_graph_depth":    "0\n",
+	"tracing_thresh":     "0\n",
+	"available_tracers":  "function_graph function nop\n", // the top level's; instances offer "function nop"
+}
+
+// killedGraph starts a graph session on a fake tracefs whose instances cannot run
+// function_graph (the top level's path, as on 6.1), turns tracing on, and lets go of the
+// instance without a teardown: what a SIGKILL leaves. The fake's files then hold what the
+// kernel would list.
+func killedGraph(t *testing.T) (*tracefs.FS, *Session) {
+	t.Helper()
+	fs, _ := fakeFS(t, graphFiles)
+	os.WriteFile(filepath.Join(fs.Root(), "boot"), []byte("boot-a\n"), 0o644)
+	fs.BootIDFile = filepath.Join(fs.Root(), "boot")
+	root, err := filters.Compile("ksys_read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(fs, ID{PID: 77, Nonce: "0123abcd"}, Spec{Graph: &GraphSpec{Roots: []*filters.Pattern{root}, Depth: 5, Threshold: 3 * time.Microsecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !s.GraphAtTop() {
+		t.Fatal("the fake's instances offer function nop: the graph should run at the top level")
+	}
+	if err := s.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	s.Release()
+	for f, v := range map[string]string{"current_tracer": "function_graph\n", "set_graph_function": "ksys_read\n"} {
+		os.WriteFile(filepath.Join(fs.Root(), f), []byte(v), 0o644)
+	}
+	return fs, s
+}
+
+func journalPath(fs *tracefs.FS, id ID) string {
+	return filepath.Join(fs.StateDir, id.Instance()+".journal")
+}
+
+func topFile(t *testing.T, fs *tracefs.FS, f string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(fs.Root(), f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// The journal holds every file the session wrote outside its instance, in the order of the
+// first writes, with what each held and what was written last (a list: what it read back).
+func TestGraphJournal(t *testing.T) {
+	fs, s := killedGraph(t)
+	b, err := os.ReadFile(journalPath(fs, s.ID))
+	if err != nil {
+		t.Fatalf("no journal after the start: %v", err)
+	}
+	j, err := parseJournal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range j.Entries {
+		got = append(got, e.File+" "+e.Before+" -> "+strings.TrimSpace(e.Wrote))
+	}
+	want := []string{"tracing_on 1 -> 1", "options/function-fork 0 -> 1", "set_ftrace_notrace_pid  -> " + strings.TrimSpace(j.Entries[2].Wrote),
+		"set_graph_function  -> ksys_read", "max_graph_depth 0 -> 5", "tracing_thresh 0 -> 3", "current_tracer nop -> function_graph"}
+	if !slices.Equal(got, want) || j.Session != s.ID || j.Boot != "boot-a" {
+		t.Errorf("journal\n got %q (session %v, boot %q)\nwant %q", got, j.Session, j.Boot, want)
+	}
+	if st, err := os.Stat(fs.StateDir); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("journal directory: %v %v, want mode 0700", st.Mode(), err)
+	}
+}
+
+// Reset puts back every file that holds what the dead session wrote, newest first; a file
+// another actor changed is left and reported; the journal is removed.
+func TestResetUndoesJournal(t *testing.T) {
+	fs, s := killedGraph(t)
+	os.WriteFile(filepath.Join(fs.Root(), "max_graph_depth"), []byte("7\n"), 0o644) // another actor
+	left, err := Leftovers(fs, ID{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || !left[0].Journal || left[0].State != StateUnknown {
+		t.Fatalf("leftovers: %+v", left)
+	}
+	if err := left[0].Remove(fs); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range left[0].Files {
+		got = append(got, f.File+" "+f.State+" "+f.Holds)
+	}
+	want := []string{"current_tracer restored function_graph", "tracing_thresh restored 3", "max_graph_depth changed 7",
+		"set_graph_function restored ksys_read", "set_ftrace_notrace_pid as before ", "options/function-fork restored 1", "tracing_on restored 1"}
+	if slices.Contains(got, "set_ftrace_notrace_pid restored "+left[0].Files[4].Holds) {
+		want[4] = "set_ftrace_notrace_pid restored " + left[0].Files[4].Holds // the fake keeps the pids the kernel drops at exit
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("files\n got %q\nwant %q", got, want)
+	}
+	// (the fake writes over a file's start: "nop" over "function_graph" leaves its tail)
+	if v := topFile(t, fs, "current_tracer"); !strings.HasPrefix(v, "nop") {
+		t.Errorf("current_tracer %q", v)
+	}
+	for f, v := range map[string]string{"tracing_thresh": "0", "max_graph_depth": "7", "set_graph_function": "", "options/function-fork": "0", "tracing_on": "1"} {
+		if got := topFile(t, fs, f); got != v {
+			t.Errorf("%s holds %q, want %q", f, got, v)
+		}
+	}
+	if _, err := os.Stat(journalPath(fs, s.ID)); !os.IsNotExist(err) {
+		t.Errorf("the journal is still there: %v", err)
+	}
+	if left, _ := Leftovers(fs, ID{}); len(left) != 0 {
+		t.Errorf("leftovers after reset: %+v", left)
+	}
+}
+
+// A journal whose session holds its instance is left alone, files and all.
+func TestResetLeavesLiveJournal(t *testing.T) {
+	fs, s := killedGraph(t)
+	hold, err := s.Instance.Hold()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	left, _ := Leftovers(fs, ID{})
+	if len(left) != 1 {
+		t.Fatalf("leftovers: %+v", left)
+	}
+	if err := left[0].Remove(fs); err != nil {
+		t.Fatal(err)
+	}
+	if left[0].State != StateInUse || len(left[0].Files) != 0 || topFile(t, fs, "max_graph_depth") != "5" {
+		t.Errorf("a live session's files touched: %+v", left[0])
+	}
+	if _, err := os.Stat(journalPath(fs, s.ID)); err != nil {
+		t.Errorf("the live session's journal: %v", err)
+	}
+}
+
+// A journal of an earlier boot is dropped without a write: the kernel started from its
+// defaults.
+func TestResetDropsJournalOfEarlierBoot(t *testing.T) {
+	fs, s := killedGraph(t)
+	os.WriteFile(fs.BootIDFile, []byte("boot-b\n"), 0o644)
+	os.RemoveAll(filepath.Join(fs.Root(), "instances", s.ID.Instance())) // gone with the boot
+	left, _ := Leftovers(fs, ID{})
+	if len(left) != 1 || left[0].State != StateDead {
+		t.Fatalf("leftovers: %+v", left)
+	}
+	if err := left[0].Remove(fs); err != nil {
+		t.Fatal(err)
+	}
+	if len(left[0].Files) != 0 || topFile(t, fs, "max_graph_depth") != "5" {
+		t.Errorf("an earlier boot's journal was applied: %+v", left[0].Files)
+	}
+	if _, err := os.Stat(journalPath(fs, s.ID)); !os.IsNotExist(err) {
+		t.Errorf("the journal is still there: %v", err)
+	}
+}
+
+// A clean teardown puts everything back and removes the journal.
+func TestTeardownRemovesJournal(t *testing.T) {
+	fs, _ := fakeFS(t, graphFiles)
+	root, _ := filters.Compile("ksys_read")
+	s, err := New(fs, ID{PID: 78, Nonce: "0123abcd"}, Spec{Graph: &GraphSpec{Roots: []*filters.Pattern{root}, Depth: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(journalPath(fs, s.ID)); err != nil {
+		t.Fatalf("no journal: %v", err)
+	}
+	if errs := s.Teardown(); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if _, err := os.Stat(journalPath(fs, s.ID)); !os.IsNotExist(err) {
+		t.Errorf("the journal is still there after a clean teardown: %v", err)
+	}
+	if v := topFile(t, fs, "max_graph_depth"); v != "0" {
+		t.Errorf("max_graph_depth %q", v)
+	}
+}
+
+// A journal that is not one is named and nothing is written.
+func TestBadJournal(t *testing.T) {
+	fs, _ := fakeFS(t, graphFiles)
+	os.MkdirAll(fs.StateDir, 0o700)
+	for name, text := range map[string]string{
+		"ftctl-5-0123abcd.journal": `{"session":{"pid":5,"id":"0123abcd"},"entries":[{"file":"../../etc/passwd","before":"x","wrote":"y"}]}`,
+		"ftctl-6-0123abcd.journal": `{"session":{"pid":7,"id":"0123abcd"},"entries":[]}`,
+		"ftctl-8-0123abcd.journal": `not json`,
+		"something.journal":        `{}`,
+	} {
+		path := filepath.Join(fs.StateDir, name)
+		os.WriteFile(path, []byte(text), 0o600)
+		_, err := Leftovers(fs, ID{})
+		if err == nil || !strings.Contains(err.Error(), path) || !errors.Is(err, ErrJournal) {
+			t.Errorf("%s: %v", name, err)
+		}
+		os.Remove(path)
+	}
+}
+
+// The kernel's empty lists read as banners; a list's order does not matter.
+func TestNormal(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		list bool
+		want string
+	}{
+		{"#### all functions enabled ####\n", true, ""},
+		{"#### no functions disabled ####\n", true, ""},
+		{"no pid\n", true, ""},
+		{"", true, ""},
+		{"vfs_read\nksys_read\n", true, "ksys_read\nvfs_read"},
+		{" 5\n", false, "5"},
+	} {
+		if got := normal([]byte(c.text), c.list); got != c.want {
+			t.Errorf("normal(%q, %v) = %q, want %q", c.text, c.list, got, c.want)
+		}
+	}
+}
+
+func FuzzParseJournal(f *testing.F) {
+	f.Add([]byte(`{"session":{"pid":5,"id":"0123abcd"},"boot":"x","entries":[{"file":"max_graph_depth","before":"0","wrote":"5"},{"file":"set_graph_function","list":true,"before":"","wrote":"ksys_read\n"}]}`))
+	f.Add([]byte(`{"entries":[{"file":"tracing_on","before":"1\n0","wrote":"1"}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		j, err := parseJournal(b)
+		if err != nil {
+			return
+		}
+		for _, e := range j.Entries {
+			if !journalFiles[e.File] || (!e.List && strings.Contains(e.Before+e.Wrote, "\n")) || (e.List && e.Before != "") {
+				t.Fatalf("accepted %+v", e)
+			}
+		}
+		out, err := json.Marshal(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := parseJournal(out); err != nil {
+			t.Fatalf("its own output refused: %v", err)
+		}
+	})
+}
