@@ -139,38 +139,17 @@ func graphRun(ctx context.Context, opts *GraphOptions) error {
 	}
 	s.Notice = g.Notice
 	noticeLeftovers(g, fs, s.ID)
-	var command *session.Command
-	if argv0 != "" {
-		if command, err = startCommand(g, argv0, opts.Command); err != nil {
-			return err
+	where := func() (func(), error) {
+		if s.GraphAtTop() {
+			g.Notice("function_graph runs at the top level: this kernel's instances cannot run it; the top level was free, and its files are put back as they were at the end")
+		} else {
+			g.Notice("function_graph runs in instance %s", s.Instance.Name)
 		}
-		s.TraceCommand(command.PID())
+		return func() {}, nil
 	}
-	if err := traceSetup(ctx, g, s); err != nil {
-		if command != nil {
-			command.Abort()
-		}
-		return err
-	}
-	defer traceTeardown(g, fs, s)
-	if s.GraphAtTop() {
-		g.Notice("function_graph runs at the top level: this kernel's instances cannot run it; the top level was free, and its files are put back as they were at the end")
-	} else {
-		g.Notice("function_graph runs in instance %s", s.Instance.Name)
-	}
-	if ctx.Err() != nil {
-		if command != nil {
-			command.Abort()
-		}
-		return ErrInterrupted
-	}
-	if err := s.Begin(); err != nil {
-		if command != nil {
-			command.Abort()
-		}
-		return err
-	}
-	return graphStream(ctx, g, opts, s, command)
+	return runSession(ctx, g, fs, s, argv0, opts.Command, where, func(command *session.Command) error {
+		return graphStream(ctx, g, opts, s, command)
+	})
 }
 
 // graphStream reads the graph's trace array until the session ends, as traceStream does, and

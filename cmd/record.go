@@ -147,43 +147,23 @@ func recordRun(ctx context.Context, opts *RecordOptions) error {
 	}
 	s.Notice = g.Notice
 	noticeLeftovers(g, fs, s.ID)
-	var command *session.Command
-	if argv0 != "" {
-		if command, err = startCommand(g, argv0, opts.Command); err != nil {
-			keepDir = false
-			return err
+	var rec *stream.Recorder
+	recorder := func() (func(), error) {
+		var err error
+		if rec, err = stream.NewRecorder(s.Instance, dir); err != nil {
+			return nil, err
 		}
-		s.TraceCommand(command.PID())
+		return func() { rec.Close() }, nil
 	}
-	abort := func() {
-		if command != nil {
-			command.Abort()
-		}
-	}
-	if err := traceSetup(ctx, g, s); err != nil {
-		abort()
+	recording := false
+	err = runSession(ctx, g, fs, s, argv0, opts.Command, recorder, func(command *session.Command) error {
+		recording = true
+		return recordTo(ctx, g, opts, rec, s.Instance, command, &keepDir)
+	})
+	if !recording { // nothing was recorded: the working directory goes
 		keepDir = false
-		return err
 	}
-	defer traceTeardown(g, fs, s)
-	rec, err := stream.NewRecorder(s.Instance, dir)
-	if err != nil {
-		abort()
-		keepDir = false
-		return err
-	}
-	defer rec.Close()
-	if ctx.Err() != nil {
-		abort()
-		keepDir = false
-		return ErrInterrupted
-	}
-	if err := s.Begin(); err != nil {
-		abort()
-		keepDir = false
-		return err
-	}
-	return recordTo(ctx, g, opts, rec, s.Instance, command, &keepDir)
+	return err
 }
 
 // recordDir makes FILE.tmp-PID beside FILE, after checking that FILE can be written there: a

@@ -166,36 +166,52 @@ func traceRun(ctx context.Context, opts *TraceOptions) error {
 	if g.DryRun {
 		return InvalidInput(errors.New("ftctl trace has no --dry-run: everything it sets up lives in its own instance and is removed at the end"))
 	}
-	// The command starts first, held at its gate: forked before ftctl's own threads are
-	// excluded from the instance (a fork of an excluded thread would be excluded too), and
-	// traced from its first instruction.
+	return runSession(ctx, g, fs, s, argv0, opts.Command, nil, func(command *session.Command) error {
+		return traceStream(ctx, g, opts, s, command)
+	})
+}
+
+// runSession runs a session of trace, graph or record: the command (argv0 and argv; argv0 ""
+// for none) started first, held at its gate (forked before ftctl's own threads are excluded
+// from the instance, since a fork of an excluded thread would be excluded too, and traced from
+// its first instruction); the session set up (traceSetup); ready, when given, for what must
+// exist before tracing starts (its cleanup deferred); tracing begun (Begin); then body with the
+// command. Once the set-up began, the teardown runs on every path; the command is aborted
+// (never released) on every failure before body, a signal during the set-up included.
+func runSession(ctx context.Context, g *Globals, fs *tracefs.FS, s *session.Session, argv0 string, argv []string,
+	ready func() (cleanup func(), err error), body func(*session.Command) error) error {
 	var command *session.Command
 	if argv0 != "" {
-		if command, err = startCommand(g, argv0, opts.Command); err != nil {
+		var err error
+		if command, err = startCommand(g, argv0, argv); err != nil {
 			return err
 		}
 		s.TraceCommand(command.PID())
 	}
-	if err := traceSetup(ctx, g, s); err != nil {
+	abort := func(err error) error {
 		if command != nil {
 			command.Abort()
 		}
 		return err
+	}
+	if err := traceSetup(ctx, g, s); err != nil {
+		return abort(err)
 	}
 	defer traceTeardown(g, fs, s)
-	if ctx.Err() != nil { // a signal during the setup: the command is never released
-		if command != nil {
-			command.Abort()
+	if ready != nil {
+		cleanup, err := ready()
+		if err != nil {
+			return abort(err)
 		}
-		return ErrInterrupted
+		defer cleanup()
+	}
+	if ctx.Err() != nil {
+		return abort(ErrInterrupted)
 	}
 	if err := s.Begin(); err != nil {
-		if command != nil {
-			command.Abort()
-		}
-		return err
+		return abort(err)
 	}
-	return traceStream(ctx, g, opts, s, command)
+	return body(command)
 }
 
 // startCommand starts the command of -- COMMAND held at its gate, with ftctl's standard
