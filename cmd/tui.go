@@ -37,9 +37,10 @@ func NewCmdTUI(g *Globals, runF func(context.Context, *TUIOptions) error) *cobra
                it for the filter (tab: the notrace list) and leaves the field (/ types another);
                a or enter applies the marks with the swap protocol after a confirmation
                showing +N/-M per list
-  3 Probes     the kprobes; a adds one, checked as you type (a caret under the mistake before
-               anything reaches the kernel; the kernel's own error_log after), tab completes
-               the function and BTF argument names; e enables or disables it here, x removes it
+  3 Probes     probes of every kind; a adds one, checked as you type (a caret under the
+               mistake before anything reaches the kernel; the kernel's own error_log after),
+               tab completes the function and BTF argument names; e enables or disables it
+               here, x removes it
   4 Top        counts per function or event (m: or comm) from the stream, sorted, live
   T / O        cycle the tracer (nop, function, function_graph: never over an empty filter)
                and turn tracing on or off;  ? help;  q quit
