@@ -35,11 +35,18 @@ var ErrEventExists = errors.New("the event exists")
 type ExistsError struct {
 	Group, Event string
 	Existing     []string // the event's probe points, as the kernel lists them
+	// OtherKind: the event is a probe of another kind (a kprobe, an fprobe...): --append
+	// cannot add to it either.
+	OtherKind bool
 }
 
 // Error names the event and its points, their text escaped (it is the kernel's, and other
 // users choose it): the message goes to terminals as it is.
 func (e *ExistsError) Error() string {
+	if e.OtherKind {
+		return fmt.Sprintf("%s/%s already exists as another kind of probe (%s): one event cannot hold two kinds (the kernel refuses it); nothing was changed",
+			printable(e.Group), printable(e.Event), printable(strings.Join(e.Existing, "; ")))
+	}
 	return fmt.Sprintf("%s/%s already exists (%s): the kernel would make this definition another probe point of it; nothing was changed",
 		printable(e.Group), printable(e.Event), printable(strings.Join(e.Existing, "; ")))
 }
@@ -348,6 +355,12 @@ func (m *Manager) Add(ctx context.Context, d *Definition, opt AddOptions) (*Adde
 		return nil, err
 	}
 	old := tracefs.ParseProbeList(string(before))
+	if d.Event != "" {
+		// an event of another kind (listed in another file, or another kind in dynamic_events)
+		if f, pts, err := m.pointsIn(group, d.Event); err == nil && len(pts) > 0 && probeKindKey(f, pts[0]) != probeKindKey(file, w.Text) {
+			return nil, &ExistsError{Group: group, Event: d.Event, Existing: pts, OtherKind: true}
+		}
+	}
 	if ex := pointsOf(old, group, d.Event); d.Event != "" && len(ex) > 0 && !opt.Append {
 		return nil, &ExistsError{Group: group, Event: d.Event, Existing: ex}
 	}
@@ -650,4 +663,18 @@ func closeNames(available, sym string, n int) []string {
 		return nil
 	}
 	return ix.Suggest(sym, n)
+}
+
+// probeKindKey tells the kinds of probe apart for one event name: the file a definition goes
+// to and its kind letter, a return probe counted with its entry kind ("r" with "p"; fexit is
+// "f" with its %return).
+func probeKindKey(file, line string) string {
+	if line == "" {
+		return file
+	}
+	c := line[0]
+	if c == 'r' {
+		c = 'p'
+	}
+	return file + ":" + string(c)
 }

@@ -71,3 +71,45 @@ func TestExistsErrorEscapes(t *testing.T) {
 		t.Errorf("%q", msg)
 	}
 }
+
+// An event name another file's probe holds (a kprobe, and now an fprobe of the same name) is
+// refused the same way, --append or not: the kernel cannot make one event of two kinds, and
+// would refuse it only after the write (exit 3).
+func TestAddRefusesEventOfAnotherKind(t *testing.T) {
+	const other = "p:kprobes/other vfs_read\n"
+	fs, root := listFS(t, map[string]string{"kprobe_events": other, "dynamic_events": other, "error_log": ""})
+	m := &Manager{FS: fs, Parser: Parser{Features: AllFeatures, Arch: "amd64"}}
+	for _, opt := range []AddOptions{{}, {Append: true}} {
+		d, err := m.Parser.Parse("f:kprobes/other vfs_write")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := m.Add(context.Background(), d, opt)
+		var ee *ExistsError
+		if !errors.As(err, &ee) || a != nil || len(ee.Existing) != 1 || !strings.Contains(err.Error(), "another kind") {
+			t.Fatalf("Add(f:kprobes/other, append %v) = %+v, %v; want an ExistsError naming the kprobe", opt.Append, a, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(root, "dynamic_events")); string(b) != other {
+			t.Errorf("wrote dynamic_events: %q", b)
+		}
+	}
+}
+
+// The other way: a kprobe named like an existing fprobe (listed in dynamic_events only).
+func TestAddRefusesKprobeOverFprobe(t *testing.T) {
+	const fprobe = "f:fprobes/other vfs_read\n"
+	fs, root := listFS(t, map[string]string{"kprobe_events": "", "dynamic_events": fprobe, "error_log": ""})
+	m := &Manager{FS: fs, Parser: Parser{Features: AllFeatures, Arch: "amd64"}}
+	d, err := m.Parser.Parse("p:fprobes/other vfs_write")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := m.Add(context.Background(), d, AddOptions{Append: true})
+	var ee *ExistsError
+	if !errors.As(err, &ee) || a != nil || !ee.OtherKind {
+		t.Fatalf("Add = %+v, %v; want an ExistsError of another kind", a, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "kprobe_events")); len(b) != 0 {
+		t.Errorf("wrote kprobe_events: %q", b)
+	}
+}

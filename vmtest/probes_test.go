@@ -770,3 +770,29 @@ func TestProbeSymbolOutsideFilterList(t *testing.T) {
 	t.Logf("on %s the kernel took %d of %d code symbols outside available_filter_functions; refusals: %v",
 		tracefs.KernelRelease(), accepted, tried, reasons)
 }
+
+// An event name held by a probe of another kind is refused before anything is written, with
+// --append too: an event probe named like someone's kprobe, a kprobe named like someone's event
+// probe (the kernel would refuse either only after the write, exit 3). Event probes are
+// announced on both kernels.
+func TestProbeAddRefusesAnotherKindsEvent(t *testing.T) {
+	removeProbeLater(t, "kinds", "same")
+	removeProbeLater(t, "kinds", "eprobe")
+	write(t, "kprobe_events", "p:kinds/same vfs_read\n")
+	write(t, "dynamic_events", "e:kinds/eprobe sched.sched_switch\n")
+	before := read(t, "dynamic_events")
+	for _, args := range [][]string{
+		{"probe", "add", "e:kinds/same sched.sched_switch"},
+		{"probe", "add", "--append", "e:kinds/same sched.sched_switch"},
+		{"probe", "add", "p:kinds/eprobe vfs_write"},
+		{"probe", "add", "--append", "p:kinds/eprobe vfs_write"},
+	} {
+		r := ftctlRun(t, args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "another kind of probe") {
+			t.Errorf("%q: %v", args, r)
+		}
+		if got := read(t, "dynamic_events"); got != before {
+			t.Errorf("%q changed dynamic_events:\n%s\nwas:\n%s", args, got, before)
+		}
+	}
+}
