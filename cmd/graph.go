@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"time"
 
@@ -123,22 +122,18 @@ func graphRun(ctx context.Context, opts *GraphOptions) error {
 	if opts.PID > 0 {
 		spec.PIDs = []int{opts.PID}
 	}
-	var argv0 string
-	if len(opts.Command) > 0 {
-		if argv0, err = exec.LookPath(opts.Command[0]); err != nil {
-			return &CommandStartError{Name: opts.Command[0], NotFound: errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist), Err: err}
-		}
+	argv0, err := lookCommand(opts.Command)
+	if err != nil {
+		return err
 	}
 	fs, err := g.FS()
 	if err != nil {
 		return err
 	}
-	s, err := session.New(fs, session.NewID(os.Getpid()), spec)
+	s, err := newSession(g, fs, spec)
 	if err != nil {
-		return sessionError(err)
+		return err
 	}
-	s.Notice = g.Notice
-	noticeLeftovers(g, fs, s.ID)
 	where := func() (func(), error) {
 		if s.GraphAtTop() {
 			g.Notice("function_graph runs at the top level: this kernel's instances cannot run it; the top level was free, and its files are put back as they were at the end")

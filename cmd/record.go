@@ -140,13 +140,11 @@ func recordRun(ctx context.Context, opts *RecordOptions) error {
 		return recordTo(ctx, g, opts, rec, nil, nil, &keepDir)
 	}
 
-	s, err := session.New(fs, session.NewID(os.Getpid()), spec)
+	s, err := newSession(g, fs, spec)
 	if err != nil {
 		keepDir = false
-		return sessionError(err)
+		return err
 	}
-	s.Notice = g.Notice
-	noticeLeftovers(g, fs, s.ID)
 	var rec *stream.Recorder
 	recorder := func() (func(), error) {
 		var err error

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -157,18 +155,28 @@ func traceRun(ctx context.Context, opts *TraceOptions) error {
 	if err != nil {
 		return err
 	}
-	s, err := session.New(fs, session.NewID(os.Getpid()), spec)
+	s, err := newSession(g, fs, spec)
 	if err != nil {
-		return sessionError(err)
+		return err
 	}
-	s.Notice = g.Notice
-	noticeLeftovers(g, fs, s.ID)
 	if g.DryRun {
 		return InvalidInput(errors.New("ftctl trace has no --dry-run: everything it sets up lives in its own instance and is removed at the end"))
 	}
 	return runSession(ctx, g, fs, s, argv0, opts.Command, nil, func(command *session.Command) error {
 		return traceStream(ctx, g, opts, s, command)
 	})
+}
+
+// newSession makes the session of trace, graph or record (its errors mapped to the exit
+// table), its notices on stderr, and says what dead sessions left behind.
+func newSession(g *Globals, fs *tracefs.FS, spec session.Spec) (*session.Session, error) {
+	s, err := session.New(fs, session.NewID(os.Getpid()), spec)
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	s.Notice = g.Notice
+	noticeLeftovers(g, fs, s.ID)
+	return s, nil
 }
 
 // runSession runs a session of trace, graph or record: the command (argv0 and argv; argv0 ""
@@ -258,11 +266,8 @@ func (opts *TraceOptions) spec() (spec session.Spec, argv0 string, err error) {
 	if spec.Notrace, err = compileAll(opts.Notrace); err != nil {
 		return spec, "", err
 	}
-	if len(opts.Command) > 0 {
-		if argv0, err = exec.LookPath(opts.Command[0]); err != nil {
-			notFound := errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist)
-			return spec, "", &CommandStartError{Name: opts.Command[0], NotFound: notFound, Err: err}
-		}
+	if argv0, err = lookCommand(opts.Command); err != nil {
+		return spec, "", err
 	}
 	return spec, argv0, nil
 }
