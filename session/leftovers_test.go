@@ -211,3 +211,21 @@ func TestTriggerRemoval(t *testing.T) {
 		}
 	}
 }
+
+// The trigger file's lines are the kernel's (and other tools'): any of them gives a removal
+// text without a panic, and a hist trigger's keeps its head.
+func FuzzTriggerRemoval(f *testing.F) {
+	for _, s := range []string{
+		"hist:keys=common_pid:vals=hitcount,bytes_req:sort=hitcount:size=2048 if bytes_req > 100 [active]",
+		"hist:keys=lat.log2:vals=hitcount:sort=lat.log2.descending:size=2048 [paused]",
+		"traceon:count=3 if x > 1", "enable_event:sched:sched_switch:unlimited", "hist", "", ":", "hist:sort=.",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		out := triggerRemoval(line)
+		if strings.HasPrefix(line, "hist:") && !strings.HasPrefix(out, "hist:") {
+			t.Errorf("%q -> %q", line, out)
+		}
+	})
+}
