@@ -371,6 +371,7 @@ func (st *state) uprobeFetch(s string, off int) (f *Fetch, err error, done bool)
 		e := st.err(off, "Invalid $-variable specified")
 		e.Hint = "user space has no BTF: $retval has no fields; dereference it, e.g. +0($retval):u32"
 		if !st.p.Features.BTFFields {
+			e.Hint += " (this kernel takes $retval alone, with --force too: its tracefs README announces no ->field)"
 			return nil, e, true // this kernel refuses it too
 		}
 		if !st.ret {
