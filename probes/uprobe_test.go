@@ -150,13 +150,16 @@ func FuzzParseUprobe(f *testing.F) {
 		"p:g/add testdata/elf/exec.elf:ftctl_add a=%di b=%si", "r testdata/elf/lib.so:0x103f $retval",
 		"p testdata/elf/exec.elf:ftctl_add+4 s=+0(%di):string x=@+0x1000:u8", "p /x:0x10%return(0x4)",
 		"p /bin/go:main.(*T).Run+2 $stack1", "p /a:b:0x10", "r /a/b:0x10 x=+u0($retval):u32",
+		"r4:g/e /a/b:0x10 x=$retval->a y=%ip:symbol", "r /a/b:0x10 x=$retvalz:symstr",
 	} {
 		f.Add(s)
 	}
 	p := uprobeParser(f)
 	pure := Parser{Features: AllFeatures, Arch: "amd64"}
+	forced := pure
+	forced.Force = true // --force: what it passes must format and parse back too
 	f.Fuzz(func(t *testing.T, src string) {
-		for _, p := range []Parser{p, pure} {
+		for _, p := range []Parser{p, pure, forced} {
 			d, err := p.Parse(src)
 			if err != nil {
 				var se *SyntaxError
@@ -166,7 +169,7 @@ func FuzzParseUprobe(f *testing.F) {
 				continue
 			}
 			text := d.String()
-			d2, err := pure.Parse(text)
+			d2, err := (Parser{Features: AllFeatures, Arch: "amd64", Force: p.Force}).Parse(text)
 			if err != nil {
 				t.Fatalf("Parse(%q) ok, its format %q does not parse: %v", src, text, err)
 			}
