@@ -85,18 +85,22 @@ type is kprobe, kretprobe, uprobe, uretprobe, fprobe, fexit (an fprobe on a func
 return), tprobe or eprobe ("" when ftctl cannot parse the kernel's line); a uprobe's "place"
 is PATH:SYMBOL[+OFFS] read back from the ELF file (PATH:0xOFFSET when the file is gone or has
 no symbol there) and it has "uprobe": {"path", "offset", "symbol", "symbol_offset",
-"segment"}; owner is ftctl for
+"segment"}; an event probe's "filter" is its "if FILTER", with "filter_from": "kernel" when
+the kernel lists it, "ftctl" when the kernel does not (6.12) and it comes from ftctl's record
+of the event probes it added (/run/ftctl); owner is ftctl for
 the groups ftctl uses (ftctl, ftctl_PID), else other; enabled_in lists the trace arrays where
 the event is enabled ("" is the top level).`
 
 	probeRemoveJSON = `One object, "removed": the GROUP/EVENT names removed (a probe already gone is not listed).`
 
-	probeArgsJSON = `One object: "func", "module" ("" for the kernel itself), "params" (each with "name"
-and "type", the C type) and "return" (the C type, "void" when none):
+	probeArgsJSON = `One object: "kind" ("function", or "tracepoint" for t:), "func" (the function or
+tracepoint), "system" (a tracepoint's, when given), "module" ("" for the kernel itself),
+"params" (each with "name" and "type", the C type) and "return" (the C type, "void" when none
+and for a tracepoint):
 
-  {"func": "vfs_read", "module": "", "params": [{"name": "file", "type": "struct file *"},
-    {"name": "buf", "type": "char *"}, {"name": "count", "type": "size_t"},
-    {"name": "pos", "type": "loff_t *"}], "return": "ssize_t"}`
+  {"kind": "function", "func": "vfs_read", "module": "", "params": [{"name": "file",
+    "type": "struct file *"}, {"name": "buf", "type": "char *"}, {"name": "count", "type":
+    "size_t"}, {"name": "pos", "type": "loff_t *"}], "return": "ssize_t"}`
 
 	probeFormatJSON = `One object: "name", "id", "fields" (each with "name", "type", "offset", "size",
 "signed", and "common" for the common_* fields every event has) and "print_fmt".`
@@ -109,7 +113,7 @@ type ProbeAddOptions struct {
 	Filter     string
 	Enable     bool
 	Append     bool
-	Force      bool // a return probe on a Go binary
+	Force      bool // pass what ftctl refuses as unsafe or misleading (probes.Parser.Force)
 }
 
 // NewCmdProbeAdd builds `ftctl probe add`.
@@ -132,8 +136,15 @@ filter restored.
 
 A uprobe's PATH:SYMBOL is resolved from the ELF file first (exit 2 naming the file and the
 reason: no such file, not ELF, no such function, several, an offset past its end); a notice
-on stderr says which file offset and PT_LOAD segment it became. A return probe on a Go
-binary is refused unless --force.
+on stderr says which file offset and PT_LOAD segment it became.
+
+--force passes what ftctl refuses although the kernel may take it, each with a warning on
+stderr: a return probe on a Go binary (unsafe: the Go runtime moves stacks); on a uprobe,
+r<N> (the kernel ignores N and the name after it and names the event itself, in group
+uprobes), the symbol and symstr types (a kernel symbol lookup of a user address: the kernel
+prints the bare address, or refuses the type), and $retval->FIELD (user space has no BTF: the
+kernel records $retval itself, on kernels that take it at all). What the kernel refuses
+stays refused.
 
 The definition may be given as one quoted argument or as several words.`,
 		Example: `  sudo ftctl probe add 'p:myopen do_sys_openat2 dfd=%di filename=+0(%si):string'
@@ -160,8 +171,19 @@ The definition may be given as one quoted argument or as several words.`,
 	c.Flags().StringVar(&opts.Filter, "filter", "", "event filter `EXPR` for the new event (events/GROUP/EVENT/filter)")
 	c.Flags().BoolVar(&opts.Enable, "enable", false, "enable the event (in the -B instance, else the top level)")
 	c.Flags().BoolVar(&opts.Append, "append", false, "add the probe point to the event when it exists (the kernel merges probes of one event name)")
-	c.Flags().BoolVar(&opts.Force, "force", false, "define a return probe on a Go binary anyway (unsafe: the Go runtime moves stacks)")
+	c.Flags().BoolVar(&opts.Force, "force", false, forceUsage)
 	return c
+}
+
+// forceUsage is the --force of probe add, trace and the console.
+// (the cases: probes.Parser.Force, and probe add's help).
+const forceUsage = "define probes ftctl refuses as unsafe or misleading anyway"
+
+// noticeForced warns on stderr of each refusal --force overrode.
+func noticeForced(g *Globals, d *probes.Definition) {
+	for _, why := range d.Forced {
+		g.Notice("--force: %s", safe(why))
+	}
 }
 
 func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
@@ -173,7 +195,7 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 	m := probes.NewManager(fs)
 	m.Parser.Kernel = probes.NewKernel(fs) // kallsyms and BTF, read when a definition needs them
 	m.Parser.User = probes.NewUserSpace()  // ELF files, read when a uprobe names one
-	m.Parser.User.Force = opts.Force
+	m.Parser.Force = opts.Force
 	d, err := m.Parser.Parse(opts.Definition)
 	var se *probes.SyntaxError
 	if errors.As(err, &se) && se.Symbol != "" {
@@ -187,6 +209,7 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 	if d.Kind == probes.Delete {
 		return InvalidInput(fmt.Errorf("%q removes a probe: use ftctl probe remove", opts.Definition))
 	}
+	noticeForced(g, d)
 	if file := d.EventsFile(); !fs.Top().Has(file) {
 		reason := "this kernel has no kprobe events (CONFIG_KPROBE_EVENTS)"
 		switch {
@@ -248,11 +271,14 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 	if d.IsUprobe() {
 		noticeUprobe(g, d.Uprobe)
 	}
-	if d.Event == "" {
+	if _, _, renamed := d.KernelName(); d.Event == "" || renamed {
 		g.Notice("the kernel named the event %s/%s", safe(a.Group), safe(a.Event))
 	}
 	if a.Appended {
 		g.Notice("added a probe point to %s/%s, which existed already", safe(a.Group), safe(a.Event))
+	}
+	if a.Warning != "" {
+		g.Notice("%s", safe(a.Warning))
 	}
 	if opts.Enable {
 		g.Notice("enabled %s/%s in the %s", safe(a.Group), safe(a.Event), labelOf(g.Instance))
@@ -421,6 +447,9 @@ func probeListRun(_ context.Context, opts *ProbeListOptions) error {
 		def := p.Definition
 		if p.Uprobe != nil && p.Uprobe.Symbol != "" {
 			def += "  # " + p.Place
+		}
+		if p.FilterFrom == "ftctl" {
+			def += "  # if " + p.Filter + " (ftctl's record: the kernel does not list it)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safe(p.Name()), typ, p.Owner, safe(en), safe(def))
 	}
@@ -706,17 +735,25 @@ type ProbeArgsOptions struct {
 func NewCmdProbeArgs(g *Globals, runF func(context.Context, *ProbeArgsOptions) error) *cobra.Command {
 	opts := &ProbeArgsOptions{G: g}
 	return &cobra.Command{
-		Use:   "args FUNC | MODULE:FUNC",
-		Short: "List a kernel function's parameters and their types, from BTF",
+		Use:   "args FUNC | MODULE:FUNC | t:[SYSTEM:]TRACEPOINT",
+		Short: "List a kernel function's parameters, or a tracepoint's arguments, from BTF",
 		Long: `List a function's parameters with their C types and its return type, as the kernel's BTF
 describes them (/sys/kernel/btf/vmlinux, and /sys/kernel/btf/MODULE for a loaded module's
 functions): the names a probe definition can use on kernels that take BTF arguments (6.x built
 with CONFIG_PROBE_EVENTS_BTF_ARGS), e.g. 'p vfs_read count pos' or 'file->f_path.dentry'.
-A function BTF does not describe is exit 2, with close function names; a kernel (or module)
-without BTF is exit 4. Read only.`,
+
+t:TRACEPOINT (or t:SYSTEM:TRACEPOINT, or a bare name that is a tracepoint and no function)
+lists what a tracepoint probe (t:) can fetch: the arguments the tracepoint passes, from the
+BTF of its stub __probestub_TRACEPOINT, as 'bpftrace -lv tracepoint:...' lists them; e.g.
+'t sched_switch prev->pid next->comm:string'. Where the tracefs README announces no
+tracepoint probes (6.1), it says so: exit 4.
+
+A function or tracepoint BTF does not describe is exit 2, with close names; a kernel (or
+module) without BTF is exit 4. Read only.`,
 		Example: `  sudo ftctl probe args vfs_read
   sudo ftctl probe args ext4:ext4_file_open
-  sudo ftctl probe args do_sys_openat2 -o json`,
+  sudo ftctl probe args do_sys_openat2 -o json
+  sudo ftctl probe args t:sched:sched_switch          # a tracepoint probe's arguments`,
 		Args:              args(cobra.ExactArgs(1)),
 		Annotations:       map[string]string{AnnotationJSON: probeArgsJSON},
 		ValidArgsFunction: completeFunctionNames(g),
@@ -733,7 +770,34 @@ func probeArgsRun(_ context.Context, opts *ProbeArgsOptions) error {
 	if err != nil { // BTF does not need tracefs: without it, no close names
 		fs = kernelFiles(&tracefs.FS{})
 	}
-	info, err := probes.NewKernel(fs).FuncArgs(opts.Func)
+	k := probes.NewKernel(fs)
+	tprobes := fs.Mount.Path != "" && fs.DetectFeatures().Probe.Tprobe
+	var info *probes.FuncInfo
+	if rest, ok := strings.CutPrefix(opts.Func, "t:"); ok {
+		if !tprobes {
+			return probes.ErrNoTprobes
+		}
+		system, name, ok := strings.Cut(rest, ":")
+		if !ok {
+			system, name, ok = strings.Cut(rest, "/")
+		}
+		if !ok {
+			system, name = "", rest
+		}
+		if name == "" || strings.ContainsAny(name, ":/") {
+			return InvalidInput(fmt.Errorf("%q: a tracepoint is t:TRACEPOINT or t:SYSTEM:TRACEPOINT", opts.Func))
+		}
+		info, err = k.TracepointArgs(system, name)
+	} else {
+		info, err = k.FuncArgs(opts.Func)
+		if errors.Is(err, probes.ErrNoFunc) && !strings.Contains(opts.Func, ":") && k.IsTracepoint(opts.Func) {
+			// not a function: a tracepoint's name
+			if !tprobes {
+				return fmt.Errorf("%s is a tracepoint, not a function: %w", safe(opts.Func), probes.ErrNoTprobes)
+			}
+			info, err = k.TracepointArgs("", opts.Func)
+		}
+	}
 	if errors.Is(err, probes.ErrNoFunc) {
 		return InvalidInput(err)
 	}
@@ -744,6 +808,12 @@ func probeArgsRun(_ context.Context, opts *ProbeArgsOptions) error {
 		return writeJSON(g.Out, info)
 	}
 	name := info.Func
+	if info.Kind == "tracepoint" {
+		name = "tracepoint " + name + " (t:" + name + ")"
+		if info.System != "" {
+			name = "tracepoint " + info.System + ":" + info.Func + " (t:" + info.Func + ")"
+		}
+	}
 	if info.Module != "" {
 		name += " [" + info.Module + "]"
 	}
@@ -751,7 +821,9 @@ func probeArgsRun(_ context.Context, opts *ProbeArgsOptions) error {
 	for _, p := range info.Params {
 		fmt.Fprintf(g.Out, "    %s\n", safe(declare(p.Type, p.Name)))
 	}
-	fmt.Fprintf(g.Out, "    returns %s\n", safe(info.Return))
+	if info.Kind != "tracepoint" {
+		fmt.Fprintf(g.Out, "    returns %s\n", safe(info.Return))
+	}
 	return nil
 }
 

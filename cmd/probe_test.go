@@ -240,3 +240,54 @@ func TestProbeArgs(t *testing.T) {
 		t.Errorf("no BTF: exit %d: %s", code, errs)
 	}
 }
+
+// probe args t:...: a tracepoint probe's arguments where the README announces t: (6.12), a
+// bare tracepoint name too; exit 4 saying so where it does not (6.1's README).
+func TestProbeArgsTracepoint(t *testing.T) {
+	root := fakeProbeRoot(t)
+	t.Setenv("FTCTL_BTF", fixture.BTFDir(t))
+	if err := os.WriteFile(filepath.Join(root, "available_events"), []byte("sched:sched_switch\nsched:sched_wakeup\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "tracepoint sched:sched_switch (t:sched_switch)\n    _Bool preempt\n    struct task_struct *prev\n    struct task_struct *next\n    unsigned int prev_state\n"
+	for _, ref := range []string{"t:sched:sched_switch", "t:sched/sched_switch"} {
+		if code, out, errs := run(t, "--tracefs", root, "probe", "args", ref); code != 0 || out != want {
+			t.Errorf("%s: exit %d, stdout:\n%s\nwant:\n%s\nstderr: %s", ref, code, out, want, errs)
+		}
+	}
+	for _, ref := range []string{"t:sched_switch", "sched_switch"} {
+		if code, out, errs := run(t, "--tracefs", root, "probe", "args", ref); code != 0 || !strings.HasPrefix(out, "tracepoint sched_switch (t:sched_switch)\n    _Bool preempt\n") {
+			t.Errorf("%s: exit %d: %s%s", ref, code, out, errs)
+		}
+	}
+	code, out, _ := run(t, "--tracefs", root, "probe", "args", "t:sched_switch", "-o", "json")
+	var got probes.FuncInfo
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got.Kind != "tracepoint" || len(got.Params) != 4 {
+		t.Errorf("json: exit %d, %v: %s", code, err, out)
+	}
+	for ref, msg := range map[string]string{
+		"t:sched_wakeup":        "sched_wakeup: no such tracepoint",
+		"t:irq:sched_switch":    "irq:sched_switch: no such tracepoint",
+		"t:sched:":              "a tracepoint is t:TRACEPOINT or t:SYSTEM:TRACEPOINT",
+		"t:a:b:c":               "a tracepoint is t:TRACEPOINT",
+		"vfs_reed":              "no such function",
+		"t:sched:sched_switchx": "no such tracepoint",
+	} {
+		if code, _, errs := run(t, "--tracefs", root, "probe", "args", ref); code != 2 || !strings.Contains(errs, msg) {
+			t.Errorf("%s: exit %d: %s", ref, code, errs)
+		}
+	}
+	// 6.1's README: no t: announced.
+	readme, err := os.ReadFile("../tracefs/testdata/6.1/README")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "README"), readme, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{"t:sched:sched_switch", "sched_switch"} {
+		if code, _, errs := run(t, "--tracefs", root, "probe", "args", ref); code != 4 || !strings.Contains(errs, "does not announce tracepoint probes") {
+			t.Errorf("6.1 %s: exit %d: %s", ref, code, errs)
+		}
+	}
+}

@@ -38,6 +38,7 @@ type TraceOptions struct {
 	Options     []string // -O
 	// EventFilter: --filter, set on every event the session enables (at most one).
 	EventFilter []string
+	Force       bool // --force: -p definitions ftctl refuses as unsafe or misleading
 }
 
 const errCommandExited = stream.EndCause("the command exited")
@@ -67,7 +68,9 @@ running session from a dead one in any pid namespace. ftctl's own threads are ke
 instance (set_ftrace_notrace_pid, set_event_notrace_pid); --include-self keeps them in.
 Function filters go through the swap protocol, probes are validated before they reach the
 kernel, and everything is checked before anything is changed: a mistake exits 2 with nothing
-done.
+done. --force passes the -p definitions ftctl refuses as unsafe or misleading, as probe add
+--force does (a warning each on stderr), but not r<N> on a uprobe: the kernel would put that
+event outside the session's group.
 
 -f/--function PATTERN chooses functions, --filter EXPR events (trace-cmd's -f): the one --filter
 applies to every event the session enables (each -e event, every event of a system named whole
@@ -114,6 +117,7 @@ env(1) and timeout(1), ftctl's own failures are then 125 (never 1-5, which the c
 	f.StringArrayVarP(&opts.Events, "event", "e", nil, "enable `SYSTEM[:EVENT]`: sched:sched_switch, or globs as sched:* (repeatable)")
 	registerFlagCompletion(c, "event", completeEventNames(g))
 	registerFlagCompletion(c, "probe", completeProbeDefinition(g, true))
+	f.BoolVar(&opts.Force, "force", false, forceUsage+" (-p; see probe add --help)")
 	registerFlagCompletion(c, "function", completeFunctionNames(g))
 	f.StringArrayVar(&opts.EventFilter, "filter", nil, "record only the events of -e and -p for which `EXPR` holds, e.g. 'prev_pid == 1'")
 	registerFlagCompletion(c, "notrace", completeFunctionNames(g))
@@ -175,6 +179,9 @@ func newSession(g *Globals, fs *tracefs.FS, spec session.Spec) (*session.Session
 		return nil, sessionError(err)
 	}
 	s.Notice = g.Notice
+	for _, why := range s.Forced() {
+		g.Notice("--force: %s", safe(why))
+	}
 	noticeLeftovers(g, fs, s.ID)
 	return s, nil
 }
@@ -242,7 +249,7 @@ func (opts *TraceOptions) spec() (spec session.Spec, argv0 string, err error) {
 	if opts.Duration < 0 || opts.Count < 0 {
 		return spec, "", InvalidInput(errors.New("--duration and --count must not be negative"))
 	}
-	spec = session.Spec{Probes: opts.Probes, Events: opts.Events, Tracer: opts.Tracer, PIDs: opts.PID, IncludeSelf: opts.IncludeSelf,
+	spec = session.Spec{Probes: opts.Probes, Force: opts.Force, Events: opts.Events, Tracer: opts.Tracer, PIDs: opts.PID, IncludeSelf: opts.IncludeSelf,
 		BufferKB: opts.BufferKB, Clock: opts.Clock, Options: opts.Options}
 	if spec.EventFilter, err = opts.eventFilter(); err != nil {
 		return spec, "", err

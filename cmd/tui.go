@@ -20,6 +20,7 @@ type TUIOptions struct {
 	RingSize int    // --ring
 	File     string // --file: a recording instead of a kernel
 	Recover  bool   // --recover: File is the directory a killed ftctl record left
+	Force    bool   // --force: the probe field passes what probe add --force passes
 }
 
 // NewCmdTUI builds `ftctl tui`. runF replaces the run function in tests.
@@ -83,6 +84,7 @@ for a live stream, the last --ring events are kept.`,
 	c.Flags().IntVar(&opts.RingSize, "ring", tui.DefaultRingSize, "keep the last `N` events (memory is bounded by it)")
 	c.Flags().StringVar(&opts.File, "file", "", "show the recording `FILE` (a trace.dat) instead of a kernel")
 	c.Flags().BoolVar(&opts.Recover, "recover", false, "with --file: FILE is the FILE.tmp-PID directory a killed 'ftctl record' left")
+	c.Flags().BoolVar(&opts.Force, "force", false, forceUsage+" (Probes view; see probe add --help)")
 	registerFlagCompletion(c, "file", completeFiles)
 	return c
 }
@@ -149,6 +151,7 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	}
 
 	backend := tui.NewKernelBackend(fs, inst, group, g.LockTimeout)
+	backend.SetForce(opts.Force)
 	defer func() {
 		// the Top view's count, if one runs: its session removed
 		if err := backend.Close(); err != nil {

@@ -27,6 +27,8 @@ type Kernel struct {
 	functions func() *filters.Index
 	format    func(system, event string) (*tracefs.Format, error)
 	dynamic   func() map[tracefs.EventName]string
+	// events is available_events (tracepoints, and every other event), nil when unreadable.
+	events func() []tracefs.EventName
 	// Suggest, when set, names functions close to an unknown symbol.
 	Suggest func(sym string) []string
 
@@ -65,6 +67,16 @@ func NewKernel(fs *tracefs.FS) *Kernel {
 			return fs.Top().EventFormat(system, event)
 		},
 		dynamic: sync.OnceValue(fs.DynamicEvents),
+		events: sync.OnceValue(func() []tracefs.EventName {
+			if fs.Mount.Path == "" {
+				return nil
+			}
+			evs, err := fs.Top().AvailableEvents()
+			if err != nil {
+				return nil
+			}
+			return evs
+		}),
 		Suggest: func(sym string) []string {
 			if fs.Mount.Path == "" { // no tracefs: no function list
 				return nil
@@ -346,10 +358,13 @@ type Param struct {
 	Type string `json:"type"` // C, e.g. "struct file *"
 }
 
-// FuncInfo is a function's signature from BTF, for `ftctl probe args`.
+// FuncInfo is a function's signature from BTF, or a tracepoint's arguments, for `ftctl probe
+// args`.
 type FuncInfo struct {
+	Kind   string  `json:"kind"` // "function", or "tracepoint" (TracepointArgs)
 	Func   string  `json:"func"`
-	Module string  `json:"module"` // "" for vmlinux
+	System string  `json:"system,omitempty"` // a tracepoint's system, when given
+	Module string  `json:"module"`           // "" for vmlinux
 	Params []Param `json:"params"`
 	Return string  `json:"return"`
 }
@@ -357,14 +372,19 @@ type FuncInfo struct {
 // ErrNoFunc: BTF has no function of that name.
 var ErrNoFunc = errors.New("no such function in BTF")
 
-// NoFuncError is a function BTF does not describe, with close names.
+// NoFuncError is a function (or a tracepoint) BTF does not describe, with close names.
 type NoFuncError struct {
 	Func        string
+	Tracepoint  bool
 	Suggestions []string
 }
 
 func (e *NoFuncError) Error() string {
 	msg := fmt.Sprintf("%s: no such function in the kernel's BTF", printable(e.Func))
+	if e.Tracepoint {
+		msg = fmt.Sprintf("%s: no such tracepoint (the kernel's BTF has no stub __probestub_%s, which a tracepoint probe's arguments come from)",
+			printable(e.Func), printable(e.Func[strings.IndexByte(e.Func, ':')+1:]))
+	}
 	if len(e.Suggestions) > 0 {
 		msg += "; did you mean " + printable(strings.Join(e.Suggestions, ", ")) + "?"
 	}
@@ -397,7 +417,7 @@ func (k *Kernel) FuncArgs(ref string) (*FuncInfo, error) {
 		}
 		return nil, e
 	}
-	info := &FuncInfo{Func: name, Module: f.module, Params: []Param{}, Return: CType(f.proto.Return)}
+	info := &FuncInfo{Kind: "function", Func: name, Module: f.module, Params: []Param{}, Return: CType(f.proto.Return)}
 	for _, p := range f.proto.Params {
 		info.Params = append(info.Params, Param{Name: p.Name, Type: CType(p.Type)})
 	}

@@ -21,8 +21,10 @@ var fetchTypes = []string{"u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64",
 // Complete is the candidates for the last word of line, a kprobe, kretprobe, uprobe, fprobe,
 // tracepoint probe or event probe definition being typed (the words before it as typed, the last one partial, "" after a
 // space), each the whole word. funcs gives the function names starting with a prefix, for the
-// probed place (nil: none). Only what this kernel's grammar announces is offered (p.Features:
-// BTF names and members, $argN, $comm, the types); without BTF (p.Kernel), no names.
+// probed place (nil: none); the place of t: (tracepoints BTF has a stub for) and of e:
+// (SYSTEM.EVENT) comes from available_events through p.Kernel. Only what this kernel's
+// grammar announces is offered (p.Features: the kinds, BTF names and members, $argN, $comm,
+// the types); without BTF (p.Kernel), no names.
 func (p Parser) Complete(line string, funcs func(prefix string) []string) []string {
 	words := strings.Fields(line)
 	partial := ""
@@ -34,6 +36,16 @@ func (p Parser) Complete(line string, funcs func(prefix string) []string) []stri
 	}
 	kind := words[0][0]
 	switch {
+	case kind == 't' && len(words) == 1: // the tracepoint, where the README announces t:
+		if !p.Features.Tprobe || strings.ContainsAny(partial, ":/.") {
+			return nil
+		}
+		return p.Kernel.TracepointNames(partial)
+	case kind == 'e' && len(words) == 1: // the attached event, SYSTEM.EVENT
+		if !p.Features.Eprobe {
+			return nil
+		}
+		return p.Kernel.EventPlaces(partial)
 	case kind == 'e' && len(words) > 1:
 		return p.completeEprobe(words, partial)
 	case kind == 't' && len(words) > 1:
@@ -43,7 +55,7 @@ func (p Parser) Complete(line string, funcs func(prefix string) []string) []stri
 		}
 		return p.completeArg(fn, false, true, partial)
 	case kind != 'p' && kind != 'r' && kind != 'f':
-		return nil // the place of t: and e:, "-:" removals: nothing to offer yet
+		return nil // "-:" removals: nothing to offer
 	}
 	if len(words) == 1 { // the probed place
 		if funcs == nil || strings.ContainsAny(partial, ":+%") {

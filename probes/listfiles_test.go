@@ -129,3 +129,55 @@ func TestEventsFile(t *testing.T) {
 		}
 	}
 }
+
+// TestEprobeFilterRecord: the kernel lists an event probe without its "if FILTER" (6.12):
+// List shows the filter ftctl recorded when it added the probe, marked as ftctl's record, only
+// for the very line the kernel lists and only in the boot it was written in; the kernel's own
+// filter, where it lists one, is the kernel's; removing the event drops the record.
+func TestEprobeFilterRecord(t *testing.T) {
+	line := "e:ftctl/ee sched.sched_switch p=$prev_pid"
+	fs, root := listFS(t, map[string]string{"kprobe_events": "", "dynamic_events": line + "\ne:ftctl/other sched.sched_switch\ne:ftctl/kf sched.sched_switch if prev_pid>0\n"})
+	fs.StateDir = filepath.Join(t.TempDir(), "state")
+	fs.BootIDFile = filepath.Join(root, "boot_id")
+	os.WriteFile(fs.BootIDFile, []byte("boot-1\n"), 0o644)
+	m := &Manager{FS: fs}
+	if err := m.recordFilters([]string{line}, "prev_pid > 0", ""); err != nil {
+		t.Fatal(err)
+	}
+	filters := func() map[string]string {
+		l, err := m.List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, p := range l {
+			if p.Filter != "" {
+				out[p.Name()] = p.Filter + " from " + p.FilterFrom
+			}
+		}
+		return out
+	}
+	got := filters()
+	if len(got) != 2 || got["ftctl/ee"] != "prev_pid > 0 from ftctl" || got["ftctl/kf"] != "prev_pid>0 from kernel" {
+		t.Errorf("filters %v", got)
+	}
+	if fi, err := os.Stat(fs.StateDir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("state directory: %v %v", fi, err)
+	}
+	// another boot: nothing shown
+	os.WriteFile(fs.BootIDFile, []byte("boot-2\n"), 0o644)
+	if got := filters(); len(got) != 1 {
+		t.Errorf("a record of an earlier boot shown: %v", got)
+	}
+	os.WriteFile(fs.BootIDFile, []byte("boot-1\n"), 0o644)
+	// the event removed: its record goes
+	if err := m.recordFilters(nil, "", "ftctl/ee"); err != nil {
+		t.Fatal(err)
+	}
+	if got := filters(); len(got) != 1 {
+		t.Errorf("after removal: %v", got)
+	}
+	if _, err := os.Stat(filepath.Join(fs.StateDir, filterRecordFile)); !os.IsNotExist(err) {
+		t.Errorf("an empty record is removed: %v", err)
+	}
+}

@@ -71,12 +71,17 @@ type Probe struct {
 	Event string `json:"event"`
 	// Type is the kind: "kprobe", "kretprobe", "uprobe", "uretprobe", "fprobe", "fexit",
 	// "tprobe" or "eprobe" ("" when ftctl cannot parse the kernel's line).
-	Type       string      `json:"type"`
-	Definition string      `json:"definition"`
-	Place      string      `json:"place"`
-	Owner      string      `json:"owner"`      // "ftctl" or "other"
-	EnabledIn  []string    `json:"enabled_in"` // "" = top level, else instance names
-	Parsed     *Definition `json:"-"`          // nil when ftctl cannot parse the kernel's line
+	Type       string   `json:"type"`
+	Definition string   `json:"definition"`
+	Place      string   `json:"place"`
+	Owner      string   `json:"owner"`      // "ftctl" or "other"
+	EnabledIn  []string `json:"enabled_in"` // "" = top level, else instance names
+	// Filter is an event probe's "if FILTER": from the kernel's listing (FilterFrom "kernel"),
+	// or, where the kernel lists none, from ftctl's record of the probes it added
+	// (filterrecord.go; FilterFrom "ftctl").
+	Filter     string      `json:"filter,omitempty"`
+	FilterFrom string      `json:"filter_from,omitempty"`
+	Parsed     *Definition `json:"-"` // nil when ftctl cannot parse the kernel's line
 	// File is where the kernel lists it: kprobe_events, uprobe_events, or dynamic_events for
 	// the kinds only that file takes (fprobes, tracepoint probes, event probes).
 	File string `json:"-"`
@@ -108,10 +113,11 @@ func (m *Manager) List() ([]Probe, error) {
 		return nil, err
 	}
 	instances, _ := m.FS.Instances()
-	all := Parser{Features: AllFeatures}
+	all := Parser{Features: AllFeatures, Force: true} // whatever the kernel lists
 	var out []Probe
 	seen := map[string]int{}
 	elf := NewUserSpace()
+	var records map[string]string // the kernel's line → the filter ftctl wrote (read on need)
 	for _, e := range entries {
 		p := Probe{Group: e.Group, Event: e.Event, Definition: e.Definition, Owner: "other", EnabledIn: []string{}, File: e.File}
 		if tracefs.OwnedGroup(e.Group) {
@@ -124,6 +130,19 @@ func (m *Manager) List() ([]Probe, error) {
 			if d.Uprobe != nil {
 				p.Uprobe = listUprobe(d.Uprobe, elf)
 				p.Place = p.Uprobe.Place
+			}
+			if d.Kind == Eprobe && d.Filter != "" {
+				p.Filter, p.FilterFrom = d.Filter, "kernel"
+			} else if d.Kind == Eprobe {
+				if records == nil {
+					records = map[string]string{}
+					for _, r := range m.filterRecords() {
+						records[r.Definition] = r.Filter
+					}
+				}
+				if f, ok := records[e.Definition]; ok {
+					p.Filter, p.FilterFrom = f, "ftctl"
+				}
 			}
 		}
 		// A multi-probe event is listed once per probe point: one entry per line, the
@@ -293,6 +312,9 @@ type Added struct {
 	Lines        []string // the kernel's listing of what was added
 	Written      string   // what ftctl wrote
 	Appended     bool     // the event existed: a probe point was added to it
+	// Warning: what went wrong after the probe was added, which leaves it in place (ftctl's
+	// record of an event probe's filter could not be written); "" for none.
+	Warning string
 }
 
 // RejectedError is the kernel refusing a definition, with its own diagnosis under the user's
@@ -349,20 +371,24 @@ func (m *Manager) Add(ctx context.Context, d *Definition, opt AddOptions) (*Adde
 	if err != nil {
 		return nil, err
 	}
+	event := d.Event
+	if g, e, ok := d.KernelName(); ok { // written as given; the kernel names it itself
+		group, event = g, e
+	}
 	top := m.FS.Top()
 	before, err := top.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
 	old := tracefs.ParseProbeList(string(before))
-	if d.Event != "" {
+	if event != "" {
 		// an event of another kind (listed in another file, or another kind in dynamic_events)
-		if f, pts, err := m.pointsIn(group, d.Event); err == nil && len(pts) > 0 && probeKindKey(f, pts[0]) != probeKindKey(file, w.Text) {
-			return nil, &ExistsError{Group: group, Event: d.Event, Existing: pts, OtherKind: true}
+		if f, pts, err := m.pointsIn(group, event); err == nil && len(pts) > 0 && probeKindKey(f, pts[0]) != probeKindKey(file, w.Text) {
+			return nil, &ExistsError{Group: group, Event: event, Existing: pts, OtherKind: true}
 		}
 	}
-	if ex := pointsOf(old, group, d.Event); d.Event != "" && len(ex) > 0 && !opt.Append {
-		return nil, &ExistsError{Group: group, Event: d.Event, Existing: ex}
+	if ex := pointsOf(old, group, event); event != "" && len(ex) > 0 && !opt.Append {
+		return nil, &ExistsError{Group: group, Event: event, Existing: ex}
 	}
 	if top.Has("error_log") {
 		if err := top.Truncate("error_log"); err != nil {
@@ -372,12 +398,12 @@ func (m *Manager) Add(ctx context.Context, d *Definition, opt AddOptions) (*Adde
 	if err := top.Write(file, w.Text+"\n"); err != nil {
 		return nil, m.rejected(d, w, before, err)
 	}
-	a := &Added{Group: group, Event: d.Event, Written: w.Text}
+	a := &Added{Group: group, Event: event, Written: w.Text}
 	if m.FS.DryRun != nil {
 		if a.Event == "" {
 			a.Event = "(named by the kernel)"
 		}
-		a.Appended = d.Event != "" && len(pointsOf(old, group, d.Event)) > 0
+		a.Appended = event != "" && len(pointsOf(old, group, event)) > 0
 		return a, nil
 	}
 	after, err := top.ReadFile(file)
@@ -389,7 +415,7 @@ func (m *Manager) Add(ctx context.Context, d *Definition, opt AddOptions) (*Adde
 		was[e.Definition] = true
 	}
 	for _, e := range tracefs.ParseProbeList(string(after)) {
-		if e.Group == group && !was[e.Definition] && (d.Event == "" || e.Event == d.Event) {
+		if e.Group == group && !was[e.Definition] && (event == "" || e.Event == event) {
 			a.Event = e.Event
 			a.Lines = append(a.Lines, e.Definition)
 		}
@@ -411,6 +437,11 @@ func (m *Manager) Add(ctx context.Context, d *Definition, opt AddOptions) (*Adde
 	if opt.Filter != "" || opt.Enable {
 		if err := m.configure(ctx, a, opt); err != nil {
 			return nil, err
+		}
+	}
+	if d.Kind == Eprobe && d.Filter != "" {
+		if err := m.recordFilters(a.Lines, d.Filter, ""); err != nil {
+			a.Warning = fmt.Sprintf("%v: probe list will not show the filter of %s/%s (the kernel does not list it)", err, a.Group, a.Event)
 		}
 	}
 	return a, nil
@@ -627,6 +658,15 @@ func (m *Manager) remove(ctx context.Context, group, event, def string) error {
 		return fmt.Errorf("%s/%s is still in use after disabling it in every trace array (perf, BPF, or another event's enable_event trigger holds it): %w", group, event, err)
 	default:
 		return err
+	}
+	if m.FS.DryRun == nil && file == dynamicEvents {
+		// ftctl's record of event probe filters: best effort (a record is shown only for
+		// the very line the kernel lists).
+		if def == "" {
+			_ = m.recordFilters(nil, "", group+"/"+event)
+		} else {
+			_ = m.recordFilters([]string{def}, "", "")
+		}
 	}
 	if def == "" || m.FS.DryRun != nil {
 		return nil

@@ -60,7 +60,11 @@ type Definition struct {
 	AttachSystem, AttachEvent string
 	Filter                    string
 
-	argEnd int // tokens[2:argEnd] are the arguments (an event probe's "if" ends them); 0: all
+	// Forced says what Parser.Force let through, one sentence each, for a warning.
+	Forced []string
+
+	argEnd int  // tokens[2:argEnd] are the arguments (an event probe's "if" ends them); 0: all
+	force  bool // parsed with Parser.Force (ResolveUprobe checks a Go return probe later)
 
 	src    string
 	tokens []span // argv as the kernel's argv_split() sees it
@@ -130,6 +134,11 @@ type Parser struct {
 	// User, when set, resolves a uprobe's PATH:SYMBOL from the ELF file and checks the file
 	// (uprobe.go); without it a uprobe place is checked as grammar only.
 	User *UserSpace
+	// Force passes what ftctl refuses although the kernel may take it, because it is unsafe
+	// or does not do what it says (--force): a return probe on a Go binary, r<N> on a uprobe,
+	// the symbol and symstr types of a uprobe, $retval's fields on a uprobe (uprobe.go). Each
+	// one passed is noted in Definition.Forced. What the kernel refuses stays refused.
+	Force bool
 }
 
 // AllFeatures enables every feature the parser knows: for parsing what a kernel lists, and
@@ -142,7 +151,7 @@ var AllFeatures = tracefs.ProbeFeatures{
 
 // Parse parses and validates one definition line. Errors are *SyntaxError, positioned in src.
 func (p Parser) Parse(src string) (*Definition, error) {
-	st := &state{p: p, d: &Definition{src: src}}
+	st := &state{p: p, d: &Definition{src: src, force: p.Force}}
 	if err := st.parse(); err != nil {
 		return nil, err
 	}

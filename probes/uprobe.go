@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -85,8 +86,6 @@ func isUprobePlace(place string) bool {
 // leaves it nil where no IO may run (the console's editor at each key): the place is then
 // checked as grammar only and resolved when the probe is added.
 type UserSpace struct {
-	// Force allows return probes on Go functions (see goReturnReason).
-	Force bool
 	open  func(string) (*Binary, error)
 	files map[string]binaryOrErr
 }
@@ -133,9 +132,16 @@ func (st *state) parseUprobePlace() error {
 	d.Uprobe = u
 	st.fnDone = true // no BTF for user space: proto() knows nothing
 	if d.MaxActive != 0 {
+		// __trace_uprobe_create() reads an event name only when argv[0][1] is ':' (6.1 and
+		// 6.12 alike): after r<N> it drops the N, the group and the event, and names the
+		// event p_FILE_0xOFFSET in group uprobes (KernelName).
 		e := st.errAt(0, 1, "uprobes take no maxactive")
-		e.Hint = "r<N> is for kretprobes; trace_uprobe.c would ignore the event name after it"
-		return e
+		e.Hint = "the kernel ignores r<N> on a uprobe and the name after it: it names the event itself (" +
+			UprobeGroup + "/p_FILE_0xOFFSET); write r:GROUP/EVENT"
+		if err := st.unlessForced(e, "the kernel ignores the maxactive of "+st.text(0)+
+			" on a uprobe and the name after it: it names the event itself, in group "+UprobeGroup); err != nil {
+			return err
+		}
 	}
 	if u.Path == "" {
 		return st.err(0, "Failed to find the given file")
@@ -254,7 +260,7 @@ func (st *state) resolveUprobe(us *UserSpace, restOff int) error {
 			}
 		}
 		u.Resolved = true
-		return st.goReturn(us)
+		return st.goReturn()
 	}
 	if berr != nil {
 		e := st.err(restOff, "Cannot resolve the symbol")
@@ -299,14 +305,29 @@ func (st *state) resolveUprobe(us *UserSpace, restOff int) error {
 		return e
 	}
 	u.Offset, u.Segment, u.Func, u.Resolved = f.Offset+u.SymOff, &seg, &f, true
-	return st.goReturn(us)
+	return st.goReturn()
 }
 
-func (st *state) goReturn(us *UserSpace) error {
-	if st.d.Uprobe.Go && st.ret && !us.Force {
+func (st *state) goReturn() error {
+	if st.d.Uprobe.Go && st.ret {
 		e := st.errAt(0, 0, "return probe on a Go binary")
 		e.Hint = goReturnReason + "; --force defines it anyway (safe only for a function that cannot grow its stack)"
+		return st.unlessForced(e, goReturnReason)
+	}
+	return nil
+}
+
+// unlessForced is e, or nil with note kept in Definition.Forced when the definition is
+// parsed with Parser.Force: for what ftctl refuses although the kernel may take it.
+func (st *state) unlessForced(e *SyntaxError, note string) error {
+	if !st.d.force {
+		if !strings.Contains(e.Hint, "--force") {
+			e.Hint += "; --force passes it to the kernel"
+		}
 		return e
+	}
+	if !slices.Contains(st.d.Forced, note) {
+		st.d.Forced = append(st.d.Forced, note)
 	}
 	return nil
 }
@@ -342,9 +363,26 @@ func (st *state) uprobeFetch(s string, off int) (f *Fetch, err error, done bool)
 		e.Hint = "$argN is for kernel functions; on x86-64 a C function's arguments are in %di %si %dx %cx %r8 %r9"
 		return nil, e, true
 	case strings.HasPrefix(s, "$retval") && s != "$retval":
+		// Since the BTF field access series (6.6, "tracing/probes: Support BTF field access
+		// from $retval", which also put <argname>[->field...] in the README), parse_probe_vars
+		// takes any "$retval..." of a uprobe (no TPARG_FL_KERNEL) as $retval itself: the
+		// fields are dropped, though the kernel lists the argument as written. Before it,
+		// only "$retval" itself.
 		e := st.err(off, "Invalid $-variable specified")
 		e.Hint = "user space has no BTF: $retval has no fields; dereference it, e.g. +0($retval):u32"
-		return nil, e, true
+		if !st.p.Features.BTFFields {
+			e.Hint += " (this kernel takes $retval alone, with --force too: its tracefs README announces no ->field)"
+			return nil, e, true // this kernel refuses it too
+		}
+		if !st.ret {
+			return nil, st.err(off, "$retval is not available on probe"), true // RETVAL_ON_PROBE, first
+		}
+		e.Hint += " (this kernel would record $retval itself and ignore " + strconv.Quote(s[len("$retval"):]) + ")"
+		if err := st.unlessForced(e, "the kernel records $retval itself for "+s+" on a uprobe: user space has no BTF, so it ignores "+
+			strconv.Quote(s[len("$retval"):])+", and lists the argument as written"); err != nil {
+			return nil, err, true
+		}
+		return &Fetch{Kind: FetchRetval, Text: s[len("$retval"):]}, nil, true
 	case s != "" && (isalpha(s[0]) || s[0] == '_'):
 		msg := "Invalid fetch argument"
 		if st.p.Features.BTFArgs {
@@ -358,13 +396,40 @@ func (st *state) uprobeFetch(s string, off int) (f *Fetch, err error, done bool)
 }
 
 // uprobeType refuses the types that name kernel symbols: a uprobe's values are user addresses,
-// which no kernel symbol holds (6.12 refuses them for uprobes, "Unknown type is specified";
-// 6.1 takes them and prints the bare address).
+// which no kernel symbol holds. Kernels with "tracing/probes: Reject symbol/symstr type for
+// uprobe" (6.2; 6.12 here) refuse them, "Unknown type is specified"; Debian's 6.1 takes them
+// and prints the address as a number (%pS of an address kallsyms does not know), and no
+// tracefs file tells the two apart.
 func (st *state) uprobeType(typ string, pos int) error {
 	if typ == "symbol" || typ == "symstr" {
 		e := st.err(pos, "Unknown type is specified")
 		e.Hint = "the " + typ + " type names kernel symbols, and a uprobe's values are user addresses: use x64"
-		return e
+		return st.unlessForced(e, "the "+typ+" type of a uprobe looks a user address up among kernel symbols: "+
+			"the kernel prints the bare address, where it takes it at all")
 	}
 	return nil
+}
+
+// KernelName is where the kernel puts the event of a definition whose group and event it
+// ignores: r<N> on a uprobe (parseUprobePlace; passed only with Parser.Force), which
+// __trace_uprobe_create() names "p_" + the file's base name up to its first '.', '-' or '_'
+// + "_0x" + the offset, in group uprobes. ok is false for every other definition, whose
+// group and event are the kernel's as written. The place must be resolved (Manager.Add).
+func (d *Definition) KernelName() (group, event string, ok bool) {
+	if d.Uprobe == nil || d.MaxActive == 0 {
+		return "", "", false
+	}
+	path := d.Uprobe.Path
+	if d.Uprobe.AbsPath != "" {
+		path = d.Uprobe.AbsPath
+	}
+	tail := path[strings.LastIndexByte(path, '/')+1:] // kbasename()
+	if i := strings.IndexAny(tail, ".-_"); i >= 0 {
+		tail = tail[:i]
+	}
+	event = "p_" + tail + "_0x" + strconv.FormatUint(d.Uprobe.Offset, 16)
+	if len(event) > MaxEventNameLen-1 { // snprintf() into MAX_EVENT_NAME_LEN bytes
+		event = event[:MaxEventNameLen-1]
+	}
+	return UprobeGroup, event, true
 }

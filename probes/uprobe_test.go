@@ -92,12 +92,12 @@ func TestParseUprobeErrors(t *testing.T) {
 		}
 	}
 	// --force: the Go return probe is the user's call.
-	p.User.Force = true
-	if _, err := p.Parse("r " + exe + ":0x10"); err != nil {
-		t.Errorf("--force: %v", err)
+	p.Force = true
+	if d, err := p.Parse("r " + exe + ":0x10"); err != nil || len(d.Forced) != 1 || !strings.Contains(d.Forced[0], "Go runtime") {
+		t.Errorf("--force: %v %v", err, d)
 	}
 	// Entry probes on Go binaries are fine.
-	p.User.Force = false
+	p.Force = false
 	if _, err := p.Parse("p " + exe + ":0x10"); err != nil {
 		t.Errorf("entry probe on a Go binary: %v", err)
 	}
@@ -150,13 +150,16 @@ func FuzzParseUprobe(f *testing.F) {
 		"p:g/add testdata/elf/exec.elf:ftctl_add a=%di b=%si", "r testdata/elf/lib.so:0x103f $retval",
 		"p testdata/elf/exec.elf:ftctl_add+4 s=+0(%di):string x=@+0x1000:u8", "p /x:0x10%return(0x4)",
 		"p /bin/go:main.(*T).Run+2 $stack1", "p /a:b:0x10", "r /a/b:0x10 x=+u0($retval):u32",
+		"r4:g/e /a/b:0x10 x=$retval->a y=%ip:symbol", "r /a/b:0x10 x=$retvalz:symstr",
 	} {
 		f.Add(s)
 	}
 	p := uprobeParser(f)
 	pure := Parser{Features: AllFeatures, Arch: "amd64"}
+	forced := pure
+	forced.Force = true // --force: what it passes must format and parse back too
 	f.Fuzz(func(t *testing.T, src string) {
-		for _, p := range []Parser{p, pure} {
+		for _, p := range []Parser{p, pure, forced} {
 			d, err := p.Parse(src)
 			if err != nil {
 				var se *SyntaxError
@@ -166,7 +169,7 @@ func FuzzParseUprobe(f *testing.F) {
 				continue
 			}
 			text := d.String()
-			d2, err := pure.Parse(text)
+			d2, err := (Parser{Features: AllFeatures, Arch: "amd64", Force: p.Force}).Parse(text)
 			if err != nil {
 				t.Fatalf("Parse(%q) ok, its format %q does not parse: %v", src, text, err)
 			}
@@ -201,5 +204,73 @@ func TestListUprobe(t *testing.T) {
 		if l.Place != tc.place || l.Symbol != tc.symbol || l.SymOffset != tc.symOff || l.Segment != tc.segment {
 			t.Errorf("%q: %+v", tc.line, l)
 		}
+	}
+}
+
+// TestUprobeForce: what ftctl refuses on uprobes although a kernel takes it (trace_uprobe.c,
+// trace_probe.c of 6.1 and 6.12), refused with the reason and "--force", and passed with
+// Parser.Force and a note; what the kernel refuses stays refused.
+func TestUprobeForce(t *testing.T) {
+	abs, _ := filepath.Abs("testdata/elf/exec.elf")
+	for _, tc := range []struct {
+		src      string
+		fields   bool   // the README announces ->field (6.12)
+		msg      string // without --force
+		forceMsg string // with --force; "" passes
+		note     string // what Definition.Forced says
+	}{
+		{"r4:g/e testdata/elf/exec.elf:ftctl_add", true, "uprobes take no maxactive", "", "ignores the maxactive of r4:g/e"},
+		{"p:g/e testdata/elf/exec.elf:0x100c x=%ip:symbol", true, "Unknown type is specified", "", "symbol type of a uprobe"},
+		{"p:g/e testdata/elf/exec.elf:0x100c x=%ip:symstr", false, "Unknown type is specified", "", "symstr type of a uprobe"},
+		{"r:g/e testdata/elf/exec.elf:0x100c x=$retval->a", true, "Invalid $-variable specified", "", `ignores "->a"`},
+		// 6.1 (no ->field in its README) refuses any $retval but $retval itself: forced too.
+		{"r:g/e testdata/elf/exec.elf:0x100c x=$retval->a", false, "Invalid $-variable specified", "Invalid $-variable specified", ""},
+		// an entry probe has no $retval at all (RETVAL_ON_PROBE comes first on 6.12)
+		{"p:g/e testdata/elf/exec.elf:0x100c x=$retval->a", true, "$retval is not available on probe", "$retval is not available on probe", ""},
+	} {
+		for _, force := range []bool{false, true} {
+			p := Parser{Features: AllFeatures, Arch: "amd64", User: NewUserSpace(), Force: force}
+			p.Features.BTFFields = tc.fields
+			d, err := p.Parse(tc.src)
+			want := tc.msg
+			if force {
+				want = tc.forceMsg
+			}
+			var se *SyntaxError
+			switch {
+			case want == "" && err != nil:
+				t.Errorf("force=%v Parse(%q): %v", force, tc.src, err)
+			case want == "" && (len(d.Forced) != 1 || !strings.Contains(d.Forced[0], tc.note)):
+				t.Errorf("force=%v Parse(%q): Forced %q, want %q", force, tc.src, d.Forced, tc.note)
+			case want != "" && (!errors.As(err, &se) || se.Msg != want):
+				t.Errorf("force=%v Parse(%q) = %v, want %q", force, tc.src, err, want)
+			case want != "" && !force && tc.forceMsg == "" && !strings.Contains(se.Hint, "--force"):
+				t.Errorf("Parse(%q): the hint does not name --force: %q", tc.src, se.Hint)
+			}
+		}
+	}
+	// r<N>: written as given; the kernel names the event itself, in group uprobes.
+	p := Parser{Features: AllFeatures, Arch: "amd64", User: NewUserSpace(), Force: true}
+	d, err := p.Parse("r4:g/e testdata/elf/exec.elf:ftctl_add ret=$retval")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := d.Line("g", "e").Text; w != "r4:g/e "+abs+":0x100c ret=$retval" {
+		t.Errorf("written %q", w)
+	}
+	if g, e, ok := d.KernelName(); !ok || g != "uprobes" || e != "p_exec_0x100c" {
+		t.Errorf("KernelName = %q %q %v", g, e, ok)
+	}
+	for _, src := range []string{"r:g/e testdata/elf/exec.elf:ftctl_add", "r4:g/e vfs_read"} {
+		p.User = nil
+		if d, err := p.Parse(src); err != nil {
+			t.Error(err)
+		} else if _, _, ok := d.KernelName(); ok {
+			t.Errorf("KernelName(%q): the kernel takes its name", src)
+		}
+	}
+	// probe list parses what the kernel lists, forced or not.
+	if _, err := (Parser{Features: AllFeatures, Force: true}).Parse("r:uprobes/p_exec_0x100c " + abs + ":0x000000000000100c x=$retval->a"); err != nil {
+		t.Errorf("a listed line: %v", err)
 	}
 }

@@ -32,7 +32,7 @@ import (
 // instances, in the one tracefs, it sees and removes).
 
 // DefaultStateDir is where journals live unless tracefs.FS.StateDir says otherwise.
-const DefaultStateDir = "/run/ftctl"
+const DefaultStateDir = tracefs.DefaultStateDir
 
 // JournalEntry is one file a session wrote outside its instance: what it held before the
 // first write and the last thing ftctl wrote (for a list, what the kernel read back).
@@ -53,12 +53,7 @@ type journal struct {
 	dry     bool           // --dry-run: nothing saved
 }
 
-func stateDir(fs *tracefs.FS) string {
-	if fs.StateDir != "" {
-		return fs.StateDir
-	}
-	return DefaultStateDir
-}
+func stateDir(fs *tracefs.FS) string { return fs.StatePath() }
 
 const journalSuffix = ".journal"
 

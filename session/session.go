@@ -36,7 +36,10 @@ type Spec struct {
 	Filters []*filters.Pattern // function filter (set_ftrace_filter of the instance)
 	Notrace []*filters.Pattern // functions never traced (set_ftrace_notrace)
 	Probes  []string           // probe definitions (any kind); their group is replaced by the session's
-	Events  []string           // SYSTEM or SYSTEM:EVENT to enable
+	// Force passes the probe definitions ftctl refuses as unsafe or misleading
+	// (probes.Parser.Force); Session.Forced says which.
+	Force  bool
+	Events []string // SYSTEM or SYSTEM:EVENT to enable
 	// Tracer: "function", "function_graph" or "nop"; "" means function when Filters are
 	// given, else nop.
 	Tracer string
@@ -172,7 +175,7 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 		}
 	}
 	if len(spec.Probes) > 0 {
-		p := probes.Parser{Features: ft.Probe, Kernel: probes.NewKernel(fs), User: probes.NewUserSpace()}
+		p := probes.Parser{Features: ft.Probe, Kernel: probes.NewKernel(fs), User: probes.NewUserSpace(), Force: spec.Force}
 		seen := map[string]bool{}
 		for _, text := range spec.Probes {
 			d, err := p.Parse(text)
@@ -181,6 +184,9 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 			}
 			if d.Kind == probes.Delete {
 				return nil, fmt.Errorf("%w: -p %q removes a probe; -p defines them", ErrInvalid, text)
+			}
+			if g, _, ok := d.KernelName(); ok { // passed by Force alone
+				return nil, fmt.Errorf("%w: -p %q: the kernel ignores r<N> on a uprobe and the name after it, and would put the event in group %s, outside the session's group, where the session could not remove it: write r:EVENT", ErrInvalid, text, g)
 			}
 			if file := d.EventsFile(); !top.Has(file) {
 				return nil, &tracefs.Error{Op: "open", Path: fs.Path(file), Class: tracefs.ErrUnavailable, Reason: "this kernel has no " + strings.TrimSuffix(file, "_events") + " events"}
@@ -421,6 +427,16 @@ func eventDir(e string) (string, error) {
 		return "events/" + sys, nil
 	}
 	return "events/" + sys + "/" + ev, nil
+}
+
+// Forced says what Spec.Force let through in the session's probe definitions (a warning
+// each).
+func (s *Session) Forced() []string {
+	var out []string
+	for _, d := range s.defs {
+		out = append(out, d.Forced...)
+	}
+	return out
 }
 
 // TraceCommand adds the pid of the command the session traces (held at its gate) to Spec.PIDs:

@@ -28,8 +28,9 @@ type FS struct {
 	// BootIDFile replaces /proc/sys/kernel/random/boot_id for BootID: a fixture in tests.
 	BootIDFile string
 	// StateDir is where ftctl keeps what must outlive its process and is not the kernel's: the
-	// journals of the kernel-wide files sessions change (session/journal.go). "" is
-	// session.DefaultStateDir; tests give a temporary directory (FTCTL_STATE_DIR).
+	// journals of the kernel-wide files sessions change (session/journal.go), the filters of
+	// the event probes ftctl added (probes/filterrecord.go). "" is DefaultStateDir; tests give
+	// a temporary directory (FTCTL_STATE_DIR).
 	StateDir string
 	// Dirs makes and removes instance directories; nil for the kernel's mkdir(2) and rmdir(2).
 	// The kernel fills a new instance with its files, empties it on rmdir, and refuses the
@@ -338,4 +339,17 @@ func (i *Instance) WriteTokens(ctx context.Context, file string, toks []Token) e
 		return f.opError("write", path, "", err)
 	}
 	return nil
+}
+
+// DefaultStateDir is FS.StateDir's default: a root-only directory (tracefs writes need root
+// anyway) under /run, a tmpfs on systemd systems, emptied at boot as the kernel's tracing
+// state is. It is ftctl's own, not a kernel path.
+const DefaultStateDir = "/run/ftctl"
+
+// StatePath is where ftctl's own state lives (StateDir, else DefaultStateDir).
+func (f *FS) StatePath() string {
+	if f.StateDir != "" {
+		return f.StateDir
+	}
+	return DefaultStateDir
 }

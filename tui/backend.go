@@ -277,6 +277,10 @@ func (b *KernelBackend) SetTracing(on bool) error {
 // Parser implements Backend.
 func (b *KernelBackend) Parser() probes.Parser { return b.manager.Parser }
 
+// SetForce makes the probe field pass what ftctl refuses as unsafe or misleading (ftctl tui
+// --force: probes.Parser.Force).
+func (b *KernelBackend) SetForce(on bool) { b.manager.Parser.Force = on }
+
 // Probes implements Backend.
 func (b *KernelBackend) Probes() ([]probes.Probe, error) {
 	if !b.FS.Top().Has("kprobe_events") && !b.FS.Top().Has("uprobe_events") {
@@ -288,6 +292,9 @@ func (b *KernelBackend) Probes() ([]probes.Probe, error) {
 
 // AddProbe implements Backend.
 func (b *KernelBackend) AddProbe(ctx context.Context, d *probes.Definition) (a *probes.Added, err error) {
+	if g, _, ok := d.KernelName(); ok { // r<N> on a uprobe, passed by --force alone
+		return nil, fmt.Errorf("the kernel ignores r<N> on a uprobe and the event name after it, and would name the event itself in group %s: write r:EVENT", g)
+	}
 	if d.Group == "" {
 		d = d.WithGroup(b.Group)
 	}

@@ -19,6 +19,7 @@ import (
 
 // fakeBackend is an in-memory kernel for the models' tests: it records what the console asked.
 type fakeBackend struct {
+	force   bool // ftctl tui --force (KernelBackend.SetForce)
 	mu      sync.Mutex
 	ix      *filters.Index
 	lists   Lists
@@ -124,7 +125,7 @@ func (f *fakeBackend) SetTracing(on bool) error {
 }
 
 func (f *fakeBackend) Parser() probes.Parser {
-	return probes.Parser{Features: probes.AllFeatures, Arch: "amd64"}
+	return probes.Parser{Features: probes.AllFeatures, Arch: "amd64", Force: f.force}
 }
 
 func (f *fakeBackend) ProbeCompletions(line string) []string {
@@ -142,6 +143,11 @@ func (f *fakeBackend) Probes() ([]probes.Probe, error) {
 func (f *fakeBackend) AddProbe(ctx context.Context, d *probes.Definition) (*probes.Added, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if d.IsUprobe() { // as probes.Manager.Add: the symbol resolved from the ELF file first
+		if err := d.ResolveUprobe(probes.NewUserSpace()); err != nil {
+			return nil, err
+		}
+	}
 	if d.Symbol == "vfs_raed" { // the kernel does not know it
 		w := d.Line("ftctl_4242", d.Event)
 		return nil, &probes.RejectedError{Def: d, Written: w.Text,

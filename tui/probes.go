@@ -37,8 +37,11 @@ type ProbesView struct {
 	synErr *probes.SyntaxError
 	err    error // any other refusal of what is typed
 
-	// The kernel's answer to the last definition sent.
+	// The answer to the last definition sent: the kernel's refusal, or ftctl's own found
+	// only when adding (a uprobe's ELF file read: no such file, no such symbol...), each
+	// with a caret under the text sent.
 	rejected    *probes.RejectedError
+	refused     *probes.SyntaxError
 	rejectedErr error
 	sent        string
 
@@ -109,15 +112,20 @@ func (v *ProbesView) Update(msg tea.Msg) tea.Cmd {
 	case probeAddedMsg:
 		v.busy = false
 		var re *probes.RejectedError
+		var se *probes.SyntaxError
+		v.rejected, v.refused, v.rejectedErr = nil, nil, nil
 		switch {
 		case errors.As(msg.err, &re):
-			v.rejected, v.rejectedErr = re, nil
+			v.rejected = re
 			return notice("the kernel rejected the definition (see below)", true)
+		case errors.As(msg.err, &se):
+			v.refused = se
+			return notice("ftctl refused the definition (see below): nothing was written", true)
 		case msg.err != nil:
-			v.rejected, v.rejectedErr = nil, msg.err
+			v.rejectedErr = msg.err
 			return tea.Batch(v.refresh(), notice(describeErr("adding the probe", msg.err), true))
 		}
-		v.adding, v.rejected, v.rejectedErr = false, nil, nil
+		v.adding = false
 		v.input.Blur()
 		v.input.SetValue("")
 		v.validate()
@@ -346,7 +354,11 @@ func (v *ProbesView) View() string {
 		if i == v.sel && !v.adding {
 			cur = ">"
 		}
-		line := fmt.Sprintf("%s%-28s %-9s %-5s %-4s %s", cur, safe(p.Name()), typ, p.Owner, here, safe(p.Definition))
+		def := p.Definition
+		if p.FilterFrom == "ftctl" {
+			def += "  # if " + p.Filter + " (ftctl's record)"
+		}
+		line := fmt.Sprintf("%s%-28s %-9s %-5s %-4s %s", cur, safe(p.Name()), typ, p.Owner, here, safe(def))
 		if i == v.sel && !v.adding {
 			line = s.Selected.Render(line)
 		}
@@ -375,6 +387,9 @@ func (v *ProbesView) addView() []string {
 	case v.def != nil:
 		out = append(out, s.OK.Render(fmt.Sprintf("  ✓ %s on %s, %s", v.def.KindName(), safe(v.def.Place()), plural(len(v.def.Args), "argument")))+
 			s.Dim.Render(" · enter defines it · esc cancels"))
+		for _, why := range v.def.Forced {
+			out = append(out, wrapLines(s.Warn, "  ", "--force: "+why, w)...)
+		}
 	default:
 		out = append(out, s.Dim.Render("  p[:[GROUP/]EVENT] [MOD:]SYM[+OFFS]|ADDR [ARGS] · r[N][:[GROUP/]EVENT] SYM [ARGS]"))
 		out = append(out, s.Dim.Render("  f[:[GROUP/]EVENT] SYM[%return] [ARGS] · t[:[GROUP/]EVENT] TRACEPOINT [ARGS] · e[:[GROUP/]EVENT] SYSTEM.EVENT [ARGS] [if FILTER]"))
@@ -414,6 +429,13 @@ func (v *ProbesView) addView() []string {
 		}
 		if len(re.Suggestions) > 0 {
 			out = append(out, wrapLines(plain, "  ", "no such symbol; close function names: "+strings.Join(re.Suggestions, ", "), w)...)
+		}
+	} else if se := v.refused; se != nil {
+		out = append(out, wrapLines(s.Err, "  ", "ftctl refused "+fmt.Sprintf("%q", safe(v.sent))+" when adding it (nothing was written)", w)...)
+		out = append(out, v.caretLines("    ", se.Source, se.Pos)...)
+		out = append(out, wrapLines(plain, "  ", se.Msg, w)...)
+		if se.Hint != "" {
+			out = append(out, wrapLines(s.Dim, "  ", se.Hint, w)...)
 		}
 	} else if v.rejectedErr != nil {
 		out = append(out, wrapLines(s.Err, "  ", describeErr("adding the probe", v.rejectedErr), w)...)

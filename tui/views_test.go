@@ -640,3 +640,51 @@ func TestProbesEveryKind(t *testing.T) {
 		t.Fatalf("added %v", fb.added)
 	}
 }
+
+// TestProbesELFErrorHasCaret: what ftctl finds only when adding a uprobe (the ELF file read:
+// here a function the file does not have) shows with a caret under the text sent, like every
+// other refusal of a definition, and says nothing was written.
+func TestProbesELFErrorHasCaret(t *testing.T) {
+	fb := newFakeBackend(t)
+	m := testModel(t, fb, "")
+	m.SetSize(120, 30)
+	step(m, press("3"))
+	step(m, press("a"))
+	def := "p:up ../probes/testdata/elf/exec.elf:ftctl_ad a=%di"
+	m.probes.input.SetValue(def)
+	m.probes.validate()
+	if s := screen(m); !strings.Contains(s, "✓ uprobe on") {
+		t.Fatalf("the grammar alone passes it:\n%s", s)
+	}
+	step(m, m.probes.Update(press("enter"))())
+	s := trimLines(screen(m))
+	caret := "\n    " + def + "\n" + strings.Repeat(" ", 4+strings.Index(def, "ftctl_ad")) + "^\n"
+	if !strings.Contains(s, caret) || !strings.Contains(s, "No such function symbol in the file") ||
+		!strings.Contains(s, "did you mean ftctl_add?") || !strings.Contains(s, "nothing was written") {
+		t.Fatalf("no caret under the symbol:\n%s", s)
+	}
+	if len(fb.added) != 0 {
+		t.Errorf("added %v", fb.added)
+	}
+}
+
+// TestProbesForced: with --force the probe field passes a Go binary's return probe and the
+// uprobe types ftctl otherwise refuses, each with the warning probe add prints.
+func TestProbesForced(t *testing.T) {
+	fb := newFakeBackend(t)
+	m := testModel(t, fb, "")
+	m.SetSize(160, 30)
+	step(m, press("3"))
+	step(m, press("a"))
+	def := "p:up ../probes/testdata/elf/exec.elf:0x100c x=%ip:symbol"
+	m.probes.input.SetValue(def)
+	m.probes.validate()
+	if s := screen(m); !strings.Contains(s, "Unknown type is specified") || !strings.Contains(s, "--force passes it") {
+		t.Fatalf("without --force:\n%s", s)
+	}
+	fb.force = true
+	m.probes.validate()
+	if s := screen(m); !strings.Contains(s, "✓ uprobe on") || !strings.Contains(s, "--force: the symbol type of a uprobe") {
+		t.Errorf("--force, no warning:\n%s", s)
+	}
+}

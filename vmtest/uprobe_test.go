@@ -338,8 +338,12 @@ func uprobeAccepts(t *testing.T, def string) (bool, string) {
 
 // TestUprobeCorpus: each definition of the uprobe corpus through ftctl's parser (this kernel's
 // features, the ELF files) and through the kernel, the table in the log. The kernel accepting
-// what ftctl refuses fails the test (unless the line says why ftctl refuses on purpose), and
-// so does ftctl passing what the kernel refuses.
+// what ftctl refuses fails the test, and so does ftctl passing what the kernel refuses. A line
+// marked "force:" is one ftctl refuses on purpose (unsafe, or not doing what it says) unless
+// --force: it agrees with the kernel when the kernel refuses it too, or when the kernel takes
+// it and --force passes it; `ftctl probe add --force` then runs it for real and must end as
+// the kernel did (exit 0, or 3 with the kernel's error_log; 2 where ftctl knows this kernel
+// refuses it).
 func TestUprobeCorpus(t *testing.T) {
 	hex := func(v uint64) string { return fmt.Sprintf("0x%x", v) }
 	add := upOffset(t, upTarget, "ftctl_add")
@@ -347,16 +351,26 @@ func TestUprobeCorpus(t *testing.T) {
 		"{GREET}", hex(upOffset(t, upTarget, "ftctl_greet")), "{PIEADD}", hex(upOffset(t, upTargetPIE, "ftctl_add")))
 	p := probes.NewManager(topFS(t)).Parser
 	p.User = probes.NewUserSpace()
-	var both, neither, kernelOnly, localOnly, deliberate int
-	var table strings.Builder
+	pf := p
+	pf.Force = true
+	var both, neither, kernelOnly, localOnly, unlessForce, forcedRefused int
+	var table, forced strings.Builder
 	for _, line := range strings.Split(uprobeCorpus, "\n") {
 		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		def := r.Replace(line)
+		force := strings.Contains(def, "# force:")
 		_, lerr := p.Parse(def)
+		_, ferr := pf.Parse(def)
 		kok, kmsg := uprobeAccepts(t, def)
 		verdict := ""
+		switch {
+		case force && lerr == nil:
+			t.Errorf("%q is marked force: but ftctl passes it without --force", def)
+		case !force && ferr != nil != (lerr != nil):
+			t.Errorf("--force changes the verdict on %q, which is not marked force: (%v, %v)", def, lerr, ferr)
+		}
 		switch {
 		case kok && lerr == nil:
 			both++
@@ -364,13 +378,13 @@ func TestUprobeCorpus(t *testing.T) {
 		case !kok && lerr != nil:
 			neither++
 			verdict = "reject/reject"
-		case kok && strings.Contains(def, "# deliberate:"):
-			deliberate++
-			verdict = "kernel-accepts/ftctl-rejects (deliberate)"
+		case kok && force && ferr == nil:
+			unlessForce++
+			verdict = "accept/accept with --force"
 		case kok:
 			kernelOnly++
 			verdict = "KERNEL-ACCEPTS/ftctl-rejects"
-			t.Errorf("the kernel accepts %q but ftctl refuses it: %v", def, lerr)
+			t.Errorf("the kernel accepts %q but ftctl refuses it: %v (with --force: %v)", def, lerr, ferr)
 		default:
 			localOnly++
 			verdict = "KERNEL-REJECTS/ftctl-accepts"
@@ -382,10 +396,45 @@ func TestUprobeCorpus(t *testing.T) {
 			lmsg = fmt.Sprintf("%s @%d", se.Msg, se.Pos)
 		}
 		fmt.Fprintf(&table, "%-42s %-60q kernel=%q ftctl=%q\n", verdict, strings.ReplaceAll(line, "{T}", "T"), kmsg, lmsg)
+		if !force {
+			continue
+		}
+		// The real command with --force: it ends as the kernel did.
+		text, _, _ := strings.Cut(def, " #")
+		res := ftctlRun(t, "probe", "add", "--force", text)
+		want := 0
+		switch {
+		case ferr != nil:
+			want = 2 // ftctl knows this kernel refuses it
+		case !kok:
+			want = 3
+			forcedRefused++
+		}
+		fmt.Fprintf(&forced, "  %-50q kernel=%-5v probe add --force: exit %d %q\n", strings.ReplaceAll(line, "{T}", "T"), kok, res.code,
+			strings.TrimSpace(res.stdout+" "+res.stderr))
+		if res.code != want {
+			t.Errorf("probe add --force %q: want exit %d (the kernel accepts: %v)\n%v", text, want, kok, res)
+		}
+		if res.code == 0 {
+			name := strings.TrimSpace(res.stdout)
+			if !strings.Contains(res.stderr, "ftctl: --force: ") {
+				t.Errorf("probe add --force %q: no warning on stderr\n%v", text, res)
+			}
+			if strings.HasPrefix(line, "r4:") && !strings.HasPrefix(name, "uprobes/p_uprobetarget_0x") {
+				t.Errorf("r4: the kernel names the event itself, ftctl printed %q\n%v", name, res)
+			}
+			if rm := ftctlRun(t, "probe", "remove", name); rm.code != 0 {
+				t.Errorf("removing %s: %v", name, rm)
+			}
+		}
 	}
-	t.Logf("uprobe corpus on %s: %d definitions; both accept %d, both reject %d, kernel rejects what ftctl accepts %d, kernel accepts what ftctl rejects %d (+%d deliberate)\n%s",
-		tracefs.KernelRelease(), both+neither+kernelOnly+localOnly+deliberate, both, neither, localOnly, kernelOnly, deliberate, table.String())
+	t.Logf("uprobe corpus on %s: %d definitions; both accept %d, both reject %d, kernel rejects what ftctl accepts %d, kernel accepts what ftctl rejects %d; "+
+		"refused unless --force and accepted by both with it %d (with --force the kernel still refuses %d)\n%s\nthe force: lines through probe add --force:\n%s",
+		tracefs.KernelRelease(), both+neither+kernelOnly+localOnly+unlessForce, both, neither, localOnly, kernelOnly, unlessForce, forcedRefused, table.String(), forced.String())
 	if both < 20 || neither < 20 {
 		t.Errorf("corpus too one-sided: %d accepted, %d rejected by both", both, neither)
+	}
+	if left := read(t, "uprobe_events"); strings.Contains(left, ":ftu/") || strings.Contains(left, "/p_uprobetarget_") {
+		t.Errorf("the corpus left uprobes behind:\n%s", left)
 	}
 }
