@@ -27,7 +27,8 @@ type GraphView struct {
 	input     textinput.Model
 	patErr    error
 
-	busy    bool // a start or a stop in flight
+	busy    bool   // a start or a stop in flight
+	doing   string // which: "starting…", "removing…"
 	running bool // a graph runs: x stops it
 	info    GraphInfo
 	feed    *GraphFeed
@@ -73,7 +74,7 @@ func (v *GraphView) Init() tea.Cmd {
 	if !v.env.backend.RecordedGraph() {
 		return nil
 	}
-	v.busy = true
+	v.busy, v.doing = true, "reading…"
 	return v.start(GraphRequest{})
 }
 
@@ -187,7 +188,7 @@ func (v *GraphView) key(km tea.KeyPressMsg) tea.Cmd {
 			case len(req.Roots) == 0:
 				return notice("type the functions to graph first (names or globs)", true)
 			default:
-				v.busy = true
+				v.busy, v.doing = true, "starting "+safe(req.Text())+"…"
 				return v.start(req)
 			}
 		default:
@@ -214,7 +215,7 @@ func (v *GraphView) key(km tea.KeyPressMsg) tea.Cmd {
 		if v.busy {
 			return nil
 		}
-		v.running, v.busy, v.feed = false, true, nil
+		v.running, v.busy, v.feed, v.doing = false, true, nil, "removing the graph…"
 		v.gen++ // what the feed still delivers is dropped
 		b := v.env.backend
 		return func() tea.Msg { return graphStoppedMsg{b.StopGraph()} }
@@ -347,6 +348,9 @@ func (v *GraphView) summary() string {
 	}
 	if v.ended != "" {
 		parts = append(parts, safe(v.ended))
+	}
+	if v.busy {
+		parts = append(parts, v.doing)
 	}
 	line := strings.Join(parts, " · ")
 	if m.lost > 0 {
