@@ -105,11 +105,6 @@ func TestTUIGraph(t *testing.T) {
 	if graphInInstances(t) {
 		where = "in ftctl-"
 	}
-	start := time.Now()
-	if r := ftctlRun(t, "graph", "-f", "vfs_read", "--count", "1", "-o", "json"); r.code != 0 {
-		t.Fatalf("%v", r)
-	}
-	t.Logf("ftctl graph -f vfs_read --count 1: %.1fs", time.Since(start).Seconds())
 	for _, leave := range []string{"q", "SIGTERM"} {
 		t.Run(leave, func(t *testing.T) {
 			r, console := graphInConsole(t, "vfs_read")
