@@ -29,7 +29,7 @@ type GraphView struct {
 
 	busy    bool   // a start or a stop in flight
 	doing   string // which: "starting…", "removing…"
-	running bool // a graph runs: x stops it
+	running bool   // a graph runs: x stops it
 	info    GraphInfo
 	feed    *GraphFeed
 	gen     int    // the graph's number: batches of an earlier one are dropped
