@@ -28,7 +28,7 @@ func NewCmdTUI(g *Globals, runF func(context.Context, *TUIOptions) error) *cobra
 	opts := &TUIOptions{G: g}
 	c := &cobra.Command{
 		Use:   "tui",
-		Short: "An interactive console: live stream, function filters, probes, top",
+		Short: "An interactive console: live stream, function filters, probes, top, call graphs",
 		Long: `An interactive terminal console over one trace array.
 
   1 Stream     the live events in coloured columns: space pauses, f follows,
@@ -43,6 +43,10 @@ func NewCmdTUI(g *Globals, runF func(context.Context, *TUIOptions) error) *cobra
                tab completes the function and BTF argument names; e enables or disables it
                here, x removes it
   4 Top        counts per function or event (m: or comm) from the stream, sorted, live
+  5 Graph      g graphs the calls of functions (roots as ftctl graph -f takes them) in a
+               function_graph session of its own, which x (or leaving the console) removes:
+               each call as it returns, with its duration, folded or unfolded to what it
+               called (enter, space, ← →), slowest or newest first (s), one task only (f)
   T / O        cycle the tracer (nop, function, function_graph: never over an empty filter)
                and turn tracing on or off;  ? help;  q quit
 
@@ -65,7 +69,8 @@ another reader, each sees only part of the events.
 
 --file FILE shows a recording instead (a trace.dat of ftctl record or trace-cmd record, read as
 ftctl report reads it; --recover: the directory a killed ftctl record left): the Stream view
-with its search and filters, and the Top view, over the recording's events in time order; no
+with its search and filters, the Top view, and the Graph view of its function_graph calls
+(ftctl record --tracer function_graph), over the recording's events in time order; no
 kernel is read or changed, so it needs neither root nor tracefs, and the other views say so. As
 for a live stream, the last --ring events are kept.`,
 		Example: `  sudo ftctl tui
@@ -153,9 +158,9 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	backend := tui.NewKernelBackend(fs, inst, group, g.LockTimeout)
 	backend.SetForce(opts.Force)
 	defer func() {
-		// the Top view's count, if one runs: its session removed
+		// the Top view's count and the Graph view's graph, if they run: their sessions removed
 		if err := backend.Close(); err != nil {
-			fmt.Fprintf(g.Err, "ftctl: removing the console's count: %v\n", safe(err.Error()))
+			fmt.Fprintf(g.Err, "ftctl: removing the console's count or graph: %v\n", safe(err.Error()))
 		}
 	}()
 	src, err := tui.NewPipeSource(ctx, backend.OpenStream, opts.RingSize)
@@ -186,7 +191,9 @@ func tuiFileRun(ctx context.Context, opts *TUIOptions, in, out *os.File) error {
 	}
 	defer closeAll()
 	src := tui.NewFileSource(ctx, file, opts.RingSize)
-	m := tui.New(tui.Options{Backend: &tui.FileBackend{Name: opts.File, File: file}, Source: src,
+	backend := &tui.FileBackend{Name: opts.File, File: file}
+	defer backend.StopGraph() // the Graph view's reading of the file, before the file closes
+	m := tui.New(tui.Options{Backend: backend, Source: src,
 		RingSize: opts.RingSize, Context: ctx, Plain: !colorFor(out)})
 	aborted, err := tui.Run(ctx, m, in, out)
 	switch {

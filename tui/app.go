@@ -24,10 +24,11 @@ const (
 	stateFunctions
 	stateProbes
 	stateTop
+	stateGraph
 	stateCount
 )
 
-var stateNames = [stateCount]string{"Stream", "Functions", "Probes", "Top"}
+var stateNames = [stateCount]string{"Stream", "Functions", "Probes", "Top", "Graph"}
 
 // Options configure the console.
 type Options struct {
@@ -77,7 +78,7 @@ type component interface {
 	Keys() help.KeyMap // for the key line and the help screen
 }
 
-// Model is the root model: the state enum, the shared context, the four views, the status bar
+// Model is the root model: the state enum, the shared context, the five views, the status bar
 // and help. It keeps its last frame: data marks it dirty and the frame tick redraws, so that
 // a flood of events costs at most FrameEvery's rate of renders.
 type Model struct {
@@ -90,6 +91,7 @@ type Model struct {
 	funcs   *FunctionsView
 	probes  *ProbesView
 	top     *TopView
+	graph   *GraphView
 	views   [stateCount]component
 	status  Status
 	statErr error
@@ -152,7 +154,8 @@ func New(o Options) *Model {
 	m.funcs = newFunctionsView(e)
 	m.probes = newProbesView(e)
 	m.top = newTopView(e)
-	m.views = [stateCount]component{m.stream, m.funcs, m.probes, m.top}
+	m.graph = newGraphView(e)
+	m.views = [stateCount]component{m.stream, m.funcs, m.probes, m.top, m.graph}
 	m.status = Status{Instance: o.Instance}
 	m.SetSize(80, 24)
 	return m
@@ -276,6 +279,8 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return m.probes.Update(msg)
 	case countStartedMsg, countReadMsg, countStoppedMsg:
 		return m.top.Update(msg)
+	case graphStartedMsg, graphBatchMsg, graphStoppedMsg:
+		return m.graph.Update(msg)
 	case tea.KeyPressMsg:
 		return m.updateKey(msg)
 	case tea.PasteMsg:
@@ -305,7 +310,7 @@ func (m *Model) updateKey(km tea.KeyPressMsg) tea.Cmd {
 	if view.Typing() {
 		// Function keys switch views even from a text field: they type nothing.
 		switch km.String() {
-		case "f1", "f2", "f3", "f4":
+		case "f1", "f2", "f3", "f4", "f5":
 			m.state = state(km.String()[1] - '1')
 			return nil
 		}
@@ -324,6 +329,8 @@ func (m *Model) updateKey(km tea.KeyPressMsg) tea.Cmd {
 		m.state = stateProbes
 	case key.Matches(km, k.Top):
 		m.state = stateTop
+	case key.Matches(km, k.Graph):
+		m.state = stateGraph
 	case key.Matches(km, k.Tracer):
 		next := map[string]string{"nop": "function", "function": "function_graph"}[m.status.Tracer]
 		if next == "" {
@@ -560,7 +567,8 @@ func (m *Model) helpView() string {
 	b.WriteString(s.Dim.Render(strings.Join([]string{
 		"Trace data is shown escaped (control characters as \\xNN). Writes take the ftctl lock;",
 		"function lists change through the swap protocol, after a confirmation.",
-		"Quitting (q, ctrl+c, SIGTERM, SIGHUP) tears the private instance down unless --keep.",
+		"Quitting (q, ctrl+c, SIGTERM, SIGHUP) tears the private instance down unless --keep, and",
+		"the sessions of the Top view's count and the Graph view's graph (the top level's files put back).",
 		"Quitting never leaves a change half done: q waits for an apply (or a probe) in flight to",
 		"finish; ctrl+c, SIGTERM and SIGHUP roll an apply back to the lists as they were. Each waits",
 		"10 s at most: then q rolls back too, and after 10 s more the console quits and says so.",

@@ -53,6 +53,13 @@ type Backend interface {
 	StartCount(ctx context.Context, req CountRequest) (CountInfo, error)
 	ReadCount() (count.Counts, error)
 	StopCount() error
+	// StartGraph starts what the Graph view shows: a function_graph session of its own over
+	// the roots (ftctl graph's), its call trees built off the event loop and handed over
+	// through the feed; StopGraph removes it (Close does too). RecordedGraph (pure) says the
+	// trees are a recording's: the view starts them itself, with no roots (graph.go).
+	StartGraph(ctx context.Context, req GraphRequest) (GraphInfo, *GraphFeed, error)
+	StopGraph() error
+	RecordedGraph() bool
 }
 
 // Status is what the status bar shows.
@@ -90,6 +97,7 @@ type KernelBackend struct {
 	funcNames    []string
 	countMu      sync.Mutex
 	counter      *count.Counter // the Top view's count (StartCount), nil when none
+	graph        graphHolder    // the Graph view's graph (StartGraph)
 }
 
 // NewKernelBackend makes the backend for a trace array.
@@ -107,16 +115,20 @@ func (b *KernelBackend) OpenStream(ctx context.Context) (EventStream, error) {
 	return stream.Open(ctx, b.In, stream.Options{Symbols: b.symbols})
 }
 
-// Close ends what the backend started: a kallsyms load in progress, the Top view's count (its
-// session torn down; what failed is returned).
+// Close ends what the backend started: a kallsyms load in progress, the Top view's count and
+// the Graph view's graph (their sessions torn down; what failed is returned).
 func (b *KernelBackend) Close() error {
 	if b.symbols != nil {
 		b.symbols.Close()
 	}
+	var errs []error
 	if err := b.StopCount(); !errors.Is(err, ErrNoCount) {
-		return err
+		errs = append(errs, err)
 	}
-	return nil
+	if err := b.StopGraph(); !errors.Is(err, ErrNoGraph) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // locked runs f holding the tracefs lock, as every ftctl writer does.

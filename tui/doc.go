@@ -1,5 +1,5 @@
 // Package tui is ftctl's interactive console (ftctl tui), a bubbletea program: a root model
-// (Model) with a state enum and a shared context, and four views, each a component with
+// (Model) with a state enum and a shared context, and five views, each a component with
 // Init/Update/View, SetSize and its key map (keys.go; colours in styles.go):
 //
 //   - Stream: the live events of the trace array (stream.Open: trace_pipe_raw where it prints
@@ -13,7 +13,12 @@
 //     protocol after a confirmation showing what each list gains and loses;
 //   - Probes: kprobe_events, with definitions validated as they are typed (a caret under the
 //     mistake before anything reaches the kernel, the kernel's own error_log after);
-//   - Top: counts per function or event (or comm), sorted, live.
+//   - Top: counts per function or event (or comm), sorted, live; or a count or hist table the
+//     kernel keeps, in a session of its own;
+//   - Graph: live call trees of a function_graph session of its own (ftctl graph's), folded
+//     and unfolded, slowest or newest first, for one task or all, the last trees kept
+//     (graph.go builds them off the event loop; graphmodel.go is the view's pure state); over
+//     a recording, its function_graph calls.
 //
 // IO never runs inside Update: every read and write of the kernel is a Backend method called
 // from a tea.Cmd, and the stream is a re-arming command that takes one batch from the source's

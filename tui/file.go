@@ -25,8 +25,9 @@ var ErrEndOfRecording = errors.New("end of the recording")
 
 // FileBackend is the Backend of a recording: it changes nothing and reads no kernel.
 type FileBackend struct {
-	Name string // the file, as given
-	File *tracedat.File
+	Name  string // the file, as given
+	File  *tracedat.File
+	graph graphHolder // the Graph view's reading (StartGraph)
 }
 
 // Status implements Backend: the file, and what the recording says of itself.

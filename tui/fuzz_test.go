@@ -24,24 +24,30 @@ func FuzzRowRendering(f *testing.F) {
 		m.stream.query = "a" // highlighting splits the styled pieces too
 		for _, view := range []string{"1", "4"} {
 			m.Update(press(view))
-			frame := m.Render()
-			for _, seq := range strings.SplitAfter(frame, "\x1b[")[1:] {
-				end := strings.IndexFunc(seq, func(r rune) bool { return r >= 0x40 && r <= 0x7e })
-				if end < 0 || seq[end] != 'm' {
-					t.Fatalf("a non-SGR sequence %q in\n%q", seq[:min(len(seq), 12)], frame)
-				}
-			}
-			plain := ansi.Strip(frame)
-			for _, r := range plain {
-				if (r < 0x20 && r != '\n') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-					t.Fatalf("control character %U on the screen:\n%q", r, plain)
-				}
-			}
-			for _, l := range strings.Split(frame, "\n") {
-				if w := ansi.StringWidth(l); w != 100 {
-					t.Fatalf("a line %d wide: %q", w, ansi.Strip(l))
-				}
-			}
+			checkFrame(t, m.Render(), 100)
 		}
 	})
+}
+
+// checkFrame fails unless a frame carries only SGR sequences (ftctl's colours), no control
+// character of its own, and every line is width cells wide.
+func checkFrame(t *testing.T, frame string, width int) {
+	t.Helper()
+	for _, seq := range strings.SplitAfter(frame, "\x1b[")[1:] {
+		end := strings.IndexFunc(seq, func(r rune) bool { return r >= 0x40 && r <= 0x7e })
+		if end < 0 || seq[end] != 'm' {
+			t.Fatalf("a non-SGR sequence %q in\n%q", seq[:min(len(seq), 12)], frame)
+		}
+	}
+	plain := ansi.Strip(frame)
+	for _, r := range plain {
+		if (r < 0x20 && r != '\n') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			t.Fatalf("control character %U on the screen:\n%q", r, plain)
+		}
+	}
+	for _, l := range strings.Split(frame, "\n") {
+		if w := ansi.StringWidth(l); w != width {
+			t.Fatalf("a line %d wide: %q", w, ansi.Strip(l))
+		}
+	}
 }

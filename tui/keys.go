@@ -12,9 +12,9 @@ func bind(help, desc string, keys ...string) key.Binding {
 // globalKeys work in every view, except while a text field has the focus (then only Abort
 // and, to leave the field, esc).
 type globalKeys struct {
-	Stream, Functions, Probes, Top key.Binding
-	Help, Quit, Abort              key.Binding
-	Tracer, Tracing                key.Binding
+	Stream, Functions, Probes, Top, Graph key.Binding
+	Help, Quit, Abort                     key.Binding
+	Tracer, Tracing                       key.Binding
 }
 
 func newGlobalKeys() globalKeys {
@@ -23,6 +23,7 @@ func newGlobalKeys() globalKeys {
 		Functions: bind("2/F2", "functions", "2", "f2"),
 		Probes:    bind("3/F3", "probes", "3", "f3"),
 		Top:       bind("4/F4", "top", "4", "f4"),
+		Graph:     bind("5/F5", "graph", "5", "f5"),
 		Help:      bind("?", "help", "?"),
 		Quit:      bind("q", "quit (tears down)", "q"),
 		Abort:     bind("ctrl+c", "abort (exit 130)", "ctrl+c"),
@@ -32,11 +33,11 @@ func newGlobalKeys() globalKeys {
 }
 
 func (k globalKeys) ShortHelp() []key.Binding {
-	return []key.Binding{k.Stream, k.Functions, k.Probes, k.Top, k.Help, k.Quit}
+	return []key.Binding{k.Stream, k.Functions, k.Probes, k.Top, k.Graph, k.Help, k.Quit}
 }
 
 func (k globalKeys) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{k.Stream, k.Functions, k.Probes, k.Top}, {k.Tracer, k.Tracing, k.Help, k.Quit, k.Abort}}
+	return [][]key.Binding{{k.Stream, k.Functions, k.Probes, k.Top, k.Graph}, {k.Tracer, k.Tracing, k.Help, k.Quit, k.Abort}}
 }
 
 // streamKeys are the Stream view's.
@@ -166,6 +167,44 @@ func (k topKeys) ShortHelp() []key.Binding {
 
 func (k topKeys) FullHelp() [][]key.Binding {
 	return [][]key.Binding{{k.Mode, k.Reset, k.Count, k.Hist, k.Stop}, {k.Up, k.Down, k.PageUp, k.PageDown}}
+}
+
+// graphKeys are the Graph view's.
+type graphKeys struct {
+	Start, Stop, Submit, Cancel             key.Binding
+	Toggle, Unfold, Fold, Sort, Follow      key.Binding
+	Reset, Up, Down, PageUp, PageDown, Home key.Binding
+	End                                     key.Binding
+}
+
+func newGraphKeys() graphKeys {
+	return graphKeys{
+		Start:    bind("g", "graph functions' calls (ftctl graph -f ROOT...)", "g"),
+		Stop:     bind("x", "stop the graph (its session removed)", "x"),
+		Submit:   bind("enter", "start the graph", "enter"),
+		Cancel:   bind("esc", "cancel", "esc"),
+		Toggle:   bind("enter/space", "fold/unfold", "enter", "space"),
+		Unfold:   bind("→/l", "unfold (then: first callee)", "right", "l"),
+		Fold:     bind("←/h", "fold (then: the caller)", "left", "h"),
+		Sort:     bind("s", "slowest first ↔ newest first", "s"),
+		Follow:   bind("f", "follow the selected call's task (again: every task)", "f"),
+		Reset:    bind("r", "forget the trees", "r"),
+		Up:       bind("↑/k", "up", "up", "k"),
+		Down:     bind("↓/j", "down", "down", "j"),
+		PageUp:   bind("pgup", "page up", "pgup"),
+		PageDown: bind("pgdn", "page down", "pgdown"),
+		Home:     bind("home", "the first line, kept there as trees come", "home"),
+		End:      bind("end", "the last line", "end"),
+	}
+}
+
+func (k graphKeys) ShortHelp() []key.Binding {
+	return []key.Binding{k.Start, k.Stop, k.Toggle, k.Sort, k.Follow}
+}
+
+func (k graphKeys) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{k.Start, k.Stop, k.Toggle, k.Unfold, k.Fold, k.Sort, k.Follow, k.Reset},
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End}}
 }
 
 // confirmKeys answer a confirmation.

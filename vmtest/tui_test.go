@@ -61,6 +61,13 @@ func startTUI(t *testing.T, args ...string) *tuiRun {
 // startTUIEnv is startTUI with env (TERM=..., NO_COLOR=...) added to a minimal environment.
 func startTUIEnv(t *testing.T, env []string, args ...string) *tuiRun {
 	t.Helper()
+	return startTUIUntil(t, env, "FOLLOWING", args...)
+}
+
+// startTUIUntil is startTUIEnv waiting for first on the first screen (a recording's stream
+// may have ended already: "ENDED").
+func startTUIUntil(t *testing.T, env []string, first string, args ...string) *tuiRun {
+	t.Helper()
 	master, slave := openPTY(t)
 	cmd := exec.Command(ftctl, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
@@ -88,7 +95,7 @@ func startTUIEnv(t *testing.T, env []string, args ...string) *tuiRun {
 		}
 		master.Close()
 	})
-	r.waitFor("FOLLOWING")
+	r.waitFor(first)
 	return r
 }
 
