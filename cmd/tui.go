@@ -65,7 +65,8 @@ another reader, each sees only part of the events.
 --file FILE shows a recording instead (a trace.dat of ftctl record or trace-cmd record, read as
 ftctl report reads it; --recover: the directory a killed ftctl record left): the Stream view
 with its search and filters, and the Top view, over the recording's events in time order; no
-kernel is read or changed, so it needs neither root nor tracefs, and the other views say so. As
+kernel is read or changed, so it needs neither root nor tracefs, and the other views say so.
+Every buffer of a trace-cmd record -B file is shown, an instance's events after "NAME: ". As
 for a live stream, the last --ring events are kept.`,
 		Example: `  sudo ftctl tui
   sudo ftctl tui --keep
