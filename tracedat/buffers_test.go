@@ -31,22 +31,28 @@ func traceCmdFile(t testing.TB, h *Header, version int, comp string, bufs ...fix
 	return b
 }
 
-// pages fills n pages with a byte of its own each.
-func pages(n int, fill byte) []byte {
-	b := make([]byte, n*4096)
+// pages fills n pages of 4096 bytes with a byte of its own each.
+func pages(n int, fill byte) []byte { return pagesOf(4096, n, fill) }
+
+func pagesOf(size, n int, fill byte) []byte {
+	b := make([]byte, n*size)
 	for i := range b {
-		b[i] = fill + byte(i/4096)
+		b[i] = fill + byte(i/size)
 	}
 	return b
 }
 
 // instanceBuffers: a top level with data on CPU 0, "ftbuf" on CPU 1 only, "two" on both CPUs,
 // 12 pages on CPU 1 (two compressed chunks of trace-cmd's 10 pages).
-func instanceBuffers() []fixture.TraceDatBuffer {
+func instanceBuffers() []fixture.TraceDatBuffer { return instanceBuffersOf(4096) }
+
+// instanceBuffersOf: instanceBuffers in pages of size bytes (the fuzz seeds' are small: the
+// fuzzer minimizes each new input, in time that grows with its size).
+func instanceBuffersOf(size int) []fixture.TraceDatBuffer {
 	return []fixture.TraceDatBuffer{
-		{Name: "", CPUs: [][]byte{pages(2, 0x10), nil}},
-		{Name: "ftbuf", Clock: "global", CPUs: [][]byte{nil, pages(1, 0x40)}},
-		{Name: "two", CPUs: [][]byte{pages(3, 0x60), pages(12, 0x80)}},
+		{Name: "", CPUs: [][]byte{pagesOf(size, 2, 0x10), nil}},
+		{Name: "ftbuf", Clock: "global", CPUs: [][]byte{nil, pagesOf(size, 1, 0x40)}},
+		{Name: "two", CPUs: [][]byte{pagesOf(size, 3, 0x60), pagesOf(size, 12, 0x80)}},
 	}
 }
 
@@ -173,5 +179,25 @@ func TestTruncatedBuffers(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A CPU id past any machine's in a version 7 BUFFER option is refused: it sizes the CPU table
+// (FuzzRead stalled on such a file, every CPU of millions read in turn).
+func TestCPUIDBounded(t *testing.T) {
+	h, _ := sample()
+	b := traceCmdFile(t, h, 7, "none", fixture.TraceDatBuffer{CPUs: [][]byte{pages(1, 1)}})
+	// the top buffer's option: ... "local\0", page size 4096, 1 CPU, CPU id 0
+	at := bytes.Index(b, []byte("\x00local\x00\x00\x10\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00"))
+	if at < 0 {
+		t.Fatal("no BUFFER option found")
+	}
+	copy(b[at+15:], []byte{0, 0, 0x10, 0}) // CPU 1048576
+	f, err := Read(bytes.NewReader(b), int64(len(b)))
+	if err == nil {
+		t.Fatalf("read, with %d CPUs", f.CPUs)
+	}
+	if !errors.Is(err, ErrCorrupt) || !bytes.Contains([]byte(err.Error()), []byte("1048576")) {
+		t.Errorf("%v", err)
 	}
 }

@@ -134,11 +134,13 @@ func FuzzRead(f *testing.F) {
 			}
 		}
 	}
-	// instances' buffers (trace-cmd record -B), version 6 and 7 in each compression
+	// instances' buffers (trace-cmd record -B), version 6 and 7 in each compression, in pages
+	// of 64 bytes and without kallsyms (small inputs minimize fast)
 	h, _ = sample()
-	f.Add(traceCmdFile(f, h, 6, "", instanceBuffers()...))
+	h.PageSize, h.Kallsyms = 64, nil
+	f.Add(traceCmdFile(f, h, 6, "", instanceBuffersOf(64)...))
 	for _, comp := range []string{"none", "zstd", "zlib"} {
-		f.Add(traceCmdFile(f, h, 7, comp, instanceBuffers()...))
+		f.Add(traceCmdFile(f, h, 7, comp, instanceBuffersOf(64)...))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		file, err := Read(bytes.NewReader(b), int64(len(b)))

@@ -349,6 +349,9 @@ func (v *v7) cpus(f *File, opt []byte) error {
 		if err != nil {
 			return err
 		}
+		if id >= 1<<16 { // the CPU table is as large as the highest id
+			return b.fail("CPU %d", id)
+		}
 		list = append(list, cpuData{uint64(id), o, s})
 		maxCPU = max(maxCPU, int(id))
 	}
