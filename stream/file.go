@@ -42,14 +42,13 @@ var ErrFileCPU = errors.New("no such CPU in the recording")
 // A file holding instances' buffers (trace-cmd record -B NAME) has every buffer's events
 // merged too, as trace-cmd report merges them, each event saying its buffer (Event.Buffer).
 func ReadFile(f *tracedat.File, o FileOptions, emit Emit) (*FileInfo, error) {
-	info := &FileInfo{Clock: f.Clock(), CPUs: f.CPUs, Undecoded: map[string]string{}}
+	info := &FileInfo{Clock: f.Clock(), Undecoded: map[string]string{}}
 	multi := len(f.Buffers()) > 0
 	names := o.Buffers
 	if names == nil {
 		names = append([]string{""}, f.Buffers()...)
 	}
 	var views []*tracedat.File
-	info.CPUs = 0
 	for _, name := range names {
 		g, err := f.Buffer(name)
 		if err != nil {
