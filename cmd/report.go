@@ -28,6 +28,8 @@ type ReportOptions struct {
 	Comm    string
 	CPU     int
 	HasCPU  bool
+	// Buffers (--buffer): the buffers read, "" the top level's; none given: every buffer.
+	Buffers []string
 }
 
 // NewCmdReport builds `ftctl report`.
@@ -46,12 +48,19 @@ No kernel is needed: the file carries the event formats, kallsyms and the saved 
 --recover reads the directory FILE.tmp-PID that a killed 'ftctl record' left: header.dat and
 each CPU's pages (cpuN.raw) as far as they were moved.
 
+A file of 'trace-cmd record -B NAME' holds an instance's buffer beside the top level's: every
+buffer is read, their events merged in time order; each text line then starts with its
+buffer's name (blank for the top level), as trace-cmd report prints them, and each JSON object
+with "buffer" ("" for the top level). --buffer NAME reads only that buffer (--buffer '' the top
+level's); repeat it for several.
+
 A file ftctl cannot read (not a trace.dat, cut short before its data, another version, a
-latency-tracer recording) is exit 2 with where and why. Of a file with several buffers
-(trace-cmd record -B), the top-level buffer is read.`,
+latency-tracer recording) is exit 2 with where and why, as is a --buffer the file does not hold.`,
 		Example: `  ftctl report trace.dat
   # the sched_switch events of CPU 1, as JSON
-  ftctl report trace.dat --event sched_switch --cpu 1 -o json`,
+  ftctl report trace.dat --event sched_switch --cpu 1 -o json
+  # of a trace-cmd record -B NAME file, only the top level's events (--buffer NAME: NAME's)
+  ftctl report trace.dat --buffer ''`,
 		Args: func(c *cobra.Command, a []string) error {
 			if len(a) != 1 {
 				return InvalidInput(fmt.Errorf("ftctl report takes one FILE (%d given)", len(a)))
@@ -70,6 +79,7 @@ latency-tracer recording) is exit 2 with where and why. Of a file with several b
 	f.IntVar(&opts.PID, "pid", 0, "show only events of this `PID`")
 	f.StringVar(&opts.Comm, "comm", "", "show only events of processes whose comm matches `NAME|GLOB`")
 	f.IntVar(&opts.CPU, "cpu", 0, "show only the events of CPU `N`")
+	f.StringArrayVar(&opts.Buffers, "buffer", nil, "read only the buffer `NAME` of a trace-cmd record -B file ('' for the top level's); repeatable")
 	f.BoolVar(&opts.Recover, "recover", false, "FILE is the FILE.tmp-PID directory a killed 'ftctl record' left")
 	c.ValidArgsFunction = func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return nil, cobra.ShellCompDirectiveDefault
@@ -97,11 +107,18 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 		return err
 	}
 	defer closeAll()
+	buffers, err := chooseBuffers(file, opts.Buffers)
+	if err != nil {
+		return InvalidInput(fmt.Errorf("%s: %w", safe(opts.File), err))
+	}
 	w := bufio.NewWriterSize(g.Out, 256<<10)
 	text := stream.TextOptions{Color: colorFor(g.Out) && !g.JSON()}
+	if b := file.Buffers(); len(b) > 0 {
+		text.BufferWidth = stream.BufferWidth(b)
+	}
 	var buf []byte
 	shown, lost := 0, int64(0)
-	info, err := stream.ReadFile(file, stream.FileOptions{CPU: opts.CPU, HasCPU: opts.HasCPU}, func(ev *stream.Event) error {
+	info, err := stream.ReadFile(file, stream.FileOptions{CPU: opts.CPU, HasCPU: opts.HasCPU, Buffers: buffers}, func(ev *stream.Event) error {
 		if !filter.Match(ev) {
 			return nil
 		}
@@ -132,18 +149,55 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 		}
 		return fmt.Errorf("%s: %w", safe(opts.File), err)
 	}
-	if b := file.Buffers(); len(b) > 0 {
-		g.Notice("%s also holds the buffers of %s (trace-cmd record -B), which ftctl report does not read: only the top level's events are shown",
-			safe(opts.File), safe(strings.Join(quoteAll(b), ", ")))
-	}
 	if info.Partial > 0 {
 		g.Notice("%s: the data of %s ends inside a page (the file was cut short); that page is left out", safe(opts.File), plural(info.Partial, "CPU"))
 	}
 	if !g.Quiet {
-		fmt.Fprintf(g.Err, "ftctl: report: %d events shown, %d lost as the kernel marked them, %d CPUs, trace clock %s\n",
-			shown, lost, info.CPUs, safe(info.Clock))
+		read := ""
+		if len(info.Buffers) > 0 {
+			read = ", buffers " + safe(strings.Join(bufferNames(info.Buffers), ", "))
+		}
+		fmt.Fprintf(g.Err, "ftctl: report: %d events shown, %d lost as the kernel marked them, %d CPUs, trace clock %s%s\n",
+			shown, lost, info.CPUs, safe(info.Clock), read)
 	}
 	return nil
+}
+
+// chooseBuffers checks --buffer against the buffers the file holds: nil (every buffer) when none
+// was given, else the names given, each once.
+func chooseBuffers(file *tracedat.File, want []string) ([]string, error) {
+	if len(want) == 0 {
+		return nil, nil
+	}
+	have := map[string]bool{"": true}
+	for _, b := range file.Buffers() {
+		have[b] = true
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, name := range want {
+		if !have[name] {
+			return nil, fmt.Errorf("%w: --buffer %q (it holds %s)", tracedat.ErrNoBuffer, name, strings.Join(bufferNames(append([]string{""}, file.Buffers()...)), ", "))
+		}
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// bufferNames quotes buffer names, the top level's "" as "the top level".
+func bufferNames(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if n == "" {
+			out = append(out, "the top level")
+		} else {
+			out = append(out, strconv.Quote(n))
+		}
+	}
+	return out
 }
 
 // openRecording opens a trace.dat, or with recover the directory a killed record left.

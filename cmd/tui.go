@@ -71,7 +71,8 @@ another reader, each sees only part of the events.
 ftctl report reads it; --recover: the directory a killed ftctl record left): the Stream view
 with its search and filters, the Top view, and the Graph view of its function_graph calls
 (ftctl record --tracer function_graph), over the recording's events in time order; no
-kernel is read or changed, so it needs neither root nor tracefs, and the other views say so. As
+kernel is read or changed, so it needs neither root nor tracefs, and the other views say so.
+Every buffer of a trace-cmd record -B file is shown, an instance's events after "NAME: ". As
 for a live stream, the last --ring events are kept.`,
 		Example: `  sudo ftctl tui
   sudo ftctl tui --keep

@@ -133,6 +133,11 @@ type Event struct {
 	Lost   int64    // KindLost: events lost, -1 when the kernel did not count them
 
 	Line []byte // the line as read (for stacks: every line, newlines included)
+
+	// Buffer is the trace array a recording's event was recorded in ("" for the top level, else
+	// the instance's name), set by ReadFile only for a file holding instances' buffers
+	// (trace-cmd record -B NAME); nil otherwise.
+	Buffer []byte
 }
 
 // EventName is the value of the JSON "event" key: "function", the probe's or the tracepoint's

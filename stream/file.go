@@ -12,14 +12,19 @@ import (
 
 // FileOptions choose what ReadFile decodes of a recording.
 type FileOptions struct {
-	CPU    int  // with HasCPU: only this CPU's pages
+	CPU    int  // with HasCPU: only this CPU's pages (of each buffer)
 	HasCPU bool //
+	// Buffers are the buffers read: "" the top level's, else an instance's as
+	// tracedat.File.Buffers names it. Nil: every buffer of the file.
+	Buffers []string
 }
 
 // FileInfo is what ReadFile learned of a recording besides its events.
 type FileInfo struct {
 	Clock string
-	CPUs  int
+	CPUs  int // the most CPUs of a buffer read
+	// Buffers are the buffers read ("" the top level's), when the file holds instances'.
+	Buffers []string
 	// Undecoded names the events the binary decoder does not print as the kernel would,
 	// and why (they show field by field).
 	Undecoded map[string]string
@@ -34,10 +39,29 @@ var ErrFileCPU = errors.New("no such CPU in the recording")
 // ReadFile decodes a trace.dat's pages with the stream's BinaryDecoder (the formats,
 // kallsyms and saved_cmdlines of the file) and emits its events in time order, every CPU's
 // merged, a page's losses before its events (KindLost), as ftctl stream would have shown them.
+// A file holding instances' buffers (trace-cmd record -B NAME) has every buffer's events
+// merged too, as trace-cmd report merges them, each event saying its buffer (Event.Buffer).
 func ReadFile(f *tracedat.File, o FileOptions, emit Emit) (*FileInfo, error) {
-	info := &FileInfo{Clock: f.Clock(), CPUs: f.CPUs, Undecoded: map[string]string{}}
-	if o.HasCPU && (o.CPU < 0 || o.CPU >= f.CPUs) {
-		return info, fmt.Errorf("%w: --cpu %d (it has CPUs 0 to %d)", ErrFileCPU, o.CPU, f.CPUs-1)
+	info := &FileInfo{Clock: f.Clock(), Undecoded: map[string]string{}}
+	multi := len(f.Buffers()) > 0
+	names := o.Buffers
+	if names == nil {
+		names = append([]string{""}, f.Buffers()...)
+	}
+	var views []*tracedat.File
+	for _, name := range names {
+		g, err := f.Buffer(name)
+		if err != nil {
+			return info, err
+		}
+		views = append(views, g)
+		info.CPUs = max(info.CPUs, g.CPUs)
+	}
+	if multi {
+		info.Buffers = names
+	}
+	if o.HasCPU && (o.CPU < 0 || o.CPU >= info.CPUs) {
+		return info, fmt.Errorf("%w: --cpu %d (it has CPUs 0 to %d)", ErrFileCPU, o.CPU, info.CPUs-1)
 	}
 	layout, err := tracefs.ParsePageLayout(string(f.HeaderPage))
 	if err != nil {
@@ -48,11 +72,17 @@ func ReadFile(f *tracedat.File, o FileOptions, emit Emit) (*FileInfo, error) {
 		return info, err
 	}
 	var cpus []*fileCPU
-	for cpu := range f.CPUs {
-		if o.HasCPU && cpu != o.CPU {
-			continue
+	for _, g := range views {
+		var buffer []byte
+		if multi {
+			buffer = []byte(g.BufferName)
 		}
-		cpus = append(cpus, &fileCPU{cpu: cpu, r: f.Pages(cpu), page: make([]byte, f.PageSize), layout: layout})
+		for cpu := range g.CPUs {
+			if o.HasCPU && cpu != o.CPU {
+				continue
+			}
+			cpus = append(cpus, &fileCPU{cpu: cpu, buffer: buffer, r: g.Pages(cpu), page: make([]byte, g.PageSize), layout: layout})
+		}
 	}
 	for _, c := range cpus {
 		if err := c.advance(info); err != nil {
@@ -78,6 +108,7 @@ func ReadFile(f *tracedat.File, o FileOptions, emit Emit) (*FileInfo, error) {
 		} else {
 			d.Decode(ev, best.cpu, r.ts, r.data)
 		}
+		ev.Buffer = best.buffer
 		if err := emit(ev); err != nil {
 			return info, err
 		}
@@ -121,9 +152,10 @@ func newFileDecoder(f *tracedat.File, layout tracefs.PageLayout, info *FileInfo)
 	return d, nil
 }
 
-// fileCPU walks one CPU's pages, a page's records at a time.
+// fileCPU walks one CPU's pages (of one buffer), a page's records at a time.
 type fileCPU struct {
 	cpu    int
+	buffer []byte // the buffer's name, for Event.Buffer
 	r      *io.SectionReader
 	page   []byte
 	layout tracefs.PageLayout
@@ -150,13 +182,13 @@ func (c *fileCPU) advance(info *FileInfo) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("cpu %d: %w", c.cpu, err)
+			return fmt.Errorf("%scpu %d: %w", c.where(), c.cpu, err)
 		}
 		info.Pages++
 		page := bytes.Clone(c.page[:n])
 		p, err := ParsePage(c.layout, page)
 		if err != nil {
-			return fmt.Errorf("cpu %d, page at %d: %w", c.cpu, info.Pages, err)
+			return fmt.Errorf("%scpu %d, page at %d: %w", c.where(), c.cpu, info.Pages, err)
 		}
 		if p.Missed {
 			c.recs = append(c.recs, rec{ts: p.TS, lost: p.Lost})
@@ -166,8 +198,16 @@ func (c *fileCPU) advance(info *FileInfo) error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("cpu %d: %w", c.cpu, err)
+			return fmt.Errorf("%scpu %d: %w", c.where(), c.cpu, err)
 		}
 	}
 	return nil
+}
+
+// where names the buffer in an error, for an instance's.
+func (c *fileCPU) where() string {
+	if len(c.buffer) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("buffer %q, ", c.buffer)
 }

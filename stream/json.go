@@ -8,11 +8,15 @@ import "strconv"
 //	{"ts":18.05,"cpu":0,"comm":"sh","pid":152,"flags":".N...","event":"open","probe":"do_sys_openat2+0x0/0xe0","args":{"dfd":-100,"path":"/dev/null","bad":null}}
 //	{"event":"lost","cpu":1,"lost":1849}
 //
-// Keys come in a fixed order and only when the line had them. With raw, the line as read is
+// Keys come in a fixed order and only when the line had them ("buffer" first, for the events of
+// a recording with instances' buffers: ReadFile). With raw, the line as read is
 // added as "raw". Encoding is by hand (it runs once per event), and every string goes through
 // AppendJSONString, so the output is valid JSON whatever bytes the trace held.
 func AppendJSON(dst []byte, ev *Event, raw bool) []byte {
 	o := jsonObject{b: dst}
+	if ev.Buffer != nil {
+		o.str(`,"buffer":`, ev.Buffer)
+	}
 	if ev.Kind == KindLost {
 		o.key(`,"event":`)
 		o.b = append(o.b, `"lost"`...)

@@ -25,7 +25,7 @@ import (
 // guessed: a name the eval map left (an enum the kernel did not resolve, a kernel variable), a
 // function other than the helpers above, a pointer the kernel dereferences (%s of a char *,
 // %pI4 of an integer), a hashed pointer (%p, %pK while the hash-ptr option is on: the kernel
-// hashes them with a key of its own), and the %p extensions not listed in pfPointerExts. The
+// hashes them with a key of its own), and the %p extensions pointerExt does not take. The
 // event's error says which; the binary reader then leaves that event to trace_pipe.
 
 // pfOp is an expression node's operation.
@@ -138,8 +138,21 @@ type printFmt struct {
 // errHashedPointer: the kernel hashes what %p prints (hash-ptr option on).
 var errHashedPointer = errors.New("prints a hashed pointer (%p with option hash-ptr on)")
 
-// pfPointerExts are the %p extensions printed: symbols, addresses, MAC, UUID.
-var pfPointerExts = map[string]bool{"S": true, "s": true, "B": true, "x": true, "I4": true, "I6": true, "i6": true, "I6c": true, "M": true, "m": true, "U": true, "Ub": true, "UB": true, "Ul": true, "UL": true}
+// pfPointerExts are the %p extensions printed: symbols, addresses, MAC, UUID; and, by
+// pointerExt, sockaddrs (%pIS..., %piS...) and hex dumps (%ph[CDN]).
+var pfPointerExts = map[string]bool{"S": true, "s": true, "B": true, "x": true, "I4": true, "I6": true, "i6": true, "I6c": true, "M": true, "m": true, "U": true, "Ub": true, "UB": true, "Ul": true, "UL": true,
+	"h": true, "hC": true, "hD": true, "hN": true}
+
+// pointerExt says whether ftctl prints the %p extension ext as the kernel does.
+func pointerExt(ext string) bool {
+	return pfPointerExts[ext] || isSockaddrExt(ext)
+}
+
+// isSockaddrExt: %pIS or %piS and the letters ip_addr_string reads after them (p port, f
+// flowinfo, s scope, c compressed; h l n b an IPv4 address's byte order).
+func isSockaddrExt(ext string) bool {
+	return len(ext) >= 2 && (ext[0] == 'I' || ext[0] == 'i') && ext[1] == 'S' && strings.Trim(ext[2:], "pfschlnb") == ""
+}
 
 // parsePrintFmt parses the format's print fmt line. hashPtr: the hash-ptr option is on (bare
 // %p is then hashed by the kernel, and refused).
@@ -266,7 +279,7 @@ func (pf *printFmt) parseFormat(s string, hashPtr bool) error {
 			switch {
 			case cv.ext == "" && hashPtr, cv.ext == "K":
 				return errHashedPointer
-			case cv.ext != "" && !pfPointerExts[cv.ext]:
+			case cv.ext != "" && !pointerExt(cv.ext):
 				return fmt.Errorf("prints %%p%s, which ftctl does not format", cv.ext)
 			}
 		default:
@@ -1416,6 +1429,12 @@ func appendInt(dst []byte, c *pfConv, v pfVal, width int, flags uint8) []byte {
 // appendPointer prints the %p conversions ftctl formats.
 func (x *pfEval) appendPointer(dst []byte, c *pfConv, v pfVal, width int, flags uint8) []byte {
 	start := len(dst)
+	switch {
+	case c.ext != "" && c.ext[0] == 'h':
+		return appendHexDump(dst, c.ext, v.b, width)
+	case isSockaddrExt(c.ext):
+		return padWhole(appendSockaddr(dst, c, v.b, width, flags), start, width, flags)
+	}
 	switch c.ext {
 	case "", "x": // %px, and %p with hash-ptr off: pointer_string
 		if width < 0 {
@@ -1474,10 +1493,126 @@ func (x *pfEval) appendPointer(dst []byte, c *pfConv, v pfVal, width int, flags 
 			dst = append(dst, h, l)
 		}
 	}
+	return padWhole(dst, start, width, flags)
+}
+
+// padWhole pads what was printed from start to width columns, as string() pads the whole.
+func padWhole(dst []byte, start, width int, flags uint8) []byte {
 	if width > len(dst)-start {
-		// string() pads the whole: move what was printed right
 		s := append([]byte(nil), dst[start:]...)
 		dst = appendPadded(dst[:start], s, width, flags)
+	}
+	return dst
+}
+
+// appendSockaddr prints %pIS... / %piS... of a struct sockaddr as lib/vsprintf.c's
+// ip_addr_string does: by sa_family (host order: little endian on x86), an AF_INET address as
+// ip4_addr_string_sa ("1.2.3.4", ":port" with p; %pi with leading zeros; h and l reverse the
+// bytes on a little-endian machine), AF_INET6 as ip6_addr_string_sa ("[addr]" with p, f or s;
+// compressed with %pI and c; ":port", "/flowinfo", "%scope"), any other "(einval)". The port,
+// flowinfo and scope are printed with the conversion's own width and flags, as number() is
+// called with its spec. A record shorter than the structure (the kernel would read past it)
+// prints "(efault)".
+func appendSockaddr(dst []byte, c *pfConv, b []byte, width int, flags uint8) []byte {
+	if len(b) < 2 {
+		return append(dst, "(efault)"...)
+	}
+	raw := c.ext[0] == 'i'
+	letters := c.ext[2:]
+	has := func(l byte) bool { return strings.IndexByte(letters, l) >= 0 }
+	num := func(dst []byte, v uint64) []byte {
+		cv := pfConv{verb: 'u', qual: 'L', prec: c.prec}
+		return appendInt(dst, &cv, pfVal{u: v, size: 8}, width, flags)
+	}
+	switch uint16(b[0]) | uint16(b[1])<<8 {
+	case 2: // AF_INET: family, port (network order), address
+		if len(b) < 8 {
+			return append(dst, "(efault)"...)
+		}
+		index := [4]int{0, 1, 2, 3}
+		if i := strings.LastIndexAny(letters, "hlnb"); i >= 0 && (letters[i] == 'h' || letters[i] == 'l') {
+			index = [4]int{3, 2, 1, 0}
+		}
+		for i, j := range index {
+			if i > 0 {
+				dst = append(dst, '.')
+			}
+			if raw && b[4+j] < 100 {
+				dst = append(dst, '0')
+				if b[4+j] < 10 {
+					dst = append(dst, '0')
+				}
+			}
+			dst = strconv.AppendUint(dst, uint64(b[4+j]), 10)
+		}
+		if has('p') {
+			dst = num(append(dst, ':'), uint64(b[2])<<8|uint64(b[3]))
+		}
+		return dst
+	case 10: // AF_INET6: family, port, flowinfo (network order), address, scope id
+		if len(b) < 28 {
+			return append(dst, "(efault)"...)
+		}
+		bracket := has('p') || has('s') || has('f')
+		if bracket {
+			dst = append(dst, '[')
+		}
+		ext := "I6"
+		switch {
+		case raw:
+			ext = "i6"
+		case has('c'):
+			ext = "I6c"
+		}
+		dst = appendIP6(dst, b[8:24], ext)
+		if bracket {
+			dst = append(dst, ']')
+		}
+		if has('p') {
+			dst = num(append(dst, ':'), uint64(b[2])<<8|uint64(b[3]))
+		}
+		if has('f') {
+			flow := uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
+			dst = num(append(dst, '/'), flow&0x0fffffff) // IPV6_FLOWINFO_MASK
+		}
+		if has('s') {
+			scope := uint64(b[24]) | uint64(b[25])<<8 | uint64(b[26])<<16 | uint64(b[27])<<24
+			dst = num(append(dst, '%'), scope)
+		}
+		return dst
+	}
+	return append(dst, "(einval)"...)
+}
+
+// appendHexDump prints %ph[CDN] as hex_string does: width bytes (at most 64; 1 with no width,
+// none for 0), in lower-case hex, separated by a space, ':' (C), '-' (D) or nothing (N), never
+// padded. A record holding fewer bytes than the width (the kernel would read on, past the
+// array) prints the bytes it holds.
+func appendHexDump(dst []byte, ext string, b []byte, width int) []byte {
+	if width == 0 {
+		return dst
+	}
+	sep := byte(' ')
+	if len(ext) > 1 {
+		switch ext[1] {
+		case 'C':
+			sep = ':'
+		case 'D':
+			sep = '-'
+		case 'N':
+			sep = 0
+		}
+	}
+	n := 1
+	if width > 0 {
+		n = min(width, 64)
+	}
+	n = min(n, len(b))
+	for i := 0; i < n; i++ {
+		dst = append(dst, hexDigits[b[i]>>4], hexDigits[b[i]&15])
+		if sep != 0 && i != n-1 {
+			dst = append(dst, sep)
+		}
 	}
 	return dst
 }

@@ -374,6 +374,7 @@ func pfFuzzSeeds(f *testing.F) {
 		`"%s %s %s", __print_hex(REC->addr, 4), __print_hex_str(__get_dynamic_array(s), __get_dynamic_array_len(s)), __print_array(REC->addr, 4, sizeof(u32))`,
 		`"%lld %d", (long long)(REC->b * 1000 / (REC->a + 1)), (REC->a << 2) >> 1 == 4 || !REC->a`,
 		`"%*s|", REC->a, REC->comm`,
+		`"%pISpfsc %piSph %-9pIS| %*phD %phN %8phC", REC->addr, REC->addr, REC->comm, REC->a, REC->addr, REC->comm, REC->addr`,
 	} {
 		f.Add(s, []byte("\x09\x00\x00\x00\x07\x00\x00\x00\xff\xff\xff\xff\x00\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x80cat\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x0a\x00\x00\x01\x00\x00\x00\x00\x00\x00\xff\xff\x7f\x00\x00\x01\x3c\x00\x04\x00ab\x1b\x00"))
 	}

@@ -13,6 +13,10 @@ type TextOptions struct {
 	Color bool
 	// Raw prints each line as the kernel formatted it, escaped the same way.
 	Raw bool
+	// BufferWidth, when above 0, starts each line with the event's Buffer (escaped),
+	// right-aligned in that many columns, and ": " (spaces for the top level's ""), as trace-cmd
+	// report prints a file holding instances' buffers: the width of the longest name.
+	BufferWidth int
 }
 
 // Column widths of the text layout: timestamp, cpu, "comm-pid", event name.
@@ -52,6 +56,9 @@ var kindColor = [KindLost + 1]string{
 //
 //	4.634804   1 cat-154                .....  function     ksys_write <- do_syscall_64
 func AppendText(dst []byte, ev *Event, o TextOptions) []byte {
+	if o.BufferWidth > 0 {
+		dst = appendBuffer(dst, ev.Buffer, o.BufferWidth)
+	}
 	if o.Raw && ev.Kind != KindStack && ev.Kind != KindUserStack {
 		// One line, whatever it holds: a probe string may carry a newline (escaped here).
 		dst = AppendEscaped(dst, ev.Line)
@@ -126,6 +133,30 @@ func AppendText(dst []byte, ev *Event, o TextOptions) []byte {
 	dst = append(dst, ' ')
 	dst = appendDetail(dst, ev)
 	return append(dst, '\n')
+}
+
+// appendBuffer appends the buffer column: name right-aligned in width columns and ": ", or
+// width+2 spaces for the top level.
+func appendBuffer(dst, name []byte, width int) []byte {
+	if len(name) == 0 {
+		return appendSpaces(dst, width+2)
+	}
+	start := len(dst)
+	dst = AppendEscaped(dst, name)
+	if pad := width - utf8.RuneCount(dst[start:]); pad > 0 {
+		s := append([]byte(nil), dst[start:]...)
+		dst = append(appendSpaces(dst[:start], pad), s...)
+	}
+	return append(dst, ": "...)
+}
+
+// BufferWidth is TextOptions.BufferWidth for the names given: the widest, escaped.
+func BufferWidth(names []string) int {
+	w := 0
+	for _, n := range names {
+		w = max(w, utf8.RuneCount(AppendEscaped(nil, []byte(n))))
+	}
+	return w
 }
 
 // AppendDetail appends what ev says, the last column of AppendText, with no context columns and

@@ -49,6 +49,8 @@ var (
 	// ErrCorrupt: a section is cut short, a size runs past the end of the file, a marker
 	// is missing.
 	ErrCorrupt = errors.New("corrupt trace.dat")
+	// ErrNoBuffer: File.Buffer was asked for a buffer the file does not hold.
+	ErrNoBuffer = errors.New("no such buffer in the file")
 )
 
 // FormatError says where in the file and in which section reading failed.
@@ -113,24 +115,89 @@ func (h *Header) Clock() string {
 }
 
 // Clock is the trace clock of the recording: the TRACECLOCK option's choice, else (version 7)
-// the top buffer's clock, else "local", as trace-cmd assumes.
+// the top buffer's clock, else "local", as trace-cmd assumes. An instance's buffer read from a
+// version 7 file has its own (its BUFFER option names it); version 6 records only the file's.
 func (f *File) Clock() string {
-	if f.clock != "" && !f.hasOption(OptionTraceClock) {
+	if f.clock != "" && (f.BufferName != "" || !f.hasOption(OptionTraceClock)) {
 		return f.clock
 	}
 	return f.Header.Clock()
 }
 
-// Buffers names the other buffers the file holds (trace-cmd record -B NAME: an instance's),
-// which ftctl does not read: File's CPU data are the top-level buffer's.
+// Buffers names the instances' buffers the file holds (trace-cmd record -B NAME), in the order
+// of the file; File.Buffer reads one. File's own CPU data are the top level's.
 func (f *File) Buffers() []string {
-	out := append([]string(nil), f.buffers...)
-	for _, o := range f.Options {
-		if o.ID == OptionBuffer && len(o.Data) > 8 { // version 6: offset u64, name
-			out = append(out, string(cString(o.Data[8:])))
-		}
+	var out []string
+	for _, b := range f.bufs {
+		out = append(out, b.name)
 	}
 	return out
+}
+
+// bufferDesc is where an instance's buffer is: version 6, its flyrecord (a BUFFER option's
+// offset) and CPU count; version 7, its BUFFER option.
+type bufferDesc struct {
+	name    string
+	latency bool // version 7's BUFFER_TEXT: a latency tracer's text, no pages
+	off     int64
+	cpus    int
+	opt     []byte
+}
+
+// Buffer is the file as one of its buffers holds it ("" the top level, f itself; else an
+// instance's, as Buffers names it): its CPUs' data, page size and clock, with the file's header
+// (the formats, kallsyms and cmdlines are the same for every buffer). Version 7's compressed
+// data are decompressed here, one buffer at a time.
+func (f *File) Buffer(name string) (*File, error) {
+	if name == f.BufferName {
+		return f, nil
+	}
+	var d *bufferDesc
+	for i := range f.bufs {
+		if f.bufs[i].name == name {
+			d = &f.bufs[i]
+			break
+		}
+	}
+	if d == nil {
+		names := "only the top level's"
+		if len(f.bufs) > 0 {
+			names = fmt.Sprintf("the top level's and %q", f.Buffers())
+		}
+		return nil, fmt.Errorf("%w: %q (it holds %s)", ErrNoBuffer, name, names)
+	}
+	g := *f
+	g.BufferName, g.clock, g.CPUData, g.cpuR = name, "", nil, nil
+	r := &reader{r: f.r, size: f.size, section: fmt.Sprintf("buffer %q", name)}
+	if d.latency {
+		return nil, r.unsupported("a latency-tracer recording (text, no pages), which ftctl does not read")
+	}
+	if f.Version == 7 {
+		v := &v7{r: r, compress: f.compress}
+		if err := v.open(); err != nil {
+			return nil, err
+		}
+		defer v.close()
+		if err := v.cpus(&g, d.opt); err != nil {
+			return nil, err
+		}
+		return &g, nil
+	}
+	if d.off <= 0 || d.off >= f.size {
+		return nil, r.fail("its flyrecord at %d, outside the file (%d bytes)", d.off, f.size)
+	}
+	r.off = d.off
+	kind, err := r.bytes(10)
+	if err != nil {
+		return nil, err
+	}
+	if err := flyrecord(r, kind); err != nil {
+		return nil, err
+	}
+	if err := readCPUData(r, &g, d.cpus); err != nil {
+		return nil, err
+	}
+	return &g, nil
 }
 
 func (f *File) hasOption(id uint16) bool {
@@ -147,15 +214,20 @@ type CPUData struct {
 	Offset, Size int64
 }
 
-// File is a trace.dat that was read: its header, and where each CPU's pages are.
+// File is a trace.dat that was read: its header, and where each CPU's pages are (the top
+// level's buffer, or with Buffer an instance's).
 type File struct {
 	Header
 	Version int
 	CPUData []CPUData
-	r       io.ReaderAt
-	clock   string        // version 7: the top buffer's clock
-	buffers []string      // version 7: the instances' buffers (not read)
-	cpuR    []io.ReaderAt // WithCPUs: each CPU's pages in a reader of its own
+	// BufferName is the buffer whose CPU data these are: "" for the top level's.
+	BufferName string
+	r          io.ReaderAt
+	size       int64
+	clock      string        // version 7: the buffer's clock
+	compress   string        // version 7: the compression
+	bufs       []bufferDesc  // the instances' buffers
+	cpuR       []io.ReaderAt // WithCPUs, and version 7's compressed data: each CPU's pages in a reader of its own
 }
 
 // WithCPUs is the file h (a header, whatever CPU data it has) with each CPU's pages read from a
@@ -295,7 +367,7 @@ func Read(ra io.ReaderAt, size int64) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &File{r: ra}
+	f := &File{r: ra, size: size}
 	switch v {
 	case "6":
 		f.Version = 6
@@ -365,26 +437,67 @@ func Read(ra io.ReaderAt, size int64) (*File, error) {
 		}
 	}
 	r.section = "CPU data"
+	if err := flyrecord(r, kind); err != nil {
+		return nil, err
+	}
+	if err := readCPUData(r, f, f.CPUs); err != nil {
+		return nil, err
+	}
+	f.bufs = buffersV6(f.Options, f.CPUs)
+	return f, nil
+}
+
+// flyrecord checks the 10 bytes before a version 6 buffer's CPU data: "flyrecord" (pages), not
+// "latency" (a latency tracer's text).
+func flyrecord(r *reader, kind []byte) error {
 	switch string(kind) {
 	case "flyrecord\x00":
+		return nil
 	case "latency  \x00":
-		return nil, r.unsupported("a latency-tracer recording (text, no pages), which ftctl does not read")
-	default:
-		return nil, r.fail("\"flyrecord\" expected, found %q", kind)
+		return r.unsupported("a latency-tracer recording (text, no pages), which ftctl does not read")
 	}
-	for cpu := range f.CPUs {
+	return r.fail("\"flyrecord\" expected, found %q", kind)
+}
+
+// readCPUData reads a version 6 flyrecord's offset and size of each of cpus CPUs into f.
+func readCPUData(r *reader, f *File, cpus int) error {
+	if int64(cpus) > r.size/16 || cpus > 1<<16 {
+		return r.fail("%d CPUs", cpus)
+	}
+	f.CPUs = cpus
+	for cpu := range cpus {
 		off, err := r.u64()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		sz, err := r.u64()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if sz > 0 && (off > uint64(size) || sz > uint64(size)-off) {
-			return nil, r.fail("CPU %d's data (%d bytes at %d) runs past the end of the file (%d bytes): the file was cut short", cpu, sz, off, size)
+		if sz > 0 && (off > uint64(r.size) || sz > uint64(r.size)-off) {
+			return r.fail("CPU %d's data (%d bytes at %d) runs past the end of the file (%d bytes): the file was cut short", cpu, sz, off, r.size)
 		}
 		f.CPUData = append(f.CPUData, CPUData{Offset: int64(off), Size: int64(sz)})
 	}
-	return f, nil
+	return nil
+}
+
+// buffersV6 finds the instances' buffers of a version 6 file in its options: a BUFFER option
+// (the offset of the buffer's flyrecord u64, its name) each, followed by a CPUCOUNT option when
+// the instance had another CPU count than the file's (trace-cmd's add_buffer_option_v6).
+func buffersV6(opts []Option, cpus int) []bufferDesc {
+	var out []bufferDesc
+	for i, o := range opts {
+		if o.ID != OptionBuffer || len(o.Data) <= 8 {
+			continue
+		}
+		d := bufferDesc{name: string(cString(o.Data[8:])), off: int64(binary.LittleEndian.Uint64(o.Data)), cpus: cpus}
+		if i+1 < len(opts) && opts[i+1].ID == OptionCPUCount && len(opts[i+1].Data) == 4 {
+			d.cpus = int(binary.LittleEndian.Uint32(opts[i+1].Data))
+		}
+		if d.name != "" {
+			out = append(out, d)
+		}
+	}
+	return out
 }

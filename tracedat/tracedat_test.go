@@ -134,19 +134,37 @@ func FuzzRead(f *testing.F) {
 			}
 		}
 	}
+	// instances' buffers (trace-cmd record -B), version 6 and 7 in each compression, in pages
+	// of 64 bytes and without kallsyms (small inputs minimize fast)
+	h, _ = sample()
+	h.PageSize, h.Kallsyms = 64, nil
+	f.Add(traceCmdFile(f, h, 6, "", instanceBuffersOf(64)...))
+	for _, comp := range []string{"none", "zstd", "zlib"} {
+		f.Add(traceCmdFile(f, h, 7, comp, instanceBuffersOf(64)...))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		file, err := Read(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
 			return
 		}
-		for cpu, d := range file.CPUData {
-			if d.Size > 0 && d.Offset+d.Size > int64(len(b)) {
-				t.Fatalf("cpu %d's data past the end", cpu)
+		check := func(g *File) {
+			for cpu, d := range g.CPUData {
+				if d.Size > 0 && d.Offset+d.Size > int64(len(b)) && g.cpuR == nil {
+					t.Fatalf("buffer %q: cpu %d's data past the end", g.BufferName, cpu)
+				}
+			}
+			g.Clock()
+			for cpu := range g.CPUData {
+				io.Copy(io.Discard, g.Pages(cpu))
 			}
 		}
-		file.Clock()
-		for cpu := range file.CPUData {
-			io.Copy(io.Discard, file.Pages(cpu))
+		check(file)
+		for _, name := range file.Buffers() {
+			if g, err := file.Buffer(name); err == nil {
+				check(g)
+			} else if fe := (*FormatError)(nil); !errors.As(err, &fe) {
+				t.Fatalf("buffer %q: %T %v", name, err, err)
+			}
 		}
 	})
 }

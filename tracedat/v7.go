@@ -60,17 +60,11 @@ func readV7(r *reader, f *File) (*File, error) {
 	if _, err := r.cstring(64); err != nil {
 		return nil, err
 	}
-	v.compress = name
-	switch name {
-	case "none", "zlib":
-	case "zstd":
-		if v.zstd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30)); err != nil {
-			return nil, err
-		}
-		defer v.zstd.Close()
-	default:
-		return nil, r.unsupported("compression %q, which ftctl does not read (zstd, zlib or none)", name)
+	v.compress, f.compress = name, name
+	if err := v.open(); err != nil {
+		return nil, err
 	}
+	defer v.close()
 	r.section = "options offset"
 	next, err := r.u64()
 	if err != nil {
@@ -114,20 +108,35 @@ func readV7(r *reader, f *File) (*File, error) {
 		}
 	}
 	if v.buffer == nil {
-		reason := "no top-level buffer (BUFFER option with an empty name)"
-		if len(f.buffers) > 0 {
-			reason = fmt.Sprintf("only the buffers of instances %q (trace-cmd record -B): ftctl reads the top level's", f.buffers)
+		if len(f.bufs) == 0 {
+			return nil, &FormatError{Section: "buffer", Offset: r.off, Reason: "no buffer (no BUFFER option)", Err: ErrCorrupt}
 		}
-		err := ErrCorrupt
-		if len(f.buffers) > 0 {
-			err = ErrUnsupported
-		}
-		return nil, &FormatError{Section: "buffer", Offset: r.off, Reason: reason, Err: err}
+		// only instances' buffers: the top level has no data (trace-cmd always writes its
+		// BUFFER option, with no CPU, but a file need not)
+		return f, nil
 	}
-	if err := v.cpus(f); err != nil {
+	if err := v.cpus(f, v.buffer); err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// open makes the decompressor of the file's compression.
+func (v *v7) open() (err error) {
+	switch v.compress {
+	case "none", "zlib":
+	case "zstd":
+		v.zstd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
+	default:
+		return v.r.unsupported("compression %q, which ftctl does not read (zstd, zlib or none)", v.compress)
+	}
+	return err
+}
+
+func (v *v7) close() {
+	if v.zstd != nil {
+		v.zstd.Close()
+	}
 }
 
 // readInitial reads the endianness, long size and page size after the version.
@@ -275,15 +284,17 @@ func (v *v7) options(f *File, off int64) (uint64, error) {
 			}
 			v.sections[id] = int64(binary.LittleEndian.Uint64(data))
 		case OptionBuffer:
-			// the top-level buffer has an empty name: its data is what ftctl reads
+			// the top-level buffer has an empty name; an instance's is read by File.Buffer
 			if len(data) > 8 && data[8] == 0 {
 				v.buffer = data
 			} else if len(data) > 8 {
-				f.buffers = append(f.buffers, string(cString(data[8:])))
+				f.bufs = append(f.bufs, bufferDesc{name: string(cString(data[8:])), opt: data})
 			}
 		case optionBufferText:
 			if len(data) > 8 && data[8] == 0 {
 				return 0, sec.unsupported("a latency-tracer recording (text, no pages), which ftctl does not read")
+			} else if len(data) > 8 {
+				f.bufs = append(f.bufs, bufferDesc{name: string(cString(data[8:])), latency: true})
 			}
 		default:
 			f.Options = append(f.Options, Option{ID: id, Data: data})
@@ -291,15 +302,15 @@ func (v *v7) options(f *File, off int64) (uint64, error) {
 	}
 }
 
-// cpus reads the top buffer's BUFFER option (offset u64, name, clock, page size u32, CPU
-// count u32; per CPU: id u32, offset u64, size u64) and its CPU data.
-func (v *v7) cpus(f *File) error {
-	b := &reader{r: bytes.NewReader(v.buffer), size: int64(len(v.buffer)), section: "buffer option"}
+// cpus reads a buffer's BUFFER option (offset u64, name, clock, page size u32, CPU count u32;
+// per CPU: id u32, offset u64, size u64) into f, and its CPU data.
+func (v *v7) cpus(f *File, opt []byte) error {
+	b := &reader{r: bytes.NewReader(opt), size: int64(len(opt)), section: "buffer option"}
 	off, err := b.u64()
 	if err != nil {
 		return err
 	}
-	if _, err := b.cstring(4096); err != nil { // name: ""
+	if _, err := b.cstring(4096); err != nil { // the name
 		return err
 	}
 	clock, err := b.cstring(64)
@@ -338,10 +349,16 @@ func (v *v7) cpus(f *File) error {
 		if err != nil {
 			return err
 		}
+		if id >= 1<<16 { // the CPU table is as large as the highest id
+			return b.fail("CPU %d", id)
+		}
 		list = append(list, cpuData{uint64(id), o, s})
 		maxCPU = max(maxCPU, int(id))
 	}
 	v.r.section = "buffer"
+	if f.BufferName != "" {
+		v.r.section = fmt.Sprintf("buffer %q", f.BufferName)
+	}
 	_, flags, _, err := v.header(int64(off))
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ftctl/ftctl/internal/tracedattest"
 	"github.com/ftctl/ftctl/tracedat"
 )
 
@@ -77,5 +79,41 @@ func TestFileConsole(t *testing.T) {
 	step(m, press("3"))
 	if s := screen(m); !strings.Contains(s, "there is no kernel to read or change") {
 		t.Errorf("Probes view over a recording:\n%s", s)
+	}
+}
+
+// A recording of trace-cmd record -B: the console shows every buffer's events, those of an
+// instance's buffer with its name before what they say.
+func TestFileConsoleBuffers(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "stream", "testdata", "6.12", "tp.v7zstd.dat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := tracedattest.TraceCmd(t, src, 7, "zstd", tracedattest.Buffer{Name: "", CPUs: []int{0, 1}},
+		tracedattest.Buffer{Name: "ftbuf", CPUs: []int{1}})
+	file, err := tracedat.Read(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := NewFileSource(context.Background(), file, 10000)
+	defer fs.Close()
+	inst, all := 0, 0
+	for end := error(nil); end == nil; {
+		select {
+		case batch := <-fs.Batches():
+			for _, r := range batch.Rows {
+				all++
+				if strings.HasPrefix(r.Detail(), "ftbuf: ") {
+					inst++
+				}
+			}
+			end = batch.Err
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no end after 10 s: %d rows", all)
+		}
+	}
+	// 1,600 rows of the top level (TestFileConsole), and CPU 1's once more in ftbuf
+	if inst == 0 || all != 1600+inst {
+		t.Errorf("%d rows, %d of them ftbuf's", all, inst)
 	}
 }

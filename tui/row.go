@@ -23,7 +23,8 @@ type Row struct {
 	Func []byte // the function (KindFunction; KindGraph when the line names it)
 	Lost int64  // KindLost: events lost (-1: not counted)
 	// text holds the timestamp then the detail column, both escaped (stream.AppendEscaped):
-	// one allocation per row.
+	// one allocation per row. The detail of an event of a recording's instance buffer starts
+	// with the buffer's name and ": ".
 	text  string
 	tsLen uint8
 }
@@ -134,6 +135,10 @@ func (g *ingester) emit(ev *stream.Event) error {
 		b = b[:255]
 	}
 	r.tsLen = uint8(len(b))
+	if len(ev.Buffer) > 0 { // a recording's instance buffer (trace-cmd record -B NAME)
+		b = stream.AppendEscaped(b, ev.Buffer)
+		b = append(b, ": "...)
+	}
 	if ev.Kind == stream.KindRaw && !ev.HasContext {
 		b = stream.AppendEscaped(b, ev.Text)
 	} else {

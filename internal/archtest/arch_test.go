@@ -19,25 +19,27 @@ const module = "github.com/ftctl/ftctl"
 // allowed lists, for each package of ftctl (its directory), the packages of ftctl its non-test
 // files may import. A package missing here fails the test: say where a new one sits.
 var allowed = map[string][]string{
-	".":                 {"cmd", "session"}, // main: the root command, and the gate of trace -- COMMAND
-	"tracefs":           {},
-	"filters":           {"tracefs"},
-	"probes":            {"tracefs", "filters"},
-	"stream":            {"tracefs", "tracedat"},
-	"tracedat":          {},
-	"hist":              {"tracefs", "probes"},
-	"session":           {"tracefs", "filters", "probes", "stream"},
-	"count":             {"tracefs", "filters", "probes", "stream", "session", "hist"},
-	"tui":               {"tracefs", "filters", "probes", "stream", "session", "count", "tracedat"},
-	"cmd":               {"tracefs", "filters", "probes", "stream", "session", "tui", "hist", "count", "tracedat"},
-	"internal/gendocs":  {"cmd"},
-	"internal/fixture":  {},
-	"internal/vtscreen": {},
-	"internal/archtest": {},
-	"vm/markerload":     {}, // programs run inside the VM by its benchmarks: not ftctl
-	"vm/stopwatch":      {},
-	"vm/readloop":       {},
-	"vmtest":            {},
+	".":                {"cmd", "session"}, // main: the root command, and the gate of trace -- COMMAND
+	"tracefs":          {},
+	"filters":          {"tracefs"},
+	"probes":           {"tracefs", "filters"},
+	"stream":           {"tracefs", "tracedat"},
+	"tracedat":         {},
+	"hist":             {"tracefs", "probes"},
+	"session":          {"tracefs", "filters", "probes", "stream"},
+	"count":            {"tracefs", "filters", "probes", "stream", "session", "hist"},
+	"tui":              {"tracefs", "filters", "probes", "stream", "session", "count", "tracedat"},
+	"cmd":              {"tracefs", "filters", "probes", "stream", "session", "tui", "hist", "count", "tracedat"},
+	"internal/gendocs": {"cmd"},
+	"internal/fixture": {},
+	// writes trace-cmd's files with instances' buffers from ftctl's, for the readers' tests
+	"internal/tracedattest": {"tracedat", "internal/fixture"},
+	"internal/vtscreen":     {},
+	"internal/archtest":     {},
+	"vm/markerload":         {}, // programs run inside the VM by its benchmarks: not ftctl
+	"vm/stopwatch":          {},
+	"vm/readloop":           {},
+	"vmtest":                {},
 }
 
 // Third-party packages that belong to one layer only.
