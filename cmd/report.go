@@ -28,6 +28,9 @@ type ReportOptions struct {
 	Comm    string
 	CPU     int
 	HasCPU  bool
+	// IncludeSelf: --include-self, show the events of the threads the file names as its
+	// recorder's (ftctl record -B: the instance recorded ftctl's own events with the rest)
+	IncludeSelf bool
 }
 
 // NewCmdReport builds `ftctl report`.
@@ -44,7 +47,11 @@ the kernel marked them.
 No kernel is needed: the file carries the event formats, kallsyms and the saved cmdlines.
 
 --recover reads the directory FILE.tmp-PID that a killed 'ftctl record' left: header.dat and
-each CPU's pages (cpuN.raw) as far as they were moved.
+each CPU's pages (cpuN.raw) as far as they were moved ('ftctl reset' names such directories).
+
+An instance ftctl does not own (ftctl -B NAME record) records ftctl's own events with the rest
+(its splices, if the instance traces what they run). The file names ftctl's threads, and report
+leaves their events out, counted on stderr; --include-self shows them.
 
 A file ftctl cannot read (not a trace.dat, cut short before its data, another version, a
 latency-tracer recording) is exit 2 with where and why. Of a file with several buffers
@@ -71,6 +78,7 @@ latency-tracer recording) is exit 2 with where and why. Of a file with several b
 	f.StringVar(&opts.Comm, "comm", "", "show only events of processes whose comm matches `NAME|GLOB`")
 	f.IntVar(&opts.CPU, "cpu", 0, "show only the events of CPU `N`")
 	f.BoolVar(&opts.Recover, "recover", false, "FILE is the FILE.tmp-PID directory a killed 'ftctl record' left")
+	f.BoolVar(&opts.IncludeSelf, "include-self", false, "also show the events of the threads the file names as ftctl record's own (left out by default)")
 	c.ValidArgsFunction = func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return nil, cobra.ShellCompDirectiveDefault
 	}
@@ -101,7 +109,11 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 	text := stream.TextOptions{Color: colorFor(g.Out) && !g.JSON()}
 	var buf []byte
 	shown, lost := 0, int64(0)
-	info, err := stream.ReadFile(file, stream.FileOptions{CPU: opts.CPU, HasCPU: opts.HasCPU}, func(ev *stream.Event) error {
+	fo := stream.FileOptions{CPU: opts.CPU, HasCPU: opts.HasCPU}
+	if !opts.IncludeSelf {
+		fo.Skip = stream.SkipRecorder(file)
+	}
+	info, err := stream.ReadFile(file, fo, func(ev *stream.Event) error {
 		if !filter.Match(ev) {
 			return nil
 		}
@@ -135,6 +147,10 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 	if b := file.Buffers(); len(b) > 0 {
 		g.Notice("%s also holds the buffers of %s (trace-cmd record -B), which ftctl report does not read: only the top level's events are shown",
 			safe(opts.File), safe(strings.Join(quoteAll(b), ", ")))
+	}
+	if info.Skipped > 0 {
+		g.Notice("%s: left out %s of ftctl record's own threads (the file names them); --include-self shows them",
+			safe(opts.File), plural(int(info.Skipped), "event"))
 	}
 	if info.Partial > 0 {
 		g.Notice("%s: the data of %s ends inside a page (the file was cut short); that page is left out", safe(opts.File), plural(info.Partial, "CPU"))

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,9 @@ import (
 type FileOptions struct {
 	CPU    int  // with HasCPU: only this CPU's pages
 	HasCPU bool //
+	// Skip, when set, is asked for each event's pid: an event it says yes to is left out and
+	// counted (FileInfo.Skipped). Report leaves out the recorder's threads (RecorderThreads).
+	Skip func(pid int) bool
 }
 
 // FileInfo is what ReadFile learned of a recording besides its events.
@@ -26,6 +30,8 @@ type FileInfo struct {
 	Pages     int64
 	// Partial counts CPUs whose data ended inside a page (a file cut short).
 	Partial int
+	// Skipped counts the events FileOptions.Skip left out.
+	Skipped int64
 }
 
 // ErrFileCPU: --cpu names a CPU the recording has no data for.
@@ -72,14 +78,21 @@ func ReadFile(f *tracedat.File, o FileOptions, emit Emit) (*FileInfo, error) {
 		}
 		r := best.recs[best.head]
 		best.head++
-		if r.data == nil {
+		// common_pid: after the 2-byte type, the flags and the preempt count
+		skip := r.data != nil && o.Skip != nil && len(r.data) >= 8 && o.Skip(int(int32(binary.LittleEndian.Uint32(r.data[4:]))))
+		switch {
+		case skip:
+			info.Skipped++
+		case r.data == nil:
 			ev.reset()
 			ev.Kind, ev.CPU, ev.Lost = KindLost, best.cpu, r.lost
-		} else {
+		default:
 			d.Decode(ev, best.cpu, r.ts, r.data)
 		}
-		if err := emit(ev); err != nil {
-			return info, err
+		if !skip {
+			if err := emit(ev); err != nil {
+				return info, err
+			}
 		}
 		if !best.pending() {
 			if err := best.advance(info); err != nil {
