@@ -87,7 +87,7 @@ it only with --remove-recordings.`,
 	opts.addSessionFlags(c, "the recording")
 	f.DurationVar(&opts.Duration, "duration", 0, "end the recording after `D` (e.g. 30s)")
 	f.IntVar(&opts.Count, "count", 0, "end the recording once the kernel handed over `N` events")
-	f.BoolVar(&opts.IncludeSelf, "include-self", false, "keep ftctl's own threads in the recording (with -B: do not name them in the file, so report shows their events)")
+	f.BoolVar(&opts.IncludeSelf, "include-self", false, "keep ftctl's own threads in the session's instance; with -B, do not name them in the file (report shows their events)")
 	f.StringVarP(&opts.File, "output", "o", "trace.dat", "write the recording to `FILE`")
 	registerFlagCompletion(c, "output", cobra.FixedCompletions(nil, cobra.ShellCompDirectiveDefault))
 	return c
@@ -176,7 +176,8 @@ func recordRun(ctx context.Context, opts *RecordOptions) error {
 			rec.Close()
 			return nil, err
 		}
-		rec.NameSelf = !opts.IncludeSelf
+		// ftctl's threads are not named: the instance keeps their events out already, and
+		// what it keeps (a sched_switch into or out of the traced command) belongs there
 		return func() { rec.Close() }, nil
 	}
 	recording := false

@@ -23,7 +23,8 @@
 # included), from the start to the file written; bytes are the file's size. Every reader's own
 # events are in what it delivered (the filter matches the locks its reads take).
 #
-# usage: vm/bench-record.sh [KERNEL...]   (default: 6.1 6.12; RUNS rounds, default 2)
+# usage: vm/bench-record.sh [KERNEL...]   (default: 6.1 6.12; RUNS rounds, default 2; BENCH_TIMEOUT
+# seconds per boot, default 900)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -81,7 +82,7 @@ EOF
 
 for k in $kernels; do
 	log=$build/bench-record-$k.log
-	"$here/run.sh" --kernel "$k" --mode cmd --script "$guest" --timeout 900 --log "$log" \
+	"$here/run.sh" --kernel "$k" --mode cmd --script "$guest" --timeout ${BENCH_TIMEOUT:-900} --log "$log" \
 		--file "$build/ftctl-rec:/bin/ftctl" --bin "$tracecmd:/usr/bin/trace-cmd" >/dev/null 2>&1 || echo "bench-record: the $k boot failed; see $log" >&2
 	echo "== kernel $k ($(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]*' "$log" | sed 's/.*=//')), $(date -u '+%F %H:%M'), ftctl $(cd "$top" && git describe --always --dirty); host load $(cut -d' ' -f1-3 /proc/loadavg), other VMs $(pgrep -c -x qemu-system-x86 || true)"
 	grep -a -E '^(BENCHINFO|STDERR|TCSTAT)' "$log" || true

@@ -418,8 +418,13 @@ func TestRecordEndsCleanly(t *testing.T) {
 			t.Fatalf("report --recover: %v", r)
 		}
 		t.Logf("report --recover: %d events; %s", strings.Count(r.stdout, "\n"), r.stderr)
-		if r := ftctlRun(t, "-o", "json", "reset"); r.code != 0 || !strings.Contains(r.stdout, `"state":"left"`) || !strings.Contains(r.stdout, strconv.Quote(work)) {
-			t.Errorf("reset -o json does not list %s as left: %v", work, r)
+		rj := ftctlRun(t, "-o", "json", "reset")
+		var listed struct {
+			Recordings []struct{ Dir, State string } `json:"recordings"`
+		}
+		if err := json.Unmarshal([]byte(rj.stdout), &listed); rj.code != 0 || err != nil || len(listed.Recordings) != 1 ||
+			listed.Recordings[0].Dir != work || listed.Recordings[0].State != "left" {
+			t.Errorf("reset -o json does not list %s as left (%v): %v", work, err, rj)
 		}
 		// removed only when asked, and then forgotten
 		if r := ftctlRun(t, "reset", "--remove-recordings"); r.code != 0 || !strings.Contains(r.stdout, "removed "+work) {
