@@ -58,6 +58,20 @@ func TestOptionsParsed(t *testing.T) {
 			t.Errorf("%+v", got)
 		}
 	})
+	t.Run("record", func(t *testing.T) {
+		var got *RecordOptions
+		c := NewCmdRecord(g(), func(_ context.Context, o *RecordOptions) error { got = o; return nil })
+		c.SetArgs([]string{"-f", "vfs_*", "-e", "sched", "--filter", "common_pid != 1", "-C", "global", "-O", "sym-offset",
+			"--option", "norecord-tgid", "--include-self", "-b", "4096", "--duration", "3s", "--count", "9", "-o", "x.dat", "--", "ls"})
+		if err := c.Execute(); err != nil || got == nil {
+			t.Fatalf("%v", err)
+		}
+		if !slices.Equal(got.Functions, []string{"vfs_*"}) || !slices.Equal(got.EventFilter, []string{"common_pid != 1"}) ||
+			got.Clock != "global" || !slices.Equal(got.Options, []string{"sym-offset", "norecord-tgid"}) || !got.IncludeSelf ||
+			got.BufferKB != 4096 || got.Duration != 3*time.Second || got.Count != 9 || got.File != "x.dat" || !slices.Equal(got.Command, []string{"ls"}) {
+			t.Errorf("%+v", got)
+		}
+	})
 	t.Run("probe add", func(t *testing.T) {
 		var got *ProbeAddOptions
 		c := NewCmdProbeAdd(g(), func(_ context.Context, o *ProbeAddOptions) error { got = o; return nil })

@@ -29,25 +29,41 @@ func NewCmdRecord(g *Globals, runF func(context.Context, *RecordOptions) error) 
 		Use:   "record [flags] [-- COMMAND ARGS...]",
 		Short: "Record a session into a trace.dat that trace-cmd and KernelShark read",
 		Long: `Set a session up as 'ftctl trace' does (its own instance and probe group, removed at the end
-on every exit path), or read an existing instance with -B (its settings are left alone; what
-is recorded is consumed from its buffer), and record the ring buffer into FILE (default
-trace.dat) in trace-cmd's format (file version 6), which 'trace-cmd report', KernelShark and
-'ftctl report' read.
+on every exit path; -f, -n, -p, -e, --filter, --tracer, --pid, --buffer-kb, --clock and -O as
+trace takes them), or read an existing instance with -B (its settings are left alone; what is
+recorded is consumed from its buffer), and record the ring buffer into FILE (default trace.dat)
+in trace-cmd's format (file version 6), which 'trace-cmd report', KernelShark and 'ftctl
+report' read.
 
 Each CPU's pages are moved from per_cpu/cpuN/trace_pipe_raw into a file of its own with
-splice(2): nothing is decoded while recording. At the end tracing is stopped, the pages the
-kernel was still writing are read, and FILE is written: the page and event headers, every
-event's format (ftrace, tracepoints, dynamic events), kallsyms, printk formats, the saved
-cmdlines, the trace clock, the CPU count and each CPU's statistics, then the pages. Losses
-are in the pages as the kernel marks them (trace-cmd report prints them as dropped events).
-Progress goes to stderr every second and at the end: events handed over by the kernel, bytes
-and events lost, per CPU. --count stops once the kernel handed over N events: the file holds
-whole pages, so it may hold a few more.
+splice(2): nothing is decoded while recording. The pages come first: in a session of its own,
+ftctl reads every event's format and kallsyms before tracing starts; with -B (the instance
+traces already) it starts moving pages at once and reads them beside. It wakes a few times a
+second, paced so that the busiest CPU's buffer is about a quarter full at each wake, and moves
+what gathered in a few large splices. At the end tracing is stopped (in its own instance), the
+pages the kernel was still writing are read, and FILE is written: the page and event headers,
+every event's format (ftrace, tracepoints, dynamic events), kallsyms, printk formats, the
+saved cmdlines, the trace clock (trace-cmd's TRACECLOCK option: --clock's), the CPU count and
+each CPU's statistics, then the pages. trace-cmd's format has no place for trace options: -O
+changes what is recorded, and is not written in the file. Losses are in the pages as the
+kernel marks them (trace-cmd report prints them as dropped events). Progress goes to stderr
+every second and at the end: events handed over by the kernel, bytes and events lost, per CPU.
+--count stops once the kernel handed over N events: the file holds whole pages, so it may hold
+a few more.
+
+ftctl's own threads are kept out of a session's instance (--include-self keeps them in). An
+instance of -B records them with the rest if it traces what they do (their splices take the
+ring buffer's locks, and make system calls): record cannot drop them without decoding, so the
+file names ftctl's threads (trace-cmd's PROCMAPS option, one per thread, with no mappings,
+which trace-cmd reads without a word), and 'ftctl report' leaves their events out unless
+--include-self; 'trace-cmd report' shows them. record --include-self does not name them.
 
 FILE appears only complete: ftctl works in FILE.tmp-PID (a directory beside it) and renames
 the finished file. If ftctl is killed (SIGKILL), FILE is not there; FILE.tmp-PID holds
 header.dat and each CPU's pages so far (cpuN.raw), which 'ftctl report --recover
-FILE.tmp-PID' reads; 'ftctl reset' removes the session it left.`,
+FILE.tmp-PID' reads. The directory is named in /run/ftctl while ftctl records: 'ftctl reset'
+removes the session a killed record left, names the directory and how to read it, and removes
+it only with --remove-recordings.`,
 		Example: `  # functions of ext4 for 2 seconds (read them back with: ftctl report ext4.dat)
   sudo ftctl record -f 'ext4_*' --duration 2s -o ext4.dat
   # a kprobe with a string argument and sched tracepoints, for one command
@@ -68,27 +84,17 @@ FILE.tmp-PID' reads; 'ftctl reset' removes the session it left.`,
 		},
 	}
 	f := c.Flags()
-	f.StringArrayVarP(&opts.Functions, "function", "f", nil, "trace functions matching `PATTERN` (kernel glob; repeatable)")
-	f.StringArrayVarP(&opts.Notrace, "notrace", "n", nil, "never trace functions matching `PATTERN` (repeatable)")
-	f.StringArrayVarP(&opts.Probes, "probe", "p", nil, "define a kprobe `DEFINITION` for the session (repeatable)")
-	f.BoolVar(&opts.Force, "force", false, forceUsage+" (-p; see probe add --help)")
-	f.StringArrayVarP(&opts.Events, "event", "e", nil, "enable `SYSTEM[:EVENT]`: sched:sched_switch, or globs as sched:* (repeatable)")
-	f.StringVar(&opts.Tracer, "tracer", "", "run `TRACER`: function, function_graph or nop (default: function with -f, else nop)")
-	f.IntSliceVar(&opts.PID, "pid", nil, "trace only process `PID` and its children (repeatable, or PID,PID...)")
+	opts.addSessionFlags(c, "the recording")
 	f.DurationVar(&opts.Duration, "duration", 0, "end the recording after `D` (e.g. 30s)")
 	f.IntVar(&opts.Count, "count", 0, "end the recording once the kernel handed over `N` events")
-	f.IntVarP(&opts.BufferKB, "buffer-kb", "b", 0, "size the session's ring buffer to `N` KiB per CPU (default: the kernel's)")
+	f.BoolVar(&opts.IncludeSelf, "include-self", false, "keep ftctl's own threads in the session's instance; with -B, do not name them in the file (report shows their events)")
 	f.StringVarP(&opts.File, "output", "o", "trace.dat", "write the recording to `FILE`")
-	registerFlagCompletion(c, "event", completeEventNames(g))
-	registerFlagCompletion(c, "function", completeFunctionNames(g))
-	registerFlagCompletion(c, "notrace", completeFunctionNames(g))
-	registerFlagCompletion(c, "tracer", completeTracers(g))
 	registerFlagCompletion(c, "output", cobra.FixedCompletions(nil, cobra.ShellCompDirectiveDefault))
 	return c
 }
 
 // errRecordInstance: -B is read only: a session's settings go with a session's own instance.
-var errRecordInstance = errors.New("with -B, ftctl record reads the instance as it is set up: -f, -n, -p, -e, --tracer, --pid, --buffer-kb and -- COMMAND set up a session of its own; leave -B out for them")
+var errRecordInstance = errors.New("with -B, ftctl record reads the instance as it is set up: -f, -n, -p, -e, --filter, --tracer, --pid, --buffer-kb, --clock, -O and -- COMMAND set up a session of its own; leave -B out for them")
 
 func recordRun(ctx context.Context, opts *RecordOptions) error {
 	g := opts.G
@@ -96,7 +102,8 @@ func recordRun(ctx context.Context, opts *RecordOptions) error {
 		return InvalidInput(errors.New("--duration and --count must not be negative"))
 	}
 	withB := g.Instance != ""
-	if withB && (len(opts.Functions)+len(opts.Notrace)+len(opts.Probes)+len(opts.Events)+len(opts.PID)+len(opts.Command) > 0 || opts.Tracer != "" || opts.BufferKB != 0) {
+	if withB && (len(opts.Functions)+len(opts.Notrace)+len(opts.Probes)+len(opts.Events)+len(opts.PID)+len(opts.Command)+
+		len(opts.EventFilter)+len(opts.Options) > 0 || opts.Tracer != "" || opts.BufferKB != 0 || opts.Clock != "") {
 		return InvalidInput(errRecordInstance)
 	}
 	var spec session.Spec
@@ -115,13 +122,21 @@ func recordRun(ctx context.Context, opts *RecordOptions) error {
 		return err
 	}
 	keepDir := true
+	var journal *session.Recording
 	defer func() {
 		if !keepDir {
 			os.RemoveAll(dir)
+			journal.Done() // nothing left to name
 		}
 	}()
 	fs, err := g.FS()
 	if err != nil {
+		keepDir = false
+		return err
+	}
+	// the directory is named in /run/ftctl before a page is moved: killed, ftctl leaves it,
+	// and 'ftctl reset' says where it is and how to read it
+	if journal, err = session.StartRecording(fs, dir, opts.File); err != nil {
 		keepDir = false
 		return err
 	}
@@ -131,11 +146,14 @@ func recordRun(ctx context.Context, opts *RecordOptions) error {
 			keepDir = false
 			return err
 		}
+		// the instance is tracing already: the pages come first, the formats and kallsyms
+		// are read beside them (Run)
 		rec, err := stream.NewRecorder(in, dir)
 		if err != nil {
 			keepDir = false
 			return err
 		}
+		rec.NameSelf = !opts.IncludeSelf
 		defer rec.Close()
 		warnIfIdle(g, in)
 		return recordTo(ctx, g, opts, rec, nil, nil, &keepDir)
@@ -152,6 +170,14 @@ func recordRun(ctx context.Context, opts *RecordOptions) error {
 		if rec, err = stream.NewRecorder(s.Instance, dir); err != nil {
 			return nil, err
 		}
+		// tracing is not on yet: the formats and kallsyms are read now, so that nothing
+		// slow sits between Begin and the first splice
+		if err = rec.ReadHeader(); err != nil {
+			rec.Close()
+			return nil, err
+		}
+		// ftctl's threads are not named: the instance keeps their events out already, and
+		// what it keeps (a sched_switch into or out of the traced command) belongs there
 		return func() { rec.Close() }, nil
 	}
 	recording := false

@@ -30,6 +30,9 @@ type ReportOptions struct {
 	HasCPU  bool
 	// Buffers (--buffer): the buffers read, "" the top level's; none given: every buffer.
 	Buffers []string
+	// IncludeSelf: --include-self, show the events of the threads the file names as its
+	// recorder's (ftctl record -B: the instance recorded ftctl's own events with the rest)
+	IncludeSelf bool
 }
 
 // NewCmdReport builds `ftctl report`.
@@ -46,7 +49,11 @@ the kernel marked them.
 No kernel is needed: the file carries the event formats, kallsyms and the saved cmdlines.
 
 --recover reads the directory FILE.tmp-PID that a killed 'ftctl record' left: header.dat and
-each CPU's pages (cpuN.raw) as far as they were moved.
+each CPU's pages (cpuN.raw) as far as they were moved ('ftctl reset' names such directories).
+
+An instance ftctl does not own (ftctl -B NAME record) records ftctl's own events with the rest
+(its splices, if the instance traces what they run). The file names ftctl's threads, and report
+leaves their events out, counted on stderr; --include-self shows them.
 
 A file of 'trace-cmd record -B NAME' holds an instance's buffer beside the top level's: every
 buffer is read, their events merged in time order; each text line then starts with its
@@ -81,6 +88,7 @@ latency-tracer recording) is exit 2 with where and why, as is a --buffer the fil
 	f.IntVar(&opts.CPU, "cpu", 0, "show only the events of CPU `N`")
 	f.StringArrayVar(&opts.Buffers, "buffer", nil, "read only the buffer `NAME` of a trace-cmd record -B file ('' for the top level's); repeatable")
 	f.BoolVar(&opts.Recover, "recover", false, "FILE is the FILE.tmp-PID directory a killed 'ftctl record' left")
+	f.BoolVar(&opts.IncludeSelf, "include-self", false, "also show the events of the threads the file names as ftctl record's own (left out by default)")
 	c.ValidArgsFunction = func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return nil, cobra.ShellCompDirectiveDefault
 	}
@@ -118,7 +126,11 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 	}
 	var buf []byte
 	shown, lost := 0, int64(0)
-	info, err := stream.ReadFile(file, stream.FileOptions{CPU: opts.CPU, HasCPU: opts.HasCPU, Buffers: buffers}, func(ev *stream.Event) error {
+	fo := stream.FileOptions{CPU: opts.CPU, HasCPU: opts.HasCPU, Buffers: buffers}
+	if !opts.IncludeSelf {
+		fo.Skip = stream.SkipRecorder(file)
+	}
+	info, err := stream.ReadFile(file, fo, func(ev *stream.Event) error {
 		if !filter.Match(ev) {
 			return nil
 		}
@@ -148,6 +160,10 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 			return ErrInterrupted
 		}
 		return fmt.Errorf("%s: %w", safe(opts.File), err)
+	}
+	if info.Skipped > 0 {
+		g.Notice("%s: left out %s of ftctl record's own threads (the file names them); --include-self shows them",
+			safe(opts.File), plural(int(info.Skipped), "event"))
 	}
 	if info.Partial > 0 {
 		g.Notice("%s: the data of %s ends inside a page (the file was cut short); that page is left out", safe(opts.File), plural(info.Partial, "CPU"))

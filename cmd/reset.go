@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ftctl/ftctl/session"
+	"github.com/ftctl/ftctl/tracefs"
 )
 
 const resetJSON = `Without --all, one object: "removed", an array with one object per session whose leftovers
@@ -25,13 +26,19 @@ level's tracer, pid lists, function-fork and tracing_on) has "journal": true and
 object per file, newest first: "file", "state" ("restored": it held what the session wrote and
 now holds "before" again; "as before": it already held "before"; "changed": it holds neither,
 another actor's value, left alone; "failed"), "holds" (what it held when reset looked),
-"before", "wrote" (lists one name per line).`
+"before", "wrote" (lists one name per line). "recordings" lists the working directories of
+'ftctl record's (FILE.tmp-PID) named in /run/ftctl: "dir", "file" (what it was to become),
+"pid", "state" ("running": the recording is alive; "left": its recorder was killed, and the
+directory holds its pages so far, for 'ftctl report --recover'; "removed", with
+--remove-recordings) and "files" ({"name", "size"}).`
 
 // ResetOptions are the inputs of `ftctl reset`.
 type ResetOptions struct {
 	G   *Globals
 	All bool // --all: every user's tracing state back to boot defaults
 	Yes bool // --yes: no confirmation for --all
+	// RemoveRecordings: --remove-recordings, remove the directories killed recordings left
+	RemoveRecordings bool
 }
 
 // NewCmdReset builds `ftctl reset`.
@@ -53,6 +60,12 @@ back from the journal it kept in /run/ftctl, each only if it still holds what th
 a file another actor changed since is left as it is and named. The rest of the top level is
 never touched. 'trace-cmd reset' by contrast wipes every kprobe on the system.
 
+A killed 'ftctl record' leaves FILE.tmp-PID beside the file it was writing: the pages recorded
+so far, evidence. reset names each such directory (from the journal record keeps in
+/run/ftctl) and how to read it ('ftctl report --recover DIR'), and leaves it; with
+--remove-recordings it removes it (only the files record writes there; anything else is named
+and the directory left). A recording still running is left alone.
+
 With --all, return the whole tracing state to boot defaults: every instance removed, every
 kprobe and uprobe removed (each disabled first), the top-level tracer, function filters,
 notrace/graph/pid lists, events, event filters and triggers cleared, max_graph_depth and
@@ -63,6 +76,8 @@ Every removal reset reports, it made; what it could not remove is named and the 
 1. --dry-run prints what either would try.`,
 		Example: `  sudo ftctl reset
   sudo ftctl reset --dry-run
+  # also remove what killed recordings left (read it first: ftctl report --recover DIR)
+  sudo ftctl reset --remove-recordings
   sudo ftctl reset --all --yes`,
 		Args:        args(cobra.NoArgs),
 		Annotations: map[string]string{AnnotationJSON: resetJSON},
@@ -72,6 +87,7 @@ Every removal reset reports, it made; what it could not remove is named and the 
 	}
 	c.Flags().BoolVar(&opts.All, "all", false, "return ALL tracing state to boot defaults (every user's)")
 	c.Flags().BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation (--all)")
+	c.Flags().BoolVar(&opts.RemoveRecordings, "remove-recordings", false, "also remove the FILE.tmp-PID directories killed 'ftctl record's left (named otherwise)")
 	return c
 }
 
@@ -104,8 +120,12 @@ func resetRun(ctx context.Context, opts *ResetOptions) error {
 			printLeftover(g, l)
 		}
 	}
+	recs, err := recordings(g, fs, opts.RemoveRecordings)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if g.JSON() {
-		if err := writeJSON(g.Out, map[string]any{"removed": removed, "left": kept}); err != nil {
+		if err := writeJSON(g.Out, map[string]any{"removed": removed, "left": kept, "recordings": recs}); err != nil {
 			return err
 		}
 	} else if len(left) == 0 {
@@ -180,8 +200,50 @@ func resetAll(ctx context.Context, opts *ResetOptions) error {
 		return err
 	}
 	defer lock.Unlock()
-	if errs := session.ResetAll(fs, g.Notice); len(errs) > 0 {
+	errs := session.ResetAll(fs, g.Notice)
+	if _, err := recordings(g, fs, opts.RemoveRecordings); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
 		return fmt.Errorf("reset --all: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// recordings names the directories killed recordings left (their pages so far: evidence) and
+// how to read them, and removes them only when asked (remove). With -o json nothing is
+// printed: the caller writes them.
+func recordings(g *Globals, fs *tracefs.FS, remove bool) ([]*session.LeftRecording, error) {
+	recs, err := session.LeftRecordings(fs)
+	errs := []error{err}
+	if recs == nil {
+		recs = []*session.LeftRecording{} // "recordings": [] in JSON
+	}
+	for _, l := range recs {
+		if remove && l.State == session.RecordingLeft {
+			if err := l.Remove(fs); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if g.JSON() {
+			continue
+		}
+		dir := safe(l.Dir)
+		switch {
+		case l.State == session.RecordingRunning:
+			fmt.Fprintf(g.Out, "recording in progress in %s (ftctl record, pid %d): left alone\n", dir, l.PID)
+		case l.State == session.RecordingRemoved:
+			fmt.Fprintf(g.Out, "removed %s, the pages of a killed ftctl record of %s\n", dir, safe(l.File))
+		case remove && g.DryRun:
+			fmt.Fprintf(g.Out, "would remove %s, the pages of a killed ftctl record of %s\n", dir, safe(l.File))
+		default:
+			var size int64
+			for _, f := range l.Files {
+				size += f.Size
+			}
+			fmt.Fprintf(g.Out, "left %s: the pages (%d bytes) of a killed ftctl record of %s (pid %d); read them with 'ftctl report --recover %s'; 'ftctl reset --remove-recordings' removes them\n",
+				dir, size, safe(l.File), l.PID, dir)
+		}
+	}
+	return recs, errors.Join(errs...)
 }

@@ -111,9 +111,22 @@ env(1) and timeout(1), ftctl's own failures are then 125 (never 1-5, which the c
 		},
 	}
 	f := c.Flags()
+	opts.addSessionFlags(c, "the session")
+	f.DurationVar(&opts.Duration, "duration", 0, "end the session after `D` (e.g. 30s)")
+	f.IntVar(&opts.Count, "count", 0, "end the session after `N` events")
+	f.BoolVar(&opts.IncludeSelf, "include-self", false, "also show the events of ftctl's own threads (left out by default)")
+	return c
+}
+
+// addSessionFlags adds the flags that set a session up (trace's and record's: functions,
+// probes, events and their filter, tracer, pids, buffer, clock, options) with their
+// completions; what names what is ended ("the session", "the recording").
+func (opts *TraceOptions) addSessionFlags(c *cobra.Command, what string) {
+	g := opts.G
+	f := c.Flags()
 	f.StringArrayVarP(&opts.Functions, "function", "f", nil, "trace functions matching `PATTERN` (kernel glob; repeatable)")
 	f.StringArrayVarP(&opts.Notrace, "notrace", "n", nil, "never trace functions matching `PATTERN` (repeatable)")
-	f.StringArrayVarP(&opts.Probes, "probe", "p", nil, "define a probe `DEFINITION` for the session: kprobe, uprobe, fprobe, tracepoint or event probe (repeatable)")
+	f.StringArrayVarP(&opts.Probes, "probe", "p", nil, "define a probe `DEFINITION` for "+what+": kprobe, uprobe, fprobe, tracepoint or event probe (repeatable)")
 	f.StringArrayVarP(&opts.Events, "event", "e", nil, "enable `SYSTEM[:EVENT]`: sched:sched_switch, or globs as sched:* (repeatable)")
 	registerFlagCompletion(c, "event", completeEventNames(g))
 	registerFlagCompletion(c, "probe", completeProbeDefinition(g, true))
@@ -124,15 +137,11 @@ env(1) and timeout(1), ftctl's own failures are then 125 (never 1-5, which the c
 	f.StringVar(&opts.Tracer, "tracer", "", "run `TRACER`: function, function_graph or nop (default: function with -f, else nop)")
 	registerFlagCompletion(c, "tracer", completeTracers(g))
 	f.IntSliceVar(&opts.PID, "pid", nil, "trace only process `PID` and its children (repeatable, or PID,PID...)")
-	f.DurationVar(&opts.Duration, "duration", 0, "end the session after `D` (e.g. 30s)")
-	f.IntVar(&opts.Count, "count", 0, "end the session after `N` events")
-	f.BoolVar(&opts.IncludeSelf, "include-self", false, "also show the events of ftctl's own threads (left out by default)")
 	f.IntVarP(&opts.BufferKB, "buffer-kb", "b", 0, "size the session's ring buffer to `N` KiB per CPU (default: the kernel's)")
 	f.StringVarP(&opts.Clock, "clock", "C", "", "time stamp events with trace clock `NAME` (local, global, mono, boot...)")
 	f.StringArrayVarP(&opts.Options, "option", "O", nil, "set trace option `OPTION` (=1), OPTION=0 or noOPTION in the session (repeatable)")
 	registerFlagCompletion(c, "clock", completeClocks(g))
 	registerFlagCompletion(c, "option", completeOptions(g))
-	return c
 }
 
 // commandAfterDash accepts arguments only after --, as the command to run; hint says where

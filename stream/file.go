@@ -2,6 +2,7 @@ package stream
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,9 @@ type FileOptions struct {
 	// Buffers are the buffers read: "" the top level's, else an instance's as
 	// tracedat.File.Buffers names it. Nil: every buffer of the file.
 	Buffers []string
+	// Skip, when set, is asked for each event's pid: an event it says yes to is left out and
+	// counted (FileInfo.Skipped). Report leaves out the recorder's threads (RecorderThreads).
+	Skip func(pid int) bool
 }
 
 // FileInfo is what ReadFile learned of a recording besides its events.
@@ -31,6 +35,8 @@ type FileInfo struct {
 	Pages     int64
 	// Partial counts CPUs whose data ended inside a page (a file cut short).
 	Partial int
+	// Skipped counts the events FileOptions.Skip left out.
+	Skipped int64
 }
 
 // ErrFileCPU: --cpu names a CPU the recording has no data for.
@@ -102,15 +108,22 @@ func ReadFile(f *tracedat.File, o FileOptions, emit Emit) (*FileInfo, error) {
 		}
 		r := best.recs[best.head]
 		best.head++
-		if r.data == nil {
+		// common_pid: after the 2-byte type, the flags and the preempt count
+		skip := r.data != nil && o.Skip != nil && len(r.data) >= 8 && o.Skip(int(int32(binary.LittleEndian.Uint32(r.data[4:]))))
+		switch {
+		case skip:
+			info.Skipped++
+		case r.data == nil:
 			ev.reset()
 			ev.Kind, ev.CPU, ev.Lost = KindLost, best.cpu, r.lost
-		} else {
+		default:
 			d.Decode(ev, best.cpu, r.ts, r.data)
 		}
-		ev.Buffer = best.buffer
-		if err := emit(ev); err != nil {
-			return info, err
+		if !skip {
+			ev.Buffer = best.buffer
+			if err := emit(ev); err != nil {
+				return info, err
+			}
 		}
 		if !best.pending() {
 			if err := best.advance(info); err != nil {

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/ftctl/ftctl/tracedat"
@@ -17,10 +20,23 @@ import (
 // directory) with splice(2): nothing is decoded while it records. Assemble then writes the
 // trace.dat: the kernel's descriptions (formats, kallsyms, saved_cmdlines...) and the pages.
 //
+// The pages come first. NewRecorder reads only the page header and the clock; the rest of the
+// descriptions (about 1,900 format files and kallsyms: seconds under emulation) is read by
+// ReadHeader, which the caller runs before tracing starts when it owns the trace array, and
+// which Run otherwise runs beside the moving of pages, once the first pages are moved: an
+// instance that is already tracing (-B) fills its buffer meanwhile, and what it overwrites
+// is lost.
+//
+// Run wakes a few times a second, paced so that the busiest CPU's buffer is about a quarter
+// full at each wake (at the rate it filled since the last), and moves every full page in a few
+// splices, each as large as the pipe: a page costs a fraction of a system call, never a look
+// at an event.
+//
 // The directory is ftctl's working space next to the final file (FILE.tmp-PID): the file
 // appears under its name only complete, by a rename. Killed (SIGKILL), ftctl leaves the
-// directory: header.dat, written before the first page is moved, holds everything but the
-// pages, and cpuN.raw the pages moved so far; `ftctl report --recover DIR` reads them.
+// directory: header.dat, written before the first page is moved (and again, whole, once
+// ReadHeader read the formats and kallsyms), holds everything but the pages, and cpuN.raw the
+// pages moved so far; `ftctl report --recover DIR` reads them.
 type Recorder struct {
 	in     *tracefs.Instance
 	dir    string
@@ -28,7 +44,18 @@ type Recorder struct {
 	files  []*os.File
 	before []tracefs.CPUStats
 	header *tracedat.Header
-	Stats  RecordStats
+
+	headerOnce    sync.Once
+	headerDone    chan struct{} // closed once ReadHeader ended
+	headerErr     error
+	headerStarted bool // Run started ReadHeader: Close waits for it
+
+	// NameSelf: Assemble names the recorder's threads in the file (SelfOption), so that
+	// report leaves their events out. Set it unless the recording is to show them.
+	NameSelf bool
+	self     map[int]bool
+
+	Stats RecordStats
 }
 
 // RecordStats are the figures of a recording, per CPU: what the kernel says it handed over
@@ -84,12 +111,12 @@ const HeaderFile = "header.dat"
 // CPUFile is the name of CPU cpu's pages in the recorder's directory.
 func CPUFile(cpu int) string { return "cpu" + strconv.Itoa(cpu) + ".raw" }
 
-// NewRecorder opens the trace array's CPUs and writes header.dat into dir (which exists and is
-// empty): the kernel's descriptions as they are now, with the trace clock of in. Start
-// recording with Run.
+// NewRecorder opens the trace array's CPUs and writes header.dat into dir (which exists and
+// is empty): the page and event headers and the trace clock of in. ReadHeader adds the rest.
+// Start recording with Run.
 func NewRecorder(in *tracefs.Instance, dir string) (*Recorder, error) {
-	r := &Recorder{in: in, dir: dir}
-	h, err := readHeader(in)
+	r := &Recorder{in: in, dir: dir, headerDone: make(chan struct{}), self: map[int]bool{}}
+	h, err := readPageHeader(in)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +136,7 @@ func NewRecorder(in *tracefs.Instance, dir string) (*Recorder, error) {
 		r.files = append(r.files, f)
 		r.Stats.CPUs = append(r.Stats.CPUs, CPURecord{CPU: cpu})
 	}
-	if err := writeFileSync(filepath.Join(dir, HeaderFile), h, nil); err != nil {
+	if err := r.writeHeader(h); err != nil {
 		r.Close()
 		return nil, err
 	}
@@ -117,20 +144,42 @@ func NewRecorder(in *tracefs.Instance, dir string) (*Recorder, error) {
 	return r, nil
 }
 
-// readHeader reads what a trace.dat holds besides the pages. The saved cmdlines are read
-// again at the end (Assemble): the recorded processes are in it then.
-func readHeader(in *tracefs.Instance) (*tracedat.Header, error) {
-	fs := in.FS()
-	top := fs.Top()
+// readPageHeader reads what decoding the pages needs before anything else: the page header
+// (header_page), the event header, and the trace clock.
+func readPageHeader(in *tracefs.Instance) (*tracedat.Header, error) {
+	top := in.FS().Top()
 	h := &tracedat.Header{LongSize: 8}
 	var err error
 	if h.HeaderPage, err = top.ReadFile("events/header_page"); err != nil {
 		return nil, err
 	}
 	h.HeaderEvent, _ = top.ReadFile("events/header_event") // read by no one (trace-cmd skips it)
+	if clock, err := in.ReadFile("trace_clock"); err == nil {
+		h.Options = append(h.Options, tracedat.Option{ID: tracedat.OptionTraceClock, Data: append(clock, 0)})
+	}
+	return h, nil
+}
+
+// ReadHeader reads the rest of what a trace.dat holds besides the pages (every event format,
+// kallsyms, the printk formats, the saved cmdlines) and writes header.dat again, whole. It runs
+// once: a second call, or Run's, waits for the first and returns its error. The saved cmdlines
+// are read again by Assemble: the recorded processes are in it then.
+func (r *Recorder) ReadHeader() error {
+	r.headerOnce.Do(func() {
+		defer close(r.headerDone)
+		r.headerErr = r.readHeader()
+	})
+	<-r.headerDone
+	return r.headerErr
+}
+
+func (r *Recorder) readHeader() error {
+	fs := r.in.FS()
+	top := fs.Top()
+	h := *r.header
 	formats, systems, err := fs.EventFormatTexts()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, s := range systems {
 		if s == "ftrace" {
@@ -144,10 +193,68 @@ func readHeader(in *tracefs.Instance) (*tracedat.Header, error) {
 	}
 	h.Printk, _ = top.ReadFile("printk_formats")
 	h.Cmdlines, _ = top.ReadFile("saved_cmdlines")
-	if clock, err := in.ReadFile("trace_clock"); err == nil {
-		h.Options = append(h.Options, tracedat.Option{ID: tracedat.OptionTraceClock, Data: append(clock, 0)})
+	if err := r.writeHeader(&h); err != nil {
+		return err
 	}
-	return h, nil
+	*r.header = h
+	return nil
+}
+
+// writeHeader writes header.dat durably, replacing the one there by a rename (a recovery reads
+// one or the other, never half of one).
+func (r *Recorder) writeHeader(h *tracedat.Header) error {
+	tmp := filepath.Join(r.dir, HeaderFile+".tmp")
+	os.Remove(tmp)
+	if err := writeFileSync(tmp, h, nil); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(r.dir, HeaderFile))
+}
+
+// SelfName is the process name under which a recording names the recorder's threads:
+// trace-cmd's PROCMAPS option, one per thread, with no mappings. It is the one option of
+// trace-cmd's format that names a pid and that trace-cmd report reads without a word (an
+// option id of ftctl's own would make it warn "unknown option").
+const SelfName = "ftctl-record"
+
+// selfOption names tid as one of the recorder's threads.
+func selfOption(tid int) tracedat.Option {
+	return tracedat.Option{ID: tracedat.OptionProcMaps, Data: fmt.Appendf(nil, "%x 0 %s\n\x00", tid, SelfName)}
+}
+
+// RecorderThreads are the threads a recording names as its recorder's (SelfOption): ftctl
+// record's own, whose events an instance it does not own (-B) recorded with the rest.
+func RecorderThreads(f *tracedat.File) map[int]bool {
+	out := map[int]bool{}
+	for _, o := range f.Options {
+		if o.ID != tracedat.OptionProcMaps {
+			continue
+		}
+		var tid, maps int
+		var name string
+		if n, err := fmt.Sscanf(strings.TrimRight(string(o.Data), "\x00\n"), "%x %x %s", &tid, &maps, &name); err == nil && n == 3 &&
+			name == SelfName && maps == 0 && tid > 0 {
+			out[tid] = true
+		}
+	}
+	return out
+}
+
+// SkipRecorder is a FileOptions.Skip that leaves out the recorder's threads of f, nil when f
+// names none.
+func SkipRecorder(f *tracedat.File) func(pid int) bool {
+	self := RecorderThreads(f)
+	if len(self) == 0 {
+		return nil
+	}
+	return func(pid int) bool { return self[pid] }
+}
+
+// noteSelf adds the recorder's threads as they are now.
+func (r *Recorder) noteSelf() {
+	for _, tid := range tracefs.OwnThreads() {
+		r.self[tid] = true
+	}
 }
 
 // writeFileSync writes a trace.dat to path and syncs it.
@@ -179,11 +286,20 @@ type RecordOptions struct {
 	Done <-chan struct{}
 }
 
+// The pace of Run: it waits between paceMin and paceMax, aiming at a quarter of the busiest
+// CPU's buffer per wake.
+const (
+	paceMin = 2 * time.Millisecond
+	paceMax = 100 * time.Millisecond
+)
+
 // Run moves pages until ctx ends, Duration passes, Count events were handed over, or Done
-// closes. It returns ctx's error for an interruption; the pages moved stay for Assemble.
+// closes. It returns ctx's error for an interruption; the pages moved stay for Assemble. When
+// ReadHeader has not run, Run starts it beside the moving, after the first move.
 func (r *Recorder) Run(ctx context.Context, o RecordOptions) error {
 	start := time.Now()
 	defer func() { r.Stats.Seconds = time.Since(start).Seconds() }()
+	r.noteSelf()
 	var deadline <-chan time.Time
 	if o.Duration > 0 {
 		t := time.NewTimer(o.Duration)
@@ -194,11 +310,31 @@ func (r *Recorder) Run(ctx context.Context, o RecordOptions) error {
 	if every <= 0 {
 		every = time.Second
 	}
-	lastStats, lastProgress := time.Time{}, time.Now()
+	statsEvery := every
+	if o.Count > 0 {
+		statsEvery = min(every, 200*time.Millisecond)
+	}
+	quarter := float64(r.sp.BufferBytes()) / 4
+	if quarter <= 0 {
+		quarter = 256 << 10
+	}
+	lastStats, lastProgress, lastMove := time.Now(), time.Now(), time.Now()
+	rate := 0.0 // bytes a second into the busiest CPU's buffer, as last seen
+	first := true
 	for {
-		moved, err := r.moveAll()
+		busiest, err := r.moveAll()
 		if err != nil {
 			return err
+		}
+		now := time.Now()
+		if dt := now.Sub(lastMove).Seconds(); dt > 0 {
+			rate = max(float64(busiest)/dt, rate/2) // a burst is followed at once, a lull by halves
+		}
+		lastMove = now
+		if first {
+			first = false
+			r.headerStarted = true
+			go r.ReadHeader() // beside the moving; Assemble waits for it
 		}
 		select {
 		case <-ctx.Done():
@@ -212,9 +348,9 @@ func (r *Recorder) Run(ctx context.Context, o RecordOptions) error {
 			return nil
 		default:
 		}
-		if time.Since(lastStats) >= 200*time.Millisecond {
+		if now.Sub(lastStats) >= statsEvery {
 			r.updateStats()
-			lastStats = time.Now()
+			lastStats = now
 			if o.Count > 0 {
 				if ev, _, _ := r.Stats.Totals(); ev >= o.Count {
 					r.Stats.End = EndCount
@@ -222,34 +358,34 @@ func (r *Recorder) Run(ctx context.Context, o RecordOptions) error {
 				}
 			}
 		}
-		if o.Progress != nil && time.Since(lastProgress) >= every {
+		if o.Progress != nil && now.Sub(lastProgress) >= every {
 			o.Progress(&r.Stats)
-			lastProgress = time.Now()
+			lastProgress = now
 		}
-		if moved == 0 {
-			// poll ends when a CPU is past buffer_percent; splice only takes whole pages, so a
-			// trickle is collected at this pace
-			r.sp.Wait(50 * time.Millisecond)
-			if moved2, err := r.moveAll(); err != nil {
-				return err
-			} else if moved2 == 0 {
-				time.Sleep(20 * time.Millisecond)
-			}
+		if float64(busiest) >= quarter {
+			continue // late already: move again at once
 		}
+		pace := paceMax
+		if rate > 0 {
+			pace = min(max(time.Duration(quarter/rate*float64(time.Second)), paceMin), paceMax)
+		}
+		// poll ends early when a CPU is past buffer_percent (not 0): a burst the pace missed
+		r.sp.Wait(pace)
 	}
 }
 
+// moveAll moves every CPU's full pages and says how many bytes the busiest CPU gave.
 func (r *Recorder) moveAll() (int64, error) {
-	var moved int64
+	var busiest int64
 	for k := range r.files {
 		n, err := r.sp.Move(k, r.files[k])
 		r.Stats.CPUs[k].Bytes += n
-		moved += n
+		busiest = max(busiest, n)
 		if err != nil {
-			return moved, err
+			return busiest, err
 		}
 	}
-	return moved, nil
+	return busiest, nil
 }
 
 // updateStats reads the CPUs' stats: events handed over and lost since NewRecorder.
@@ -307,6 +443,20 @@ func (r *Recorder) Flush(tracingOff bool) error {
 // CPU's pages. It writes path.tmp-... in the recorder's directory and renames it, so path
 // never holds half a file; then it removes the directory.
 func (r *Recorder) Assemble(path string) error {
+	if err := r.ReadHeader(); err != nil { // run beside Run, or now when Run never ran
+		return err
+	}
+	if r.NameSelf {
+		r.noteSelf()
+		tids := make([]int, 0, len(r.self))
+		for tid := range r.self {
+			tids = append(tids, tid)
+		}
+		slices.Sort(tids)
+		for _, tid := range tids {
+			r.header.Options = append(r.header.Options, selfOption(tid))
+		}
+	}
 	if b, err := r.in.FS().Top().ReadFile("saved_cmdlines"); err == nil {
 		r.header.Cmdlines = b
 	}
@@ -340,8 +490,12 @@ func (r *Recorder) Assemble(path string) error {
 	return os.RemoveAll(r.dir)
 }
 
-// Close closes the kernel's files and the CPUs' files (the directory stays).
+// Close closes the kernel's files and the CPUs' files (the directory stays), once the reading
+// of the header Run started has ended (it writes into the directory).
 func (r *Recorder) Close() {
+	if r.headerStarted {
+		<-r.headerDone
+	}
 	if r.sp != nil {
 		r.sp.Close()
 	}

@@ -68,3 +68,95 @@ func TestRecorderWritesTraceDat(t *testing.T) {
 		t.Errorf("events %q, want %q", strings.Join(got, " "), want)
 	}
 }
+
+// The pages come first: NewRecorder's header.dat holds the page header and the clock only; the
+// formats and kallsyms are read beside the moving of pages (Run), or before it (ReadHeader),
+// and header.dat is then whole. A recording names the recorder's threads when asked
+// (NameSelf), trace-cmd's way (PROCMAPS, no mappings), and ReadFile leaves out what Skip
+// says, counted.
+func TestRecorderHeaderBesideAndSelf(t *testing.T) {
+	for _, early := range []bool{false, true} {
+		fs := rawFS(t, map[int][]string{0: {"one"}, 1: {"two"}})
+		dir := t.TempDir()
+		work := filepath.Join(dir, "out.dat.tmp-1")
+		os.Mkdir(work, 0o700)
+		rec, err := NewRecorder(fs.Top(), work)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rec.Close()
+		header := func() *tracedat.File {
+			t.Helper()
+			b, err := os.ReadFile(filepath.Join(work, HeaderFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := tracedat.Read(strings.NewReader(string(b)), int64(len(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+		if h := header(); len(h.HeaderPage) == 0 || h.Clock() != "local" || len(h.Ftrace) != 0 || len(h.Kallsyms) != 0 {
+			t.Errorf("first header.dat: %d bytes of header_page, clock %q, %d ftrace formats, %d bytes of kallsyms",
+				len(h.HeaderPage), h.Clock(), len(h.Ftrace), len(h.Kallsyms))
+		}
+		if early {
+			if err := rec.ReadHeader(); err != nil {
+				t.Fatal(err)
+			}
+			if h := header(); len(h.Ftrace) != 1 || len(h.Kallsyms) == 0 {
+				t.Errorf("header.dat after ReadHeader: %d ftrace formats, %d bytes of kallsyms", len(h.Ftrace), len(h.Kallsyms))
+			}
+		}
+		rec.NameSelf = early
+		if err := rec.Run(context.Background(), RecordOptions{Duration: 100 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		rec.Flush(true)
+		out := filepath.Join(dir, "out.dat")
+		if err := rec.Assemble(out); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(out)
+		f, err := tracedat.Read(strings.NewReader(string(b)), int64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(f.Ftrace) != 1 || len(f.Kallsyms) == 0 {
+			t.Errorf("early %v: %d ftrace formats, %d bytes of kallsyms", early, len(f.Ftrace), len(f.Kallsyms))
+		}
+		self := RecorderThreads(f)
+		if early != self[os.Getpid()] || (!early && len(self) > 0) {
+			t.Errorf("NameSelf %v: the file names %v (pid %d)", early, self, os.Getpid())
+		}
+		var pids []int
+		info, err := ReadFile(f, FileOptions{Skip: func(pid int) bool { pids = append(pids, pid); return true }}, func(ev *Event) error {
+			t.Errorf("an event Skip left out: %s", ev.Text)
+			return nil
+		})
+		if err != nil || info.Skipped != 2 || len(pids) != 2 {
+			t.Errorf("skipped %d (pids %v): %v", info.Skipped, pids, err)
+		}
+	}
+	// what RecorderThreads takes: only ftctl's own entries
+	for _, c := range []struct {
+		data string
+		want int
+	}{
+		{"2a 0 ftctl-record\n\x00", 42},
+		{"2a 0 ftctl-record", 42},
+		{"2a 1 ftctl-record\n7f00 7f10 /lib/x.so\n\x00", 0}, // a process's maps (trace-cmd --proc-map)
+		{"2a 0 bash\n\x00", 0},
+		{"zz 0 ftctl-record\n\x00", 0},
+		{"-5 0 ftctl-record\n\x00", 0},
+		{"", 0},
+	} {
+		f := &tracedat.File{}
+		f.Options = []tracedat.Option{{ID: tracedat.OptionProcMaps, Data: []byte(c.data)}}
+		got := RecorderThreads(f)
+		if (c.want == 0 && len(got) != 0) || (c.want != 0 && (len(got) != 1 || !got[c.want])) {
+			t.Errorf("%q: %v, want %d", c.data, got, c.want)
+		}
+	}
+}

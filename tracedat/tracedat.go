@@ -35,6 +35,7 @@ const (
 	OptionOffset     = 7
 	OptionCPUCount   = 8
 	OptionVersion    = 9
+	OptionProcMaps   = 10 // "PID NMAPS NAME\n" then NMAPS "START END LIB\n" lines (hex), NUL-terminated
 )
 
 // Errors of Read; a *FormatError wraps one of them.

@@ -27,11 +27,17 @@ type Splicer struct {
 	fds      []int    // trace_pipe_raw, O_NONBLOCK
 	pipes    [][2]int // read end, write end
 	pollFDs  []unix.PollFd
+	paths    []string // trace_pipe_raw's, for errors
+	chunk    []int    // what one splice asks of CPU k: its pipe's room, whole pages
 	buf      []byte
+	pollCPUs bool  // buffer_percent is not 0: poll waits for a CPU that far full
+	bufBytes int64 // a CPU's ring buffer (buffer_size_kb), 0 when unknown
 }
 
-// spliceChunk is how much one splice asks for: 64 pages (the pipe is sized to hold them).
-const spliceChunk = 64
+// spliceChunk is how many pages one splice asks for: 256 (1 MiB of 4 KiB pages, the default
+// pipe-max-size), the pipe sized to hold them. Fewer, larger splices: the recorder wakes a few
+// times a second and moves what gathered in as few calls as it can.
+const spliceChunk = 256
 
 // OpenSplicer opens every CPU's trace_pipe_raw of the instance and a pipe for each. Close it
 // when done.
@@ -41,6 +47,18 @@ func (i *Instance) OpenSplicer() (*Splicer, error) {
 		return nil, err
 	}
 	s := &Splicer{dir: dir, fs: i.fs, pageSize: i.subbufSize()}
+	// buffer_percent: 5.1+; 0, or without the file, poll says readable whenever a CPU's
+	// buffer is not empty, which is always under a hot filter (the reader's own events)
+	if b, err := i.ReadFile("buffer_percent"); err == nil {
+		if pc, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pc > 0 {
+			s.pollCPUs = true
+		}
+	}
+	if b, err := i.ReadFile("buffer_size_kb"); err == nil {
+		if kb, _, ok := BufferSize(string(b)); ok {
+			s.bufBytes = int64(kb) << 10
+		}
+	}
 	if len(cpus) == 0 {
 		return nil, &Error{Op: "open", Path: dir, Class: ErrUnavailable, Errno: unix.ENOENT}
 	}
@@ -59,8 +77,18 @@ func (i *Instance) OpenSplicer() (*Splicer, error) {
 			return nil, &Error{Op: "pipe", Path: path, Class: ErrIO, Errno: err}
 		}
 		s.pipes = append(s.pipes, p)
-		// room for a whole chunk; a smaller pipe (pipe-max-size) only means shorter splices
-		unix.FcntlInt(uintptr(p[1]), unix.F_SETPIPE_SZ, spliceChunk*s.pageSize)
+		s.paths = append(s.paths, path)
+		// room for a whole chunk; a smaller pipe (pipe-max-size refused more) means shorter
+		// splices, each asking only what the pipe holds (asked more, a splice stops at the
+		// pipe's room, and Move would take the short count for an emptied CPU)
+		room, err := unix.FcntlInt(uintptr(p[1]), unix.F_SETPIPE_SZ, spliceChunk*s.pageSize)
+		if err != nil {
+			room, err = unix.FcntlInt(uintptr(p[1]), unix.F_GETPIPE_SZ, 0)
+		}
+		if err != nil || room < s.pageSize {
+			room = s.pageSize
+		}
+		s.chunk = append(s.chunk, min(room, spliceChunk*s.pageSize)/s.pageSize*s.pageSize)
 		s.pollFDs = append(s.pollFDs, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
 	}
 	return s, nil
@@ -102,12 +130,13 @@ func (s *Splicer) CPUs() []int { return s.cpus }
 func (s *Splicer) PageSize() int { return s.pageSize }
 
 // Move splices the whole pages CPU k has now into dst, at its file offset, and says how many
-// bytes it moved (0 when the CPU has no full page).
+// bytes it moved (0 when the CPU has no full page). Each splice asks for as many pages as the
+// pipe holds; a shorter answer means the CPU has no more full pages.
 func (s *Splicer) Move(k int, dst *os.File) (int64, error) {
 	var moved int64
-	path := filepath.Join(s.dir, "cpu"+strconv.Itoa(s.cpus[k]), "trace_pipe_raw")
+	out := int(dst.Fd())
 	for {
-		n, err := unix.Splice(s.fds[k], nil, s.pipes[k][1], nil, spliceChunk*s.pageSize, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+		n, err := unix.Splice(s.fds[k], nil, s.pipes[k][1], nil, s.chunk[k], unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
 		if err == unix.EINTR {
 			continue
 		}
@@ -115,10 +144,10 @@ func (s *Splicer) Move(k int, dst *os.File) (int64, error) {
 			return moved, nil
 		}
 		if err != nil {
-			return moved, s.fs.opError("splice", path, "", err)
+			return moved, s.fs.opError("splice", s.paths[k], "", err)
 		}
 		for left := n; left > 0; {
-			m, err := unix.Splice(s.pipes[k][0], nil, int(dst.Fd()), nil, int(left), unix.SPLICE_F_MOVE)
+			m, err := unix.Splice(s.pipes[k][0], nil, out, nil, int(left), unix.SPLICE_F_MOVE)
 			if err == unix.EINTR {
 				continue
 			}
@@ -128,7 +157,7 @@ func (s *Splicer) Move(k int, dst *os.File) (int64, error) {
 			left -= m
 			moved += m
 		}
-		if n < int64(spliceChunk*s.pageSize) {
+		if n < int64(s.chunk[k]) {
 			return moved, nil
 		}
 	}
@@ -142,7 +171,6 @@ func (s *Splicer) Flush(k int, dst *os.File, maxPages int) (int64, error) {
 		s.buf = make([]byte, s.pageSize)
 	}
 	var moved int64
-	path := filepath.Join(s.dir, "cpu"+strconv.Itoa(s.cpus[k]), "trace_pipe_raw")
 	for pages := 0; maxPages <= 0 || pages < maxPages; pages++ {
 		clear(s.buf)
 		n, err := rawRead(s.fds[k], s.buf)
@@ -153,7 +181,7 @@ func (s *Splicer) Flush(k int, dst *os.File, maxPages int) (int64, error) {
 			return moved, nil
 		}
 		if err != nil {
-			return moved, s.fs.opError("read", path, "", err)
+			return moved, s.fs.opError("read", s.paths[k], "", err)
 		}
 		// a page is written whole (zeros after what the kernel copied): readers step by pages
 		if _, err := dst.Write(s.buf); err != nil {
@@ -164,8 +192,17 @@ func (s *Splicer) Flush(k int, dst *os.File, maxPages int) (int64, error) {
 	return moved, nil
 }
 
-// Wait blocks until some CPU's buffer is past buffer_percent, or d.
+// BufferBytes is the size of a CPU's ring buffer (buffer_size_kb when the recording began), 0
+// when the CPUs' sizes differ or it could not be read.
+func (s *Splicer) BufferBytes() int64 { return s.bufBytes }
+
+// Wait blocks until some CPU's buffer is past buffer_percent, or d. With buffer_percent 0
+// (or no such file) it sleeps d: poll would return at once.
 func (s *Splicer) Wait(d time.Duration) {
+	if !s.pollCPUs {
+		time.Sleep(d)
+		return
+	}
 	for {
 		_, err := unix.Poll(s.pollFDs, max(1, int(d/time.Millisecond)))
 		if err != unix.EINTR {

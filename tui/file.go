@@ -106,7 +106,7 @@ func NewFileSource(ctx context.Context, f *tracedat.File, max int) *FileSource {
 		defer s.wg.Done()
 		g := newIngester()
 		n := 0
-		info, err := stream.ReadFile(f, stream.FileOptions{}, func(ev *stream.Event) error {
+		info, err := stream.ReadFile(f, stream.FileOptions{Skip: stream.SkipRecorder(f)}, func(ev *stream.Event) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}

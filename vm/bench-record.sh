@@ -7,17 +7,24 @@
 #   ftctl     `ftctl -B hot record -o /tmp/f.dat` (splice into per-CPU files, then the trace.dat)
 #   trace-cmd `trace-cmd record -B hot -p function -l '_raw_spin_lock*' -o /tmp/t.dat`
 #             (Debian's 3.1.6: its per-CPU recorders splice too; it sets the instance up again)
-# The buffer is cleared before each run (echo > trace zeroes the counters). Each reader gets
-# SIGINT (cat: SIGTERM) after SECONDS_RUN and finishes its file; then the per-CPU stats give, over the run:
+# The buffer is cleared before each run (echo > trace zeroes the counters). After SECONDS_RUN
+# the script stops tracing in the instance (tracing_on 0: the window ends for every reader at
+# the same moment), then sends SIGINT (cat: SIGTERM); each reader takes what the buffer still
+# holds, as it can, and finishes its file. The per-CPU stats once the reader has exited give,
+# over the window:
 #   read      events the kernel handed the reader ("read events"): delivered
 #   overrun   events overwritten before the reader got them
 #   left      events still in the buffer once the reader has exited
-# generated = delivered + overrun + left; kept = delivered / generated. The readers' CPU time is
-# the shell's `times` for its waited children (trace-cmd's recorder processes included), from
-# the start to the file written; bytes are the file's size. Every reader records its own
-# events too (the filter matches the locks its reads take): none is left out.
+# generated = delivered + overrun + left; kept = delivered / generated. trace-cmd resets the
+# instance's buffer when it starts and again when it ends (the counters read 0 after it), so its
+# figures are the per-CPU stats it saved in its file (CPUSTAT, read back with `trace-cmd report
+# --stat`), taken when it stopped: from its own start, the same three counters. The readers'
+# CPU time is the shell's `times` for its waited children (trace-cmd's recorder processes
+# included), from the start to the file written; bytes are the file's size. Every reader's own
+# events are in what it delivered (the filter matches the locks its reads take).
 #
-# usage: vm/bench-record.sh [KERNEL...]   (default: 6.1 6.12; RUNS rounds, default 2)
+# usage: vm/bench-record.sh [KERNEL...]   (default: 6.1 6.12; RUNS rounds, default 2; BENCH_TIMEOUT
+# seconds per boot, default 900)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -50,8 +57,14 @@ run() { # run LABEL N OUTFILE COMMAND
 	rm -f \$3
 	r0=\$(sum "read events") o0=\$(sum overrun)
 	sig=INT; [ "\$1" = cat ] && sig=TERM
-	( sh -c "exec \$4" >/dev/null 2>/tmp/err & p=\$!; sleep \$S; kill -\$sig \$p; wait \$p; times > /tmp/times )
+	( sh -c "exec \$4" >/dev/null 2>/tmp/err & p=\$!; sleep \$S; echo 0 > \$I/tracing_on; kill -\$sig \$p; wait \$p; times > /tmp/times )
 	r1=\$(sum "read events") o1=\$(sum overrun) left=\$(sum entries)
+	if [ "\$1" = trace-cmd ]; then # its counters, as it saved them in its file
+		trace-cmd report --stat \$3 > /tmp/stat 2>/dev/null || true
+		[ "\$2" = 1 ] && grep -E '^(CPU|entries|overrun|read events)' /tmp/stat | sed 's/^/TCSTAT /'
+		fsum() { awk -v k="\$1" 'index(\$0, k ":") == 1 { s += \$NF } END { print s + 0 }' /tmp/stat; }
+		r0=0 o0=0 r1=\$(fsum "read events") o1=\$(fsum overrun) left=\$(fsum entries)
+	fi
 	bytes=0; [ -f "\$3" ] && bytes=\$(wc -c < \$3)
 	# times: the second line is the children's user and system time, e.g. "0m1.23s 0m4.56s"
 	cpu=\$(sed -n 2p /tmp/times | awk '{ for (i = 1; i <= 2; i++) { split(\$i, a, "m"); sub("s", "", a[2]); t += a[1] * 60 + a[2] } print t }')
@@ -69,10 +82,10 @@ EOF
 
 for k in $kernels; do
 	log=$build/bench-record-$k.log
-	"$here/run.sh" --kernel "$k" --mode cmd --script "$guest" --timeout 900 --log "$log" \
+	"$here/run.sh" --kernel "$k" --mode cmd --script "$guest" --timeout ${BENCH_TIMEOUT:-900} --log "$log" \
 		--file "$build/ftctl-rec:/bin/ftctl" --bin "$tracecmd:/usr/bin/trace-cmd" >/dev/null 2>&1 || echo "bench-record: the $k boot failed; see $log" >&2
 	echo "== kernel $k ($(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]*' "$log" | sed 's/.*=//')), $(date -u '+%F %H:%M'), ftctl $(cd "$top" && git describe --always --dirty); host load $(cut -d' ' -f1-3 /proc/loadavg), other VMs $(pgrep -c -x qemu-system-x86 || true)"
-	grep -a -E '^(BENCHINFO|STDERR)' "$log" || true
+	grep -a -E '^(BENCHINFO|STDERR|TCSTAT)' "$log" || true
 	grep -a '^BENCHREC' "$log" | awk -v S="${SECONDS_RUN:-5}" '
 		function pct(a, b) { return b ? 100 * a / b : 0 }
 		{

@@ -21,6 +21,9 @@ import (
 
 const traceCmd = "/usr/bin/trace-cmd"
 
+// stream0Header is the header a recording's working directory holds (stream.HeaderFile).
+const stream0Header = "header.dat"
+
 // needTraceCmd: vm/suite.sh ships Debian's trace-cmd (3.1.6) and its libraries into the VM
 // when the host has it (.ci/run installs it); without it the interop tests cannot run.
 func needTraceCmd(t *testing.T) {
@@ -395,16 +398,44 @@ func TestRecordEndsCleanly(t *testing.T) {
 			t.Errorf("%s exists after SIGKILL", out)
 		}
 		work := fmt.Sprintf("%s.tmp-%d", out, cmd.Process.Pid)
-		if r := ftctlRun(t, "reset"); r.code != 0 {
+		t.Cleanup(func() { os.RemoveAll(work) })
+		// reset removes the session, names the pages left and how to read them, and leaves
+		// them: they are evidence
+		r := ftctlRun(t, "reset")
+		if r.code != 0 {
 			t.Errorf("reset: %v", r)
 		}
+		if !strings.Contains(r.stdout, work) || !strings.Contains(r.stdout, "ftctl report --recover "+work) ||
+			!strings.Contains(r.stdout, "--remove-recordings") {
+			t.Errorf("reset does not name %s and how to read it: %v", work, r)
+		}
+		if _, err := os.Stat(filepath.Join(work, stream0Header)); err != nil {
+			t.Errorf("after reset: %v", err)
+		}
 		checkWorld(t, before)
-		r := ftctlRun(t, "report", "--recover", work, "-o", "json")
+		r = ftctlRun(t, "report", "--recover", work, "-o", "json")
 		if r.code != 0 {
 			t.Fatalf("report --recover: %v", r)
 		}
 		t.Logf("report --recover: %d events; %s", strings.Count(r.stdout, "\n"), r.stderr)
-		os.RemoveAll(work)
+		rj := ftctlRun(t, "-o", "json", "reset")
+		var listed struct {
+			Recordings []struct{ Dir, State string } `json:"recordings"`
+		}
+		if err := json.Unmarshal([]byte(rj.stdout), &listed); rj.code != 0 || err != nil || len(listed.Recordings) != 1 ||
+			listed.Recordings[0].Dir != work || listed.Recordings[0].State != "left" {
+			t.Errorf("reset -o json does not list %s as left (%v): %v", work, err, rj)
+		}
+		// removed only when asked, and then forgotten
+		if r := ftctlRun(t, "reset", "--remove-recordings"); r.code != 0 || !strings.Contains(r.stdout, "removed "+work) {
+			t.Errorf("reset --remove-recordings: %v", r)
+		}
+		if _, err := os.Stat(work); !os.IsNotExist(err) {
+			t.Errorf("%s is still there after reset --remove-recordings: %v", work, err)
+		}
+		if r := ftctlRun(t, "reset"); r.code != 0 || strings.Contains(r.stdout, work) {
+			t.Errorf("reset after the removal: %v", r)
+		}
 	})
 }
 
@@ -452,4 +483,117 @@ func TestRecordInstance(t *testing.T) {
 		t.Errorf("-B with -e: %v", r)
 	}
 	checkWorld(t, before)
+}
+
+// -B: an instance ftctl does not own records ftctl's own events with the rest (here the
+// recorder's splices: the instance traces sys_enter_splice, which nothing else in the VM
+// calls). The file names the recorder's threads: report leaves their events out and says so,
+// --include-self shows them, trace-cmd reads the file without a word, and record
+// --include-self does not name them.
+func TestRecordInstanceLeavesOutItself(t *testing.T) {
+	needTraceCmd(t)
+	before := sessionWorld(t)
+	ev := "events/syscalls/sys_enter_splice/enable"
+	if _, err := os.Stat(filepath.Join(tracing, ev)); err != nil {
+		t.Skipf("this kernel has no syscall events: %v", err)
+	}
+	name := "ftrec-self"
+	os.Mkdir(filepath.Join(tracing, "instances", name), 0o755)
+	removeInstanceLater(t, name)
+	write(t, "instances/"+name+"/"+ev, "1")
+	dir := t.TempDir()
+	record := func(out string, extra ...string) {
+		t.Helper()
+		r := ftctlRun(t, append([]string{"-B", name, "record", "--duration", "2s", "-o", out}, extra...)...)
+		if r.code != 0 {
+			t.Fatalf("record %q: %v", extra, r)
+		}
+	}
+	splices := func(r result) int {
+		t.Helper()
+		if r.code != 0 {
+			t.Fatalf("report: %v", r)
+		}
+		return strings.Count(r.stdout, `"text":"sys_splice(`) // the kernel's text of sys_enter_splice
+	}
+	out := filepath.Join(dir, "self.dat")
+	record(out)
+	r := ftctlRun(t, "report", "-o", "json", out)
+	if n := splices(r); n != 0 {
+		t.Errorf("report shows %d of the recorder's own splices", n)
+	}
+	if !strings.Contains(r.stderr, "of ftctl record's own threads") {
+		t.Errorf("report does not say what it left out: %s", r.stderr)
+	}
+	all := ftctlRun(t, "report", "-o", "json", "--include-self", out)
+	if n := splices(all); n == 0 {
+		t.Errorf("report --include-self shows none of the recorder's splices: %s", all.stderr)
+	} else {
+		t.Logf("the recorder's splices: %d; %s", n, r.stderr)
+	}
+	if _, stderr := runTraceCmd(t, "report", out); stderr != "" {
+		t.Errorf("trace-cmd report says:\n%s", stderr)
+	}
+	incl := filepath.Join(dir, "incl.dat")
+	record(incl, "--include-self")
+	if n := splices(ftctlRun(t, "report", "-o", "json", incl)); n == 0 {
+		t.Errorf("record --include-self: report shows none of the recorder's splices")
+	}
+	write(t, "instances/"+name+"/"+ev, "0")
+	if err := os.Remove(filepath.Join(tracing, "instances", name)); err != nil {
+		t.Errorf("removing the test's instance: %v", err)
+	}
+	checkWorld(t, before)
+}
+
+// A session's --filter, --clock and -O, as ftctl trace takes them: the filter decides what is
+// recorded, the clock is the file's (trace-cmd's TRACECLOCK option, which report prints), and
+// what the kernel refuses is exit 2 with nothing left.
+func TestRecordSessionOptions(t *testing.T) {
+	needTraceCmd(t)
+	before := sessionWorld(t)
+	out := filepath.Join(t.TempDir(), "opts.dat")
+	r := ftctlRun(t, "record", "-e", "sched:sched_switch", "--filter", "prev_pid == 0", "--clock", "global",
+		"-O", "irq-info=0", "--duration", "1500ms", "-o", out)
+	if r.code != 0 {
+		t.Fatalf("record: %v", r)
+	}
+	checkWorld(t, before)
+	rep := ftctlRun(t, "report", "-o", "json", out)
+	if rep.code != 0 || !strings.Contains(rep.stderr, "trace clock global") {
+		t.Fatalf("report: %v", rep)
+	}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(rep.stdout), "\n") {
+		var ev struct {
+			Event  string         `json:"event"`
+			Fields map[string]any `json:"fields"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if ev.Event != "sched_switch" || ev.Fields["prev_pid"] != float64(0) {
+			t.Errorf("an event the filter should have kept out: %s", line)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Errorf("no event recorded: %v", rep)
+	}
+	if _, stderr := runTraceCmd(t, "report", out); stderr != "" {
+		t.Errorf("trace-cmd report says:\n%s", stderr)
+	}
+	for _, bad := range []struct{ flag, value, want string }{
+		{"-O", "nosuchoption", "suchoption"}, {"--clock", "nosuchclock", "nosuchclock"}, {"--filter", "nosuchfield == 1", "nosuchfield"},
+	} {
+		work := t.TempDir()
+		args := []string{"record", "-e", "sched:sched_switch", "--duration", "1s", "-o", filepath.Join(work, "bad.dat"), bad.flag, bad.value}
+		if r := ftctlRun(t, args...); r.code != 2 || !strings.Contains(r.stderr, bad.want) {
+			t.Errorf("%s %q: %v", bad.flag, bad.value, r)
+		}
+		if left, _ := filepath.Glob(filepath.Join(work, "*")); len(left) > 0 {
+			t.Errorf("%s %q: left %v", bad.flag, bad.value, left)
+		}
+		checkWorld(t, before)
+	}
 }
