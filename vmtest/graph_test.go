@@ -354,7 +354,10 @@ func TestGraphKilledCommandThenReset(t *testing.T) {
 	}
 	defer devnull.Close()
 	var errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = devnull, &errb // the command keeps its stdout: not a pipe Wait waits for
+	// the command and its child outlive ftctl with its stdout and stderr: no pipe, which
+	// Wait would wait for until they end (WaitDelay bounds it)
+	cmd.Stdout, cmd.Stderr = devnull, &errb
+	cmd.WaitDelay = time.Second
 	startGraphCmd(t, cmd, &errb)
 	var sh, child int
 	deadline := time.Now().Add(20 * time.Second)
