@@ -16,6 +16,7 @@ import (
 	"github.com/ftctl/ftctl/count"
 	"github.com/ftctl/ftctl/hist"
 	"github.com/ftctl/ftctl/session"
+	"github.com/ftctl/ftctl/tracefs"
 )
 
 // CountOptions are the inputs of `ftctl count`.
@@ -45,7 +46,10 @@ ftctl-PID-ID), by the cheapest method the kernel allows:
           them, else kprobes) with a point per function, and a hist trigger keyed by the probed
           function: the kernel counts, nothing is streamed.
   stream  otherwise (more functions, a name kallsyms lists twice, no hist triggers): the
-          function tracer on the functions, every call an event read and counted.
+          function tracer on the functions, every call an event read and counted. Also when
+          the kernel refuses the probe point of one of the functions (a function the kprobe
+          blacklist holds, say): the hist method's pieces are removed and the stream counts,
+          with the reason said; with --method hist that refusal is exit 3.
 
 The method and why are said on stderr (and in each JSON row); --method chooses it. The kernel's
 function profiler (function_profile_enabled) is not used: it is one profile for the whole
@@ -97,6 +101,41 @@ COMMAND does. -o json prints one object per line, per function and interval:
 }
 
 // countInterval is what countRun prints at the end of each interval.
+// newCounter is count.New with its errors mapped to the exit table.
+func newCounter(fs *tracefs.FS, o count.Options) (*count.Counter, error) {
+	counter, err := count.New(fs, o)
+	switch {
+	case errors.Is(err, count.ErrMethod):
+		return nil, InvalidInput(err)
+	case err != nil:
+		return nil, sessionError(err)
+	}
+	return counter, nil
+}
+
+// armCounter sets the counter's session up under the lock and arms it (for the command,
+// when there is one); on failure nothing is left. The kernel's refusal of a probe point is
+// the *count.ProbeRefusedError (exit 3), for the caller to fall back on the stream.
+func armCounter(ctx context.Context, g *Globals, counter *count.Counter, command *session.Command) error {
+	counter.Session().Notice = g.Notice
+	if command != nil {
+		counter.SetPID(command.PID())
+	}
+	return histSetup(ctx, g, counter.Session(), func() error {
+		err := counter.Arm()
+		if re := (*hist.RejectedError)(nil); errors.As(err, &re) {
+			return histRejected(err)
+		}
+		if refused := (*count.ProbeRefusedError)(nil); errors.As(err, &refused) {
+			return err
+		}
+		if err != nil {
+			return sessionError(err)
+		}
+		return nil
+	})
+}
+
 type countInterval struct {
 	n       int
 	at      time.Time
@@ -135,38 +174,34 @@ func countRun(ctx context.Context, opts *CountOptions) error {
 	if err != nil {
 		return err
 	}
-	counter, err := count.New(fs, count.Options{Patterns: patterns, Method: method, PID: opts.PID})
-	switch {
-	case errors.Is(err, count.ErrMethod):
-		return InvalidInput(err)
-	case err != nil:
-		return sessionError(err)
+	co := count.Options{Patterns: patterns, Method: method, PID: opts.PID}
+	counter, err := newCounter(fs, co)
+	if err != nil {
+		return err
 	}
-	s := counter.Session()
-	s.Notice = g.Notice
 	var command *session.Command
 	if argv0 != "" {
 		if command, err = startCommand(g, argv0, opts.Command); err != nil {
 			return err
 		}
-		counter.SetPID(command.PID())
 	}
-	err = histSetup(ctx, g, s, func() error {
-		err := counter.Arm()
-		if re := (*hist.RejectedError)(nil); errors.As(err, &re) {
-			return histRejected(err)
+	err = armCounter(ctx, g, counter, command)
+	if refused := (*count.ProbeRefusedError)(nil); errors.As(err, &refused) && method == count.Auto {
+		// The hist method's session is gone (histSetup tore it down): the stream counts
+		// instead, in a session of its own.
+		g.Notice("%s: counting by the stream instead", safe(refused.Error()))
+		co.Method, co.Because = count.Stream, "the kernel refused a probe on "+refused.Func
+		if counter, err = newCounter(fs, co); err == nil {
+			err = armCounter(ctx, g, counter, command)
 		}
-		if err != nil {
-			return sessionError(err)
-		}
-		return nil
-	})
+	}
 	if err != nil {
 		if command != nil {
 			command.Abort()
 		}
 		return err
 	}
+	s := counter.Session()
 	defer traceTeardown(g, fs, s)
 	defer counter.Close()
 	g.Notice("counting %s by %s: %s", plural(len(counter.Choice.Funcs), "function"), counter.Choice.Method, safe(counter.Choice.Why))

@@ -67,13 +67,15 @@ Two readers, the same output. trace_pipe gives lines the kernel formatted; each 
 trace_pipe_raw gives the ring buffer's pages, which ftctl formats itself the way the kernel
 would (names from /proc/kallsyms, comms from saved_cmdlines), at a fraction of the CPU the
 kernel spends on text. --reader auto (the default) takes trace_pipe_raw when everything the
-trace array records prints the same that way: a clock counting nanoseconds, the nop or
-function tracer, kprobes, kretprobes, markers, stack traces and tracepoints whose print fmt
-ftctl can print as the kernel does (not a hashed %p while the hash-ptr option is on, an enum
-the kernel left unresolved, a string behind a kernel pointer...), the display options at
-their defaults (print-parent, sym-offset, record-tgid and hash-ptr it follows), and no --raw
-(which shows the kernel's lines); otherwise trace_pipe. The summary says which it read and,
-with -o json --summary, why not trace_pipe_raw (naming the event).
+trace array records prints the same that way: a clock counting nanoseconds, the nop,
+function or function_graph tracer (its lines made from its entry and return records as the
+kernel prints them: a leaf as "func();", task banners; with funcgraph-duration and -irqs on,
+-overrun and -retval off), kprobes, kretprobes, markers, stack traces and tracepoints whose
+print fmt ftctl can print as the kernel does (not a hashed %p while the hash-ptr option is
+on, an enum the kernel left unresolved, a string behind a kernel pointer...), the display
+options at their defaults (print-parent, sym-offset, record-tgid and hash-ptr it follows), and
+no --raw (which shows the kernel's lines); otherwise trace_pipe. The summary says which it
+read and, with -o json --summary, why not trace_pipe_raw (naming the event).
 --reader binary insists (an event it cannot format as the kernel would is shown as
 "name=value" fields); --reader text never reads trace_pipe_raw.
 
@@ -224,6 +226,7 @@ func printStream(ctx context.Context, g *Globals, in *tracefs.Instance, so strea
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	}
 	so.Notice = g.Notice
+	so.GraphLines = true // function_graph's lines from trace_pipe_raw too, as the kernel prints them
 	src, err := stream.Open(ctx, in, so)
 	if err != nil {
 		if errors.Is(err, stream.ErrReader) {

@@ -54,11 +54,18 @@ func TestStreamBinaryReader(t *testing.T) {
 	if !strings.Contains(out, `"reader_why":"--raw prints the kernel's lines`) {
 		t.Errorf("no reason given: %s", out)
 	}
-	// auto: the function_graph tracer's lines only the kernel formats
+	// auto: the function_graph tracer's lines made from its records, unless an option prints
+	// what the binary reader does not (the overrun lines)
 	os.WriteFile(filepath.Join(root, "current_tracer"), []byte("function_graph\n"), 0o644)
 	_, out, _ = run(t, "--tracefs", root, "stream", "-o", "json", "--summary")
-	if !strings.Contains(out, `"reader_why":"the function_graph tracer`) {
+	if !strings.Contains(out, `"reader":"trace_pipe_raw"`) {
 		t.Errorf("function_graph: %s", out)
+	}
+	os.MkdirAll(filepath.Join(root, "options"), 0o755)
+	os.WriteFile(filepath.Join(root, "options", "funcgraph-overrun"), []byte("1\n"), 0o644)
+	_, out, _ = run(t, "--tracefs", root, "stream", "-o", "json", "--summary")
+	if !strings.Contains(out, `"reader_why":"option funcgraph-overrun is 1"`) {
+		t.Errorf("function_graph with funcgraph-overrun: %s", out)
 	}
 }
 

@@ -80,10 +80,7 @@ type Choice struct {
 // want when it is not Auto and the kernel can, else the cheapest the kernel allows.
 func Choose(funcs []filters.Key, want Method, k Kernel) (Choice, error) {
 	c := Choice{Funcs: funcs}
-	profiler := "the kernel's function profiler is absent (CONFIG_FUNCTION_PROFILER)"
-	if k.Profiler {
-		profiler = "the kernel's function profiler is not used (one profile for the whole kernel, over every function)"
-	}
+	profiler := profilerWhy(k)
 	// probe chooses Hist, or says why not: the kernel lacks something (tracefs.ErrUnavailable)
 	// or the set cannot be probed (ErrMethod).
 	probe := func() error {
@@ -112,7 +109,7 @@ func Choose(funcs []filters.Key, want Method, k Kernel) (Choice, error) {
 			return fmt.Errorf("%w: this kernel has no function tracer (and %s)", tracefs.ErrUnavailable, because)
 		}
 		c.Method = Stream
-		c.Why = "the function tracer on them in ftctl's instance, every call an event read and counted (" + because + "); " + profiler
+		c.Why = streamWhy(because, profiler)
 		return nil
 	}
 	switch want {
@@ -135,6 +132,19 @@ func Choose(funcs []filters.Key, want Method, k Kernel) (Choice, error) {
 		return c, stream(why)
 	}
 	return c, nil
+}
+
+// profilerWhy says why the kernel's function profiler does not count.
+func profilerWhy(k Kernel) string {
+	if k.Profiler {
+		return "the kernel's function profiler is not used (one profile for the whole kernel, over every function)"
+	}
+	return "the kernel's function profiler is absent (CONFIG_FUNCTION_PROFILER)"
+}
+
+// streamWhy is Stream's reason, in words for people.
+func streamWhy(because, profiler string) string {
+	return "the function tracer on them in ftctl's instance, every call an event read and counted (" + because + "); " + profiler
 }
 
 func plural(n int, word string) string {

@@ -27,7 +27,25 @@ type Options struct {
 	Patterns []*filters.Pattern // kernel globs (filters.Compile), at least one
 	Method   Method             // Auto lets Choose decide
 	PID      int                // count only this task's calls (0: every task)
+	// Because, with Method Stream, is why the stream counts: the Hist method failed
+	// (ProbeRefusedError says how).
+	Because string
 }
+
+// ProbeRefusedError is the kernel's refusal of the Hist method's probe point on one function
+// (one available_filter_functions lists, that kprobes or fprobes refuse: a function on the
+// kprobe blacklist, an address kallsyms does not name). Arm returns it; the caller may count
+// by the stream instead (a new Counter with Method Stream and Because).
+type ProbeRefusedError struct {
+	Func string
+	Err  error // the tracefs error, tracefs.ErrRejected
+}
+
+func (e *ProbeRefusedError) Error() string {
+	return fmt.Sprintf("the kernel refused a probe on %s: %v", e.Func, e.Err)
+}
+
+func (e *ProbeRefusedError) Unwrap() error { return e.Err }
 
 // Counter counts calls per function in a session of ftctl's own. Use: New (nothing written),
 // SetPID if a command is started meanwhile, Session().Start and Arm under the tracefs lock,
@@ -89,6 +107,9 @@ func New(fs *tracefs.FS, o Options) (*Counter, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Because != "" && choice.Method == Stream {
+		choice.Why = streamWhy(o.Because, profilerWhy(k))
+	}
 	spec := session.Spec{}
 	if choice.Method == Stream {
 		spec = session.Spec{Filters: o.Patterns, Tracer: "function"}
@@ -137,6 +158,9 @@ func (c *Counter) Arm() error {
 			place = f.Module + ":" + f.Name
 		}
 		if err := s.AddProbe(c.Choice.Probe, probeEvent, place); err != nil {
+			if errors.Is(err, tracefs.ErrRejected) {
+				return &ProbeRefusedError{Func: f.String(), Err: err}
+			}
 			return fmt.Errorf("probing %s: %w", f, err)
 		}
 	}

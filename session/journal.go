@@ -315,6 +315,14 @@ func (j *journal) undo(fs *tracefs.FS) ([]FileOutcome, error) {
 			}
 		default:
 			o.State = FileChanged
+			if pidLists[e.File] && forkedFrom(o.Holds, normal([]byte(e.Wrote), true), task) {
+				// the session's pids as function-fork left them: theirs to put back
+				o.State = FileRestored
+				if err := top.Truncate(e.File); err != nil {
+					o.State = FileFailed
+					errs = append(errs, fmt.Errorf("putting back the top level's %s: %w", e.File, err))
+				}
+			}
 		}
 		out = append(out, o)
 	}
@@ -322,4 +330,76 @@ func (j *journal) undo(fs *tracefs.FS) ([]FileOutcome, error) {
 		return out, errors.Join(errs...)
 	}
 	return out, j.remove()
+}
+
+// pidLists are the journaled files that are pid lists: with function-fork (which a session
+// sets with them) the kernel changes them itself.
+var pidLists = map[string]bool{"set_ftrace_pid": true, "set_ftrace_notrace_pid": true}
+
+// task is tracefs.Task (tests replace it): a running task's process and parent process.
+var task = tracefs.Task
+
+// forkedFrom says whether a pid list holding holds (normal's lines) is what the kernel alone
+// made of wrote, the list a session wrote, with function-fork on. The kernel adds a task to the
+// list when a listed task forks it (a process or a thread), and drops a task from it when the
+// task exits (ftrace_pid_follow_sched_process_fork and _exit, kernel/trace/ftrace.c), nothing
+// else: so every pid held and not written is a running task one of whose ancestors (its
+// process, that process's parent...) was written, and every pid written and no longer held has
+// exited. Another writer's pids fail that: a pid that runs and descends from none of the
+// session's, or no longer runs (the kernel would have dropped it); a written pid still running
+// but gone from the list (only a write takes it out). A child whose parent exited (adopted by
+// init) cannot be told from another writer's pid: the list is then left, and said changed.
+func forkedFrom(holds, wrote string, task func(int) (tgid, ppid int, ok bool)) bool {
+	pids := func(s string) (map[int]bool, bool) {
+		m := map[int]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			if l == "" {
+				continue
+			}
+			n, err := strconv.Atoi(l)
+			if err != nil || n <= 0 {
+				return nil, false
+			}
+			m[n] = true
+		}
+		return m, true
+	}
+	h, ok1 := pids(holds)
+	w, ok2 := pids(wrote)
+	if !ok1 || !ok2 || len(w) == 0 {
+		return false
+	}
+	for p := range w {
+		if _, _, running := task(p); running && !h[p] {
+			return false
+		}
+	}
+	for p := range h {
+		if !w[p] && !descends(p, w, task) {
+			return false
+		}
+	}
+	return true
+}
+
+// descends says whether running task p has an ancestor in w: its process, then each parent
+// process (at most 64 generations), every one running.
+func descends(p int, w map[int]bool, task func(int) (tgid, ppid int, ok bool)) bool {
+	for range 64 {
+		tgid, ppid, running := task(p)
+		switch {
+		case !running:
+			return false
+		case tgid != p && tgid > 0:
+			p = tgid // a thread: its process forked it (or is it)
+		case ppid <= 1:
+			return false
+		default:
+			p = ppid
+		}
+		if w[p] {
+			return true
+		}
+	}
+	return false
 }

@@ -273,3 +273,39 @@ func FuzzParseJournal(f *testing.F) {
 		}
 	})
 }
+
+// TestForkedFrom: a pid list the kernel changed by itself under function-fork (children of
+// the session's pids added, exited pids dropped) is told from one another writer changed.
+func TestForkedFrom(t *testing.T) {
+	// running tasks: pid -> {tgid, ppid}; 10 is the session's command, 11 its child, 12 a
+	// grandchild, 13 a thread of 11, 20 someone else's, 30 adopted by init
+	tasks := map[int][2]int{10: {10, 1}, 11: {11, 10}, 12: {12, 11}, 13: {11, 10}, 20: {20, 1}, 30: {30, 1}}
+	task := func(pid int) (int, int, bool) {
+		v, ok := tasks[pid]
+		return v[0], v[1], ok
+	}
+	for _, c := range []struct {
+		holds, wrote string
+		want         bool
+	}{
+		{"10\n11", "10", true},              // a child added at its fork
+		{"10\n11\n12\n13", "10", true},      // a grandchild and a thread
+		{"10\n11", "10\n40", true},          // 40 exited: dropped
+		{"10\n20", "10", false},             // 20 is not 10's
+		{"10\n99", "10", false},             // 99 runs no more: the kernel would have dropped it
+		{"10\n30", "10", false},             // adopted by init: cannot tell
+		{"11\n12", "10", false},             // 10 runs, and is gone from the list: a write
+		{"10\nx", "10", false},              // not a pid list
+		{"10\n11", "", false},               // nothing written
+		{"10\n11\n12\n13\n20", "10", false}, // one pid of another's is enough
+	} {
+		if got := forkedFrom(c.holds, c.wrote, task); got != c.want {
+			t.Errorf("holds %q wrote %q: %v, want %v", c.holds, c.wrote, got, c.want)
+		}
+	}
+	delete(tasks, 10) // the command exited: its children were adopted by init
+	tasks[11] = [2]int{11, 1}
+	if forkedFrom("11", "10", task) {
+		t.Error("a child adopted by init is not known to be the session's")
+	}
+}

@@ -48,6 +48,9 @@ type BinaryDecoder struct {
 	// Attached gives each event probe's attached event ("sched.sched_switch", which it prints
 	// in place of a location; tracefs.FS.EprobeAttachments). Set it before Add.
 	Attached map[tracefs.EventName]string
+	// Lines, when set, makes function_graph's lines of its records, as the kernel prints them
+	// (graphlines.go): ftctl stream and trace. Nil: each record is an event (call trees).
+	Lines *GraphLines
 
 	events map[int]*binEvent
 	ev     Event
@@ -55,6 +58,13 @@ type BinaryDecoder struct {
 	recs   [][]rec
 	heads  []int
 	pf     pfEval
+	// Lines: each CPU's printer state, the events and text of what is printed beside the
+	// calls, the interrupt entry text's bounds (of irqSyms)
+	gcpu             []graphCPU
+	lev              Event
+	lbuf             []byte
+	irqSyms          *Symbols
+	irqStart, irqEnd uint64
 }
 
 // rec is one event of a page, or the loss before a page (data nil).
@@ -333,12 +343,14 @@ func (d *BinaryDecoder) Feed(pages []CPUPage, emit Emit) error {
 	for _, p := range pages {
 		cpus = max(cpus, p.CPU+1)
 	}
+	cpus = max(cpus, d.heldCPUs())
 	for len(d.recs) < cpus {
 		d.recs = append(d.recs, nil)
 	}
 	for i := range d.recs {
 		d.recs[i] = d.recs[i][:0]
 	}
+	d.takeHeld()
 	for _, pg := range pages {
 		p, err := ParsePage(d.Layout, pg.Data)
 		if err != nil {
@@ -388,6 +400,9 @@ func (d *BinaryDecoder) emitRec(cpu int, r *rec, emit Emit) error {
 	}
 	if d.Skip != nil && len(r.data) >= 8 && d.Skip(int(int32(binary.LittleEndian.Uint32(r.data[4:])))) {
 		return nil
+	}
+	if d.Lines != nil && len(r.data) >= 8 {
+		return d.emitLine(cpu, r, emit, true)
 	}
 	d.Decode(ev, cpu, r.ts, r.data) // it resets ev
 	return emit(ev)
@@ -868,8 +883,12 @@ func appendLatFlags(dst []byte, flags, pc byte) []byte {
 // digits of microseconds, rounded to the nearest (ns2usecs).
 func appendMicros(dst []byte, ns uint64) []byte {
 	us := (ns + 500) / 1000
-	dst = strconv.AppendUint(dst, us/1_000_000, 10)
-	frac := us % 1_000_000
+	return appendSecMicros(dst, us/1_000_000, us%1_000_000)
+}
+
+// appendSecMicros appends seconds, a dot and six digits of microseconds.
+func appendSecMicros(dst []byte, sec, frac uint64) []byte {
+	dst = strconv.AppendUint(dst, sec, 10)
 	var b [7]byte
 	b[0] = '.'
 	for i := 6; i >= 1; i-- {

@@ -57,7 +57,12 @@ func binaryUnfit(in *tracefs.Instance, o Options, forced bool) ([]*tracefs.Forma
 	if err != nil {
 		return nil, err
 	}
-	if tracer != "nop" && tracer != "function" {
+	switch {
+	case tracer == "function_graph" && o.GraphLines:
+		if err := graphUnfit(in); err != nil {
+			return nil, err
+		}
+	case tracer != "nop" && tracer != "function":
 		return nil, fmt.Errorf("the %s tracer's lines are formatted by the kernel only", tracer)
 	}
 	for _, opt := range textOptions {
@@ -80,6 +85,35 @@ func binaryUnfit(in *tracefs.Instance, o Options, forced bool) ([]*tracefs.Forma
 		}
 	}
 	return formats, nil
+}
+
+// graphOptions are the funcgraph-* options that change function_graph's lines in ways the
+// binary reader does not print, with their default: it prints the duration column, every
+// call (funcgraph-irqs off hides the calls inside interrupts as the kernel prints, not as it
+// records), no overrun lines, no return values or arguments. funcgraph-cpu, -proc,
+// -abstime and -tail it follows; funcgraph-overhead changes a mark that is not part of the
+// event.
+var graphOptions = []struct {
+	name string
+	def  bool
+}{
+	{"funcgraph-duration", true}, {"funcgraph-irqs", true}, {"funcgraph-overrun", false},
+	{"funcgraph-retval", false}, {"funcgraph-retval-hex", false}, {"funcgraph-args", false},
+}
+
+// graphUnfit says why the binary reader would not print function_graph's lines as the kernel
+// does, nil when it would.
+func graphUnfit(in *tracefs.Instance) error {
+	for _, opt := range graphOptions {
+		if on, ok := in.Option(opt.name); ok && on != opt.def {
+			v := '0'
+			if on {
+				v = '1'
+			}
+			return fmt.Errorf("option %s is %c", opt.name, v)
+		}
+	}
+	return nil
 }
 
 // hashPtr says whether the trace array's hash-ptr option is on (5.12+; on by default: a
@@ -207,6 +241,15 @@ func newBinarySetup(in *tracefs.Instance, formats []*tracefs.Format, o Options) 
 			n, _ := strconv.Atoi(string(tgids.lookup(pid)))
 			return n
 		}
+	}
+	if t, err := in.Tracer(); err == nil && t == "function_graph" && o.GraphLines {
+		maxCPU := 0
+		stats, _ := in.CPUStats()
+		for _, st := range stats {
+			maxCPU = max(maxCPU, st.CPU)
+		}
+		dec.Lines = &GraphLines{CPU: option("funcgraph-cpu", true), Proc: option("funcgraph-proc", false),
+			AbsTime: option("funcgraph-abstime", false), Tail: option("funcgraph-tail", false), MaxCPU: maxCPU}
 	}
 	dec.Unknown = in.EventFormatByID
 	s := &binarySetup{dec: dec, comms: comms, symbols: o.Symbols, notice: o.Notice}

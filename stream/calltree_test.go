@@ -61,8 +61,9 @@ func kernelGraphCalls(t *testing.T, text []byte) map[int][]graphCall {
 	return out
 }
 
-// graphFixture decodes a capture's pages (NAME.cpuN.raw.gz) into call trees.
-func graphFixture(t *testing.T, kernel, name string) (calls []*Call, lost int64) {
+// graphCapture is the binary decoder set up on a graph capture of vm/fixtures-graph.sh
+// (NAME.cpuN.raw.gz, with its kallsyms and saved_cmdlines), and the capture's pages.
+func graphCapture(t *testing.T, kernel, name string) (*BinaryDecoder, []CPUPage) {
 	t.Helper()
 	dir := filepath.Join("testdata", kernel)
 	syms, err := ParseKallsyms(gunzip(t, filepath.Join(dir, "graph.kallsyms.gz")))
@@ -85,6 +86,13 @@ func graphFixture(t *testing.T, kernel, name string) (calls []*Call, lost int64)
 			pages = append(pages, CPUPage{CPU: cpu, Data: raw[:4096]})
 		}
 	}
+	return d, pages
+}
+
+// graphFixture decodes a capture's pages (NAME.cpuN.raw.gz) into call trees.
+func graphFixture(t *testing.T, kernel, name string) (calls []*Call, lost int64) {
+	t.Helper()
+	d, pages := graphCapture(t, kernel, name)
 	tree := &CallTree{Done: func(c *Call) error { calls = append(calls, c); return nil }}
 	if err := d.Feed(pages, tree.Add); err != nil {
 		t.Fatal(err)

@@ -122,7 +122,7 @@ func parseGraphCall(g *Graph, b []byte) bool {
 	switch {
 	case len(b) == 1 && b[0] == '}':
 		g.Type = GraphExit
-		if isSymbol(comment) {
+		if isGraphFunc(comment) {
 			g.Func = comment
 		} else {
 			g.Comment = comment
@@ -137,12 +137,20 @@ func parseGraphCall(g *Graph, b []byte) bool {
 	default:
 		return false
 	}
-	if !isSymbol(b) {
+	if !isGraphFunc(b) {
 		return false
 	}
 	g.Func = b
 	g.Comment = comment
 	return true
+}
+
+// isGraphFunc: a function as %ps prints it, a symbol name and, for a module's, " [module]".
+func isGraphFunc(b []byte) bool {
+	if i := bytes.Index(b, []byte(" [")); i > 0 && bytes.HasSuffix(b, []byte("]")) {
+		return isSymbol(b[:i]) && isSymbol(b[i+2:len(b)-1])
+	}
+	return isSymbol(b)
 }
 
 // isSymbol: a kernel symbol name (identifier characters and '.', as in "foo.isra.0").

@@ -1626,17 +1626,7 @@ func upperHex(c byte) byte {
 
 // appendSymName prints %ps (sprint_symbol_no_offset): the name, " [module]", or 0x... .
 func (x *pfEval) appendSymName(dst []byte, addr uint64) []byte {
-	name, _, _, mod, ok := x.syms.Lookup(addr)
-	if !ok || len(name) == 0 {
-		return appendHex(append(dst, "0x"...), addr, 1)
-	}
-	dst = append(dst, name...)
-	if mod != nil {
-		dst = append(dst, " ["...)
-		dst = append(dst, mod...)
-		dst = append(dst, ']')
-	}
-	return dst
+	return x.syms.AppendNoOffset(dst, addr)
 }
 
 // appendIP6 prints an IPv6 address as ip6_string (I6: eight 4-digit groups), i6 (no colons)

@@ -54,6 +54,12 @@ type Options struct {
 	Symbols *SymbolLoader
 	// Notice receives what a person should know and nothing stops (kallsyms unreadable).
 	Notice func(format string, args ...any)
+	// GraphLines: function_graph's records, read from trace_pipe_raw, become the kernel's
+	// lines (a leaf's entry and return one call, task banners: graphlines.go), so that auto
+	// may read trace_pipe_raw under function_graph too. Without it, each record is an event
+	// (entries and exits with their times, as call trees need them), and auto reads
+	// trace_pipe under function_graph.
+	GraphLines bool
 }
 
 // Source is an open stream of a trace array's events. Next is called from one goroutine; Close
@@ -276,13 +282,22 @@ func (s *Source) nextBinary() error {
 	}
 	if b.pending() == 0 {
 		if b.end != nil {
-			return b.end
+			return s.flushHeld(b.end)
 		}
-		if err := s.readRaw(true); err != nil {
+		if b.dec.Held() {
+			// an entry waits for its CPU's next record: what the kernel has now, and with
+			// nothing there the entry prints as trace_pipe prints it then ("func() {")
+			if err := s.readRaw(false); err != nil {
+				return err
+			}
+			if b.pending() == 0 {
+				return s.flushHeld(b.end)
+			}
+		} else if err := s.readRaw(true); err != nil {
 			return err
 		}
 		if b.pending() == 0 {
-			return b.end
+			return s.flushHeld(b.end)
 		}
 	}
 	if err := s.stopped(); err != nil {
@@ -299,8 +314,11 @@ func (s *Source) nextBinary() error {
 // cancelled with an EndCause), all of it is decoded, kallsyms waited for.
 func (s *Source) ending(err error) error {
 	b := s.bin
-	if errors.Is(err, tracefs.ErrPipeClosed) || b.pending() == 0 {
+	if errors.Is(err, tracefs.ErrPipeClosed) {
 		return err
+	}
+	if b.pending() == 0 {
+		return s.flushHeld(err)
 	}
 	if s.drainUntil.IsZero() {
 		s.drainUntil = time.Now().Add(drainBudget)
@@ -327,6 +345,15 @@ func (s *Source) ending(err error) error {
 		return b.decodeNext(s.filtered)
 	}
 	s.undecoded += b.discard()
+	return s.flushHeld(err)
+}
+
+// flushHeld prints the function_graph entries the decoder holds for want of their CPU's next
+// record (the stream ends, or waits for the kernel), then returns err.
+func (s *Source) flushHeld(err error) error {
+	if ferr := s.bin.dec.FlushHeld(s.filtered); ferr != nil {
+		return ferr
+	}
 	return err
 }
 

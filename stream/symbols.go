@@ -328,6 +328,22 @@ func (s *Symbols) AppendName(dst []byte, addr uint64) []byte {
 	return appendHex(append(dst, "0x"...), addr, 8)
 }
 
+// AppendNoOffset appends addr as %ps prints it (sprint_symbol_no_offset): the name,
+// " [module]" for a module's, or "0x..." when no symbol holds it.
+func (s *Symbols) AppendNoOffset(dst []byte, addr uint64) []byte {
+	name, _, _, mod, ok := s.Lookup(addr)
+	if !ok || len(name) == 0 {
+		return appendHex(append(dst, "0x"...), addr, 1)
+	}
+	dst = append(dst, name...)
+	if mod != nil {
+		dst = append(dst, " ["...)
+		dst = append(dst, mod...)
+		dst = append(dst, ']')
+	}
+	return dst
+}
+
 // AppendSymOffset appends addr as %pS prints it (sprint_symbol): "name+0xoff/0xsize", then
 // " [module]" for a module's symbol; "0x..." when there is none.
 func (s *Symbols) AppendSymOffset(dst []byte, addr uint64) []byte {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -107,6 +108,53 @@ func ProcessAlive(pid string) bool {
 	}
 	_, err := os.Stat("/proc/" + pid)
 	return err == nil
+}
+
+// Task is what /proc/PID/status says of a running task: its process (Tgid: itself for a
+// process, the process for a thread) and its parent process (PPid). ok is false for a pid no
+// task has, or a zombie (exited, not yet reaped: the kernel ran its exit).
+func Task(pid int) (tgid, ppid int, ok bool) {
+	if pid <= 0 {
+		return 0, 0, false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, 0, false
+	}
+	state, tgid, ppid, ok := ParseStatus(b)
+	return tgid, ppid, ok && state != 'Z' && state != 'X'
+}
+
+// ParseStatus reads the state ("State:\tS (sleeping)"), Tgid and PPid of /proc/PID/status's
+// text (the Name line comes first and is not read: a comm may hold anything).
+func ParseStatus(b []byte) (state byte, tgid, ppid int, ok bool) {
+	seen := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, found := strings.Cut(l, ":")
+		if !found {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		switch k {
+		case "State":
+			if v == "" {
+				return 0, 0, 0, false
+			}
+			state = v[0]
+			seen |= 1
+		case "Tgid", "PPid":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return 0, 0, 0, false
+			}
+			if k == "Tgid" {
+				tgid, seen = n, seen|2
+			} else {
+				ppid, seen = n, seen|4
+			}
+		}
+	}
+	return state, tgid, ppid, seen == 7
 }
 
 // IsTerminal reports whether f is a terminal.

@@ -454,3 +454,98 @@ func TestCountIntervalSeconds(t *testing.T) {
 		t.Errorf("intervals of %v s, want 1, 1, 0.5:\n%s", secs, r.stdout)
 	}
 }
+
+// refusedProbeFunction is a function that available_filter_functions lists and kallsyms names
+// once each (count's hist method takes it), on which the kernel refuses the probe point that
+// method writes (an fprobe where the README announces them, else a kprobe): one of the kprobe
+// blacklist's (debugfs), or a compiler-made name ("foo.isra.0"). "" when none is refused.
+func refusedProbeFunction(t *testing.T) string {
+	t.Helper()
+	syscall.Mount("none", "/sys/kernel/debug", "debugfs", 0, "") // already mounted: EBUSY
+	var cands []string
+	if b, err := os.ReadFile("/sys/kernel/debug/kprobes/blacklist"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) == 2 {
+				cands = append(cands, f[1])
+			}
+		}
+	}
+	listed := map[string]int{}
+	dotted := 0
+	for _, l := range strings.Split(read(t, "available_filter_functions"), "\n") {
+		name, _, _ := strings.Cut(l, " ")
+		listed[name]++
+		if strings.Contains(name, ".") && !strings.Contains(l, "[") && dotted < 20 {
+			cands = append(cands, name)
+			dotted++
+		}
+	}
+	named := map[string]int{}
+	ks, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(ks), "\n") {
+		if f := strings.Fields(l); len(f) == 3 {
+			named[f[2]]++
+		}
+	}
+	kind, file := "p", "kprobe_events"
+	if strings.Contains(read(t, "README"), "f[:[<group>/][<event>]]") {
+		kind, file = "f", "dynamic_events"
+	}
+	for _, c := range cands {
+		if listed[c] != 1 || named[c] != 1 {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(tracing, file), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, werr := f.Write([]byte(kind + ":ftctlrefused/probe " + c + "\n"))
+		f.Close()
+		if werr != nil {
+			t.Logf("the kernel refuses %s: probe %s: %v", kind, c, werr)
+			return c
+		}
+		write(t, file, "-:ftctlrefused/probe\n")
+	}
+	return ""
+}
+
+// TestCountFallsBackWhenProbeRefused: a function the hist method's probe point cannot be put on
+// (the kernel refuses it, though available_filter_functions lists it) among the patterns:
+// count falls back to the stream for the whole run, says so with the reason, counts the calls,
+// and leaves nothing of the hist attempt; with --method hist the refusal is exit 3, nothing
+// left.
+func TestCountFallsBackWhenProbeRefused(t *testing.T) {
+	before := countWorld(t)
+	fn := refusedProbeFunction(t)
+	if fn == "" {
+		t.Skip("the kernel refuses a probe on no function of the kprobe blacklist or of the compiler-made names: nothing to fall back from (fprobes take them)")
+	}
+	if r := ftctlRun(t, "count", "vfs_read", fn, "--method", "hist", "--duration", "1s"); r.code != 3 || !strings.Contains(r.stderr, fn) {
+		t.Errorf("--method hist: want exit 3 naming %s: %v", fn, r)
+	}
+	if after := countState(t); after != before {
+		t.Errorf("state changed:\n%s\n%s", before, after)
+	}
+	const n = 50
+	file := "/tmp/ftctl-count-refused"
+	os.WriteFile(file, []byte(strings.Repeat("x", n+10)), 0o644)
+	r := ftctlRun(t, "count", "vfs_read", fn, "-o", "json", "--", "/bin/dd", "if="+file, "of=/dev/null", "bs=1", "count="+strconv.Itoa(n))
+	if r.code != 0 {
+		t.Fatalf("%v", r)
+	}
+	for _, want := range []string{"refused a probe on " + fn, "counting by the stream instead", "counting 2 functions by stream", "the kernel refused a probe on " + fn} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("want %q on stderr: %v", want, r)
+		}
+	}
+	if got := callsOf(countRows(t, r.stdout, "stream"), "vfs_read"); got < n {
+		t.Errorf("%d calls of vfs_read, want at least %d: %v", got, n, r)
+	}
+	if after := countState(t); after != before {
+		t.Errorf("state changed:\n%s\n%s", before, after)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,6 +97,14 @@ func startGraph(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.
 	cmd := exec.Command(ftctl, append([]string{"graph"}, args...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	startGraphCmd(t, cmd, &errb)
+	return cmd, &out, &errb
+}
+
+// startGraphCmd starts an ftctl graph command and waits until function_graph runs (in its
+// instance or at the top level) with tracing on; errb is its stderr.
+func startGraphCmd(t *testing.T, cmd *exec.Cmd, errb *bytes.Buffer) {
+	t.Helper()
 	cmd.Env = []string{"PATH=/bin"}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -111,7 +120,7 @@ func startGraph(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.
 			running = strings.TrimSpace(read(t, "current_tracer")) == "function_graph" && strings.TrimSpace(read(t, "tracing_on")) == "1"
 		}
 		if running {
-			return cmd, &out, &errb
+			return
 		}
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
@@ -280,6 +289,25 @@ func graphKilled(t *testing.T, before string) {
 	}
 }
 
+// resetFiles is what `ftctl reset -o json` says of the one journaled session it removed: each
+// file's state.
+func resetFiles(t *testing.T, r result) map[string]string {
+	t.Helper()
+	var out struct {
+		Removed []struct {
+			Files []struct{ File, State string } `json:"files"`
+		} `json:"removed"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || len(out.Removed) != 1 {
+		t.Fatalf("%v: %v", err, r)
+	}
+	state := map[string]string{}
+	for _, f := range out.Removed[0].Files {
+		state[f.File] = f.State
+	}
+	return state
+}
+
 // TestGraphKilledThenReset: a SIGKILLed graph session leaves the kernel-wide graph files (and,
 // where instances cannot run function_graph, the top level's tracer, pid lists and tracing_on)
 // as it set them; `ftctl reset` puts every one back from the session's journal: the whole
@@ -294,31 +322,77 @@ func TestGraphKilledThenReset(t *testing.T) {
 	if after := graphState(t); after != before {
 		t.Errorf("reset left:\n%s\nwant:\n%s\n%v", after, before, r)
 	}
-	var out struct {
-		Removed []struct {
-			Files []struct{ File, State string } `json:"files"`
-		} `json:"removed"`
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || len(out.Removed) != 1 {
-		t.Fatalf("%v: %v", err, r)
-	}
-	restored := map[string]bool{}
-	for _, f := range out.Removed[0].Files {
-		if f.State == "restored" {
-			restored[f.File] = true
-		}
-	}
+	state := resetFiles(t, r)
 	for _, f := range []string{"set_graph_function", "set_graph_notrace", "max_graph_depth", "tracing_thresh"} {
-		if !restored[f] {
+		if state[f] != "restored" {
 			t.Errorf("%s not listed as restored: %v", f, r)
 		}
 	}
-	if !graphInInstances(t) && !restored["current_tracer"] {
+	if !graphInInstances(t) && state["current_tracer"] != "restored" {
 		t.Errorf("the top level's tracer not listed as restored: %v", r)
 	}
 	// the journal is gone: a second reset has nothing to do
 	if r := ftctlRun(t, "reset"); r.code != 0 || !strings.Contains(r.stderr, "no leftovers") {
 		t.Errorf("second reset: %v", r)
+	}
+}
+
+// TestGraphKilledCommandThenReset: a SIGKILLed `ftctl graph -- COMMAND` whose command still
+// runs and has forked a child: where function_graph runs at the top level (instances cannot
+// run it), the kernel added the child to the top level's set_ftrace_pid (function-fork), and
+// `ftctl reset` puts the list back all the same (its pids are the session's and their
+// children's), with the rest: the whole tracing state as before.
+func TestGraphKilledCommandThenReset(t *testing.T) {
+	before := graphWorld(t)
+	pids := "/tmp/ftctl-graph-pids"
+	os.Remove(pids)
+	script := "sleep 300 & echo $$ $! > " + pids + "; while :; do read l < /etc/hostname; sleep 0.2; done"
+	cmd := exec.Command(ftctl, "graph", "-f", "ksys_read", "-o", "json", "--", "/bin/sh", "-c", script)
+	devnull, err := os.OpenFile("/dev/null", os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	var errb bytes.Buffer
+	// the command and its child outlive ftctl with its stdout and stderr: no pipe, which
+	// Wait would wait for until they end (WaitDelay bounds it)
+	cmd.Stdout, cmd.Stderr = devnull, &errb
+	cmd.WaitDelay = time.Second
+	startGraphCmd(t, cmd, &errb)
+	var sh, child int
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, _ := os.ReadFile(pids)
+		if _, err := fmt.Sscan(string(b), &sh, &child); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the command never started its child; stderr:\n%s", errb.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL); syscall.Kill(sh, syscall.SIGKILL) })
+	top := !graphInInstances(t)
+	if top {
+		if l := read(t, "set_ftrace_pid"); !strings.Contains(l, strconv.Itoa(child)+"\n") {
+			t.Fatalf("the child %d is not in the top level's set_ftrace_pid (function-fork):\n%s", child, l)
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	r := ftctlRun(t, "reset", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("%v", r)
+	}
+	if after := graphState(t); after != before {
+		t.Errorf("reset left:\n%s\nwant:\n%s\n%v", after, before, r)
+	}
+	if st := resetFiles(t, r)["set_ftrace_pid"]; top && st != "restored" {
+		t.Errorf("set_ftrace_pid %q, want restored: %v", st, r)
+	}
+	// the command runs on, untraced
+	if syscall.Kill(sh, 0) != nil || syscall.Kill(child, 0) != nil {
+		t.Errorf("the command (%d) or its child (%d) is gone", sh, child)
 	}
 }
 

@@ -115,7 +115,7 @@ func compareReadersKinds(t *testing.T, inst, reader string, options, need []stri
 	text := read(t, inst+"/trace")
 	want := textJSON(t, text)
 
-	p := startStream(t, nil, "-B", filepath.Base(inst), "stream", "-o", "json", "--reader", reader, "--summary")
+	p := startStream(t, nil, append(instanceArgs(inst), "stream", "-o", "json", "--reader", reader, "--summary")...)
 	if code := p.wait(t); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, p.errb)
 	}
@@ -170,5 +170,130 @@ func compareReadersKinds(t *testing.T, inst, reader string, options, need []stri
 			}
 		}
 		os.WriteFile(filepath.Join(os.TempDir(), "raw-trace.txt"), []byte(text), 0o644)
+	}
+}
+
+// instanceArgs is -B NAME for "instances/NAME", nothing for the top level ("").
+func instanceArgs(inst string) []string {
+	if inst == "" {
+		return nil
+	}
+	return []string{"-B", filepath.Base(inst)}
+}
+
+// TestStreamGraphBinary: under function_graph, ftctl stream (--reader auto) reads
+// trace_pipe_raw and makes the same events as the kernel's own text of the same records (a
+// leaf's entry and return as one call, exits named where the kernel names them, durations as
+// printed, task banners), with the default columns and with funcgraph-proc, -abstime and
+// -tail; a trace_marker text forging a graph line stays one marker, where the line parser,
+// reading the kernel's text, takes the forged line for a call; ftctl trace --tracer
+// function_graph reads trace_pipe_raw too (where instances run function_graph: 6.11+; 6.1
+// refuses it in the session's instance, exit 4). In an instance where the kernel runs
+// function_graph there, else at the top level.
+func TestStreamGraphBinary(t *testing.T) {
+	newInstance(t, "st_graph")
+	inst := "instances/st_graph"
+	if !strings.Contains(read(t, inst+"/available_tracers"), "function_graph") {
+		inst = "" // 6.1: the top level's
+	}
+	prefix := ""
+	if inst != "" {
+		prefix = inst + "/"
+	}
+	write(t, "set_graph_function", "ksys_read\n")
+	t.Cleanup(func() { truncate(t, "set_graph_function") })
+	write(t, prefix+"options/function-fork", "1\n")
+	write(t, prefix+"current_tracer", "function_graph\n")
+	t.Cleanup(func() {
+		write(t, prefix+"current_tracer", "nop\n")
+		write(t, prefix+"options/function-fork", "0\n")
+		write(t, prefix+"tracing_on", "1\n")
+		truncate(t, prefix+"set_ftrace_pid")
+	})
+	dir := filepath.Join(tracing, inst)
+	work := func() {
+		script := `echo $$ > ` + dir + `/set_ftrace_pid
+for i in 1 2 3 4 5 6; do dd if=/proc/version of=/dev/null bs=64 2>/dev/null; done
+echo > ` + dir + `/set_ftrace_pid`
+		if out, err := exec.Command("/bin/sh", "-c", script).CombinedOutput(); err != nil {
+			t.Fatalf("workload: %v: %s", err, out)
+		}
+	}
+	for _, options := range [][]string{nil, {"funcgraph-proc", "funcgraph-abstime", "funcgraph-tail"}} {
+		for _, o := range options {
+			write(t, prefix+"options/"+o, "1\n")
+		}
+		truncate(t, prefix+"trace")
+		write(t, prefix+"tracing_on", "1\n")
+		work()
+		write(t, prefix+"tracing_on", "0\n")
+		compareReadersKinds(t, inst, "auto", options, []string{"graph"})
+		for _, o := range options {
+			write(t, prefix+"options/"+o, "0\n")
+		}
+	}
+
+	// a marker whose text, printed by the kernel inside the graph, reads as a call
+	truncate(t, prefix+"trace")
+	write(t, prefix+"tracing_on", "1\n")
+	forged := "x */\n 0)   1.000 us    |  forged_func(); /* y"
+	if err := os.WriteFile(filepath.Join(dir, "trace_marker"), []byte(forged), 0); err != nil {
+		t.Fatal(err)
+	}
+	work()
+	write(t, prefix+"tracing_on", "0\n")
+	if text := read(t, prefix+"trace"); !strings.Contains(strings.Join(textJSON(t, text), ""), `"func":"forged_func"`) {
+		t.Errorf("the line parser does not take the forged line for a call: the test tests nothing:\n%s", text)
+	}
+	p := startStream(t, nil, append(instanceArgs(inst), "stream", "-o", "json", "--summary")...)
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, p.errb)
+	}
+	marker, calls := 0, 0
+	for _, ev := range events(t, p.out.String()) {
+		switch ev["event"] {
+		case "marker":
+			if strings.Contains(fmt.Sprint(ev["text"]), "forged_func(); /* y") {
+				marker++
+			}
+		case "graph":
+			if ev["func"] == "forged_func" {
+				t.Errorf("a forged call: %v", ev)
+			}
+			calls++
+		case "summary":
+			if ev["reader"] != "trace_pipe_raw" {
+				t.Errorf("read %v (%v), want trace_pipe_raw", ev["reader"], ev["reader_why"])
+			}
+		}
+	}
+	if marker != 1 || calls == 0 {
+		t.Errorf("%d markers holding the forged text, %d graph events:\n%s", marker, calls, p.out)
+	}
+
+	// ftctl trace --tracer function_graph, in the session's instance (set_graph_function,
+	// the whole kernel's, emptied: its root would hide vfs_read, the only function traced)
+	truncate(t, "set_graph_function")
+	r := ftctlRun(t, "trace", "--tracer", "function_graph", "-f", "vfs_read", "-o", "json", "--", "/bin/dd", "if=/proc/version", "of=/dev/null", "bs=64")
+	if inst == "" {
+		if r.code != 4 || !strings.Contains(r.stderr, "cannot run the function_graph tracer in an instance") {
+			t.Errorf("want exit 4 (function_graph in instances needs 6.11+): %v", r)
+		}
+		return
+	}
+	if r.code != 0 || !strings.Contains(r.stderr, "(trace_pipe_raw)") {
+		t.Fatalf("want exit 0 reading trace_pipe_raw: %v", r)
+	}
+	reads := 0
+	for _, ev := range events(t, r.stdout) {
+		if ev["event"] == "graph" {
+			if ev["type"] != "call" || ev["func"] != "vfs_read" || ev["duration_us"] == nil {
+				t.Errorf("not a call of vfs_read with its duration: %v", ev)
+			}
+			reads++
+		}
+	}
+	if reads < 2 {
+		t.Errorf("%d calls of vfs_read, want at least 2:\n%s", reads, r.stdout)
 	}
 }
