@@ -461,7 +461,12 @@ func TestCountIntervalSeconds(t *testing.T) {
 // blacklist's (debugfs), or a compiler-made name ("foo.isra.0"). "" when none is refused.
 func refusedProbeFunction(t *testing.T) string {
 	t.Helper()
-	syscall.Mount("none", "/sys/kernel/debug", "debugfs", 0, "") // already mounted: EBUSY
+	// debugfs for kprobes/blacklist, unmounted again if mounted here: the tracefs it automounts
+	// at /sys/kernel/debug/tracing would otherwise outlive the test, found by every later one
+	// (TestNotMountedThenMount found tracefs there after unmounting /sys/kernel/tracing).
+	if syscall.Mount("none", "/sys/kernel/debug", "debugfs", 0, "") == nil { // already mounted: EBUSY
+		defer syscall.Unmount("/sys/kernel/debug", syscall.MNT_DETACH)
+	}
 	var cands []string
 	if b, err := os.ReadFile("/sys/kernel/debug/kprobes/blacklist"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
