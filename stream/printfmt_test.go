@@ -3,7 +3,6 @@ package stream
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ftctl/ftctl/internal/fixture"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -61,16 +61,7 @@ func gzTar(t testing.TB, path string) map[string]string {
 
 func gunzip(t testing.TB, path string) []byte {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(z)
+	b, err := fixture.Gunzip(path)
 	if err != nil {
 		t.Fatal(err)
 	}

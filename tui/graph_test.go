@@ -3,7 +3,6 @@ package tui
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ftctl/ftctl/internal/fixture"
 	"github.com/ftctl/ftctl/stream"
 	"github.com/ftctl/ftctl/tracedat"
 )
@@ -27,16 +27,7 @@ import (
 
 func readGz(t testing.TB, path string) []byte {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(z)
+	b, err := fixture.Gunzip(path)
 	if err != nil {
 		t.Fatal(err)
 	}
