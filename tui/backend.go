@@ -106,13 +106,15 @@ func NewKernelBackend(fs *tracefs.FS, in *tracefs.Instance, group string, lockTi
 }
 
 // OpenStream opens the trace array through the stream engine (the binary reader where it
-// prints what trace_pipe would, as ftctl stream chooses), for NewPipeSource. kallsyms is read
+// prints what trace_pipe would, function_graph included, as ftctl stream chooses), for NewPipeSource. kallsyms is read
 // once for the console's life.
 func (b *KernelBackend) OpenStream(ctx context.Context) (EventStream, error) {
 	if b.symbols == nil {
 		b.symbols = stream.NewSymbolLoader(b.FS)
 	}
-	return stream.Open(ctx, b.In, stream.Options{Symbols: b.symbols})
+	// GraphLines: function_graph too from trace_pipe_raw, its lines as the kernel prints them
+	// (what ftctl stream reads)
+	return stream.Open(ctx, b.In, stream.Options{Symbols: b.symbols, GraphLines: true})
 }
 
 // Close ends what the backend started: a kallsyms load in progress, the Top view's count and

@@ -93,7 +93,7 @@ done
 # int3 after the patch completed and the kernel oopses ("Oops: int3" in ttwu_do_activate, seen
 # on 6.12 while enabling a kprobe event). FTCTL_VM_TCG_THREAD=multi brings MTTCG back.
 tcg_thread=${FTCTL_VM_TCG_THREAD:-single}
-append="console=ttyS0 quiet loglevel=3 panic=-1 oops=panic ftctl.mode=$mode ftctl.vmtest=1"
+append="console=ttyS0 quiet loglevel=3 panic=-1 oops=panic ftctl.mode=$mode ftctl.vmtest=1 ${FTCTL_VM_APPEND:-}"
 qemu=(qemu-system-x86_64 -accel "tcg,thread=$tcg_thread" -m 1024 -smp 2 -kernel "$vmlinuz" -initrd "$work/initrd.cpio"
 	-append "$append" -display none -no-reboot)
 

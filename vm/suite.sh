@@ -11,9 +11,13 @@ kernels=${KERNELS:-6.1 6.12}
 build=$top/build
 status=0 passed=0 failed=0 skipped=0
 # VMTEST_RUN=REGEX runs only the matching tests (go test -run), for quick iterations.
+# VMTEST_TIMEOUT=DURATION overrides go test's -test.timeout in the guest (vm/init's default);
+# VMTEST_VM_SECONDS=N the whole boot's limit (run.sh --timeout).
 extra=()
-if [ -n "${VMTEST_RUN:-}" ]; then
-	printf -- '-test.run=%s\n' "$VMTEST_RUN" >"$build/vmtest-args"
+if [ -n "${VMTEST_RUN:-}${VMTEST_TIMEOUT:-}" ]; then
+	: >"$build/vmtest-args"
+	[ -z "${VMTEST_RUN:-}" ] || printf -- '-test.run=%s\n' "$VMTEST_RUN" >>"$build/vmtest-args"
+	[ -z "${VMTEST_TIMEOUT:-}" ] || printf -- '-test.timeout=%s\n' "$VMTEST_TIMEOUT" >>"$build/vmtest-args"
 	extra=(--file "$build/vmtest-args:/etc/ftctl-test-args")
 fi
 # Debian's trace-cmd (3.1.6) and its libraries, for the record/report interop tests (vmtest/
@@ -33,7 +37,7 @@ done
 for k in $kernels; do
 	(
 		start=$(date +%s%N)
-		"$here/run.sh" --kernel "$k" --mode test --timeout 1600 --log "$build/vmtest-$k.log" \
+		"$here/run.sh" --kernel "$k" --mode test --timeout "${VMTEST_VM_SECONDS:-1600}" --log "$build/vmtest-$k.log" \
 			--file "$build/ftctl:/bin/ftctl" --file "$build/vmtest.test:/bin/vmtest.test" \
 			--file "$top/README.md:/etc/ftctl-README.md" \
 			--file "$build/uprobetarget:/bin/uprobetarget" --file "$build/uprobetarget-pie:/bin/uprobetarget-pie" \

@@ -3,9 +3,12 @@
 package vmtest
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -190,5 +193,51 @@ func TestTUIGraphRecording(t *testing.T) {
 	r.keys("q")
 	if code := r.waitExit(graphWait); code != 0 {
 		t.Errorf("exit %d", code)
+	}
+}
+
+// TestTUIStreamGraphBinary: the console's Stream view reads function_graph from trace_pipe_raw,
+// as ftctl stream does (the binary reader prints the kernel's graph lines), not from
+// trace_pipe, and leaves out its own reads: the instance traces the console's threads and a
+// read loop's shell (funcgraph-proc names the task on each line), and only the shell's calls
+// may show. Where instances cannot run function_graph (6.1: "function nop"), nothing to test.
+func TestTUIStreamGraphBinary(t *testing.T) {
+	const name = "tuigraphraw"
+	inst := streamInstance(t, name)
+	if !strings.Contains(read(t, inst+"/available_tracers"), "function_graph") {
+		t.Skipf("this kernel's instances offer %q: no function_graph in an instance", strings.TrimSpace(read(t, inst+"/available_tracers")))
+	}
+	loop := exec.Command("/bin/sh", "-c", "while :; do read l < /proc/version; sleep 0.2; done")
+	if err := loop.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { loop.Process.Kill(); loop.Wait() })
+	write(t, inst+"/set_ftrace_filter", "vfs_read\n")
+	write(t, inst+"/set_ftrace_pid", strconv.Itoa(loop.Process.Pid)+"\n")
+	write(t, inst+"/options/function-fork", "1\n") // the console's threads to come
+	write(t, inst+"/options/funcgraph-proc", "1\n")
+	write(t, inst+"/current_tracer", "function_graph\n")
+	t.Cleanup(func() { write(t, inst+"/current_tracer", "nop\n") })
+	r := startTUI(t, "-B", name, "tui")
+	tids, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", r.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tid := range tids {
+		write(t, inst+"/set_ftrace_pid", tid.Name()+"\n") // appended (no O_TRUNC)
+	}
+	r.waitScreen(regexp.MustCompile(`sh-\d+ +graph .*vfs_read\(\)`))
+	time.Sleep(3 * time.Second) // the console reads, its reads are traced, and must not show
+	// neither its calls nor the kernel's banners of a change of task naming it (seen through
+	// trace_pipe on 6.12: "1)   ftctl-168    =>   ftctl-174")
+	if own := regexp.MustCompile(`ftctl-\d+ +(graph |=>)|=> +ftctl-\d+`); own.MatchString(r.screen.String()) {
+		t.Errorf("the console shows its own reads (pid %d):\n%s", r.cmd.Process.Pid, r.screen)
+	}
+	if !r.screen.Contains("reading trace_pipe_raw") {
+		t.Errorf("the Stream view does not read trace_pipe_raw:\n%s", r.screen)
+	}
+	r.keys("q")
+	if code := r.waitExit(graphWait); code != 0 {
+		t.Errorf("ftctl tui exited %d; screen:\n%s", code, r.screen)
 	}
 }
