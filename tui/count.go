@@ -61,37 +61,48 @@ func (b *KernelBackend) StartCount(ctx context.Context, req CountRequest) (Count
 	}
 	var c *count.Counter
 	var err error
-	if req.Event != "" {
-		sys, ev, _ := strings.Cut(req.Event, ":")
-		c, err = count.NewEvent(b.FS, count.EventOptions{System: sys, Event: ev, Keys: req.Keys})
-	} else {
-		var ps []*filters.Pattern
-		for _, t := range req.Patterns {
-			p, err := filters.Compile(t)
-			if err != nil {
-				return CountInfo{}, err
-			}
-			ps = append(ps, p)
+	var ps []*filters.Pattern
+	for _, t := range req.Patterns {
+		p, err := filters.Compile(t)
+		if err != nil {
+			return CountInfo{}, err
 		}
-		c, err = count.New(b.FS, count.Options{Patterns: ps})
+		ps = append(ps, p)
+	}
+	opts := count.Options{Patterns: ps}
+	for {
+		if req.Event != "" {
+			sys, ev, _ := strings.Cut(req.Event, ":")
+			c, err = count.NewEvent(b.FS, count.EventOptions{System: sys, Event: ev, Keys: req.Keys})
+		} else {
+			c, err = count.New(b.FS, opts)
+		}
+		if err != nil {
+			return CountInfo{}, err
+		}
+		s := c.Session()
+		err = b.lockedCtx(ctx, func() error {
+			if err := s.Start(context.WithoutCancel(ctx)); err != nil {
+				return err
+			}
+			if err := c.Arm(); err != nil {
+				s.Teardown()
+				return err
+			}
+			return nil
+		})
+		// The kernel refused a probe point (the hist method's session is gone): the stream
+		// counts instead, in a session of its own, as ftctl count does.
+		if refused := (*count.ProbeRefusedError)(nil); req.Event == "" && opts.Method == count.Auto && errors.As(err, &refused) {
+			opts.Method, opts.Because = count.Stream, "the kernel refused a probe on "+refused.Func
+			continue
+		}
+		break
 	}
 	if err != nil {
 		return CountInfo{}, err
 	}
 	s := c.Session()
-	err = b.lockedCtx(ctx, func() error {
-		if err := s.Start(context.WithoutCancel(ctx)); err != nil {
-			return err
-		}
-		if err := c.Arm(); err != nil {
-			s.Teardown()
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		return CountInfo{}, err
-	}
 	if err := c.Begin(context.Background()); err != nil {
 		c.Close()
 		b.locked(func() error { return errors.Join(s.Teardown()...) })

@@ -103,7 +103,11 @@ func (v *TopView) updateCount(msg tea.Msg) (cmd tea.Cmd, handled bool) {
 		if msg.info.Request.Event != "" {
 			what = safe(msg.info.Request.Event) + " per key"
 		}
-		return tea.Batch(v.countTick(), notice(fmt.Sprintf("counting %s by %s in instance %s", what, msg.info.Method, safe(msg.info.Session)), false)), true
+		text := fmt.Sprintf("counting %s by %s in instance %s", what, msg.info.Method, safe(msg.info.Session))
+		if msg.info.Why != "" { // why this method (the kernel refused a probe: the stream counts)
+			text += ": " + safe(msg.info.Why)
+		}
+		return tea.Batch(v.countTick(), notice(text, false)), true
 	case countReadMsg:
 		if !c.running {
 			return nil, true

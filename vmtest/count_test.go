@@ -554,3 +554,47 @@ func TestCountFallsBackWhenProbeRefused(t *testing.T) {
 		t.Errorf("state changed:\n%s\n%s", before, after)
 	}
 }
+
+// TestTUICountFallsBackWhenProbeRefused: the Top view's count falls back on the stream where
+// the kernel refuses a probe on one of the functions, as ftctl count does, saying why; the
+// calls of a loop of N reads are counted, and x leaves the tracing state as it was.
+func TestTUICountFallsBackWhenProbeRefused(t *testing.T) {
+	before := countWorld(t)
+	fn := refusedProbeFunction(t)
+	if fn == "" {
+		t.Skip("the kernel refuses a probe on no function of the kprobe blacklist or of the compiler-made names: nothing to fall back from (fprobes take them)")
+	}
+	const n = 100
+	r := startTUI(t, "tui")
+	r.keys("4")
+	r.keys("c")
+	r.keys("vfs_read " + fn)
+	r.keys("\r")
+	r.waitFor("by stream ·")
+	r.waitFor("refused a probe on " + fn)
+	if err := readLoop(t, n).Run(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for calls := uint64(0); calls < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("never %d calls of vfs_read:\n%s", n, r.screen)
+		}
+		time.Sleep(200 * time.Millisecond)
+		for _, l := range r.screen.Lines() {
+			if f := strings.Fields(l); len(f) == 3 && f[2] == "vfs_read" {
+				calls, _ = strconv.ParseUint(strings.ReplaceAll(f[0], ",", ""), 10, 64)
+			}
+		}
+	}
+	r.keys("x")
+	r.waitFor("count stopped")
+	r.keys("q")
+	if code := r.wait(); code != 0 {
+		t.Errorf("exit %d:\n%s", code, r.screen)
+	}
+	r.restored()
+	if after := countState(t); after != before {
+		t.Errorf("state changed:\n%s\n%s", before, after)
+	}
+}
