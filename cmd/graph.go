@@ -102,11 +102,9 @@ func graphRun(ctx context.Context, opts *GraphOptions) error {
 	switch {
 	case opts.Count < 0:
 		return InvalidInput(errors.New("--count must not be negative"))
-	case opts.Depth < 0:
-		return InvalidInput(errors.New("--depth must not be negative"))
-	case opts.Threshold < 0 || (opts.Threshold > 0 && opts.Threshold < time.Microsecond):
-		return InvalidInput(fmt.Errorf("--threshold %v: want 1us or more (tracing_thresh counts microseconds)", opts.Threshold))
-	case opts.PID < 0 || (opts.PID > 0 && len(opts.Command) > 0):
+	case session.CheckGraphLimits(opts.Depth, opts.Threshold, opts.PID) != nil:
+		return InvalidInput(session.CheckGraphLimits(opts.Depth, opts.Threshold, opts.PID))
+	case opts.PID > 0 && len(opts.Command) > 0:
 		return InvalidInput(errors.New("--pid takes a process id, and not with -- COMMAND (which graphs the command)"))
 	case len(opts.Roots) == 0:
 		return InvalidInput(errors.New("want at least one -f ROOT: graphing every function would swamp the system"))

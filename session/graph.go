@@ -56,6 +56,21 @@ type graphState struct {
 	in      *tracefs.Instance // where function_graph runs
 }
 
+// CheckGraphLimits checks a graph's depth, threshold and process as ftctl graph's --depth,
+// --threshold and --pid (and the console's Graph prompt) take them, before anything is
+// written.
+func CheckGraphLimits(depth int, threshold time.Duration, pid int) error {
+	switch {
+	case depth < 0:
+		return errors.New("--depth must not be negative")
+	case threshold < 0 || (threshold > 0 && threshold < time.Microsecond):
+		return fmt.Errorf("--threshold %v: want 1us or more (tracing_thresh counts microseconds)", threshold)
+	case pid < 0:
+		return errors.New("--pid takes a process id")
+	}
+	return nil
+}
+
 // checkGraph checks a graph spec against the kernel before anything is written: the files
 // exist, every pattern selects a function.
 func (s *Session) checkGraph(ix *filters.Index) error {

@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/session"
 	"github.com/ftctl/ftctl/stream"
 	"github.com/ftctl/ftctl/tracedat"
+	"github.com/spf13/pflag"
 )
 
 // The Graph view's data: call trees built from function_graph's records (stream.CallTree) off
@@ -23,14 +27,67 @@ import (
 // it is free, restored exactly at the end); on a recording (--file), from the recording's
 // funcgraph_entry and funcgraph_exit events.
 
-// GraphRequest is what the Graph view asks the kernel to graph: the roots
-// (set_graph_function), as ftctl graph -f takes them.
+// GraphRequest is what the Graph view asks the kernel to graph, as ftctl graph takes it: the
+// roots (set_graph_function, -f), the functions left out with their callees
+// (set_graph_notrace, -n), the depth (--depth), the threshold (--threshold) and a process
+// (--pid).
 type GraphRequest struct {
-	Roots []string
+	Roots     []string
+	Notrace   []string
+	Depth     int
+	Threshold time.Duration
+	PID       int
 }
 
-// Text is the request as typed.
-func (r GraphRequest) Text() string { return strings.Join(r.Roots, " ") }
+// Text is the request as the prompt takes it: the roots, then the flags given.
+func (r GraphRequest) Text() string {
+	parts := slices.Clone(r.Roots)
+	for _, n := range r.Notrace {
+		parts = append(parts, "-n", n)
+	}
+	if r.Depth > 0 {
+		parts = append(parts, "--depth", strconv.Itoa(r.Depth))
+	}
+	if r.Threshold > 0 {
+		parts = append(parts, "--threshold", r.Threshold.String())
+	}
+	if r.PID > 0 {
+		parts = append(parts, "--pid", strconv.Itoa(r.PID))
+	}
+	return strings.Join(parts, " ")
+}
+
+// ParseGraphRequest reads the Graph view's prompt: roots, and ftctl graph's flags -f ROOT,
+// -n NOTRACE, --depth N, --threshold D and --pid PID, checked as ftctl graph checks them.
+func ParseGraphRequest(text string) (GraphRequest, error) {
+	var r GraphRequest
+	fl := pflag.NewFlagSet("graph", pflag.ContinueOnError)
+	fl.SetOutput(io.Discard)
+	fl.StringArrayVarP(&r.Roots, "function", "f", nil, "")
+	fl.StringArrayVarP(&r.Notrace, "notrace", "n", nil, "")
+	fl.IntVar(&r.Depth, "depth", 0, "")
+	fl.DurationVar(&r.Threshold, "threshold", 0, "")
+	fl.IntVar(&r.PID, "pid", 0, "")
+	if err := fl.Parse(strings.Fields(text)); err != nil {
+		return GraphRequest{}, fmt.Errorf("%v (the prompt takes ROOT... [-n NOTRACE]... [--depth N] [--threshold D] [--pid PID])", err)
+	}
+	r.Roots = append(r.Roots, fl.Args()...)
+	if err := session.CheckGraphLimits(r.Depth, r.Threshold, r.PID); err != nil {
+		return GraphRequest{}, err
+	}
+	for _, f := range append(slices.Clone(r.Roots), r.Notrace...) {
+		if strings.Contains(f, ":mod:") {
+			return GraphRequest{}, fmt.Errorf("%q: set_graph_function and set_graph_notrace take function names and globs (no :mod: part)", f)
+		}
+	}
+	if _, err := compileRoots(r.Roots); err != nil {
+		return GraphRequest{}, err
+	}
+	if _, err := compileRoots(r.Notrace); err != nil {
+		return GraphRequest{}, err
+	}
+	return r, nil
+}
 
 // GraphInfo says what a graph started by the console graphs, and where.
 type GraphInfo struct {
@@ -247,11 +304,22 @@ func (b *KernelBackend) StartGraph(ctx context.Context, req GraphRequest) (Graph
 	if err := b.StopGraph(); err != nil && !errors.Is(err, ErrNoGraph) {
 		return GraphInfo{}, nil, err
 	}
+	if err := session.CheckGraphLimits(req.Depth, req.Threshold, req.PID); err != nil {
+		return GraphInfo{}, nil, err
+	}
 	roots, err := compileRoots(req.Roots)
 	if err != nil {
 		return GraphInfo{}, nil, err
 	}
-	s, err := session.New(b.FS, session.NewID(os.Getpid()), session.Spec{Graph: &session.GraphSpec{Roots: roots}})
+	notrace, err := compileRoots(req.Notrace)
+	if err != nil {
+		return GraphInfo{}, nil, err
+	}
+	spec := session.Spec{Graph: &session.GraphSpec{Roots: roots, Notrace: notrace, Depth: req.Depth, Threshold: req.Threshold}}
+	if req.PID > 0 {
+		spec.PIDs = []int{req.PID}
+	}
+	s, err := session.New(b.FS, session.NewID(os.Getpid()), spec)
 	if err != nil {
 		return GraphInfo{}, nil, err
 	}
@@ -294,7 +362,7 @@ func (b *KernelBackend) StartGraph(ctx context.Context, req GraphRequest) (Graph
 	return GraphInfo{Request: req, Session: s.Instance.Name, AtTop: s.GraphAtTop()}, r.feed, nil
 }
 
-// compileRoots compiles the roots as ftctl graph -f does.
+// compileRoots compiles roots (or notrace patterns) as ftctl graph -f (-n) does.
 func compileRoots(texts []string) ([]*filters.Pattern, error) {
 	var ps []*filters.Pattern
 	for _, t := range texts {

@@ -428,13 +428,13 @@ func TestGraphView(t *testing.T) {
 	if len(fb.starts) != 0 {
 		t.Fatalf("started %v", fb.starts)
 	}
-	m.graph.input.SetValue("ksys_read vfs_*")
+	m.graph.input.SetValue("ksys_read vfs_* -n security_* --depth 4")
 	step(m, press("enter"))
-	if want := []GraphRequest{{Roots: []string{"ksys_read", "vfs_*"}}}; !reflect.DeepEqual(fb.starts, want) {
+	if want := []GraphRequest{{Roots: []string{"ksys_read", "vfs_*"}, Notrace: []string{"security_*"}, Depth: 4}}; !reflect.DeepEqual(fb.starts, want) {
 		t.Fatalf("started %v, want %v", fb.starts, want)
 	}
 	s := screen(m)
-	for _, want := range []string{"graph ksys_read vfs_* · in ftctl-1-0000beef", "lost 3", "slowest first",
+	for _, want := range []string{"graph ksys_read vfs_* -n security_* --depth 4 · in ftctl-1-0000beef", "lost 3", "slowest first",
 		`evil\x1b[31m()`, `bad\acomm-6`, "2000000.000 us", "unfinished", "still_open() (not returned)", "▸ ksys_read() … "} {
 		if !strings.Contains(s, want) {
 			t.Errorf("no %q:\n%s", want, s)
@@ -565,4 +565,44 @@ func FuzzGraphRendering(f *testing.F) {
 		m.Update(press("enter"))
 		checkFrame(t, m.Render(), 100)
 	})
+}
+
+// TestParseGraphRequest: the Graph prompt takes ftctl graph's roots and flags, checked as
+// ftctl graph checks them, and Text gives back what parses to the same request.
+func TestParseGraphRequest(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		want GraphRequest
+	}{
+		{"vfs_read", GraphRequest{Roots: []string{"vfs_read"}}},
+		{"  ksys_read   vfs_* ", GraphRequest{Roots: []string{"ksys_read", "vfs_*"}}},
+		{"-f ksys_read -n security_* --notrace apparmor_* --depth 3 --threshold 100us --pid 42 vfs_read",
+			GraphRequest{Roots: []string{"ksys_read", "vfs_read"}, Notrace: []string{"security_*", "apparmor_*"}, Depth: 3, Threshold: 100 * time.Microsecond, PID: 42}},
+		{"", GraphRequest{}},
+	} {
+		got, err := ParseGraphRequest(c.text)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%q: %+v, %v; want %+v", c.text, got, err, c.want)
+			continue
+		}
+		again, err := ParseGraphRequest(got.Text())
+		if err != nil || !reflect.DeepEqual(again, got) {
+			t.Errorf("%q: Text %q parses to %+v, %v", c.text, got.Text(), again, err)
+		}
+	}
+	for text, want := range map[string]string{
+		"vfs_read --depth -1":       "--depth must not be negative",
+		"vfs_read --depth x":        `invalid argument "x" for "--depth"`,
+		"vfs_read --threshold 10ns": "want 1us or more",
+		"vfs_read --pid -3":         "--pid takes a process id",
+		"vfs_read --count 3":        "unknown flag: --count",
+		"vfs_read -n":               "flag needs an argument",
+		"vfs_read:mod:ext4":         "no :mod: part",
+		"1vfs":                      "starts with a digit",
+		"vfs_read -n 1sec":          "starts with a digit",
+	} {
+		if _, err := ParseGraphRequest(text); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want an error saying %q", text, err, want)
+		}
+	}
 }

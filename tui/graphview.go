@@ -56,7 +56,7 @@ type (
 
 func newGraphView(e *env) *GraphView {
 	return &GraphView{env: e, keys: newGraphKeys(), pinTop: true,
-		input: newInput("graph> ", "vfs_read ksys_*   (roots: kernel function names or globs, as ftctl graph -f takes them)", 4096),
+		input: newInput("graph> ", "vfs_read ksys_* [-n NOTRACE] [--depth N] [--threshold D] [--pid PID]   (as ftctl graph takes them)", 4096),
 		model: newGraphModel(graphMaxTrees, graphMaxCalls)}
 }
 
@@ -94,18 +94,10 @@ func waitGraph(feed *GraphFeed, gen int) tea.Cmd {
 	}
 }
 
-// request reads the roots typed (pure); no roots and no error when nothing is typed.
+// request reads the prompt (pure): roots and ftctl graph's flags; no roots and no error when
+// nothing is typed.
 func (v *GraphView) request() (GraphRequest, error) {
-	fields := strings.Fields(v.input.Value())
-	for _, f := range fields {
-		if strings.Contains(f, ":mod:") {
-			return GraphRequest{}, fmt.Errorf("%q: set_graph_function takes function names and globs (no :mod: part)", f)
-		}
-	}
-	if _, err := compileRoots(fields); err != nil {
-		return GraphRequest{}, err
-	}
-	return GraphRequest{Roots: fields}, nil
+	return ParseGraphRequest(v.input.Value())
 }
 
 // Update handles the graph's messages and the view's keys.
@@ -372,7 +364,7 @@ func (v *GraphView) empty() string {
 	case v.running:
 		return "waiting for calls to return…"
 	}
-	return "g graphs the calls of kernel functions (ftctl graph -f ROOT): type their names or globs"
+	return "g graphs the calls of kernel functions (ftctl graph -f ROOT): type their names or globs, and ftctl graph's -n, --depth, --threshold, --pid if you want them"
 }
 
 // line renders one call: its duration (or that it had not returned), the task for a

@@ -125,10 +125,17 @@ func TestTUIGraph(t *testing.T) {
 			if after := graphState(t); after != console {
 				t.Errorf("x left the state changed:\nbefore:\n%s\nafter:\n%s", console, after)
 			}
-			r.keys("g") // the prompt holds the roots of the last graph
+			r.keys("g") // the prompt holds the roots of the last graph; ftctl graph's flags added
+			r.keys(" -n rw_verify_area --depth 3")
 			r.keys("\r")
-			r.waitScreen(regexp.MustCompile("graph vfs_read · " + where))
+			r.waitScreen(regexp.MustCompile("graph vfs_read -n rw_verify_area --depth 3 · " + where))
 			r.waitScreen(graphRow)
+			if got := strings.TrimSpace(read(t, "max_graph_depth")); got != "3" {
+				t.Errorf("max_graph_depth %q, want 3", got)
+			}
+			if got := read(t, "set_graph_notrace"); !strings.Contains(got, "rw_verify_area") {
+				t.Errorf("set_graph_notrace %q, want rw_verify_area", got)
+			}
 			want := 0
 			start = time.Now()
 			if leave == "q" {
