@@ -193,7 +193,7 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 	pf.StringVarP(&g.Output, "output", "o", "text", "output `FORMAT`: text or json")
 	pf.BoolVar(&g.DryRun, "dry-run", false, "print each write that would happen, in order, and change nothing")
 	pf.BoolVarP(&g.Quiet, "quiet", "q", false, "print no notices on stderr (errors still are)")
-	pf.DurationVar(&g.LockTimeout, "lock-timeout", 5*time.Second, "wait up to `D` for another ftctl's lock before exiting 5")
+	pf.DurationVar(&g.LockTimeout, "lock-timeout", 5*time.Second, "give up (exit 5) after `D` waiting for another ftctl's lock without it changing hands")
 	registerFlagCompletion(root, "tracefs", cobra.FixedCompletions(nil, cobra.ShellCompDirectiveFilterDirs))
 	registerFlagCompletion(root, "instance", completeInstanceNames(g))
 	registerFlagCompletion(root, "output", cobra.FixedCompletions([]cobra.Completion{"text", "json"}, noFiles))

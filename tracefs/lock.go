@@ -42,7 +42,9 @@ func (h Holder) String() string {
 	return fmt.Sprintf("pid %d (%s)", h.PID, h.Command)
 }
 
-// Lock takes the control-plane lock, waiting up to timeout for a holder to let go; onWait (if
+// Lock takes the control-plane lock, waiting until timeout passes with no progress: each time
+// the lock changes hands (another writer took it), the wait starts over, so a burst of
+// serialized writers all land while a holder that never lets go still ends the wait. onWait (if
 // not nil) is called once when the lock is found held, so the caller can say who it waits for.
 // A context cancellation (Ctrl-C) stops the wait with ctx.Err(). In dry-run mode nothing is
 // locked: a dry run changes nothing and must not wait on anyone.
@@ -58,6 +60,7 @@ func (f *FS) Lock(ctx context.Context, timeout time.Duration, onWait func(Holder
 	deadline := time.Now().Add(timeout)
 	delay := 2 * time.Millisecond
 	waited := false
+	holder, looked, handovers := 0, time.Time{}, 0
 	for {
 		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
@@ -71,11 +74,27 @@ func (f *FS) Lock(ctx context.Context, timeout time.Duration, onWait func(Holder
 			onWait(lockHolder(root))
 		}
 		waited = true
+		// Progress: who holds the lock, looked up every holderEvery (a read of /proc/locks).
+		// A new holder (0: not visible from here, which is no progress) starts the wait over.
+		if now := time.Now(); now.Sub(looked) >= holderEvery {
+			if pid := lockHolderPID(root); pid != 0 && pid != holder {
+				if holder != 0 {
+					deadline = now.Add(timeout)
+					handovers++
+				}
+				holder = pid
+			}
+			looked = now
+		}
 		if !time.Now().Before(deadline) {
 			unix.Close(fd)
 			h := lockHolder(root)
+			moved := ""
+			if handovers > 0 {
+				moved = fmt.Sprintf(" (it changed hands %d times before)", handovers)
+			}
 			return nil, &Error{Op: "lock", Path: root, Class: ErrBusy,
-				Reason: fmt.Sprintf("another ftctl is changing tracing state: the lock is held by %s; waited %v (--lock-timeout)", h, timeout)}
+				Reason: fmt.Sprintf("another ftctl is changing tracing state: the lock is held by %s; waited %v since it last changed hands%s (--lock-timeout)", h, timeout, moved)}
 		}
 		select {
 		case <-ctx.Done():
@@ -100,22 +119,34 @@ func (l *Lock) Unlock() error {
 	return err
 }
 
+// holderEvery is how often a waiter looks up who holds the lock, to see progress.
+const holderEvery = 50 * time.Millisecond
+
+// lockHolderPID is flockHolderPID; tests replace it.
+var lockHolderPID = flockHolderPID
+
 // lockHolder finds who holds an flock on path, through /proc/locks.
 func lockHolder(path string) Holder {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return Holder{}
-	}
-	f, err := os.Open("/proc/locks")
-	if err != nil {
-		return Holder{}
-	}
-	defer f.Close()
-	pid := findFlockHolder(f, unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	pid := lockHolderPID(path)
 	if pid == 0 {
 		return Holder{}
 	}
 	return Holder{PID: pid, Command: processCommand(pid)}
+}
+
+// flockHolderPID is the pid holding an flock on path, through /proc/locks (0: none, or not
+// visible from this pid namespace).
+func flockHolderPID(path string) int {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return 0
+	}
+	f, err := os.Open("/proc/locks")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	return findFlockHolder(f, unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
 }
 
 // findFlockHolder parses /proc/locks (fs/locks.c lock_get_status):

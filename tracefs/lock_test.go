@@ -144,3 +144,31 @@ func TestLockDryRunLocksNothing(t *testing.T) {
 	}
 	l.Unlock()
 }
+
+// TestLockWaitCountsNoProgress: the timeout counts the time since the lock last changed hands.
+// While holders follow one another (a burst of serialized writers), the waiter waits on; once
+// one keeps it, the waiter gives up a timeout later, saying the lock moved meanwhile. (The
+// holders are this process's, their pids played by lockHolderPID.)
+func TestLockWaitCountsNoProgress(t *testing.T) {
+	dir := t.TempDir()
+	f := &FS{Mount: Mount{Path: dir}}
+	held, err := f.Lock(context.Background(), time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock()
+	start := time.Now()
+	const moving = 600 * time.Millisecond
+	lockHolderPID = func(string) int { // a new holder every 100 ms for 600 ms, then one stays
+		return 1000 + int(min(time.Since(start), moving)/(100*time.Millisecond))
+	}
+	defer func() { lockHolderPID = flockHolderPID }()
+	_, err = f.Lock(context.Background(), 300*time.Millisecond, nil)
+	d := time.Since(start)
+	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "since it last changed hands (it changed hands 6 times before)") {
+		t.Fatalf("want busy after 6 handovers: %v", err)
+	}
+	if d < moving+300*time.Millisecond || d > moving+2*time.Second {
+		t.Errorf("gave up after %v, want the 600 ms of handovers and then 300 ms", d)
+	}
+}
