@@ -236,7 +236,7 @@ func TestWriterWaitsThenFailsBusy(t *testing.T) {
 	}
 	defer l.Unlock()
 	code, _, errs := run(t, "--tracefs", root, "--lock-timeout", "100ms", "instance", "create", "x")
-	if code != 5 || !strings.Contains(errs, fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(errs, "waiting up to 100ms") {
+	if code != 5 || !strings.Contains(errs, fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(errs, "(up to 100ms while it stays in the same hands)") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	if _, err := os.Stat(filepath.Join(root, "instances/x")); err == nil {

@@ -96,7 +96,7 @@ func (g *Globals) BeginWrite(ctx context.Context) (*tracefs.FS, *tracefs.Lock, e
 		return nil, nil, err
 	}
 	lock, err := fs.Lock(ctx, g.LockTimeout, func(h tracefs.Holder) {
-		g.Notice("waiting up to %v for the tracefs lock held by %s", g.LockTimeout, h)
+		g.Notice("waiting for the tracefs lock held by %s (up to %v while it stays in the same hands)", h, g.LockTimeout)
 	})
 	if err != nil {
 		return nil, nil, err

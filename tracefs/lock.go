@@ -60,7 +60,23 @@ func (f *FS) Lock(ctx context.Context, timeout time.Duration, onWait func(Holder
 	deadline := time.Now().Add(timeout)
 	delay := 2 * time.Millisecond
 	waited := false
-	holder, looked, handovers := 0, time.Time{}, 0
+	// Progress: who holds the lock, looked up every holderEvery (a read of /proc/locks) and
+	// before giving up. The holder waited for letting go (seen free, or in other hands) starts
+	// the wait over. A pid not visible from here (another pid namespace) reads as free only
+	// when it truly is: such a holder that never lets go still ends the wait.
+	holder, looked, handovers := -1, time.Time{}, 0
+	moved := func(now time.Time) bool {
+		looked = now
+		pid := lockHolderPID(root)
+		was := holder
+		holder = pid
+		if was == -1 || pid == was || (was == 0 && pid != 0) {
+			return false // the first look; the same holder; taken after a let-go already counted
+		}
+		deadline = now.Add(timeout)
+		handovers++
+		return true
+	}
 	for {
 		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
@@ -74,27 +90,21 @@ func (f *FS) Lock(ctx context.Context, timeout time.Duration, onWait func(Holder
 			onWait(lockHolder(root))
 		}
 		waited = true
-		// Progress: who holds the lock, looked up every holderEvery (a read of /proc/locks).
-		// A new holder (0: not visible from here, which is no progress) starts the wait over.
 		if now := time.Now(); now.Sub(looked) >= holderEvery {
-			if pid := lockHolderPID(root); pid != 0 && pid != holder {
-				if holder != 0 {
-					deadline = now.Add(timeout)
-					handovers++
-				}
-				holder = pid
-			}
-			looked = now
+			moved(now)
 		}
-		if !time.Now().Before(deadline) {
+		if now := time.Now(); !now.Before(deadline) && !moved(now) {
 			unix.Close(fd)
 			h := lockHolder(root)
-			moved := ""
-			if handovers > 0 {
-				moved = fmt.Sprintf(" (it changed hands %d times before)", handovers)
+			before := ""
+			switch {
+			case handovers == 1:
+				before = " (it changed hands once before)"
+			case handovers > 1:
+				before = fmt.Sprintf(" (it changed hands %d times before)", handovers)
 			}
 			return nil, &Error{Op: "lock", Path: root, Class: ErrBusy,
-				Reason: fmt.Sprintf("another ftctl is changing tracing state: the lock is held by %s; waited %v since it last changed hands%s (--lock-timeout)", h, timeout, moved)}
+				Reason: fmt.Sprintf("another ftctl is changing tracing state: the lock is held by %s; waited %v since it last changed hands%s (--lock-timeout)", h, timeout, before)}
 		}
 		select {
 		case <-ctx.Done():

@@ -172,3 +172,34 @@ func TestLockWaitCountsNoProgress(t *testing.T) {
 		t.Errorf("gave up after %v, want the 600 ms of handovers and then 300 ms", d)
 	}
 }
+
+// TestLockWaitLetGoIsProgress: the holder waited for letting go counts as progress even when
+// another takes the lock before the waiter does (seen free in between).
+func TestLockWaitLetGoIsProgress(t *testing.T) {
+	dir := t.TempDir()
+	f := &FS{Mount: Mount{Path: dir}}
+	held, err := f.Lock(context.Background(), time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock()
+	start := time.Now()
+	lockHolderPID = func(string) int { // 1000 holds, lets go (free for 100 ms), 1001 takes it
+		switch d := time.Since(start); {
+		case d < 200*time.Millisecond:
+			return 1000
+		case d < 300*time.Millisecond:
+			return 0
+		}
+		return 1001
+	}
+	defer func() { lockHolderPID = flockHolderPID }()
+	_, err = f.Lock(context.Background(), 300*time.Millisecond, nil)
+	d := time.Since(start)
+	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "(it changed hands once before)") {
+		t.Fatalf("want busy after one handover: %v", err)
+	}
+	if d < 500*time.Millisecond || d > 2500*time.Millisecond {
+		t.Errorf("gave up after %v, want 200 ms, then 300 ms from the let-go", d)
+	}
+}
