@@ -37,7 +37,7 @@ done
 for k in $kernels; do
 	(
 		start=$(date +%s%N)
-		"$here/run.sh" --kernel "$k" --mode test --timeout "${VMTEST_VM_SECONDS:-1600}" --log "$build/vmtest-$k.log" \
+		"$here/run.sh" --kernel "$k" --mode test --timeout "${VMTEST_VM_SECONDS:-3900}" --log "$build/vmtest-$k.log" \
 			--file "$build/ftctl:/bin/ftctl" --file "$build/vmtest.test:/bin/vmtest.test" \
 			--file "$top/README.md:/etc/ftctl-README.md" \
 			--file "$build/uprobetarget:/bin/uprobetarget" --file "$build/uprobetarget-pie:/bin/uprobetarget-pie" \

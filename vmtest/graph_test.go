@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ftctl/ftctl/internal/fixture"
 )
 
 // graphState is tracingState with the files function_graph sessions write at the top level.
@@ -74,6 +76,18 @@ func parseGraph(t *testing.T, out string) []graphCall {
 	return calls
 }
 
+// treesSoFar is readTrees of the complete lines of a graph's JSON output so far.
+func treesSoFar(out string) int {
+	var calls []graphCall
+	for _, l := range strings.Split(out, "\n") {
+		var c graphCall
+		if json.Unmarshal([]byte(l), &c) == nil {
+			calls = append(calls, c)
+		}
+	}
+	return readTrees(calls)
+}
+
 // readTrees counts the trees of ksys_read by dd that hold a vfs_read with a duration.
 func readTrees(calls []graphCall) (n int) {
 	for _, c := range calls {
@@ -92,10 +106,11 @@ func readTrees(calls []graphCall) (n int) {
 
 // startGraph starts ftctl graph and waits until function_graph runs (in its instance or at
 // the top level) with tracing on.
-func startGraph(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+func startGraph(t *testing.T, args ...string) (*exec.Cmd, *fixture.SyncBuffer, *bytes.Buffer) {
 	t.Helper()
 	cmd := exec.Command(ftctl, append([]string{"graph"}, args...)...)
-	var out, errb bytes.Buffer
+	var out fixture.SyncBuffer
+	var errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	startGraphCmd(t, cmd, &errb)
 	return cmd, &out, &errb
@@ -209,7 +224,14 @@ func TestGraph(t *testing.T) {
 				sig = syscall.SIGTERM
 			}
 			if sig != 0 {
-				time.Sleep(time.Second) // the reader takes what the loop left
+				// The signal once the loop's calls are out: what is checked is the end and
+				// its teardown. (A second after the loop was not always enough: on 6.12 under
+				// a slow host, 3382 records were read but kallsyms was still loading, and an
+				// interruption decodes only within drainBudget once it is loaded.)
+				deadline := time.Now().Add(60 * time.Second)
+				for treesSoFar(out.String()) < n && time.Now().Before(deadline) {
+					time.Sleep(100 * time.Millisecond)
+				}
 			}
 			endWith(t, cmd, sig, errb)
 			calls := parseGraph(t, out.String())
