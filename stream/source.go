@@ -307,11 +307,12 @@ func (s *Source) nextBinary() error {
 }
 
 // ending is the binary reader's Next once the stream was told to end. After Close, nothing
-// more. Interrupted or out of time, what was already read from the kernel (the backlog, up to
-// readAheadMax) is still decoded, a chunk a Next (so Copy writes as it goes), for up to
-// drainBudget and only once kallsyms is loaded; nothing more is read. What is left then is
-// counted (Summary.Undecoded) and the end returned. Ended by its session (Open's context
-// cancelled with an EndCause), all of it is decoded, kallsyms waited for.
+// more. Interrupted, what was already read from the kernel (the backlog, up to readAheadMax) is
+// still decoded, a chunk a Next (so Copy writes as it goes), for up to drainBudget and only
+// once kallsyms is loaded; nothing more is read. What is left then is counted
+// (Summary.Undecoded) and the end returned. Ended by its session (Open's context cancelled with
+// an EndCause) or out of time (Options.Duration), all of it is decoded, kallsyms waited for:
+// nobody waits at a keyboard, and the window's events are what was asked for.
 func (s *Source) ending(err error) error {
 	b := s.bin
 	if errors.Is(err, tracefs.ErrPipeClosed) {
@@ -323,10 +324,10 @@ func (s *Source) ending(err error) error {
 	if s.drainUntil.IsZero() {
 		s.drainUntil = time.Now().Add(drainBudget)
 	}
-	// Ended by its session (an EndCause: the traced command exited), not by a person: all of
-	// it is decoded, kallsyms waited for.
+	// Ended by its session (an EndCause: the traced command exited) or by its Duration (the
+	// parent still running), not by a person: all of it is decoded, kallsyms waited for.
 	var ec EndCause
-	whole := errors.As(context.Cause(s.parent), &ec)
+	whole := errors.As(context.Cause(s.parent), &ec) || (s.parent.Err() == nil && errors.Is(err, context.DeadlineExceeded))
 	if loading := b.loading(); loading != nil {
 		if whole {
 			select {

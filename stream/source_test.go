@@ -522,3 +522,33 @@ func TestSessionEndDecodesBacklogAfterSymbols(t *testing.T) {
 		t.Errorf("ended by the session while kallsyms loaded: %q, %v, %d undecoded; want m1 to m4, none undecoded", got, err, sum.Undecoded)
 	}
 }
+
+// A stream ended by its Duration decodes everything it read, waiting for kallsyms if it still
+// loads, as one ended by its session: the user asked for that window's events, and nobody
+// waits at a keyboard (vmtest, 2026-11-27: `ftctl trace -f vfs_read --duration 1s` on a loaded
+// host counted 1470 events read but not decoded, and printed none).
+func TestDurationEndDecodesBacklogAfterSymbols(t *testing.T) {
+	fs := rawFS(t, map[int][]string{0: {"unused"}})
+	syms, release := heldSymbols(t, fs)
+	src, err := Open(context.Background(), fs.Top(), Options{Reader: ReaderBinary, Symbols: syms, Duration: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	src.raw.Close()
+	src.raw = &endlessChunks{chunkList{chunks: markerChunks(4)}}
+	var got []string
+	emit := func(ev *Event) error { got = append(got, string(ev.Text)); return nil }
+	if err := src.Next(emit); err != nil || len(got) != 0 {
+		t.Fatalf("while kallsyms loads: %v, %q", err, got)
+	}
+	time.Sleep(600 * time.Millisecond) // out of time
+	time.AfterFunc(drainBudget+100*time.Millisecond, release)
+	for calls := 0; err == nil && calls < 20; calls++ {
+		err = src.Next(emit)
+	}
+	sum := src.Summary()
+	if !errors.Is(err, context.DeadlineExceeded) || strings.Join(got, ",") != "m1,m2,m3,m4" || sum.Undecoded != 0 {
+		t.Errorf("out of time while kallsyms loaded: %q, %v, %d undecoded; want m1 to m4, none undecoded", got, err, sum.Undecoded)
+	}
+}

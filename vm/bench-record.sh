@@ -23,6 +23,13 @@
 # included), from the start to the file written; bytes are the file's size. Every reader's own
 # events are in what it delivered (the filter matches the locks its reads take).
 #
+# A reader's CPU time holds fixed costs besides the capture: ftctl and trace-cmd read every event
+# format and kallsyms and write the file's header, which under emulation takes seconds (ftctl on
+# 6.12, 2026-11-27, a CPU profile of a 5 s recording: event formats 1.7 s, kallsyms 1.1 s, the
+# file's assembly 1.0 s, the moving of pages 0.24 s). So each of cat and ftctl also runs for
+# LONG_RUN seconds (default 3 x SECONDS_RUN; LONG_RUN=0: not), and the marginal CPU per event,
+# (CPU long - CPU short) / (delivered long - delivered short), is the capture's own cost.
+#
 # usage: vm/bench-record.sh [KERNEL...]   (default: 6.1 6.12; RUNS rounds, default 2; BENCH_TIMEOUT
 # seconds per boot, default 900)
 set -euo pipefail
@@ -41,6 +48,7 @@ cat >"$guest" <<EOF
 T=/sys/kernel/tracing
 I=\$T/instances/hot
 S=${SECONDS_RUN:-5}
+L=${LONG_RUN:-$((3 * ${SECONDS_RUN:-5}))}
 mkdir \$I
 setup() { echo '_raw_spin_lock*' > \$I/set_ftrace_filter; echo function > \$I/current_tracer; echo 1 > \$I/tracing_on; }
 setup
@@ -56,8 +64,9 @@ run() { # run LABEL N OUTFILE COMMAND
 	echo > \$I/trace
 	rm -f \$3
 	r0=\$(sum "read events") o0=\$(sum overrun)
-	sig=INT; [ "\$1" = cat ] && sig=TERM
-	( sh -c "exec \$4" >/dev/null 2>/tmp/err & p=\$!; sleep \$S; echo 0 > \$I/tracing_on; kill -\$sig \$p; wait \$p; times > /tmp/times )
+	sig=INT; case \$1 in cat*) sig=TERM ;; esac
+	secs=\$S; case \$1 in *-long) secs=\$L ;; esac
+	( sh -c "exec \$4" >/dev/null 2>/tmp/err & p=\$!; sleep \$secs; echo 0 > \$I/tracing_on; kill -\$sig \$p; wait \$p; times > /tmp/times )
 	r1=\$(sum "read events") o1=\$(sum overrun) left=\$(sum entries)
 	if [ "\$1" = trace-cmd ]; then # its counters, as it saved them in its file
 		trace-cmd report --stat \$3 > /tmp/stat 2>/dev/null || true
@@ -75,6 +84,10 @@ for n in \$(seq ${RUNS:-2}); do
 	run cat \$n /dev/null "cat \$I/trace_pipe"
 	run ftctl \$n /tmp/f.dat "ftctl -B hot record -o /tmp/f.dat"
 	run trace-cmd \$n /tmp/t.dat "trace-cmd record -B hot -p function -l '_raw_spin_lock*' -o /tmp/t.dat"
+	if [ "\$L" -gt 0 ]; then
+		run cat-long \$n /dev/null "cat \$I/trace_pipe"
+		run ftctl-long \$n /tmp/f.dat "ftctl -B hot record -o /tmp/f.dat"
+	fi
 done
 echo 0 > \$I/tracing_on
 exit 0
@@ -86,12 +99,31 @@ for k in $kernels; do
 		--file "$build/ftctl-rec:/bin/ftctl" --bin "$tracecmd:/usr/bin/trace-cmd" >/dev/null 2>&1 || echo "bench-record: the $k boot failed; see $log" >&2
 	echo "== kernel $k ($(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]*' "$log" | sed 's/.*=//')), $(date -u '+%F %H:%M'), ftctl $(cd "$top" && git describe --always --dirty); host load $(cut -d' ' -f1-3 /proc/loadavg), other VMs $(pgrep -c -x qemu-system-x86 || true)"
 	grep -a -E '^(BENCHINFO|STDERR|TCSTAT)' "$log" || true
-	grep -a '^BENCHREC' "$log" | awk -v S="${SECONDS_RUN:-5}" '
+	grep -a '^BENCHREC' "$log" | awk -v S="${SECONDS_RUN:-5}" -v L="${LONG_RUN:-$((3 * ${SECONDS_RUN:-5}))}" '
 		function pct(a, b) { return b ? 100 * a / b : 0 }
 		{
 			who = $2; n = $4; del = $6; over = $8; left = $10; cpu = $12; bytes = $14
 			gen = del + over + left
-			printf "%-9s run %d: delivered %8d (%7.0f/s), generated %8d, kept %5.1f%%, file %6.2f MB (%5.2f MB/s), CPU %.2fs, %.2f us/event\n",
-				who, n, del, del / S, gen, pct(del, gen), bytes / 1e6, bytes / 1e6 / S, cpu, del ? 1e6 * cpu / del : 0
+			secs = who ~ /-long$/ ? L : S
+			printf "%-10s run %d: delivered %8d (%7.0f/s), generated %8d, kept %5.1f%%, file %6.2f MB (%5.2f MB/s), CPU %.2fs, %.2f us/event\n",
+				who, n, del, del / secs, gen, pct(del, gen), bytes / 1e6, bytes / 1e6 / secs, cpu, del ? 1e6 * cpu / del : 0
+			D[who, n] = del; C[who, n] = cpu; if (n > runs) runs = n
+		}
+		END {
+			for (n = 1; n <= runs; n++) {
+				line = ""
+				for (i = 1; i <= 2; i++) {
+					w = i == 1 ? "cat" : "ftctl"
+					if ((w "-long", n) in D && D[w "-long", n] > D[w, n]) {
+						m[w] = 1e6 * (C[w "-long", n] - C[w, n]) / (D[w "-long", n] - D[w, n])
+						line = line sprintf("%s %.2f us/event  ", w, m[w])
+					}
+				}
+				if (line != "") {
+					printf "marginal run %d (%ds against %ds): %s", n, L, S, line
+					if (m["cat"] > 0) printf "ftctl/cat %.2f", m["ftctl"] / m["cat"]
+					printf "\n"
+				}
+			}
 		}'
 done
