@@ -15,7 +15,9 @@
 #   read      events the kernel handed the reader ("read events"): delivered
 #   overrun   events overwritten before the reader got them
 #   left      events still in the buffer once the reader has exited
-# generated = delivered + overrun + left; kept = delivered / generated. trace-cmd resets the
+# generated = delivered + overrun + left; kept = delivered / generated. For trace-cmd, the events
+# its file holds (`trace-cmd report`, counted) against the mean generated in the same round's cat
+# and ftctl windows (estimated: its own counters cannot be read, see below). trace-cmd resets the
 # instance's buffer when it starts and again when it ends (the counters read 0 after it), so its
 # figures are the per-CPU stats it saved in its file (CPUSTAT, read back with `trace-cmd report
 # --stat`), taken when it stopped: from its own start, the same three counters. The readers'
@@ -73,6 +75,8 @@ run() { # run LABEL N OUTFILE COMMAND
 		[ "\$2" = 1 ] && grep -E '^(CPU|entries|overrun|read events)' /tmp/stat | sed 's/^/TCSTAT /'
 		fsum() { awk -v k="\$1" 'index(\$0, k ":") == 1 { s += \$NF } END { print s + 0 }' /tmp/stat; }
 		r0=0 o0=0 r1=\$(fsum "read events") o1=\$(fsum overrun) left=\$(fsum entries)
+		# what its file holds: its saved stats are taken before its recorders' last flush
+		echo "BENCHTCFILE run \$2 events \$(trace-cmd report \$3 2>/dev/null | grep -c ' function: ')"
 	fi
 	bytes=0; [ -f "\$3" ] && bytes=\$(wc -c < \$3)
 	# times: the second line is the children's user and system time, e.g. "0m1.23s 0m4.56s"
@@ -99,17 +103,26 @@ for k in $kernels; do
 		--file "$build/ftctl-rec:/bin/ftctl" --bin "$tracecmd:/usr/bin/trace-cmd" >/dev/null 2>&1 || echo "bench-record: the $k boot failed; see $log" >&2
 	echo "== kernel $k ($(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]*' "$log" | sed 's/.*=//')), $(date -u '+%F %H:%M'), ftctl $(cd "$top" && git describe --always --dirty); host load $(cut -d' ' -f1-3 /proc/loadavg), other VMs $(pgrep -c -x qemu-system-x86 || true)"
 	grep -a -E '^(BENCHINFO|STDERR|TCSTAT)' "$log" || true
-	grep -a '^BENCHREC' "$log" | awk -v S="${SECONDS_RUN:-5}" -v L="${LONG_RUN:-$((3 * ${SECONDS_RUN:-5}))}" '
+	grep -a -E '^(BENCHREC|BENCHTCFILE)' "$log" | awk -v S="${SECONDS_RUN:-5}" -v L="${LONG_RUN:-$((3 * ${SECONDS_RUN:-5}))}" '
 		function pct(a, b) { return b ? 100 * a / b : 0 }
+		$1 == "BENCHTCFILE" { TF[$3] = $5; next }
 		{
 			who = $2; n = $4; del = $6; over = $8; left = $10; cpu = $12; bytes = $14
+			if (who == "trace-cmd") { TC[n] = cpu; TB[n] = bytes }
 			gen = del + over + left
 			secs = who ~ /-long$/ ? L : S
 			printf "%-10s run %d: delivered %8d (%7.0f/s), generated %8d, kept %5.1f%%, file %6.2f MB (%5.2f MB/s), CPU %.2fs, %.2f us/event\n",
 				who, n, del, del / secs, gen, pct(del, gen), bytes / 1e6, bytes / 1e6 / secs, cpu, del ? 1e6 * cpu / del : 0
-			D[who, n] = del; C[who, n] = cpu; if (n > runs) runs = n
+			D[who, n] = del; C[who, n] = cpu; G[who, n] = gen; if (n > runs) runs = n
 		}
 		END {
+			for (n = 1; n <= runs; n++) {
+				if (n in TF) {
+					est = (G["cat", n] + G["ftctl", n]) / 2
+					printf "%-10s run %d: in its file %8d (%7.0f/s), generated ~%8d (mean of cat and ftctl), kept ~%5.1f%%, CPU %.2fs, %.2f us/event\n",
+						"trace-cmd", n, TF[n], TF[n] / S, est, pct(TF[n], est), TC[n], TF[n] ? 1e6 * TC[n] / TF[n] : 0
+				}
+			}
 			for (n = 1; n <= runs; n++) {
 				line = ""
 				for (i = 1; i <= 2; i++) {
