@@ -16,8 +16,10 @@
 #   overrun   events overwritten before the reader got them
 #   left      events still in the buffer once the reader has exited
 # generated = delivered + overrun + left; kept = delivered / generated. For trace-cmd, the events
-# its file holds (`trace-cmd report`, counted) against the mean generated in the same round's cat
-# and ftctl windows (estimated: its own counters cannot be read, see below). trace-cmd resets the
+# its file holds (`trace-cmd report`, counted) against what the counters said the moment tracing
+# was turned off, before the signal (BENCHGEN: read + overrun + entries, from its own reset of the
+# buffer at its start; trace-cmd removes the instance when it ends, and setup makes it again).
+# trace-cmd resets the
 # instance's buffer when it starts and again when it ends (the counters read 0 after it), so its
 # figures are the per-CPU stats it saved in its file (CPUSTAT, read back with `trace-cmd report
 # --stat`), taken when it stopped: from its own start, the same three counters. The readers'
@@ -52,7 +54,7 @@ I=\$T/instances/hot
 S=${SECONDS_RUN:-5}
 L=${LONG_RUN:-$((3 * ${SECONDS_RUN:-5}))}
 mkdir \$I
-setup() { echo '_raw_spin_lock*' > \$I/set_ftrace_filter; echo function > \$I/current_tracer; echo 1 > \$I/tracing_on; }
+setup() { [ -d \$I ] || mkdir \$I; echo '_raw_spin_lock*' > \$I/set_ftrace_filter; echo function > \$I/current_tracer; echo 1 > \$I/tracing_on; }
 setup
 echo "BENCHINFO kernel \$(uname -r) cpus \$(nproc) functions \$(wc -l < \$I/set_ftrace_filter) buffer_size_kb \$(cat \$I/buffer_size_kb)"
 busy() { while :; do cat /proc/stat > /dev/null; done; }
@@ -68,7 +70,9 @@ run() { # run LABEL N OUTFILE COMMAND
 	r0=\$(sum "read events") o0=\$(sum overrun)
 	sig=INT; case \$1 in cat*) sig=TERM ;; esac
 	secs=\$S; case \$1 in *-long) secs=\$L ;; esac
-	( sh -c "exec \$4" >/dev/null 2>/tmp/err & p=\$!; sleep \$secs; echo 0 > \$I/tracing_on; kill -\$sig \$p; wait \$p; times > /tmp/times )
+	( sh -c "exec \$4" >/dev/null 2>/tmp/err & p=\$!; sleep \$secs; echo 0 > \$I/tracing_on
+	  echo "BENCHGEN \$1 run \$2 generated \$((\$(sum "read events") + \$(sum overrun) + \$(sum entries)))"
+	  kill -\$sig \$p; wait \$p; times > /tmp/times )
 	r1=\$(sum "read events") o1=\$(sum overrun) left=\$(sum entries)
 	if [ "\$1" = trace-cmd ]; then # its counters, as it saved them in its file
 		trace-cmd report --stat \$3 > /tmp/stat 2>/dev/null || true
@@ -103,9 +107,10 @@ for k in $kernels; do
 		--file "$build/ftctl-rec:/bin/ftctl" --bin "$tracecmd:/usr/bin/trace-cmd" >/dev/null 2>&1 || echo "bench-record: the $k boot failed; see $log" >&2
 	echo "== kernel $k ($(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]*' "$log" | sed 's/.*=//')), $(date -u '+%F %H:%M'), ftctl $(cd "$top" && git describe --always --dirty); host load $(cut -d' ' -f1-3 /proc/loadavg), other VMs $(pgrep -c -x qemu-system-x86 || true)"
 	grep -a -E '^(BENCHINFO|STDERR|TCSTAT)' "$log" || true
-	grep -a -E '^(BENCHREC|BENCHTCFILE)' "$log" | awk -v S="${SECONDS_RUN:-5}" -v L="${LONG_RUN:-$((3 * ${SECONDS_RUN:-5}))}" '
+	grep -a -E '^(BENCHREC|BENCHTCFILE|BENCHGEN)' "$log" | awk -v S="${SECONDS_RUN:-5}" -v L="${LONG_RUN:-$((3 * ${SECONDS_RUN:-5}))}" '
 		function pct(a, b) { return b ? 100 * a / b : 0 }
 		$1 == "BENCHTCFILE" { TF[$3] = $5; next }
+		$1 == "BENCHGEN" { if ($2 == "trace-cmd") TG[$4] = $6; next }
 		{
 			who = $2; n = $4; del = $6; over = $8; left = $10; cpu = $12; bytes = $14
 			if (who == "trace-cmd") { TC[n] = cpu; TB[n] = bytes }
@@ -118,9 +123,8 @@ for k in $kernels; do
 		END {
 			for (n = 1; n <= runs; n++) {
 				if (n in TF) {
-					est = (G["cat", n] + G["ftctl", n]) / 2
-					printf "%-10s run %d: in its file %8d (%7.0f/s), generated ~%8d (mean of cat and ftctl), kept ~%5.1f%%, CPU %.2fs, %.2f us/event\n",
-						"trace-cmd", n, TF[n], TF[n] / S, est, pct(TF[n], est), TC[n], TF[n] ? 1e6 * TC[n] / TF[n] : 0
+					printf "%-10s run %d: in its file %8d (%7.0f/s), generated %8d (counters at tracing off), kept %5.1f%%, CPU %.2fs, %.2f us/event\n",
+						"trace-cmd", n, TF[n], TF[n] / S, TG[n], pct(TF[n], TG[n]), TC[n], TF[n] ? 1e6 * TC[n] / TF[n] : 0
 				}
 			}
 			for (n = 1; n <= runs; n++) {
