@@ -145,26 +145,32 @@ func TestLockDryRunLocksNothing(t *testing.T) {
 	l.Unlock()
 }
 
-// TestLockWaitCountsNoProgress: the timeout counts the time since the lock last changed hands.
-// While holders follow one another (a burst of serialized writers), the waiter waits on; once
-// one keeps it, the waiter gives up a timeout later, saying the lock moved meanwhile. (The
-// holders are this process's, their pids played by lockHolderPID.)
-func TestLockWaitCountsNoProgress(t *testing.T) {
-	dir := t.TempDir()
-	f := &FS{Mount: Mount{Path: dir}}
+// waitWithHolders holds the lock on a temporary directory, lets holders(since) play who holds it
+// (lockHolderPID), and waits for the lock with timeout; it returns how long the waiter waited and
+// its error. The holders are this process's, their pids played.
+func waitWithHolders(t *testing.T, timeout time.Duration, holders func(since time.Duration) int) (time.Duration, error) {
+	t.Helper()
+	f := &FS{Mount: Mount{Path: t.TempDir()}}
 	held, err := f.Lock(context.Background(), time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer held.Unlock()
 	start := time.Now()
-	const moving = 600 * time.Millisecond
-	lockHolderPID = func(string) int { // a new holder every 100 ms for 600 ms, then one stays
-		return 1000 + int(min(time.Since(start), moving)/(100*time.Millisecond))
-	}
+	lockHolderPID = func(string) int { return holders(time.Since(start)) }
 	defer func() { lockHolderPID = flockHolderPID }()
-	_, err = f.Lock(context.Background(), 300*time.Millisecond, nil)
-	d := time.Since(start)
+	_, err = f.Lock(context.Background(), timeout, nil)
+	return time.Since(start), err
+}
+
+// TestLockWaitCountsNoProgress: the timeout counts the time since the lock last changed hands.
+// While holders follow one another (a burst of serialized writers), the waiter waits on; once
+// one keeps it, the waiter gives up a timeout later, saying the lock moved meanwhile.
+func TestLockWaitCountsNoProgress(t *testing.T) {
+	const moving = 600 * time.Millisecond
+	d, err := waitWithHolders(t, 300*time.Millisecond, func(since time.Duration) int {
+		return 1000 + int(min(since, moving)/(100*time.Millisecond)) // a new holder every 100 ms for 600 ms, then one stays
+	})
 	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "since it last changed hands (it changed hands 6 times before)") {
 		t.Fatalf("want busy after 6 handovers: %v", err)
 	}
@@ -176,26 +182,15 @@ func TestLockWaitCountsNoProgress(t *testing.T) {
 // TestLockWaitLetGoIsProgress: the holder waited for letting go counts as progress even when
 // another takes the lock before the waiter does (seen free in between).
 func TestLockWaitLetGoIsProgress(t *testing.T) {
-	dir := t.TempDir()
-	f := &FS{Mount: Mount{Path: dir}}
-	held, err := f.Lock(context.Background(), time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Unlock()
-	start := time.Now()
-	lockHolderPID = func(string) int { // 1000 holds, lets go (free for 100 ms), 1001 takes it
-		switch d := time.Since(start); {
-		case d < 200*time.Millisecond:
+	d, err := waitWithHolders(t, 300*time.Millisecond, func(since time.Duration) int {
+		switch { // 1000 holds, lets go (free for 100 ms), 1001 takes it
+		case since < 200*time.Millisecond:
 			return 1000
-		case d < 300*time.Millisecond:
+		case since < 300*time.Millisecond:
 			return 0
 		}
 		return 1001
-	}
-	defer func() { lockHolderPID = flockHolderPID }()
-	_, err = f.Lock(context.Background(), 300*time.Millisecond, nil)
-	d := time.Since(start)
+	})
 	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "(it changed hands once before)") {
 		t.Fatalf("want busy after one handover: %v", err)
 	}

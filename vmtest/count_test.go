@@ -336,6 +336,40 @@ func TestHistInterval(t *testing.T) {
 	checkHistWorld(t, before)
 }
 
+// waitCount waits (30 s) until the Top view's kernel table shows a count of at least n for key
+// (a function's calls, a hist key's hits).
+func (r *tuiRun) waitCount(key string, n uint64) {
+	r.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for got := uint64(0); got < n; {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("never a count of %d for %s:\n%s", n, key, r.screen)
+		}
+		time.Sleep(200 * time.Millisecond)
+		for _, l := range r.screen.Lines() {
+			if f := strings.Fields(l); len(f) == 3 && f[2] == key {
+				got, _ = strconv.ParseUint(strings.ReplaceAll(f[0], ",", ""), 10, 64)
+			}
+		}
+	}
+}
+
+// stopCountAndQuit removes the Top view's count (x), leaves the console (q, exit 0), and checks
+// that the terminal is given back and the tracing state is before.
+func (r *tuiRun) stopCountAndQuit(before string) {
+	r.t.Helper()
+	r.keys("x")
+	r.waitFor("count stopped")
+	r.keys("q")
+	if code := r.wait(); code != 0 {
+		r.t.Errorf("exit %d:\n%s", code, r.screen)
+	}
+	r.restored()
+	if after := countState(r.t); after != before {
+		r.t.Errorf("state changed:\n%s\n%s", before, after)
+	}
+}
+
 // TestTUICount: the console's Top view counts functions' calls in the kernel (c), its table
 // shows at least N calls of vfs_read after a loop of N reads, and the count's session is removed
 // by x, and by the console's end with the count running (SIGTERM), leaving the tracing state,
@@ -354,18 +388,7 @@ func TestTUICount(t *testing.T) {
 			if err := readLoop(t, n).Run(); err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(30 * time.Second)
-			for calls := uint64(0); calls < n; {
-				if time.Now().After(deadline) {
-					t.Fatalf("never %d calls of vfs_read:\n%s", n, r.screen)
-				}
-				time.Sleep(200 * time.Millisecond)
-				for _, l := range r.screen.Lines() {
-					if f := strings.Fields(l); len(f) == 3 && f[2] == "vfs_read" {
-						calls, _ = strconv.ParseUint(strings.ReplaceAll(f[0], ",", ""), 10, 64)
-					}
-				}
-			}
+			r.waitCount("vfs_read", n)
 			t.Logf("%s", r.screen)
 			if way == "x" {
 				r.keys("x")
@@ -404,30 +427,9 @@ func TestTUIHistTable(t *testing.T) {
 	if err := loop.Run(); err != nil {
 		t.Fatal(err)
 	}
-	pid := strconv.Itoa(loop.Process.Pid)
-	deadline := time.Now().Add(30 * time.Second)
-	for hits := uint64(0); hits < n; {
-		if time.Now().After(deadline) {
-			t.Fatalf("never %d hits for pid %s:\n%s", n, pid, r.screen)
-		}
-		time.Sleep(200 * time.Millisecond)
-		for _, l := range r.screen.Lines() {
-			if f := strings.Fields(l); len(f) == 3 && f[2] == pid {
-				hits, _ = strconv.ParseUint(strings.ReplaceAll(f[0], ",", ""), 10, 64)
-			}
-		}
-	}
+	r.waitCount(strconv.Itoa(loop.Process.Pid), n)
 	t.Logf("%s", r.screen)
-	r.keys("x")
-	r.waitFor("count stopped")
-	r.keys("q")
-	if code := r.wait(); code != 0 {
-		t.Errorf("exit %d:\n%s", code, r.screen)
-	}
-	r.restored()
-	if after := countState(t); after != before {
-		t.Errorf("state changed:\n%s\n%s", before, after)
-	}
+	r.stopCountAndQuit(before)
 }
 
 // TestCountIntervalSeconds: each interval count prints lasts about --interval, the last one
@@ -575,26 +577,6 @@ func TestTUICountFallsBackWhenProbeRefused(t *testing.T) {
 	if err := readLoop(t, n).Run(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for calls := uint64(0); calls < n; {
-		if time.Now().After(deadline) {
-			t.Fatalf("never %d calls of vfs_read:\n%s", n, r.screen)
-		}
-		time.Sleep(200 * time.Millisecond)
-		for _, l := range r.screen.Lines() {
-			if f := strings.Fields(l); len(f) == 3 && f[2] == "vfs_read" {
-				calls, _ = strconv.ParseUint(strings.ReplaceAll(f[0], ",", ""), 10, 64)
-			}
-		}
-	}
-	r.keys("x")
-	r.waitFor("count stopped")
-	r.keys("q")
-	if code := r.wait(); code != 0 {
-		t.Errorf("exit %d:\n%s", code, r.screen)
-	}
-	r.restored()
-	if after := countState(t); after != before {
-		t.Errorf("state changed:\n%s\n%s", before, after)
-	}
+	r.waitCount("vfs_read", n)
+	r.stopCountAndQuit(before)
 }
