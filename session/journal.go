@@ -149,9 +149,9 @@ func (j *journal) remove() error {
 	return syncDir(filepath.Dir(j.path))
 }
 
-// readJournals reads the journals of the state directory. A file that does not parse as a
-// journal named after a session is an error naming it, and is left.
-func readJournals(fs *tracefs.FS) ([]*journal, error) {
+// stateFiles lists the regular files of the state directory whose names end in suffix (none
+// when the directory does not exist).
+func stateFiles(fs *tracefs.FS, suffix string) ([]string, error) {
 	dir := stateDir(fs)
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, iofs.ErrNotExist) {
@@ -160,15 +160,26 @@ func readJournals(fs *tracefs.FS) ([]*journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the journal directory %s: %w", dir, err)
 	}
+	var paths []string
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), suffix) && e.Type().IsRegular() {
+			paths = append(paths, filepath.Join(dir, e.Name()))
+		}
+	}
+	return paths, nil
+}
+
+// readJournals reads the journals of the state directory. A file that does not parse as a
+// journal named after a session is an error naming it, and is left.
+func readJournals(fs *tracefs.FS) ([]*journal, error) {
+	paths, err := stateFiles(fs, journalSuffix)
+	if err != nil {
+		return nil, err
+	}
 	var out []*journal
 	var errs []error
-	for _, e := range ents {
-		name, ok := strings.CutSuffix(e.Name(), journalSuffix)
-		if !ok || !e.Type().IsRegular() {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		id, ok := InstanceID(name)
+	for _, path := range paths {
+		id, ok := InstanceID(strings.TrimSuffix(filepath.Base(path), journalSuffix))
 		if !ok {
 			errs = append(errs, fmt.Errorf("%w: %s: not named after a session (ftctl-PID-ID%s)", ErrJournal, path, journalSuffix))
 			continue

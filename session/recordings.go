@@ -145,22 +145,14 @@ var recordingFile = regexp.MustCompile(`^(header\.dat|header\.dat\.tmp|trace\.da
 // any more: it is removed (unless dry is set). A journal that cannot be read is an error naming
 // it, and is left.
 func LeftRecordings(fs *tracefs.FS) ([]*LeftRecording, error) {
-	state := stateDir(fs)
-	ents, err := os.ReadDir(state)
-	if errors.Is(err, iofs.ErrNotExist) {
-		return nil, nil
-	}
+	paths, err := stateFiles(fs, recordingSuffix)
 	if err != nil {
-		return nil, fmt.Errorf("reading the journal directory %s: %w", state, err)
+		return nil, err
 	}
 	var out []*LeftRecording
 	var errs []error
-	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), recordingSuffix) || !e.Type().IsRegular() {
-			continue
-		}
-		path := filepath.Join(state, e.Name())
-		if !recordingName.MatchString(e.Name()) {
+	for _, path := range paths {
+		if !recordingName.MatchString(filepath.Base(path)) {
 			errs = append(errs, fmt.Errorf("%w: %s: not named as ftctl names a recording's journal (record-PID-N%s)", ErrJournal, path, recordingSuffix))
 			continue
 		}
