@@ -368,7 +368,7 @@ func TestGraphKilledCommandThenReset(t *testing.T) {
 	before := graphWorld(t)
 	pids := "/tmp/ftctl-graph-pids"
 	os.Remove(pids)
-	script := "sleep 300 & echo $$ $! > " + pids + "; while :; do read l < /etc/hostname; sleep 0.2; done"
+	script := "sleep 300 & echo $$ $! > " + pids + "; while :; do read l < /proc/version; sleep 0.2; done"
 	cmd := exec.Command(ftctl, "graph", "-f", "ksys_read", "-o", "json", "--", "/bin/sh", "-c", script)
 	devnull, err := os.OpenFile("/dev/null", os.O_WRONLY, 0)
 	if err != nil {
