@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -121,6 +123,12 @@ func recordRun(ctx context.Context, opts *RecordOptions) error {
 	if err != nil {
 		return err
 	}
+	// The recorder decodes nothing and its heap stays small. Paced by the heap's growth
+	// (GOGC), the collector runs on the megabytes read once (formats, the file's pieces) and
+	// frees nothing worth its CPU, which under load is taken from the traced workload (the
+	// profile in BENCHMARKS.md). It runs only past a bound instead.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(64 << 20))
 	keepDir := true
 	var journal *session.Recording
 	defer func() {
@@ -263,6 +271,10 @@ func recordTo(ctx context.Context, g *Globals, opts *RecordOptions, rec *stream.
 		return fmt.Errorf("writing %s: %w", safe(opts.File), err)
 	}
 	*keepDir = false
+	if ids := rec.Stats.NoFormat; len(ids) > 0 {
+		fmt.Fprintf(g.Err, "ftctl: record: %s: the pages hold events of type %s, which no event has any more (removed while recording): the file has no format for them, and reports show them as \"no format known\"\n",
+			safe(opts.File), joinInts(ids))
+	}
 	ev, lost, b := rec.Stats.Totals()
 	if !g.Quiet || lost > 0 {
 		fmt.Fprintf(g.Err, "ftctl: record: %s: %d events, %d bytes, %d lost in %.1f s (%s)\n", safe(opts.File), ev, b, lost, rec.Stats.Seconds, rec.Stats.String())
@@ -271,4 +283,13 @@ func recordTo(ctx context.Context, g *Globals, opts *RecordOptions, rec *stream.
 		return ErrInterrupted
 	}
 	return commandStatus(command, commandErr)
+}
+
+// joinInts is "1, 2, 3".
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
 }

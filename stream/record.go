@@ -1,7 +1,9 @@
 package stream
 
 import (
+	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -21,8 +23,8 @@ import (
 // trace.dat: the kernel's descriptions (formats, kallsyms, saved_cmdlines...) and the pages.
 //
 // The pages come first. NewRecorder reads only the page header and the clock; the rest of the
-// descriptions (about 1,900 format files and kallsyms: seconds under emulation) is read by
-// ReadHeader, which the caller runs before tracing starts when it owns the trace array, and
+// descriptions (the formats of the ftrace system and of the enabled events, and kallsyms:
+// seconds under emulation) is read by ReadHeader, which the caller runs before tracing starts when it owns the trace array, and
 // which Run otherwise runs beside the moving of pages, once the first pages are moved: an
 // instance that is already tracing (-B) fills its buffer meanwhile, and what it overwrites
 // is lost.
@@ -37,6 +39,12 @@ import (
 // directory: header.dat, written before the first page is moved (and again, whole, once
 // ReadHeader read the formats and kallsyms), holds everything but the pages, and cpuN.raw the
 // pages moved so far; `ftctl report --recover DIR` reads them.
+//
+// A recording holds the formats of the events it recorded, not of every event the kernel has
+// (about 1,900; trace-cmd record writes all of them unless given events with -e, then only
+// theirs, trace-output.c read_event_files): Assemble
+// looks at the type id of every record in the CPUs' files and adds the format of any other
+// event found there, enabled and disabled again while recording, or written by a trigger.
 type Recorder struct {
 	in     *tracefs.Instance
 	dir    string
@@ -44,6 +52,9 @@ type Recorder struct {
 	files  []*os.File
 	before []tracefs.CPUStats
 	header *tracedat.Header
+	// formats are the format files read for the recording, by type id: the ftrace system's,
+	// the enabled events', and (Assemble) those of any other event the pages hold
+	formats map[int]recordedFormat
 
 	headerOnce    sync.Once
 	headerDone    chan struct{} // closed once ReadHeader ended
@@ -65,6 +76,9 @@ type RecordStats struct {
 	CPUs    []CPURecord
 	Seconds float64
 	End     string
+	// NoFormat are the event ids found in the pages that no event has any more (removed
+	// while recording, a dynamic event most likely): the file has no format for them.
+	NoFormat []int
 }
 
 // CPURecord is one CPU's figures.
@@ -177,17 +191,20 @@ func (r *Recorder) readHeader() error {
 	fs := r.in.FS()
 	top := fs.Top()
 	h := *r.header
-	formats, systems, err := fs.EventFormatTexts()
+	// the ftrace system's formats (function, print...: as trace-cmd writes them, all of them),
+	// and those of the events enabled now; Assemble adds any other event the pages hold
+	events, err := fs.Events("ftrace")
 	if err != nil {
 		return err
 	}
-	for _, s := range systems {
-		if s == "ftrace" {
-			h.Ftrace = formats[s]
-			continue
-		}
-		h.Systems = append(h.Systems, tracedat.System{Name: s, Formats: formats[s]})
+	for _, e := range events {
+		r.addFormat(tracefs.EventName{System: "ftrace", Event: e})
 	}
+	enabled, _ := r.in.EnabledEvents()
+	for _, e := range enabled {
+		r.addFormat(e)
+	}
+	h.Ftrace, h.Systems = r.formatSections()
 	if h.Kallsyms, err = fs.Kallsyms(context.Background()); err != nil {
 		h.Kallsyms = nil // without it, addresses print in hex: still a recording
 	}
@@ -197,6 +214,113 @@ func (r *Recorder) readHeader() error {
 		return err
 	}
 	*r.header = h
+	return nil
+}
+
+// A recordedFormat is the format file of an event the recording holds, as the kernel wrote it.
+type recordedFormat struct {
+	name tracefs.EventName
+	text []byte
+}
+
+// addFormat reads an event's format into the recording's, unless it has it; false when the
+// kernel has no such event (any more).
+func (r *Recorder) addFormat(e tracefs.EventName) bool {
+	for _, f := range r.formats {
+		if f.name == e {
+			return true
+		}
+	}
+	b, err := r.in.FS().Top().ReadFile(filepath.Join("events", e.System, e.Event, "format"))
+	if err != nil {
+		return false
+	}
+	id := tracefs.FormatID(b)
+	if id < 0 {
+		return false
+	}
+	if r.formats == nil {
+		r.formats = map[int]recordedFormat{}
+	}
+	r.formats[id] = recordedFormat{e, b}
+	return true
+}
+
+// formatSections are the recording's formats as a trace.dat holds them: the ftrace system's,
+// then the other systems', each sorted by name.
+func (r *Recorder) formatSections() (ftrace [][]byte, systems []tracedat.System) {
+	all := make([]recordedFormat, 0, len(r.formats))
+	for _, f := range r.formats {
+		all = append(all, f)
+	}
+	slices.SortFunc(all, func(a, b recordedFormat) int {
+		return cmp.Or(strings.Compare(a.name.System, b.name.System), strings.Compare(a.name.Event, b.name.Event))
+	})
+	for _, f := range all {
+		switch {
+		case f.name.System == "ftrace":
+			ftrace = append(ftrace, f.text)
+		case len(systems) == 0 || systems[len(systems)-1].Name != f.name.System:
+			systems = append(systems, tracedat.System{Name: f.name.System, Formats: [][]byte{f.text}})
+		default:
+			systems[len(systems)-1].Formats = append(systems[len(systems)-1].Formats, f.text)
+		}
+	}
+	return ftrace, systems
+}
+
+// addRecordedFormats finds the events whose records the CPUs' files hold (by the type id
+// each record starts with) and adds the format of each the recording lacks: an event enabled
+// and disabled again while recording, or one a trigger wrote. Ids no event has any more are
+// kept in Stats.NoFormat.
+func (r *Recorder) addRecordedFormats(cpus []*os.File) error {
+	layout, err := tracefs.ParsePageLayout(string(r.header.HeaderPage))
+	if err != nil {
+		return err
+	}
+	seen := make([]bool, 1<<16)
+	ps := r.header.PageSize
+	buf := make([]byte, 64*ps)
+	for k, f := range cpus {
+		size := r.Stats.CPUs[k].Bytes
+		for off := int64(0); off < size; {
+			n, err := f.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+			if n < ps && err != nil {
+				return err
+			}
+			for p := 0; p+ps <= n; p += ps {
+				page, err := ParsePage(layout, buf[p:p+ps])
+				if err != nil {
+					continue // Assemble copies it as it is; a reader says what is wrong with it
+				}
+				page.Events(func(_ uint64, data []byte) error {
+					if len(data) >= 2 {
+						seen[binary.LittleEndian.Uint16(data)] = true
+					}
+					return nil
+				})
+			}
+			off += int64(n / ps * ps)
+		}
+	}
+	var missing []int
+	for id, ok := range seen {
+		if _, have := r.formats[id]; ok && !have {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	names, _ := r.in.FS().EventIDs()
+	for _, id := range missing {
+		if e, ok := names[id]; !ok || !r.addFormat(e) {
+			r.Stats.NoFormat = append(r.Stats.NoFormat, id)
+		} else if _, ok := r.formats[id]; !ok { // the name has another id now: made again
+			r.Stats.NoFormat = append(r.Stats.NoFormat, id)
+		}
+	}
+	r.header.Ftrace, r.header.Systems = r.formatSections()
 	return nil
 }
 
@@ -468,6 +592,7 @@ func (r *Recorder) Assemble(path string) error {
 		}
 	}
 	var cpus []tracedat.CPUSource
+	var readers []*os.File
 	for k, f := range r.files {
 		if err := f.Sync(); err != nil {
 			return err
@@ -477,7 +602,11 @@ func (r *Recorder) Assemble(path string) error {
 			return err
 		}
 		defer rf.Close()
+		readers = append(readers, rf)
 		cpus = append(cpus, tracedat.CPUSource{R: rf, Size: r.Stats.CPUs[k].Bytes})
+	}
+	if err := r.addRecordedFormats(readers); err != nil {
+		return err
 	}
 	tmp := filepath.Join(r.dir, "trace.dat")
 	if err := writeFileSync(tmp, r.header, cpus); err != nil {

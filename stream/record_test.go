@@ -2,8 +2,11 @@ package stream
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +161,99 @@ func TestRecorderHeaderBesideAndSelf(t *testing.T) {
 		if (c.want == 0 && len(got) != 0) || (c.want != 0 && (len(got) != 1 || !got[c.want])) {
 			t.Errorf("%q: %v, want %d", c.data, got, c.want)
 		}
+	}
+}
+
+// A recording holds the formats of what it recorded, not of every event the kernel has: the
+// ftrace system's (always, as trace-cmd writes them), the events enabled in the trace array, and
+// any other event whose records are in the pages (enabled and disabled while recording, or
+// written by a trigger), found by its id. An id no event has any more is counted, not guessed.
+func TestRecorderFormatsOfWhatIsRecorded(t *testing.T) {
+	fs := rawFS(t, map[int][]string{0: {"one"}})
+	root := fs.Mount.Path
+	format := func(name string, id int) string {
+		return "name: " + name + "\nID: " + strconv.Itoa(id) + "\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n" +
+			"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n" +
+			"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:int x;\toffset:8;\tsize:4;\tsigned:1;\n\nprint fmt: \"x=%d\", REC->x\n"
+	}
+	for _, e := range []struct {
+		path string
+		id   int
+	}{{"ftrace/function", 1}, {"sched/sched_switch", 300}, {"sched/sched_wakeup", 301}, {"irq/irq_handler_entry", 302}} {
+		name := filepath.Base(e.path)
+		os.MkdirAll(filepath.Join(root, "events", e.path), 0o755)
+		os.WriteFile(filepath.Join(root, "events", e.path, "format"), []byte(format(name, e.id)), 0o644)
+		os.WriteFile(filepath.Join(root, "events", e.path, "id"), []byte(strconv.Itoa(e.id)+"\n"), 0o644)
+	}
+	os.WriteFile(filepath.Join(root, "events/ftrace/print/id"), []byte("5\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "set_event"), []byte("sched:sched_switch\n"), 0o644)
+	// CPU 1: sched_switch (enabled), irq_handler_entry (not enabled: a straggler), and an id no
+	// event has (999)
+	var data []byte
+	for _, id := range []uint16{300, 302, 300, 999} {
+		e := binary.LittleEndian.AppendUint16(nil, id)
+		e = append(e, 0, 0)
+		e = binary.LittleEndian.AppendUint32(e, 154)
+		e = binary.LittleEndian.AppendUint32(e, 7)
+		data = binary.LittleEndian.AppendUint32(data, 3<<0|1000<<5) // type_len 3: 12 bytes
+		data = append(data, e...)
+	}
+	page := binary.LittleEndian.AppendUint64(nil, 2_000_000_000)
+	page = binary.LittleEndian.AppendUint64(page, uint64(len(data)))
+	page = append(page, data...)
+	page = append(page, make([]byte, 4096-len(page))...)
+	os.MkdirAll(filepath.Join(root, "per_cpu/cpu1"), 0o755)
+	os.WriteFile(filepath.Join(root, "per_cpu/cpu1/trace_pipe_raw"), page, 0o644)
+	os.WriteFile(filepath.Join(root, "per_cpu/cpu1/stats"), []byte("overrun: 0\n"), 0o644)
+
+	dir := t.TempDir()
+	work := filepath.Join(dir, "out.dat.tmp-1")
+	os.Mkdir(work, 0o700)
+	rec, err := NewRecorder(fs.Top(), work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	if err := rec.ReadHeader(); err != nil {
+		t.Fatal(err)
+	}
+	names := func(h *tracedat.Header) string {
+		var out []string
+		for _, f := range h.Ftrace {
+			out = append(out, "ftrace/"+strings.TrimPrefix(strings.SplitN(string(f), "\n", 2)[0], "name: "))
+		}
+		for _, s := range h.Systems {
+			for _, f := range s.Formats {
+				out = append(out, s.Name+"/"+strings.TrimPrefix(strings.SplitN(string(f), "\n", 2)[0], "name: "))
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	b, _ := os.ReadFile(filepath.Join(work, HeaderFile))
+	h, err := tracedat.Read(strings.NewReader(string(b)), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := names(&h.Header), "ftrace/function ftrace/print sched/sched_switch"; got != want {
+		t.Errorf("header.dat's formats before the recording: %q, want %q", got, want)
+	}
+	if err := rec.Run(context.Background(), RecordOptions{Duration: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	rec.Flush(true)
+	out := filepath.Join(dir, "out.dat")
+	if err := rec.Assemble(out); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(out)
+	f, err := tracedat.Read(strings.NewReader(string(b)), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := names(&f.Header), "ftrace/function ftrace/print irq/irq_handler_entry sched/sched_switch"; got != want {
+		t.Errorf("the trace.dat's formats: %q, want %q", got, want)
+	}
+	if fmt.Sprint(rec.Stats.NoFormat) != "[999]" {
+		t.Errorf("ids without a format: %v, want [999]", rec.Stats.NoFormat)
 	}
 }

@@ -168,3 +168,46 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// Written to a file from files (the recorder's way: each CPU's pages copied in the kernel by
+// the file's ReadFrom), the trace.dat is byte for byte the one written to memory; a CPU's file
+// shorter than its size is an error naming the CPU.
+func TestWriteFileToFile(t *testing.T) {
+	h, data := sample()
+	h.CPUs = 3
+	data = append(data, bytes.Repeat([]byte{0x55}, 3*4096))
+	want := write(t, h, data)
+	dir := t.TempDir()
+	var srcs []CPUSource
+	for i, d := range data {
+		p := filepath.Join(dir, "cpu"+string(rune('0'+i)))
+		if err := os.WriteFile(p, d, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		srcs = append(srcs, CPUSource{R: f, Size: int64(len(d))})
+	}
+	out, err := os.Create(filepath.Join(dir, "out.dat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if err := Write(out, h, srcs); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(out.Name())
+	if !bytes.Equal(got, want) {
+		t.Errorf("the file (%d bytes) differs from the trace.dat written to memory (%d bytes)", len(got), len(want))
+	}
+	for i, d := range data {
+		srcs[i] = CPUSource{R: bytes.NewReader(d), Size: int64(len(d))}
+	}
+	srcs[2].R = bytes.NewReader(data[2][:4096])
+	if err := Write(io.Discard, h, srcs); err == nil || !strings.Contains(err.Error(), "CPU 2") {
+		t.Errorf("a CPU's data cut short: %v", err)
+	}
+}

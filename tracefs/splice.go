@@ -1,6 +1,7 @@
 package tracefs
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"sort"
@@ -224,15 +225,15 @@ func (s *Splicer) Close() error {
 	return nil
 }
 
-// EventFormatTexts reads every event's format file as the kernel writes it, by system (the
-// systems and their events sorted by name); a format that cannot be read is left out.
-func (f *FS) EventFormatTexts() (map[string][][]byte, []string, error) {
+// EventIDs reads the id file of every event: each event's name by its type id. It is how a
+// recorder finds an event that left records but is no longer enabled; 2,000 small files cost a
+// fraction of their formats.
+func (f *FS) EventIDs() (map[int]EventName, error) {
 	systems, err := f.EventSystems()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	out := map[string][][]byte{}
-	var names []string
+	out := map[int]EventName{}
 	top := f.Top()
 	for _, s := range systems {
 		events, err := f.Events(s)
@@ -240,16 +241,32 @@ func (f *FS) EventFormatTexts() (map[string][][]byte, []string, error) {
 			continue
 		}
 		for _, e := range events {
-			b, err := top.ReadFile(filepath.Join("events", s, e, "format"))
+			b, err := top.ReadFile(filepath.Join("events", s, e, "id"))
 			if err != nil {
 				continue
 			}
-			if out[s] == nil {
-				names = append(names, s)
+			if id, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				out[id] = EventName{s, e}
 			}
-			out[s] = append(out[s], b)
 		}
 	}
-	sort.Strings(names)
-	return out, names, nil
+	return out, nil
+}
+
+// FormatID is the type id a format file's text gives ("ID: 316"), -1 when it has none.
+func FormatID(text []byte) int {
+	for len(text) > 0 {
+		line, rest, _ := bytes.Cut(text, []byte("\n"))
+		if v, ok := bytes.CutPrefix(line, []byte("ID: ")); ok {
+			if id, err := strconv.Atoi(string(bytes.TrimSpace(v))); err == nil {
+				return id
+			}
+			return -1
+		}
+		if bytes.HasPrefix(line, []byte("format:")) {
+			break
+		}
+		text = rest
+	}
+	return -1
 }
