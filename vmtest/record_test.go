@@ -464,6 +464,12 @@ func TestRecordInstance(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	exec.Command("/bin/true").Run()
+	// an event enabled and disabled again while recording: not among the events enabled when
+	// the recording began or ended, its format is in the file all the same (found by the type
+	// id of its records)
+	write(t, in+"events/sched/sched_process_fork/enable", "1")
+	exec.Command("/bin/true").Run()
+	write(t, in+"events/sched/sched_process_fork/enable", "0")
 	if code := exitCode(cmd.Wait()); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -478,6 +484,9 @@ func TestRecordInstance(t *testing.T) {
 	r := ftctlRun(t, "report", out)
 	if r.code != 0 || !strings.Contains(r.stdout, "sched_process_exec") {
 		t.Errorf("report: %v", r)
+	}
+	if !strings.Contains(r.stdout, "sched_process_fork comm=") || strings.Contains(r.stdout, "no format known") {
+		t.Errorf("report of an event enabled and disabled while recording, want it decoded: %v", r)
 	}
 	if r := ftctlRun(t, "-B", "keepme", "record", "-e", "sched:sched_switch", "-o", out); r.code != 2 || !strings.Contains(r.stderr, "-B") {
 		t.Errorf("-B with -e: %v", r)
