@@ -7,7 +7,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -33,6 +35,11 @@ type Splicer struct {
 	buf      []byte
 	pollCPUs bool  // buffer_percent is not 0: poll waits for a CPU that far full
 	bufBytes int64 // a CPU's ring buffer (buffer_size_kb), 0 when unknown
+	// ep is an epoll instance of the CPUs' trace_pipe_raw, itself waited on by Go's poller
+	// (nil: Wait calls poll(2)); events is its EpollWait's room.
+	ep     *os.File
+	epConn syscall.RawConn
+	events []unix.EpollEvent
 }
 
 // spliceChunk is how many pages one splice asks for: 256 (1 MiB of 4 KiB pages, the default
@@ -92,7 +99,40 @@ func (i *Instance) OpenSplicer() (*Splicer, error) {
 		s.chunk = append(s.chunk, min(room, spliceChunk*s.pageSize)/s.pageSize*s.pageSize)
 		s.pollFDs = append(s.pollFDs, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
 	}
+	if s.pollCPUs {
+		s.openEpoll()
+	}
 	return s, nil
+}
+
+// openEpoll makes the epoll instance Wait waits on through Go's poller: the goroutine then
+// waits parked, its P idle, rather than in poll(2). A P in a long system call keeps Go's
+// sysmon thread out of its deep sleep and wakes it to 20 µs polling each time the call
+// returns: under emulation, with a hot filter tracing the locks its wake-ups take, that alone
+// cost the recorder a quarter of a CPU (BENCHMARKS.md). Without it (an error), Wait polls.
+func (s *Splicer) openEpoll() {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return
+	}
+	for _, fd := range s.fds {
+		if unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}) != nil {
+			unix.Close(ep)
+			return
+		}
+	}
+	if unix.SetNonblock(ep, true) != nil {
+		unix.Close(ep)
+		return
+	}
+	f := os.NewFile(uintptr(ep), "epoll")
+	conn, err := f.SyscallConn()
+	// a file Go's poller does not take refuses deadlines
+	if err != nil || f.SetReadDeadline(time.Time{}) != nil {
+		f.Close()
+		return
+	}
+	s.ep, s.epConn, s.events = f, conn, make([]unix.EpollEvent, len(s.fds))
 }
 
 // perCPU lists the instance's per_cpu/cpuN directories: the directory and the CPUs, sorted.
@@ -137,7 +177,7 @@ func (s *Splicer) Move(k int, dst *os.File) (int64, error) {
 	var moved int64
 	out := int(dst.Fd())
 	for {
-		n, err := unix.Splice(s.fds[k], nil, s.pipes[k][1], nil, s.chunk[k], unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+		n, err := rawSplice(s.fds[k], s.pipes[k][1], s.chunk[k], unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
 		if err == unix.EINTR {
 			continue
 		}
@@ -148,7 +188,7 @@ func (s *Splicer) Move(k int, dst *os.File) (int64, error) {
 			return moved, s.fs.opError("splice", s.paths[k], "", err)
 		}
 		for left := n; left > 0; {
-			m, err := unix.Splice(s.pipes[k][0], nil, out, nil, int(left), unix.SPLICE_F_MOVE)
+			m, err := rawSplice(s.pipes[k][0], out, int(left), unix.SPLICE_F_MOVE)
 			if err == unix.EINTR {
 				continue
 			}
@@ -193,6 +233,31 @@ func (s *Splicer) Flush(k int, dst *os.File, maxPages int) (int64, error) {
 	return moved, nil
 }
 
+// rawSplice is splice(2) as a raw system call, as rawRead is read(2): a system call made the
+// usual way, when every P was idle, wakes Go's sysmon thread from its deep sleep into 20 µs
+// polling (runtime.entersyscall), and under emulation, with a hot filter tracing the locks its
+// every wake-up takes, the recorder's few splices a wake cost it more than the splicing did
+// (BENCHMARKS.md). Out of trace_pipe_raw the call does not block (SPLICE_F_NONBLOCK); into the
+// CPU's file it writes the page cache, which blocks only while the kernel throttles dirty
+// pages, and only this goroutine waits then.
+func rawSplice(in, out, n, flags int) (int64, error) {
+	r, _, errno := unix.RawSyscall6(unix.SYS_SPLICE, uintptr(in), 0, uintptr(out), 0, uintptr(n), uintptr(flags))
+	if errno != 0 {
+		return 0, errno
+	}
+	return int64(r), nil
+}
+
+// rawEpollWait is epoll_wait(2) with no timeout (epoll_pwait with no signal mask: arm64 has
+// no epoll_wait), as a raw system call (see rawSplice).
+func rawEpollWait(ep int, events []unix.EpollEvent) (int, error) {
+	r, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(ep), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(r), nil
+}
+
 // BufferBytes is the size of a CPU's ring buffer (buffer_size_kb when the recording began), 0
 // when the CPUs' sizes differ or it could not be read.
 func (s *Splicer) BufferBytes() int64 { return s.bufBytes }
@@ -203,6 +268,16 @@ func (s *Splicer) Wait(d time.Duration) {
 	if !s.pollCPUs {
 		time.Sleep(d)
 		return
+	}
+	if s.ep != nil {
+		if s.ep.SetReadDeadline(time.Now().Add(d)) == nil {
+			// ready when a CPU is; a deadline passed ends the read with an error
+			s.epConn.Read(func(fd uintptr) bool {
+				n, err := rawEpollWait(int(fd), s.events)
+				return n > 0 || (err != nil && err != unix.EINTR)
+			})
+			return
+		}
 	}
 	for {
 		_, err := unix.Poll(s.pollFDs, max(1, int(d/time.Millisecond)))
@@ -221,7 +296,10 @@ func (s *Splicer) Close() error {
 		unix.Close(p[0])
 		unix.Close(p[1])
 	}
-	s.fds, s.pipes = nil, nil
+	if s.ep != nil {
+		s.ep.Close()
+	}
+	s.fds, s.pipes, s.ep = nil, nil, nil
 	return nil
 }
 
