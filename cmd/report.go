@@ -15,6 +15,7 @@ import (
 
 	"github.com/ftctl/ftctl/stream"
 	"github.com/ftctl/ftctl/tracedat"
+	"github.com/ftctl/ftctl/tracefs"
 )
 
 // ReportOptions are the inputs of `ftctl report`.
@@ -126,7 +127,8 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 	}
 	var buf []byte
 	shown, lost := 0, int64(0)
-	fo := stream.FileOptions{CPU: opts.CPU, HasCPU: opts.HasCPU, Buffers: buffers}
+	// a file of this kernel: the enumerators its formats left take their values from its BTF
+	fo := stream.FileOptions{CPU: opts.CPU, HasCPU: opts.HasCPU, Buffers: buffers, Enum: stream.EnumResolver(&tracefs.FS{})}
 	if !opts.IncludeSelf {
 		fo.Skip = stream.SkipRecorder(file)
 	}

@@ -48,6 +48,10 @@ type BinaryDecoder struct {
 	// Attached gives each event probe's attached event ("sched.sched_switch", which it prints
 	// in place of a location; tracefs.FS.EprobeAttachments). Set it before Add.
 	Attached map[tracefs.EventName]string
+	// Enum, when set, gives the value of an enumerator a print fmt names because the kernel's
+	// eval map left it (tcp_send_reset's TCP_ESTABLISHED; EnumResolver: the kernel's BTF).
+	// Set it before Add.
+	Enum func(name string) (tracefs.EnumConst, bool)
 	// Lines, when set, makes function_graph's lines of its records, as the kernel prints them
 	// (graphlines.go): ftctl stream and trace. Nil: each record is an event (call trees).
 	Lines *GraphLines
@@ -196,22 +200,34 @@ func (d *BinaryDecoder) Add(f *tracefs.Format) error {
 		d.events = map[int]*binEvent{}
 	}
 	name := tracefs.EventName{System: f.System, Event: f.Name}
-	e, err := newBinEvent(f, d.HashPtr, d.Dynamic[name], d.Attached[name])
+	e, err := newBinEvent(f, d.HashPtr, d.Dynamic[name], d.Attached[name], d.Enum)
 	d.events[f.ID] = e
 	return err
 }
 
 // CheckFormat says why the binary reader would not print events of this format as the kernel
 // prints them, nil when it would; hashPtr is the trace array's hash-ptr option, dynamic the
-// event's kind in dynamic_events ("" for a tracepoint).
-func CheckFormat(f *tracefs.Format, hashPtr bool, dynamic string) error {
-	_, err := newBinEvent(f, hashPtr, dynamic, "")
+// event's kind in dynamic_events ("" for a tracepoint), enum what BinaryDecoder.Enum would be
+// (nil: none).
+func CheckFormat(f *tracefs.Format, hashPtr bool, dynamic string, enum func(string) (tracefs.EnumConst, bool)) error {
+	_, err := newBinEvent(f, hashPtr, dynamic, "", enum)
 	return err
+}
+
+// EnumResolver is a BinaryDecoder.Enum from the kernel's BTF, read on the first name asked
+// (never, unless an event's print fmt names an enumerator the kernel left). Without BTF, no
+// name has a value.
+func EnumResolver(fs *tracefs.FS) func(string) (tracefs.EnumConst, bool) {
+	b := fs.BTF()
+	return func(name string) (tracefs.EnumConst, bool) {
+		c, ok, err := b.Enum(name)
+		return c, ok && err == nil
+	}
 }
 
 // newBinEvent: attached is an eprobe's attached event as dynamic_events lists it, "" when
 // unknown.
-func newBinEvent(f *tracefs.Format, hashPtr bool, dynamic, attached string) (*binEvent, error) {
+func newBinEvent(f *tracefs.Format, hashPtr bool, dynamic, attached string, enum func(string) (tracefs.EnumConst, bool)) (*binEvent, error) {
 	e := &binEvent{format: f, name: []byte(f.Name)}
 	field := func(names ...string) bool {
 		for _, n := range names {
@@ -262,7 +278,7 @@ func newBinEvent(f *tracefs.Format, hashPtr bool, dynamic, attached string) (*bi
 		// (__probe_type)
 		return e, fmt.Errorf("event %s:%s is an eprobe, which ftctl does not decode", f.System, f.Name)
 	default:
-		pf, err := parsePrintFmt(f, hashPtr)
+		pf, err := parsePrintFmt(f, hashPtr, enum)
 		if err != nil {
 			return e, fmt.Errorf("event %s:%s %w", f.System, f.Name, err)
 		}

@@ -570,7 +570,7 @@ func TestEprobeNotDecoded(t *testing.T) {
 	if err := d.Add(f); err == nil || !strings.Contains(err.Error(), "eprobe") {
 		t.Errorf("Add(eprobe): %v, want it refused as an eprobe", err)
 	}
-	if err := CheckFormat(f, true, ""); err != nil {
+	if err := CheckFormat(f, true, "", nil); err != nil {
 		t.Errorf("the same format as a tracepoint: %v", err)
 	}
 }

@@ -78,7 +78,7 @@ func binaryUnfit(in *tracefs.Instance, o Options, forced bool) ([]*tracefs.Forma
 	if err != nil {
 		return nil, err
 	}
-	probe := BinaryDecoder{HashPtr: hashPtr(in), Dynamic: in.FS().DynamicEvents(), Attached: in.FS().EprobeAttachments()}
+	probe := BinaryDecoder{HashPtr: hashPtr(in), Dynamic: in.FS().DynamicEvents(), Attached: in.FS().EprobeAttachments(), Enum: o.enum}
 	for _, f := range formats {
 		if err := probe.Add(f); err != nil {
 			return nil, err
@@ -217,7 +217,7 @@ func newBinarySetup(in *tracefs.Instance, formats []*tracefs.Format, o Options) 
 		}
 		return def
 	}
-	dec := &BinaryDecoder{Layout: layout, PrintParent: option("print-parent", true), SymOffset: option("sym-offset", false), HashPtr: hashPtr(in), Dynamic: in.FS().DynamicEvents(), Attached: in.FS().EprobeAttachments()}
+	dec := &BinaryDecoder{Layout: layout, PrintParent: option("print-parent", true), SymOffset: option("sym-offset", false), HashPtr: hashPtr(in), Dynamic: in.FS().DynamicEvents(), Attached: in.FS().EprobeAttachments(), Enum: o.enum}
 	for _, name := range []string{"function", "print", "kernel_stack", "funcgraph_entry", "funcgraph_exit"} {
 		if f, err := in.EventFormat("ftrace", name); err == nil {
 			dec.Add(f)

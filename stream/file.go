@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ftctl/ftctl/tracedat"
 	"github.com/ftctl/ftctl/tracefs"
@@ -21,6 +24,10 @@ type FileOptions struct {
 	// Skip, when set, is asked for each event's pid: an event it says yes to is left out and
 	// counted (FileInfo.Skipped). Report leaves out the recorder's threads (RecorderThreads).
 	Skip func(pid int) bool
+	// Enum, when set, gives enumerators the kernel's eval map left in a print fmt their
+	// values (EnumResolver): used only for a file recorded on the running kernel (its UNAME
+	// option names this kernel's release and machine), whose BTF describes that kernel.
+	Enum func(string) (tracefs.EnumConst, bool)
 }
 
 // FileInfo is what ReadFile learned of a recording besides its events.
@@ -73,7 +80,7 @@ func ReadFile(f *tracedat.File, o FileOptions, emit Emit) (*FileInfo, error) {
 	if err != nil {
 		return info, fmt.Errorf("header_page: %w", err)
 	}
-	d, err := newFileDecoder(f, layout, info)
+	d, err := newFileDecoder(f, layout, info, o)
 	if err != nil {
 		return info, err
 	}
@@ -135,8 +142,11 @@ func ReadFile(f *tracedat.File, o FileOptions, emit Emit) (*FileInfo, error) {
 
 // newFileDecoder sets a BinaryDecoder up from the file's sections. Pointers print as the
 // values recorded (hash-ptr off: the file holds them unhashed, as trace-cmd report prints them).
-func newFileDecoder(f *tracedat.File, layout tracefs.PageLayout, info *FileInfo) (*BinaryDecoder, error) {
+func newFileDecoder(f *tracedat.File, layout tracefs.PageLayout, info *FileInfo, o FileOptions) (*BinaryDecoder, error) {
 	d := &BinaryDecoder{Layout: layout, PrintParent: true}
+	if o.Enum != nil && RecordedHere(f) {
+		d.Enum = o.Enum
+	}
 	if len(f.Kallsyms) > 0 {
 		if syms, err := ParseKallsyms(f.Kallsyms); err == nil {
 			d.Symbols = syms
@@ -223,4 +233,33 @@ func (c *fileCPU) where() string {
 		return ""
 	}
 	return fmt.Sprintf("buffer %q, ", c.buffer)
+}
+
+// RecordedHere says whether the file was recorded on the running kernel: its UNAME option
+// ("SYSNAME NODENAME RELEASE MACHINE", as trace-cmd and ftctl write it) names this kernel's
+// release and machine.
+func RecordedHere(f *tracedat.File) bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	for _, o := range f.Options {
+		if o.ID != tracedat.OptionUname {
+			continue
+		}
+		w := strings.Fields(strings.TrimRight(string(o.Data), "\x00"))
+		return len(w) == 4 && w[2] == unix.ByteSliceToString(u.Release[:]) && w[3] == unix.ByteSliceToString(u.Machine[:])
+	}
+	return false
+}
+
+// UnameOption is the UNAME option of a recording made on the running kernel, as trace-cmd
+// record writes it (trace-record.c add_uname); false when uname(2) fails.
+func UnameOption() (tracedat.Option, bool) {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return tracedat.Option{}, false
+	}
+	s := unix.ByteSliceToString
+	return tracedat.Option{ID: tracedat.OptionUname, Data: fmt.Appendf(nil, "%s %s %s %s\x00", s(u.Sysname[:]), s(u.Nodename[:]), s(u.Release[:]), s(u.Machine[:]))}, true
 }

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"sort"
@@ -250,3 +251,75 @@ func BenchmarkReadFile(b *testing.B) {
 	b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(data)*float64(b.N)/b.Elapsed().Seconds()/1e6, "MB/s")
 }
+
+// A recording's print fmts take enumerator values from the running kernel's BTF (FileOptions.
+// Enum) only when the file was recorded on this kernel (its UNAME option: release and
+// machine); from another kernel, the event shows field by field and the reason names the
+// enumerator.
+func TestReadFileEnumOnlyRecordedHere(t *testing.T) {
+	var text string
+	for name, body := range gzTar(t, filepath.Join("testdata", "6.12", "formats.tar.gz")) {
+		if name == "events/tcp/tcp_send_reset/format" {
+			text = body
+		}
+	}
+	fm, err := tracefs.ParseFormat("tcp", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := make([]byte, 88)
+	binary.LittleEndian.PutUint16(rec, uint16(fm.ID))
+	binary.LittleEndian.PutUint32(rec[4:], 1)
+	binary.LittleEndian.PutUint32(rec[24:], 7) // TCP_CLOSE
+	binary.LittleEndian.PutUint32(rec[28:], 1) // NO_SOCKET
+	data := binary.LittleEndian.AppendUint32(nil, 1000<<5)
+	data = binary.LittleEndian.AppendUint32(data, uint32(len(rec)+4))
+	data = append(data, rec...)
+	page := binary.LittleEndian.AppendUint64(nil, 1_000_000_000)
+	page = binary.LittleEndian.AppendUint64(page, uint64(len(data)))
+	page = append(page, data...)
+	page = append(page, make([]byte, 4096-len(page))...)
+	here, ok := UnameOption()
+	if !ok {
+		t.Skip("uname(2) failed")
+	}
+	other := tracedat.Option{ID: tracedat.OptionUname, Data: []byte("Linux elsewhere 5.10.0-99-amd64 x86_64\x00")}
+	enum := func(name string) (tracefs.EnumConst, bool) {
+		v, ok := map[string]uint64{"TCP_ESTABLISHED": 1, "TCP_SYN_SENT": 2, "TCP_SYN_RECV": 3, "TCP_FIN_WAIT1": 4, "TCP_FIN_WAIT2": 5,
+			"TCP_TIME_WAIT": 6, "TCP_CLOSE": 7, "TCP_CLOSE_WAIT": 8, "TCP_LAST_ACK": 9, "TCP_LISTEN": 10, "TCP_CLOSING": 11, "TCP_NEW_SYN_RECV": 12}[name]
+		return tracefs.EnumConst{Value: v, Size: 4, Signed: true}, ok
+	}
+	for _, c := range []struct {
+		name  string
+		uname []tracedat.Option
+		want  string
+	}{
+		{"recorded here", []tracedat.Option{here}, "state=TCP_CLOSE reason=NO_SOCKET"},
+		{"another kernel", []tracedat.Option{other}, "state=7 reason=1"},
+		{"no UNAME", nil, "state=7 reason=1"},
+	} {
+		h := &tracedat.Header{PageSize: 4096, LongSize: 8, HeaderPage: []byte(fixtureHeaderPage), CPUs: 1,
+			Systems: []tracedat.System{{Name: "tcp", Formats: [][]byte{[]byte(text)}}}, Options: c.uname}
+		var b bytes.Buffer
+		if err := tracedat.Write(&b, h, []tracedat.CPUSource{{R: bytes.NewReader(page), Size: 4096}}); err != nil {
+			t.Fatal(err)
+		}
+		f, err := tracedat.Read(bytes.NewReader(b.Bytes()), int64(b.Len()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		info, err := ReadFile(f, FileOptions{Enum: enum}, func(ev *Event) error {
+			got = append(got, string(ev.Text))
+			return nil
+		})
+		if err != nil || len(got) != 1 || !strings.Contains(got[0], c.want) {
+			t.Errorf("%s: %q %v, want %q", c.name, got, err, c.want)
+		}
+		if why := info.Undecoded["tcp:tcp_send_reset"]; (c.want == "state=7 reason=1") != strings.Contains(why, "TCP_ESTABLISHED") {
+			t.Errorf("%s: undecoded because %q", c.name, why)
+		}
+	}
+}
+
+const fixtureHeaderPage = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n"

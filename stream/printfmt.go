@@ -22,11 +22,12 @@ import (
 // (kernel/trace/trace_output.c) print it.
 //
 // What cannot be printed as the kernel prints it is refused when the format is parsed, never
-// guessed: a name the eval map left (an enum the kernel did not resolve, a kernel variable), a
-// function other than the helpers above, a pointer the kernel dereferences (%s of a char *,
-// %pI4 of an integer), a hashed pointer (%p, %pK while the hash-ptr option is on: the kernel
-// hashes them with a key of its own), and the %p extensions pointerExt does not take. The
-// event's error says which; the binary reader then leaves that event to trace_pipe.
+// guessed: a name the eval map left (a kernel variable such as jiffies, or an enum the kernel
+// did not resolve whose value its BTF does not give: pfParser.enum), a function other than the
+// helpers above, a pointer the kernel dereferences (%s of a char *, %pI4 of an integer), a
+// hashed pointer (%p, %pK while the hash-ptr option is on: the kernel hashes them with a key
+// of its own), and the %p extensions pointerExt does not take. The event's error says which;
+// the binary reader then leaves that event to trace_pipe.
 
 // pfOp is an expression node's operation.
 type pfOp uint8
@@ -156,8 +157,8 @@ func isSockaddrExt(ext string) bool {
 
 // parsePrintFmt parses the format's print fmt line. hashPtr: the hash-ptr option is on (bare
 // %p is then hashed by the kernel, and refused).
-func parsePrintFmt(f *tracefs.Format, hashPtr bool) (*printFmt, error) {
-	p := &pfParser{f: f}
+func parsePrintFmt(f *tracefs.Format, hashPtr bool, enum func(string) (tracefs.EnumConst, bool)) (*printFmt, error) {
+	p := &pfParser{f: f, enum: enum}
 	p.src = f.Print
 	format, err := p.stringLit()
 	if err != nil {
@@ -329,6 +330,8 @@ type pfParser struct {
 	f   *tracefs.Format
 	src string
 	pos int
+	// enum gives the value of an enumerator the eval map left (nil: none has one)
+	enum func(string) (tracefs.EnumConst, bool)
 	// depth bounds the recursion (a fuzzer's nested parentheses).
 	depth int
 }
@@ -791,7 +794,14 @@ func (p *pfParser) primary() (*pfExpr, error) {
 		return &pfExpr{op: pfNum, num: uint64(t.size), size: 8}, nil
 	}
 	if !p.peek("(") {
-		return nil, fmt.Errorf("print fmt: %s, which the kernel did not resolve", name)
+		if p.enum == nil {
+			return nil, fmt.Errorf("print fmt: %s, which the kernel did not resolve", name)
+		}
+		c, ok := p.enum(name)
+		if !ok {
+			return nil, fmt.Errorf("print fmt: %s, which the kernel did not resolve, and no enum of its BTF gives a value", name)
+		}
+		return &pfExpr{op: pfNum, num: c.Value, size: c.Size, signed: c.Signed}, nil
 	}
 	p.pos++
 	return p.call(name)

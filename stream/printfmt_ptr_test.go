@@ -2,6 +2,7 @@ package stream
 
 import (
 	"encoding/binary"
+	"strings"
 	"testing"
 
 	"github.com/ftctl/ftctl/tracefs"
@@ -54,7 +55,7 @@ func printOf(t *testing.T, print string, record []byte) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pf, err := parsePrintFmt(f, true)
+	pf, err := parsePrintFmt(f, true, nil)
 	if err != nil {
 		t.Fatalf("%s: %v", print, err)
 	}
@@ -161,7 +162,7 @@ func TestPrintFmtKernelSockaddrHex(t *testing.T) {
 	if err := d.Add(probe); err != nil {
 		t.Fatalf("6.1 tcp_probe: %v", err)
 	}
-	pf, err := parsePrintFmt(probe, true)
+	pf, err := parsePrintFmt(probe, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func TestPrintFmtKernelSockaddrHex(t *testing.T) {
 	if err := d.Add(i2c); err != nil {
 		t.Fatalf("6.12 i2c_write: %v", err)
 	}
-	if pf, err = parsePrintFmt(i2c, true); err != nil {
+	if pf, err = parsePrintFmt(i2c, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	r = make([]byte, 24)
@@ -193,5 +194,61 @@ func TestPrintFmtKernelSockaddrHex(t *testing.T) {
 	r = append(r, 0x00, 0x10, 0xfe)
 	if got := string(pf.appendPrint(nil, &x, r)); got != "i2c-1 #0 a=050 f=0000 l=3 [00-10-fe]" {
 		t.Errorf("6.12 i2c_write: %q", got)
+	}
+}
+
+// An enumerator the kernel's eval map left in a print fmt (6.12's tcp_send_reset names
+// TCP_ESTABLISHED...: tcp.h declares no TRACE_DEFINE_ENUM for them) takes its value from
+// BinaryDecoder.Enum (the kernel's BTF); without one, or when it has no value, the event is
+// refused, naming the enumerator.
+func TestPrintFmtEnum(t *testing.T) {
+	var reset *tracefs.Format
+	for _, f := range kernelFormats(t, "6.12") {
+		if f.System == "tcp" && f.Name == "tcp_send_reset" {
+			reset = f
+		}
+	}
+	if reset == nil {
+		t.Fatal("6.12: no tcp_send_reset format")
+	}
+	states := map[string]uint64{"TCP_ESTABLISHED": 1, "TCP_SYN_SENT": 2, "TCP_SYN_RECV": 3, "TCP_FIN_WAIT1": 4, "TCP_FIN_WAIT2": 5,
+		"TCP_TIME_WAIT": 6, "TCP_CLOSE": 7, "TCP_CLOSE_WAIT": 8, "TCP_LAST_ACK": 9, "TCP_LISTEN": 10, "TCP_CLOSING": 11, "TCP_NEW_SYN_RECV": 12}
+	enum := func(name string) (tracefs.EnumConst, bool) {
+		v, ok := states[name]
+		return tracefs.EnumConst{Value: v, Size: 4, Signed: true}, ok
+	}
+	if err := CheckFormat(reset, false, "", nil); err == nil || !strings.Contains(err.Error(), "TCP_ESTABLISHED, which the kernel did not resolve") {
+		t.Errorf("without Enum: %v", err)
+	}
+	delete(states, "TCP_CLOSING")
+	if err := CheckFormat(reset, false, "", enum); err == nil || !strings.Contains(err.Error(), "TCP_CLOSING, which the kernel did not resolve, and no enum of its BTF") {
+		t.Errorf("an enumerator without a value: %v", err)
+	}
+	states["TCP_CLOSING"] = 11
+	d := BinaryDecoder{Enum: enum}
+	if err := d.Add(reset); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parsePrintFmt(reset, false, enum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := make([]byte, 88)
+	copy(r[32:], sockaddrIn(127, 0, 0, 1, 7778))
+	copy(r[60:], sockaddrIn(127, 0, 0, 1, 40000))
+	for _, c := range []struct {
+		state, reason uint32
+		want          string
+	}{
+		{7, 1, "src=127.0.0.1:7778 dest=127.0.0.1:40000 state=TCP_CLOSE reason=NO_SOCKET"},
+		{1, 0, "state=TCP_ESTABLISHED reason=NOT_SPECIFIED"},
+		{0, 2, "state=UNKNOWN reason=TCP_INVALID_ACK_SEQUENCE"}, // state 0: the ternary's "UNKNOWN"
+	} {
+		binary.LittleEndian.PutUint32(r[24:], c.state)
+		binary.LittleEndian.PutUint32(r[28:], c.reason)
+		var x pfEval
+		if got := string(pf.appendPrint(nil, &x, r)); !strings.HasSuffix(got, c.want) {
+			t.Errorf("state %d reason %d: %q, want it to end %q", c.state, c.reason, got, c.want)
+		}
 	}
 }

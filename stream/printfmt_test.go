@@ -383,7 +383,7 @@ func FuzzPrintFmt(f *testing.F) {
 		if err != nil {
 			return
 		}
-		pf, err := parsePrintFmt(format, false)
+		pf, err := parsePrintFmt(format, false, nil)
 		if err != nil {
 			return
 		}
@@ -398,7 +398,7 @@ func FuzzPrintFmtRecords(f *testing.F) {
 	formats := append(kernelFormats(f, "6.1"), kernelFormats(f, "6.12")...)
 	var pfs []*printFmt
 	for _, fm := range formats {
-		if pf, err := parsePrintFmt(fm, false); err == nil {
+		if pf, err := parsePrintFmt(fm, false, nil); err == nil {
 			pfs = append(pfs, pf)
 		}
 	}

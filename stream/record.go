@@ -171,6 +171,11 @@ func readPageHeader(in *tracefs.Instance) (*tracedat.Header, error) {
 	if clock, err := in.ReadFile("trace_clock"); err == nil {
 		h.Options = append(h.Options, tracedat.Option{ID: tracedat.OptionTraceClock, Data: append(clock, 0)})
 	}
+	// which kernel: report reads the BTF of the kernel it runs on only for a file of that
+	// kernel (RecordedHere)
+	if o, ok := UnameOption(); ok {
+		h.Options = append(h.Options, o)
+	}
 	return h, nil
 }
 

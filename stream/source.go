@@ -60,6 +60,10 @@ type Options struct {
 	// (entries and exits with their times, as call trees need them), and auto reads
 	// trace_pipe under function_graph.
 	GraphLines bool
+
+	// enum gives print fmt the enumerators the eval map left (EnumResolver), one for both
+	// binaryUnfit and newBinarySetup: the BTF is read once, if ever.
+	enum func(string) (tracefs.EnumConst, bool)
 }
 
 // Source is an open stream of a trace array's events. Next is called from one goroutine; Close
@@ -159,6 +163,9 @@ func (s *Source) choose() error {
 		return nil
 	}
 	forced := o.Reader == ReaderBinary
+	if o.enum == nil {
+		o.enum = EnumResolver(s.in.FS())
+	}
 	formats, err := binaryUnfit(s.in, o, forced)
 	if err != nil {
 		if forced {

@@ -11,6 +11,7 @@ import (
 	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/stream"
 	"github.com/ftctl/ftctl/tracedat"
+	"github.com/ftctl/ftctl/tracefs"
 )
 
 // A recording in the console (ftctl tui --file): the Stream and Top views over a trace.dat's
@@ -106,7 +107,7 @@ func NewFileSource(ctx context.Context, f *tracedat.File, max int) *FileSource {
 		defer s.wg.Done()
 		g := newIngester()
 		n := 0
-		info, err := stream.ReadFile(f, stream.FileOptions{Skip: stream.SkipRecorder(f)}, func(ev *stream.Event) error {
+		info, err := stream.ReadFile(f, stream.FileOptions{Skip: stream.SkipRecorder(f), Enum: stream.EnumResolver(&tracefs.FS{})}, func(ev *stream.Event) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
