@@ -8,8 +8,6 @@ import (
 	"io"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ftctl/ftctl/tracedat"
 	"github.com/ftctl/ftctl/tracefs"
 )
@@ -239,8 +237,8 @@ func (c *fileCPU) where() string {
 // ("SYSNAME NODENAME RELEASE MACHINE", as trace-cmd and ftctl write it) names this kernel's
 // release and machine.
 func RecordedHere(f *tracedat.File) bool {
-	var u unix.Utsname
-	if unix.Uname(&u) != nil {
+	_, _, release, machine, ok := tracefs.Uname()
+	if !ok {
 		return false
 	}
 	for _, o := range f.Options {
@@ -248,7 +246,7 @@ func RecordedHere(f *tracedat.File) bool {
 			continue
 		}
 		w := strings.Fields(strings.TrimRight(string(o.Data), "\x00"))
-		return len(w) == 4 && w[2] == unix.ByteSliceToString(u.Release[:]) && w[3] == unix.ByteSliceToString(u.Machine[:])
+		return len(w) == 4 && w[2] == release && w[3] == machine
 	}
 	return false
 }
@@ -256,10 +254,9 @@ func RecordedHere(f *tracedat.File) bool {
 // UnameOption is the UNAME option of a recording made on the running kernel, as trace-cmd
 // record writes it (trace-record.c add_uname); false when uname(2) fails.
 func UnameOption() (tracedat.Option, bool) {
-	var u unix.Utsname
-	if unix.Uname(&u) != nil {
+	sysname, node, release, machine, ok := tracefs.Uname()
+	if !ok {
 		return tracedat.Option{}, false
 	}
-	s := unix.ByteSliceToString
-	return tracedat.Option{ID: tracedat.OptionUname, Data: fmt.Appendf(nil, "%s %s %s %s\x00", s(u.Sysname[:]), s(u.Nodename[:]), s(u.Release[:]), s(u.Machine[:]))}, true
+	return tracedat.Option{ID: tracedat.OptionUname, Data: fmt.Appendf(nil, "%s %s %s %s\x00", sysname, node, release, machine)}, true
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ftctl/ftctl/tracedat"
+	"github.com/ftctl/ftctl/tracefs"
 )
 
 // The recorder end to end on the fake tracefs (its trace_pipe_raw are regular files, which
@@ -255,5 +256,29 @@ func TestRecorderFormatsOfWhatIsRecorded(t *testing.T) {
 	}
 	if fmt.Sprint(rec.Stats.NoFormat) != "[999]" {
 		t.Errorf("ids without a format: %v, want [999]", rec.Stats.NoFormat)
+	}
+}
+
+// FormatID, the recorder's quick look at a format's type id, reads every format file of the VM
+// kernels as their parser does.
+func TestFormatIDOfKernelFormats(t *testing.T) {
+	for _, k := range []string{"6.1", "6.12"} {
+		n := 0
+		for name, text := range gzTar(t, filepath.Join("testdata", k, "formats.tar.gz")) {
+			if !strings.HasSuffix(name, "/format") {
+				continue
+			}
+			f, err := tracefs.ParseFormat("s", text)
+			if err != nil {
+				continue
+			}
+			n++
+			if id := tracefs.FormatID([]byte(text)); id != f.ID {
+				t.Errorf("%s %s: FormatID %d, ParseFormat %d", k, name, id, f.ID)
+			}
+		}
+		if n < 1000 {
+			t.Errorf("%s: %d formats", k, n)
+		}
 	}
 }

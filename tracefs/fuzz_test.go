@@ -90,6 +90,9 @@ func FuzzSmallParsers(f *testing.F) {
 				t.Fatalf("%q gave %+v", s, e)
 			}
 		}
+		if id := FormatID([]byte(s)); id < -1 {
+			t.Fatalf("%q: FormatID %d", s, id)
+		}
 	})
 }
 

@@ -12,11 +12,20 @@ import (
 
 // KernelRelease is uname -r.
 func KernelRelease() string {
+	if _, _, release, _, ok := Uname(); ok {
+		return release
+	}
+	return "unknown"
+}
+
+// Uname is uname(2)'s system, node, release and machine names; ok false when it fails.
+func Uname() (sysname, nodename, release, machine string, ok bool) {
 	var u unix.Utsname
 	if err := unix.Uname(&u); err != nil {
-		return "unknown"
+		return "", "", "", "", false
 	}
-	return unix.ByteSliceToString(u.Release[:])
+	s := unix.ByteSliceToString
+	return s(u.Sysname[:]), s(u.Nodename[:]), s(u.Release[:]), s(u.Machine[:]), true
 }
 
 // BootIDPath holds a random UUID the kernel draws at each boot (drivers/char/random.c).
