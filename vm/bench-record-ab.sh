@@ -64,5 +64,5 @@ for k in $kernels; do
 	"$here/run.sh" --kernel "$k" --mode cmd --script "$guest" --timeout ${BENCH_TIMEOUT:-1500} --log "$log" \
 		--file "$build/ftctl-new:/bin/ftctl" --file "$build/ftctl-old:/bin/ftctl-old" >/dev/null 2>&1 || echo "bench-record-ab: the $k boot failed; see $log" >&2
 	echo "== kernel $k, $(date -u '+%F %H:%M'), old $old, new $(cd "$top" && git describe --always --dirty); host load $(cut -d' ' -f1-3 /proc/loadavg)"
-	grep -a '^BENCHAB' "$log" | awk '{ us = $4 ? 1e6 * $6 / $4 : 0; printf "%-4s %3ss: %8d events, CPU %6.2fs, %6.2f us/event\n", $2, $3, $4, $6, us }'
+	grep -a '^BENCHAB' "$log" | awk '{ us = $5 ? 1e6 * $7 / $5 : 0; printf "%-4s %3ss: %8d events, CPU %6.2fs, %6.2f us/event\n", $2, $3, $5, $7, us }'
 done
