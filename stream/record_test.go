@@ -21,16 +21,7 @@ import (
 // time order (CPU 0's page starts at 1 s, CPU 1's at 2 s).
 func TestRecorderWritesTraceDat(t *testing.T) {
 	fs := rawFS(t, map[int][]string{0: {"one", "three"}, 1: {"two", "four"}})
-	dir := t.TempDir()
-	work := filepath.Join(dir, "out.dat.tmp-1")
-	if err := os.Mkdir(work, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	rec, err := NewRecorder(fs.Top(), work)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Close()
+	rec, dir, work := testRecorder(t, fs)
 	if _, err := os.Stat(filepath.Join(work, HeaderFile)); err != nil {
 		t.Fatalf("no header.dat before recording: %v", err)
 	}
@@ -50,14 +41,7 @@ func TestRecorderWritesTraceDat(t *testing.T) {
 	if _, _, b := rec.Stats.Totals(); b != 2*4096 {
 		t.Errorf("%d bytes moved, want two pages", b)
 	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := tracedat.Read(strings.NewReader(string(b)), int64(len(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := readDat(t, out)
 	if f.CPUs != 2 || f.Clock() != "local" || len(f.Kallsyms) == 0 || len(f.Cmdlines) == 0 || len(f.Ftrace) != 1 {
 		t.Errorf("header: %d CPUs, clock %q, %d bytes of kallsyms, %d of cmdlines, %d ftrace formats", f.CPUs, f.Clock(), len(f.Kallsyms), len(f.Cmdlines), len(f.Ftrace))
 	}
@@ -81,26 +65,8 @@ func TestRecorderWritesTraceDat(t *testing.T) {
 func TestRecorderHeaderBesideAndSelf(t *testing.T) {
 	for _, early := range []bool{false, true} {
 		fs := rawFS(t, map[int][]string{0: {"one"}, 1: {"two"}})
-		dir := t.TempDir()
-		work := filepath.Join(dir, "out.dat.tmp-1")
-		os.Mkdir(work, 0o700)
-		rec, err := NewRecorder(fs.Top(), work)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rec.Close()
-		header := func() *tracedat.File {
-			t.Helper()
-			b, err := os.ReadFile(filepath.Join(work, HeaderFile))
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := tracedat.Read(strings.NewReader(string(b)), int64(len(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return f
-		}
+		rec, dir, work := testRecorder(t, fs)
+		header := func() *tracedat.File { return readDat(t, filepath.Join(work, HeaderFile)) }
 		if h := header(); len(h.HeaderPage) == 0 || h.Clock() != "local" || len(h.Ftrace) != 0 || len(h.Kallsyms) != 0 {
 			t.Errorf("first header.dat: %d bytes of header_page, clock %q, %d ftrace formats, %d bytes of kallsyms",
 				len(h.HeaderPage), h.Clock(), len(h.Ftrace), len(h.Kallsyms))
@@ -114,19 +80,7 @@ func TestRecorderHeaderBesideAndSelf(t *testing.T) {
 			}
 		}
 		rec.NameSelf = early
-		if err := rec.Run(context.Background(), RecordOptions{Duration: 100 * time.Millisecond}); err != nil {
-			t.Fatal(err)
-		}
-		rec.Flush(true)
-		out := filepath.Join(dir, "out.dat")
-		if err := rec.Assemble(out); err != nil {
-			t.Fatal(err)
-		}
-		b, _ := os.ReadFile(out)
-		f, err := tracedat.Read(strings.NewReader(string(b)), int64(len(b)))
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := recordBriefly(t, rec, dir)
 		if len(f.Ftrace) != 1 || len(f.Kallsyms) == 0 {
 			t.Errorf("early %v: %d ftrace formats, %d bytes of kallsyms", early, len(f.Ftrace), len(f.Kallsyms))
 		}
@@ -207,14 +161,7 @@ func TestRecorderFormatsOfWhatIsRecorded(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "per_cpu/cpu1/trace_pipe_raw"), page, 0o644)
 	os.WriteFile(filepath.Join(root, "per_cpu/cpu1/stats"), []byte("overrun: 0\n"), 0o644)
 
-	dir := t.TempDir()
-	work := filepath.Join(dir, "out.dat.tmp-1")
-	os.Mkdir(work, 0o700)
-	rec, err := NewRecorder(fs.Top(), work)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Close()
+	rec, dir, work := testRecorder(t, fs)
 	if err := rec.ReadHeader(); err != nil {
 		t.Fatal(err)
 	}
@@ -230,27 +177,11 @@ func TestRecorderFormatsOfWhatIsRecorded(t *testing.T) {
 		}
 		return strings.Join(out, " ")
 	}
-	b, _ := os.ReadFile(filepath.Join(work, HeaderFile))
-	h, err := tracedat.Read(strings.NewReader(string(b)), int64(len(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := readDat(t, filepath.Join(work, HeaderFile))
 	if got, want := names(&h.Header), "ftrace/function ftrace/print sched/sched_switch"; got != want {
 		t.Errorf("header.dat's formats before the recording: %q, want %q", got, want)
 	}
-	if err := rec.Run(context.Background(), RecordOptions{Duration: 100 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
-	rec.Flush(true)
-	out := filepath.Join(dir, "out.dat")
-	if err := rec.Assemble(out); err != nil {
-		t.Fatal(err)
-	}
-	b, _ = os.ReadFile(out)
-	f, err := tracedat.Read(strings.NewReader(string(b)), int64(len(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := recordBriefly(t, rec, dir)
 	if got, want := names(&f.Header), "ftrace/function ftrace/print irq/irq_handler_entry sched/sched_switch"; got != want {
 		t.Errorf("the trace.dat's formats: %q, want %q", got, want)
 	}
@@ -281,4 +212,49 @@ func TestFormatIDOfKernelFormats(t *testing.T) {
 			t.Errorf("%s: %d formats", k, n)
 		}
 	}
+}
+
+// testRecorder makes a recording's working directory (out.dat.tmp-1 in a temporary directory
+// dir) and a Recorder of fs's top level writing into it.
+func testRecorder(t *testing.T, fs *tracefs.FS) (rec *Recorder, dir, work string) {
+	t.Helper()
+	dir = t.TempDir()
+	work = filepath.Join(dir, "out.dat.tmp-1")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := NewRecorder(fs.Top(), work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rec.Close)
+	return rec, dir, work
+}
+
+// readDat reads the trace.dat (or header.dat) at path.
+func readDat(t *testing.T, path string) *tracedat.File {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := tracedat.Read(strings.NewReader(string(b)), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// recordBriefly records for 100 ms, assembles dir/out.dat and reads it back.
+func recordBriefly(t *testing.T, rec *Recorder, dir string) *tracedat.File {
+	t.Helper()
+	if err := rec.Run(context.Background(), RecordOptions{Duration: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	rec.Flush(true)
+	out := filepath.Join(dir, "out.dat")
+	if err := rec.Assemble(out); err != nil {
+		t.Fatal(err)
+	}
+	return readDat(t, out)
 }
