@@ -41,18 +41,19 @@ Each CPU's pages are moved from per_cpu/cpuN/trace_pipe_raw into a file of its o
 splice(2): nothing is decoded while recording. The pages come first: in a session of its own,
 ftctl reads the formats of the ftrace system and of the enabled events, and kallsyms, before
 tracing starts; with -B (the instance traces already) it starts moving pages at once and reads
-them beside. It wakes a few times a second, paced so that the busiest CPU's buffer is about a
-quarter full at each wake (sooner when a CPU passes buffer_percent), and moves what gathered in
-a few large splices. At the end tracing is stopped (in its own instance), the pages the kernel
-was still writing are read, and FILE is written: the page and event headers, the formats of the
-events recorded (those read at the start, and any other event whose records the pages hold,
-found by type id: one enabled and disabled while -B recorded, or written by a trigger),
-kallsyms, printk formats, the saved cmdlines, the trace clock (trace-cmd's TRACECLOCK option:
---clock's), uname (UNAME, as trace-cmd writes it), the CPU count and each CPU's statistics, then
-the pages. trace-cmd's format has no place for trace options: -O
-changes what is recorded, and is not written in the file. Losses are in the pages as the
-kernel marks them (trace-cmd report prints them as dropped events). Progress goes to stderr
-every second and at the end: events handed over by the kernel, bytes and events lost, per CPU.
+them beside. It wakes paced so that the busiest CPU's buffer is about a quarter full at each
+wake, at least once a second (ten times a second where buffer_percent is 0), and sooner when a
+CPU passes buffer_percent, and moves what gathered in a few large splices. At the end tracing
+is stopped (in its own instance), the pages the kernel was still writing are read, and FILE is
+written: the page and event headers, the formats of the events recorded (those read at the
+start, and any other event whose records the pages hold, found by type id: one enabled and
+disabled while -B recorded, or written by a trigger), kallsyms, printk formats, the saved
+cmdlines, the trace clock (trace-cmd's TRACECLOCK option: --clock's), uname (UNAME, as
+trace-cmd writes it), the CPU count and each CPU's statistics, then the pages. trace-cmd's
+format has no place for trace options: -O changes what is recorded, and is not written in the
+file. Losses are in the pages as the kernel marks them (trace-cmd report prints them as dropped
+events). Progress goes to stderr every second and at the end: events handed over by the kernel,
+bytes and events lost, per CPU.
 --count stops once the kernel handed over N events: the file holds whole pages, so it may hold
 a few more.
 

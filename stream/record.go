@@ -76,6 +76,8 @@ type RecordStats struct {
 	CPUs    []CPURecord
 	Seconds float64
 	End     string
+	// Waits counts the waits between moves of pages (the recorder's wakes, but for bursts).
+	Waits int
 	// NoFormat are the event ids found in the pages that no event has any more (removed
 	// while recording, a dynamic event most likely): the file has no format for them.
 	NoFormat []int
@@ -420,6 +422,11 @@ type RecordOptions struct {
 const (
 	paceMin = 2 * time.Millisecond
 	paceMax = 100 * time.Millisecond
+	// paceMaxEarly is paceMax when a CPU past buffer_percent ends the wait early
+	// (Splicer.WakesEarly): a slow trickle then wakes the recorder once a second, not ten
+	// times. Under emulation each wake costs Go's sysmon thread a burst of 20 µs polls around
+	// the timer that ends it (BENCHMARKS.md: 7.3 against 10.7 µs of CPU per event, 6.12).
+	paceMaxEarly = time.Second
 )
 
 // Run moves pages until ctx ends, Duration passes, Count events were handed over, or Done
@@ -494,10 +501,15 @@ func (r *Recorder) Run(ctx context.Context, o RecordOptions) error {
 		if float64(busiest) >= quarter {
 			continue // late already: move again at once
 		}
-		pace := paceMax
-		if rate > 0 {
-			pace = min(max(time.Duration(quarter/rate*float64(time.Second)), paceMin), paceMax)
+		most := paceMax
+		if r.sp.WakesEarly() {
+			most = paceMaxEarly
 		}
+		pace := most
+		if rate > 0 {
+			pace = min(max(time.Duration(quarter/rate*float64(time.Second)), paceMin), most)
+		}
+		r.Stats.Waits++
 		// poll ends early when a CPU is past buffer_percent (not 0): a burst the pace missed
 		r.sp.Wait(pace)
 	}

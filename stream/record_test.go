@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ftctl/ftctl/tracedat"
 	"github.com/ftctl/ftctl/tracefs"
 )
@@ -257,4 +259,32 @@ func recordBriefly(t *testing.T, rec *Recorder, dir string) *tracedat.File {
 		t.Fatal(err)
 	}
 	return readDat(t, out)
+}
+
+// An idle recording waits up to a second between moves where a CPU past buffer_percent ends
+// the wait early (an epoll of the CPUs' files: FIFOs here), and up to 100 ms where nothing
+// would (buffer_percent 0, or regular files).
+func TestRecorderPaceIdle(t *testing.T) {
+	for _, early := range []bool{true, false} {
+		fs := rawFS(t, map[int][]string{0: {"one"}})
+		root := fs.Mount.Path
+		if early {
+			p := filepath.Join(root, "per_cpu/cpu0/trace_pipe_raw")
+			os.Remove(p)
+			if err := unix.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(root, "buffer_percent"), []byte("50\n"), 0o644)
+		}
+		rec, _, _ := testRecorder(t, fs)
+		if got := rec.sp.WakesEarly(); got != early {
+			t.Fatalf("early %v: WakesEarly %v", early, got)
+		}
+		if err := rec.Run(context.Background(), RecordOptions{Duration: 1500 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		if w := rec.Stats.Waits; (early && w > 3) || (!early && w < 8) {
+			t.Errorf("early %v: %d waits in 1.5 s", early, w)
+		}
+	}
 }

@@ -258,6 +258,9 @@ func rawEpollWait(ep int, events []unix.EpollEvent) (int, error) {
 	return int(r), nil
 }
 
+// WakesEarly says whether Wait ends early when a CPU's buffer passes buffer_percent.
+func (s *Splicer) WakesEarly() bool { return s.pollCPUs }
+
 // BufferBytes is the size of a CPU's ring buffer (buffer_size_kb when the recording began), 0
 // when the CPUs' sizes differ or it could not be read.
 func (s *Splicer) BufferBytes() int64 { return s.bufBytes }
