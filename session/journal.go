@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ftctl/ftctl/tracefs"
 )
@@ -326,7 +327,11 @@ func (j *journal) undo(fs *tracefs.FS) ([]FileOutcome, error) {
 			}
 		default:
 			o.State = FileChanged
-			if pidLists[e.File] && forkedFrom(o.Holds, normal([]byte(e.Wrote), true), task) {
+			reread := func() (string, error) {
+				b, err := top.ReadFile(e.File)
+				return normal(b, true), err
+			}
+			if pidLists[e.File] && settledForkedFrom(&o.Holds, reread, normal([]byte(e.Wrote), true), task) {
 				// the session's pids as function-fork left them: theirs to put back
 				o.State = FileRestored
 				if err := top.Truncate(e.File); err != nil {
@@ -391,6 +396,37 @@ func forkedFrom(holds, wrote string, task func(int) (tgid, ppid int, ok bool)) b
 		}
 	}
 	return true
+}
+
+// pidSettleTries bounds how often settledForkedFrom reads a pid list again, pidSettlePause
+// apart.
+const (
+	pidSettleTries = 5
+	pidSettlePause = 20 * time.Millisecond
+)
+
+// settledForkedFrom is forkedFrom, asked again of the list as the kernel holds it a moment
+// later when the answer is no: function-fork changes the list while undo looks at it. A child
+// that exits between the list's read and the look at its ancestry runs no more, and the
+// kernel drops it from the list (seen on 6.1: a command forking `sleep 0.2` in a loop left
+// set_ftrace_pid "changed"); a child forked meanwhile runs, and descends from the session's.
+// Another writer's pid stays in the list, and fails every look. holds is updated to the list
+// last read.
+func settledForkedFrom(holds *string, reread func() (string, error), wrote string, task func(int) (tgid, ppid int, ok bool)) bool {
+	for i := range pidSettleTries {
+		if i > 0 {
+			time.Sleep(pidSettlePause)
+			h, err := reread()
+			if err != nil {
+				return false
+			}
+			*holds = h
+		}
+		if forkedFrom(*holds, wrote, task) {
+			return true
+		}
+	}
+	return false
 }
 
 // descends says whether running task p has an ancestor in w: its process, then each parent

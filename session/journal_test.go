@@ -309,3 +309,39 @@ func TestForkedFrom(t *testing.T) {
 		t.Error("a child adopted by init is not known to be the session's")
 	}
 }
+
+// A pid list function-fork changes while undo looks at it settles: a child that exited between
+// the read and the look is dropped by the kernel by the next read, and the list is the
+// session's; another writer's pid fails every look, and the list is left.
+func TestSettledForkedFrom(t *testing.T) {
+	tasks := map[int][2]int{10: {10, 1}, 11: {11, 10}, 20: {20, 1}}
+	task := func(pid int) (int, int, bool) {
+		v, ok := tasks[pid]
+		return v[0], v[1], ok
+	}
+	// 15 (a `sleep 0.2` of 10's) exited after the first read; the kernel dropped it
+	reads := []string{"10\n11"}
+	reread := func() (string, error) {
+		h := reads[0]
+		if len(reads) > 1 {
+			reads = reads[1:]
+		}
+		return h, nil
+	}
+	holds := "10\n11\n15"
+	if !settledForkedFrom(&holds, reread, "10", task) || holds != "10\n11" {
+		t.Errorf("an exited child dropped by the next read: false (holds %q)", holds)
+	}
+	n := 0
+	holds = "10\n20"
+	if settledForkedFrom(&holds, func() (string, error) { n++; return "10\n20", nil }, "10", task) {
+		t.Error("another writer's pid, read again: true")
+	}
+	if n != pidSettleTries-1 {
+		t.Errorf("read again %d times, want %d", n, pidSettleTries-1)
+	}
+	holds = "10\n15"
+	if settledForkedFrom(&holds, func() (string, error) { return "", errors.New("gone") }, "10", task) {
+		t.Error("a list that cannot be read again: true")
+	}
+}

@@ -54,7 +54,7 @@ func TestTracepointsBinaryMatchText(t *testing.T) {
 dd if=/dev/zero of=/tmp/tpz bs=4k count=16 2>/dev/null; sync; rm -f /tmp/tp.$i /tmp/tpz; done
 ping -c 2 -W 1 127.0.0.1 >/dev/null 2>&1
 nc -l -p 7777 >/dev/null 2>&1 & srv=$!; sleep 0.3
-echo hello | timeout 3 nc 127.0.0.1 7777 >/dev/null 2>&1
+for i in 1 2 3 4 5 6 7 8 9 10; do echo hello | timeout 3 nc 127.0.0.1 7777 >/dev/null 2>&1 && break; sleep 0.3; done
 timeout 3 nc 127.0.0.1 7778 </dev/null >/dev/null 2>&1
 kill $srv 2>/dev/null; wait $srv 2>/dev/null
 sleep 1 & kill $!; sleep 0.05; true`
