@@ -32,14 +32,16 @@ var ManSections = []DocSection{
 const AnnotationJSON = "ftctl/json"
 
 // Environment lists the environment variables ftctl reads: FTCTL_TRACEFS and FTCTL_KALLSYMS in Globals.FS,
-// FTCTL_TIMING in applyChanges, FTCTL_ACTIVE_HELP in cobra's completion.
+// FTCTL_TIMING in applyChanges and recordTimer, FTCTL_ACTIVE_HELP in cobra's completion.
 var Environment = []DocItem{
 	{"FTCTL_TRACEFS", "The tracing directory to use when `--tracefs` is not given, instead of " +
 		"looking for tracefs in " + tracefs.MountInfoPath + "."},
 	{"FTCTL_KALLSYMS", "A copy of " + tracefs.KallsymsPath + " to name code addresses by in the stream's binary " +
 		"reader, instead of the running kernel's own (e.g. the host's, from a container that cannot read it)."},
 	{"FTCTL_TIMING", "When not empty, filter commands print how long each phase took (reading " +
-		"the index and the list, planning, writing, verifying) on stderr."},
+		"the index and the list, planning, writing, verifying) on stderr, and record prints the wall " +
+		"and CPU time of each of its phases (set-up, the formats, kallsyms, the moving of pages, " +
+		"the file's assembly)."},
 	{"FTCTL_ACTIVE_HELP", "Set to 0 to hide the notes that shell completion prints below the " +
 		"choices, such as how many of the matching function names it shows " +
 		"(COBRA_ACTIVE_HELP=0 does the same for every cobra program)."},

@@ -9,7 +9,10 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/spf13/cobra"
 
@@ -247,7 +250,10 @@ func recordTo(ctx context.Context, g *Globals, opts *RecordOptions, rec *stream.
 			close(done)
 		}()
 	}
+	rec.Phase = recordTimer(g)
+	rec.Phase("start")
 	runErr := rec.Run(ctx, ro)
+	rec.Phase("run")
 	if command != nil {
 		select {
 		case <-ro.Done:
@@ -271,9 +277,11 @@ func recordTo(ctx context.Context, g *Globals, opts *RecordOptions, rec *stream.
 	if err := rec.Flush(own != nil); err != nil {
 		return err
 	}
+	rec.Phase("flush")
 	if err := rec.Assemble(opts.File); err != nil {
 		return fmt.Errorf("writing %s: %w", safe(opts.File), err)
 	}
+	rec.Phase("removed")
 	*keepDir = false
 	if ids := rec.Stats.NoFormat; len(ids) > 0 {
 		fmt.Fprintf(g.Err, "ftctl: record: %s: the pages hold events of type %s, which no event has any more (removed while recording): the file has no format for them, and reports show them as \"no format known\"\n",
@@ -287,6 +295,36 @@ func recordTo(ctx context.Context, g *Globals, opts *RecordOptions, rec *stream.
 		return ErrInterrupted
 	}
 	return commandStatus(command, commandErr)
+}
+
+// recordTimer is a Recorder.Phase that prints, when FTCTL_TIMING is set, the wall time and the
+// process's CPU time (user + system, all threads) since the previous phase: the figures of a
+// recording's fixed costs in BENCHMARKS.md.
+func recordTimer(g *Globals) func(string) {
+	if os.Getenv("FTCTL_TIMING") == "" {
+		return func(string) {}
+	}
+	var mu sync.Mutex
+	lastWall, lastCPU := processStart, time.Duration(0) // "start": from the process's start
+	return func(phase string) {
+		mu.Lock()
+		defer mu.Unlock()
+		now, cpu := time.Now(), processCPU()
+		fmt.Fprintf(g.Err, "ftctl: timing: %s %.6f cpu %.6f\n", phase, now.Sub(lastWall).Seconds(), (cpu - lastCPU).Seconds())
+		lastWall, lastCPU = now, cpu
+	}
+}
+
+// processStart is about when the process started (the package's initialisation).
+var processStart = time.Now()
+
+// processCPU is the CPU time the process used so far, user and system.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // joinInts is "1, 2, 3".

@@ -1,10 +1,13 @@
 package cmd
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A file report cannot read, and flags record refuses, are exit 2 naming the file or flag,
@@ -49,5 +52,37 @@ func TestRecordReportRefusals(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "*.tmp-*")); len(left) > 0 {
 		t.Errorf("working directories left: %v", left)
+	}
+}
+
+// FTCTL_TIMING: record's phases, each with its wall and CPU time since the one before; nothing
+// without it.
+func TestRecordTimer(t *testing.T) {
+	var out bytes.Buffer
+	g := &Globals{Err: &out}
+	t.Setenv("FTCTL_TIMING", "")
+	recordTimer(g)("start")
+	if out.Len() != 0 {
+		t.Fatalf("FTCTL_TIMING unset: %q", out.String())
+	}
+	t.Setenv("FTCTL_TIMING", "1")
+	phase := recordTimer(g)
+	phase("start")
+	for end := time.Now().Add(30 * time.Millisecond); time.Now().Before(end); { // CPU to count
+	}
+	phase("header: kallsyms")
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want 2 lines, got %q", out.String())
+	}
+	for i, name := range []string{"start", "header: kallsyms"} {
+		var wall, cpu float64
+		rest, ok := strings.CutPrefix(lines[i], "ftctl: timing: "+name+" ")
+		if n, err := fmt.Sscanf(rest, "%f cpu %f", &wall, &cpu); !ok || err != nil || n != 2 {
+			t.Fatalf("line %q: %v", lines[i], err)
+		}
+		if i == 1 && (wall < 0.03 || cpu < 0.02) {
+			t.Errorf("30 ms of spinning timed as %.3f s wall, %.3f s CPU", wall, cpu)
+		}
 	}
 }

@@ -66,6 +66,10 @@ type Recorder struct {
 	NameSelf bool
 	self     map[int]bool
 
+	// Phase, when set, is called as each phase of the recording ends ("header", "formats
+	// scan", "file"...): FTCTL_TIMING prints what each took.
+	Phase func(name string)
+
 	Stats RecordStats
 }
 
@@ -189,6 +193,7 @@ func (r *Recorder) ReadHeader() error {
 	r.headerOnce.Do(func() {
 		defer close(r.headerDone)
 		r.headerErr = r.readHeader()
+		r.phase("header")
 	})
 	<-r.headerDone
 	return r.headerErr
@@ -212,11 +217,14 @@ func (r *Recorder) readHeader() error {
 		r.addFormat(e)
 	}
 	h.Ftrace, h.Systems = r.formatSections()
+	r.phase("header: formats")
 	if h.Kallsyms, err = fs.Kallsyms(context.Background()); err != nil {
 		h.Kallsyms = nil // without it, addresses print in hex: still a recording
 	}
+	r.phase("header: kallsyms")
 	h.Printk, _ = top.ReadFile("printk_formats")
 	h.Cmdlines, _ = top.ReadFile("saved_cmdlines")
+	r.phase("header: printk, cmdlines")
 	if err := r.writeHeader(&h); err != nil {
 		return err
 	}
@@ -436,12 +444,25 @@ func (r *Recorder) Run(ctx context.Context, o RecordOptions) error {
 	start := time.Now()
 	defer func() { r.Stats.Seconds = time.Since(start).Seconds() }()
 	r.noteSelf()
-	var deadline <-chan time.Time
-	if o.Duration > 0 {
-		t := time.NewTimer(o.Duration)
-		defer t.Stop()
-		deadline = t.C
-	}
+	// stop closes when the recording is to end, which ends a wait at once: up to a second,
+	// idle, where buffer_percent wakes the recorder
+	stop, finished := make(chan struct{}), make(chan struct{})
+	defer close(finished)
+	go func() {
+		var deadline <-chan time.Time
+		if o.Duration > 0 {
+			t := time.NewTimer(o.Duration - time.Since(start))
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-ctx.Done():
+		case <-deadline:
+		case <-o.Done:
+		case <-finished:
+		}
+		close(stop)
+	}()
 	every := o.ProgressEvery
 	if every <= 0 {
 		every = time.Second
@@ -476,13 +497,14 @@ func (r *Recorder) Run(ctx context.Context, o RecordOptions) error {
 		case <-ctx.Done():
 			r.Stats.End = EndInterrupted
 			return ctx.Err()
-		case <-deadline:
-			r.Stats.End = EndDuration
-			return nil
 		case <-o.Done:
 			r.Stats.End = "done"
 			return nil
 		default:
+		}
+		if o.Duration > 0 && now.Sub(start) >= o.Duration {
+			r.Stats.End = EndDuration
+			return nil
 		}
 		if now.Sub(lastStats) >= statsEvery {
 			r.updateStats()
@@ -511,7 +533,7 @@ func (r *Recorder) Run(ctx context.Context, o RecordOptions) error {
 		}
 		r.Stats.Waits++
 		// poll ends early when a CPU is past buffer_percent (not 0): a burst the pace missed
-		r.sp.Wait(pace)
+		r.sp.Wait(pace, stop)
 	}
 }
 
@@ -622,18 +644,27 @@ func (r *Recorder) Assemble(path string) error {
 		readers = append(readers, rf)
 		cpus = append(cpus, tracedat.CPUSource{R: rf, Size: r.Stats.CPUs[k].Bytes})
 	}
+	r.phase("assemble start")
 	if err := r.addRecordedFormats(readers); err != nil {
 		return err
 	}
+	r.phase("formats scan")
 	tmp := filepath.Join(r.dir, "trace.dat")
 	if err := writeFileSync(tmp, r.header, cpus); err != nil {
 		return err
 	}
+	r.phase("file written")
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
 	r.Close()
 	return os.RemoveAll(r.dir)
+}
+
+func (r *Recorder) phase(name string) {
+	if r.Phase != nil {
+		r.Phase(name)
+	}
 }
 
 // Close closes the kernel's files and the CPUs' files (the directory stays), once the reading

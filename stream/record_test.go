@@ -288,3 +288,41 @@ func TestRecorderPaceIdle(t *testing.T) {
 		}
 	}
 }
+
+// An idle recording ends when it is told to (its duration, an interruption, Done), not at the
+// end of its wait: up to a second where buffer_percent wakes it early.
+func TestRecorderEndsPromptly(t *testing.T) {
+	const after, slack = 300 * time.Millisecond, 200 * time.Millisecond
+	for _, early := range []bool{true, false} {
+		for _, how := range []string{"duration", "interrupt", "done"} {
+			fs := rawFS(t, map[int][]string{0: {"one"}})
+			root := fs.Mount.Path
+			if early {
+				p := filepath.Join(root, "per_cpu/cpu0/trace_pipe_raw")
+				os.Remove(p)
+				if err := unix.Mkfifo(p, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				os.WriteFile(filepath.Join(root, "buffer_percent"), []byte("50\n"), 0o644)
+			}
+			rec, _, _ := testRecorder(t, fs)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			o := RecordOptions{Done: done}
+			switch how {
+			case "duration":
+				o.Duration = after
+			case "interrupt":
+				time.AfterFunc(after, cancel)
+			case "done":
+				time.AfterFunc(after, func() { close(done) })
+			}
+			start := time.Now()
+			rec.Run(ctx, o)
+			cancel()
+			if took := time.Since(start); took > after+slack {
+				t.Errorf("early %v, %s after %v: Run returned after %v", early, how, after, took.Round(time.Millisecond))
+			}
+		}
+	}
+}

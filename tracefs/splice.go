@@ -265,15 +265,33 @@ func (s *Splicer) WakesEarly() bool { return s.pollCPUs }
 // when the CPUs' sizes differ or it could not be read.
 func (s *Splicer) BufferBytes() int64 { return s.bufBytes }
 
-// Wait blocks until some CPU's buffer is past buffer_percent, or d. With buffer_percent 0
-// (or no such file) it sleeps d: poll would return at once.
-func (s *Splicer) Wait(d time.Duration) {
+// Wait blocks until some CPU's buffer is past buffer_percent, d passes, or stop closes. With
+// buffer_percent 0 (or no such file) it sleeps d: poll would return at once.
+func (s *Splicer) Wait(d time.Duration, stop <-chan struct{}) {
 	if !s.pollCPUs {
-		time.Sleep(d)
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-stop:
+		}
 		return
 	}
 	if s.ep != nil {
 		if s.ep.SetReadDeadline(time.Now().Add(d)) == nil {
+			// stop ends the read as a deadline passed does; set after the deadline above, it
+			// cannot be overwritten by it
+			ended := make(chan struct{})
+			defer close(ended)
+			if stop != nil {
+				go func() {
+					select {
+					case <-stop:
+						s.ep.SetReadDeadline(time.Unix(1, 0))
+					case <-ended:
+					}
+				}()
+			}
 			// ready when a CPU is; a deadline passed ends the read with an error
 			s.epConn.Read(func(fd uintptr) bool {
 				n, err := rawEpollWait(int(fd), s.events)
@@ -282,9 +300,19 @@ func (s *Splicer) Wait(d time.Duration) {
 			return
 		}
 	}
-	for {
-		_, err := unix.Poll(s.pollFDs, max(1, int(d/time.Millisecond)))
-		if err != unix.EINTR {
+	// no epoll instance: poll(2) in slices of 100 ms at most, looking at stop between them
+	for end := time.Now().Add(d); ; {
+		left := time.Until(end)
+		if left <= 0 {
+			return
+		}
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		n, err := unix.Poll(s.pollFDs, max(1, int(min(left, 100*time.Millisecond)/time.Millisecond)))
+		if n > 0 || (err != nil && err != unix.EINTR) {
 			return
 		}
 	}

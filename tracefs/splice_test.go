@@ -43,7 +43,7 @@ func TestSplicerWaitParked(t *testing.T) {
 		writers = append(writers, w)
 	}
 	start := time.Now()
-	s.Wait(300 * time.Millisecond)
+	s.Wait(300*time.Millisecond, nil)
 	if d := time.Since(start); d < 250*time.Millisecond || d > 2*time.Second {
 		t.Errorf("Wait(300ms) with nothing to read took %v", d)
 	}
@@ -52,13 +52,13 @@ func TestSplicerWaitParked(t *testing.T) {
 		writers[1].Write([]byte("page"))
 	}()
 	start = time.Now()
-	s.Wait(5 * time.Second)
+	s.Wait(5*time.Second, nil)
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("Wait(5s) did not end when CPU 1 had data: %v", d)
 	}
 	// data left unread: the next Wait ends at once
 	start = time.Now()
-	s.Wait(5 * time.Second)
+	s.Wait(5*time.Second, nil)
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("Wait(5s) with data unread took %v", d)
 	}
@@ -78,7 +78,7 @@ func TestSplicerWaitParked(t *testing.T) {
 	before := threads()
 	done := make(chan struct{})
 	for _, o := range many {
-		go func() { o.Wait(500 * time.Millisecond); done <- struct{}{} }()
+		go func() { o.Wait(500*time.Millisecond, nil); done <- struct{}{} }()
 	}
 	time.Sleep(200 * time.Millisecond)
 	runtime.Gosched()
