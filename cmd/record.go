@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/spf13/cobra"
 
 	"github.com/ftctl/ftctl/session"
@@ -309,7 +307,7 @@ func recordTimer(g *Globals) func(string) {
 	return func(phase string) {
 		mu.Lock()
 		defer mu.Unlock()
-		now, cpu := time.Now(), processCPU()
+		now, cpu := time.Now(), tracefs.ProcessCPU()
 		fmt.Fprintf(g.Err, "ftctl: timing: %s %.6f cpu %.6f\n", phase, now.Sub(lastWall).Seconds(), (cpu - lastCPU).Seconds())
 		lastWall, lastCPU = now, cpu
 	}
@@ -317,15 +315,6 @@ func recordTimer(g *Globals) func(string) {
 
 // processStart is about when the process started (the package's initialisation).
 var processStart = time.Now()
-
-// processCPU is the CPU time the process used so far, user and system.
-func processCPU() time.Duration {
-	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // joinInts is "1, 2, 3".
 func joinInts(v []int) string {

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -126,6 +127,15 @@ func TestRecorderHeaderBesideAndSelf(t *testing.T) {
 // any other event whose records are in the pages (enabled and disabled while recording, or
 // written by a trigger), found by its id. An id no event has any more is counted, not guessed.
 func TestRecorderFormatsOfWhatIsRecorded(t *testing.T) {
+	t.Run("mapped", testRecorderFormats)
+	t.Run("read", func(t *testing.T) { // where the files cannot be mapped
+		mapFile = func(*os.File, int) ([]byte, func(), error) { return nil, nil, errors.ErrUnsupported }
+		defer func() { mapFile = tracefs.MapFile }()
+		testRecorderFormats(t)
+	})
+}
+
+func testRecorderFormats(t *testing.T) {
 	fs := rawFS(t, map[int][]string{0: {"one"}})
 	root := fs.Mount.Path
 	format := func(name string, id int) string {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -170,4 +171,24 @@ func ParseStatus(b []byte) (state byte, tgid, ppid int, ok bool) {
 func IsTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// ProcessCPU is the CPU time this process used so far, user and system, all threads
+// (getrusage(2)); 0 when it fails.
+func ProcessCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// MapFile maps the first size bytes of f read only, populated at once: what a reader looks at
+// in place, where a read would copy it. unmap releases the mapping.
+func MapFile(f *os.File, size int) (b []byte, unmap func(), err error) {
+	b, err = unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, func() { unix.Munmap(b) }, nil
 }
