@@ -2,8 +2,13 @@ package tracefs
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -64,5 +69,32 @@ func BenchmarkParsePidLines(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		ParsePidLines(text)
+	}
+}
+
+// Kallsyms reads the whole file, small or larger than the room first made for it, and stops
+// when its context ends.
+func TestKallsymsRead(t *testing.T) {
+	dir := t.TempDir()
+	for _, size := range []int{0, 100, kallsymsExpect - 1, kallsymsExpect, kallsymsExpect + procReadSize + 7} {
+		var want bytes.Buffer
+		for i := 0; want.Len() < size; i++ {
+			fmt.Fprintf(&want, "ffffffff%08x T sym_%d\n", i, i)
+		}
+		name := filepath.Join(dir, "kallsyms")
+		os.WriteFile(name, want.Bytes()[:size], 0o644)
+		f := &FS{KallsymsFile: name}
+		got, err := f.Kallsyms(context.Background())
+		if err != nil || !bytes.Equal(got, want.Bytes()[:size]) {
+			t.Errorf("%d bytes: read %d bytes, err %v", size, len(got), err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := (&FS{KallsymsFile: filepath.Join(dir, "kallsyms")}).Kallsyms(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("ended context: %v", err)
+	}
+	if _, err := (&FS{KallsymsFile: filepath.Join(dir, "none")}).Kallsyms(context.Background()); err == nil || !strings.Contains(err.Error(), "none") {
+		t.Errorf("missing file: %v", err)
 	}
 }

@@ -34,6 +34,11 @@
 # LONG_RUN seconds (default 3 x SECONDS_RUN; LONG_RUN=0: not), and the marginal CPU per event,
 # (CPU long - CPU short) / (delivered long - delivered short), is the capture's own cost.
 #
+# A recording's fixed costs, measured directly (IDLE=1, the default; IDLE=0: not): each round,
+# ftctl and trace-cmd record for SECONDS_RUN an instance "idle" that is on but traces nothing
+# (nop tracer, no event) while the load above goes on, and `cat /proc/kallsyms > /dev/null`
+# alone gives what the kernel's formatting of kallsyms costs (every trace.dat holds it).
+#
 # usage: vm/bench-record.sh [KERNEL...]   (default: 6.1 6.12; RUNS rounds, default 2; BENCH_TIMEOUT
 # seconds per boot, default 900)
 set -euo pipefail
@@ -86,15 +91,33 @@ run() { # run LABEL N OUTFILE COMMAND
 	# times: the second line is the children's user and system time, e.g. "0m1.23s 0m4.56s"
 	cpu=\$(sed -n 2p /tmp/times | awk '{ for (i = 1; i <= 2; i++) { split(\$i, a, "m"); sub("s", "", a[2]); t += a[1] * 60 + a[2] } print t }')
 	echo "BENCHREC \$1 run \$2 read \$((r1 - r0)) overrun \$((o1 - o0)) left \$left cpu \$cpu bytes \$bytes"
-	tail -n 3 /tmp/err | sed 's/^/STDERR /'
+	grep -a 'ftctl: timing:' /tmp/err | awk -v w="\$1" -v n="\$2" '{ sub("ftctl: timing: ", ""); c = \$NF; \$NF = ""; \$(NF-1) = ""; \$(NF-2) = ""; sub(/ +\$/, ""); l = l sprintf("%s %.2f; ", \$0, c) } END { if (l != "") print "TIMING " w " run " n ": " l }'
+	grep -a -v 'ftctl: timing:' /tmp/err | tail -n 3 | sed 's/^/STDERR /'
+}
+idle() { # idle LABEL N COMMAND: CPU of a reader of an instance that traces nothing, for \$S s
+	[ -d \$T/instances/idle ] || mkdir \$T/instances/idle
+	if [ "\$1" = kallsyms ]; then
+		( sh -c "exec \$3" >/dev/null 2>/tmp/err; times > /tmp/times )
+	else
+		( sh -c "exec \$3" >/dev/null 2>/tmp/err & p=\$!; sleep \$S; kill -INT \$p; wait \$p; times > /tmp/times )
+	fi
+	cpu=\$(sed -n 2p /tmp/times | awk '{ for (i = 1; i <= 2; i++) { split(\$i, a, "m"); sub("s", "", a[2]); t += a[1] * 60 + a[2] } print t }')
+	echo "BENCHIDLE \$1 run \$2 cpu \$cpu"
+	grep -a 'ftctl: timing:' /tmp/err | awk -v w="\$1" -v n="\$2" '{ sub("ftctl: timing: ", ""); c = \$NF; \$NF = ""; \$(NF-1) = ""; \$(NF-2) = ""; sub(/ +\$/, ""); l = l sprintf("%s %.2f; ", \$0, c) } END { if (l != "") print "TIMING " w " run " n ": " l }'
+	grep -a -v 'ftctl: timing:' /tmp/err | tail -n 2 | sed 's/^/STDERR /'
 }
 for n in \$(seq ${RUNS:-2}); do
+	if [ "${IDLE:-1}" = 1 ]; then
+		idle kallsyms \$n "cat /proc/kallsyms"
+		idle ftctl-idle \$n "env FTCTL_TIMING=1 ftctl -B idle record -o /tmp/fi.dat"
+		idle trace-cmd-idle \$n "trace-cmd record -B idle -p nop -o /tmp/ti.dat"
+	fi
 	run cat \$n /dev/null "cat \$I/trace_pipe"
-	run ftctl \$n /tmp/f.dat "ftctl -B hot record -o /tmp/f.dat"
+	run ftctl \$n /tmp/f.dat "env FTCTL_TIMING=1 ftctl -B hot record -o /tmp/f.dat"
 	run trace-cmd \$n /tmp/t.dat "trace-cmd record -B hot -p function -l '_raw_spin_lock*' -o /tmp/t.dat"
 	if [ "\$L" -gt 0 ]; then
 		run cat-long \$n /dev/null "cat \$I/trace_pipe"
-		run ftctl-long \$n /tmp/f.dat "ftctl -B hot record -o /tmp/f.dat"
+		run ftctl-long \$n /tmp/f.dat "env FTCTL_TIMING=1 ftctl -B hot record -o /tmp/f.dat"
 	fi
 done
 echo 0 > \$I/tracing_on
@@ -106,7 +129,9 @@ for k in $kernels; do
 	"$here/run.sh" --kernel "$k" --mode cmd --script "$guest" --timeout ${BENCH_TIMEOUT:-900} --log "$log" \
 		--file "$build/ftctl-rec:/bin/ftctl" --bin "$tracecmd:/usr/bin/trace-cmd" >/dev/null 2>&1 || echo "bench-record: the $k boot failed; see $log" >&2
 	echo "== kernel $k ($(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]*' "$log" | sed 's/.*=//')), $(date -u '+%F %H:%M'), ftctl $(cd "$top" && git describe --always --dirty); host load $(cut -d' ' -f1-3 /proc/loadavg), other VMs $(pgrep -c -x qemu-system-x86 || true)"
-	grep -a -E '^(BENCHINFO|STDERR|TCSTAT)' "$log" || true
+	grep -a -E '^(BENCHINFO|STDERR|TCSTAT|TIMING)' "$log" || true
+	grep -a '^BENCHIDLE' "$log" | awk '{ C[$2] = C[$2] sprintf(" %.2f", $6) } END {
+		if ("kallsyms" in C) printf "fixed CPU (s), each run: cat /proc/kallsyms%s; ftctl idle%s; trace-cmd idle%s\n", C["kallsyms"], C["ftctl-idle"], C["trace-cmd-idle"] }'
 	grep -a -E '^(BENCHREC|BENCHTCFILE|BENCHGEN)' "$log" | awk -v S="${SECONDS_RUN:-5}" -v L="${LONG_RUN:-$((3 * ${SECONDS_RUN:-5}))}" '
 		function pct(a, b) { return b ? 100 * a / b : 0 }
 		$1 == "BENCHTCFILE" { TF[$3] = $5; next }
