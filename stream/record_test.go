@@ -271,22 +271,30 @@ func recordBriefly(t *testing.T, rec *Recorder, dir string) *tracedat.File {
 	return readDat(t, out)
 }
 
+// idleRecorder is a recorder of one CPU with nothing to read; early: its trace_pipe_raw a FIFO
+// and buffer_percent 50, so that a CPU past it would end a wait (Splicer.WakesEarly).
+func idleRecorder(t *testing.T, early bool) *Recorder {
+	t.Helper()
+	fs := rawFS(t, map[int][]string{0: {"one"}})
+	root := fs.Mount.Path
+	if early {
+		p := filepath.Join(root, "per_cpu/cpu0/trace_pipe_raw")
+		os.Remove(p)
+		if err := unix.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(root, "buffer_percent"), []byte("50\n"), 0o644)
+	}
+	rec, _, _ := testRecorder(t, fs)
+	return rec
+}
+
 // An idle recording waits up to a second between moves where a CPU past buffer_percent ends
 // the wait early (an epoll of the CPUs' files: FIFOs here), and up to 100 ms where nothing
 // would (buffer_percent 0, or regular files).
 func TestRecorderPaceIdle(t *testing.T) {
 	for _, early := range []bool{true, false} {
-		fs := rawFS(t, map[int][]string{0: {"one"}})
-		root := fs.Mount.Path
-		if early {
-			p := filepath.Join(root, "per_cpu/cpu0/trace_pipe_raw")
-			os.Remove(p)
-			if err := unix.Mkfifo(p, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			os.WriteFile(filepath.Join(root, "buffer_percent"), []byte("50\n"), 0o644)
-		}
-		rec, _, _ := testRecorder(t, fs)
+		rec := idleRecorder(t, early)
 		if got := rec.sp.WakesEarly(); got != early {
 			t.Fatalf("early %v: WakesEarly %v", early, got)
 		}
@@ -305,17 +313,7 @@ func TestRecorderEndsPromptly(t *testing.T) {
 	const after, slack = 300 * time.Millisecond, 200 * time.Millisecond
 	for _, early := range []bool{true, false} {
 		for _, how := range []string{"duration", "interrupt", "done"} {
-			fs := rawFS(t, map[int][]string{0: {"one"}})
-			root := fs.Mount.Path
-			if early {
-				p := filepath.Join(root, "per_cpu/cpu0/trace_pipe_raw")
-				os.Remove(p)
-				if err := unix.Mkfifo(p, 0o600); err != nil {
-					t.Fatal(err)
-				}
-				os.WriteFile(filepath.Join(root, "buffer_percent"), []byte("50\n"), 0o644)
-			}
-			rec, _, _ := testRecorder(t, fs)
+			rec := idleRecorder(t, early)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			o := RecordOptions{Done: done}
