@@ -328,6 +328,14 @@ func TestRecordEndsCleanly(t *testing.T) {
 		if r.code != 0 || reportCount(t, out) == 0 {
 			t.Errorf("%v", r)
 		}
+		// it ends at 2 s, not at the end of a wait that may last a second (buffer_percent
+		// wakes the recorder early in a session's instance, so it waits up to a second)
+		var secs float64
+		if m := regexp.MustCompile(` lost in ([0-9.]+) s `).FindStringSubmatch(r.stderr); m == nil {
+			t.Errorf("no duration in the summary: %v", r)
+		} else if secs, _ = strconv.ParseFloat(m[1], 64); secs < 2 || secs > 2.4 {
+			t.Errorf("--duration 2s recorded for %.1f s: %v", secs, r)
+		}
 		checkWorld(t, before)
 	})
 	t.Run("count", func(t *testing.T) {
