@@ -324,18 +324,18 @@ func TestRecordEndsCleanly(t *testing.T) {
 	}
 	t.Run("duration", func(t *testing.T) {
 		out := filepath.Join(dir, "d.dat")
-		r := ftctlRun(t, append(args, "--duration", "1500ms", "-o", out)...)
+		r := ftctlRun(t, append(args, "--duration", "1200ms", "-o", out)...)
 		if r.code != 0 || reportCount(t, out) == 0 {
 			t.Errorf("%v", r)
 		}
-		// it ends at 1.5 s, not at the end of a wait: buffer_percent wakes the recorder early
+		// it ends at 1.2 s, not at the end of a wait: buffer_percent wakes the recorder early
 		// in a session's instance, so an idle one waits a second between moves, and ended at
 		// 2.0 s before aa07560 (a whole number of seconds would hide it)
 		var secs float64
 		if m := regexp.MustCompile(` lost in ([0-9.]+) s `).FindStringSubmatch(r.stderr); m == nil {
 			t.Errorf("no duration in the summary: %v", r)
-		} else if secs, _ = strconv.ParseFloat(m[1], 64); secs < 1.5 || secs > 1.9 {
-			t.Errorf("--duration 1500ms recorded for %.1f s: %v", secs, r)
+		} else if secs, _ = strconv.ParseFloat(m[1], 64); secs < 1.2 || secs > 1.8 {
+			t.Errorf("--duration 1200ms recorded for %.1f s: %v", secs, r)
 		}
 		checkWorld(t, before)
 	})
@@ -572,7 +572,7 @@ func TestRecordSessionOptions(t *testing.T) {
 	before := sessionWorld(t)
 	out := filepath.Join(t.TempDir(), "opts.dat")
 	r := ftctlRun(t, "record", "-e", "sched:sched_switch", "--filter", "prev_pid == 0", "--clock", "global",
-		"-O", "irq-info=0", "--duration", "1500ms", "-o", out)
+		"-O", "irq-info=0", "--duration", "1200ms", "-o", out)
 	if r.code != 0 {
 		t.Fatalf("record: %v", r)
 	}
