@@ -463,11 +463,13 @@ func (r *Recorder) Run(ctx context.Context, o RecordOptions) error {
 	start := time.Now()
 	defer func() { r.Stats.Seconds = time.Since(start).Seconds() }()
 	r.noteSelf()
-	// stop closes when the recording is to end, which ends a wait at once: up to a second,
-	// idle, where buffer_percent wakes the recorder
-	stop, finished := make(chan struct{}), make(chan struct{})
-	defer close(finished)
+	// the end of the recording interrupts the wait under way: up to a second, idle, where
+	// buffer_percent wakes the recorder (one goroutine for the whole run: one per wait would
+	// wake a thread each time)
+	finished, exited := make(chan struct{}), make(chan struct{})
+	defer func() { close(finished); <-exited }()
 	go func() {
+		defer close(exited)
 		var deadline <-chan time.Time
 		if o.Duration > 0 {
 			t := time.NewTimer(o.Duration - time.Since(start))
@@ -479,8 +481,9 @@ func (r *Recorder) Run(ctx context.Context, o RecordOptions) error {
 		case <-deadline:
 		case <-o.Done:
 		case <-finished:
+			return
 		}
-		close(stop)
+		r.sp.Interrupt()
 	}()
 	every := o.ProgressEvery
 	if every <= 0 {
@@ -552,7 +555,7 @@ func (r *Recorder) Run(ctx context.Context, o RecordOptions) error {
 		}
 		r.Stats.Waits++
 		// poll ends early when a CPU is past buffer_percent (not 0): a burst the pace missed
-		r.sp.Wait(pace, stop)
+		r.sp.Wait(pace)
 	}
 }
 

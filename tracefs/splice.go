@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -40,6 +42,10 @@ type Splicer struct {
 	ep     *os.File
 	epConn syscall.RawConn
 	events []unix.EpollEvent
+	// interrupted (Interrupt) ends every Wait at once; interrupt closes with it
+	interrupted   atomic.Bool
+	interrupt     chan struct{}
+	interruptOnce sync.Once
 }
 
 // spliceChunk is how many pages one splice asks for: 256 (1 MiB of 4 KiB pages, the default
@@ -54,7 +60,7 @@ func (i *Instance) OpenSplicer() (*Splicer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Splicer{dir: dir, fs: i.fs, pageSize: i.subbufSize()}
+	s := &Splicer{dir: dir, fs: i.fs, pageSize: i.subbufSize(), interrupt: make(chan struct{})}
 	// buffer_percent: 5.1+; 0, or without the file, poll says readable whenever a CPU's
 	// buffer is not empty, which is always under a hot filter (the reader's own events)
 	if b, err := i.ReadFile("buffer_percent"); err == nil {
@@ -265,32 +271,24 @@ func (s *Splicer) WakesEarly() bool { return s.pollCPUs }
 // when the CPUs' sizes differ or it could not be read.
 func (s *Splicer) BufferBytes() int64 { return s.bufBytes }
 
-// Wait blocks until some CPU's buffer is past buffer_percent, d passes, or stop closes. With
-// buffer_percent 0 (or no such file) it sleeps d: poll would return at once.
-func (s *Splicer) Wait(d time.Duration, stop <-chan struct{}) {
+// Wait blocks until some CPU's buffer is past buffer_percent, d passes, or Interrupt is
+// called. With buffer_percent 0 (or no such file) it sleeps d: poll would return at once.
+func (s *Splicer) Wait(d time.Duration) {
 	if !s.pollCPUs {
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
 		case <-t.C:
-		case <-stop:
+		case <-s.interrupt:
 		}
 		return
 	}
 	if s.ep != nil {
+		// Interrupt moves the deadline into the past after it marks the Splicer: one that came
+		// before the deadline below is seen by the look at the mark after it
 		if s.ep.SetReadDeadline(time.Now().Add(d)) == nil {
-			// stop ends the read as a deadline passed does; set after the deadline above, it
-			// cannot be overwritten by it
-			ended := make(chan struct{})
-			defer close(ended)
-			if stop != nil {
-				go func() {
-					select {
-					case <-stop:
-						s.ep.SetReadDeadline(time.Unix(1, 0))
-					case <-ended:
-					}
-				}()
+			if s.interrupted.Load() {
+				return
 			}
 			// ready when a CPU is; a deadline passed ends the read with an error
 			s.epConn.Read(func(fd uintptr) bool {
@@ -300,22 +298,29 @@ func (s *Splicer) Wait(d time.Duration, stop <-chan struct{}) {
 			return
 		}
 	}
-	// no epoll instance: poll(2) in slices of 100 ms at most, looking at stop between them
-	for end := time.Now().Add(d); ; {
+	// no epoll instance: poll(2) in slices of 100 ms at most, looking at the mark between them
+	for end := time.Now().Add(d); !s.interrupted.Load(); {
 		left := time.Until(end)
 		if left <= 0 {
 			return
-		}
-		select {
-		case <-stop:
-			return
-		default:
 		}
 		n, err := unix.Poll(s.pollFDs, max(1, int(min(left, 100*time.Millisecond)/time.Millisecond)))
 		if n > 0 || (err != nil && err != unix.EINTR) {
 			return
 		}
 	}
+}
+
+// Interrupt ends the Wait under way, and every later one, at once: the recording is over. It
+// may be called from any goroutine, more than once.
+func (s *Splicer) Interrupt() {
+	s.interruptOnce.Do(func() {
+		s.interrupted.Store(true)
+		close(s.interrupt)
+		if s.ep != nil {
+			s.ep.SetReadDeadline(time.Unix(1, 0))
+		}
+	})
 }
 
 // Close closes the files and pipes. Calling it again does nothing.

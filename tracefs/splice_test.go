@@ -43,7 +43,7 @@ func TestSplicerWaitParked(t *testing.T) {
 		writers = append(writers, w)
 	}
 	start := time.Now()
-	s.Wait(300*time.Millisecond, nil)
+	s.Wait(300 * time.Millisecond)
 	if d := time.Since(start); d < 250*time.Millisecond || d > 2*time.Second {
 		t.Errorf("Wait(300ms) with nothing to read took %v", d)
 	}
@@ -52,13 +52,13 @@ func TestSplicerWaitParked(t *testing.T) {
 		writers[1].Write([]byte("page"))
 	}()
 	start = time.Now()
-	s.Wait(5*time.Second, nil)
+	s.Wait(5 * time.Second)
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("Wait(5s) did not end when CPU 1 had data: %v", d)
 	}
 	// data left unread: the next Wait ends at once
 	start = time.Now()
-	s.Wait(5*time.Second, nil)
+	s.Wait(5 * time.Second)
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("Wait(5s) with data unread took %v", d)
 	}
@@ -78,7 +78,7 @@ func TestSplicerWaitParked(t *testing.T) {
 	before := threads()
 	done := make(chan struct{})
 	for _, o := range many {
-		go func() { o.Wait(500*time.Millisecond, nil); done <- struct{}{} }()
+		go func() { o.Wait(500 * time.Millisecond); done <- struct{}{} }()
 	}
 	time.Sleep(200 * time.Millisecond)
 	runtime.Gosched()
@@ -87,5 +87,38 @@ func TestSplicerWaitParked(t *testing.T) {
 	}
 	for range 20 {
 		<-done
+	}
+}
+
+// Interrupt ends the Wait under way at once, and every later one: through Go's poller (FIFOs
+// and buffer_percent), and where Wait sleeps (buffer_percent 0).
+func TestSplicerInterrupt(t *testing.T) {
+	for _, percent := range []string{"50", "0"} {
+		dir := t.TempDir()
+		os.MkdirAll(filepath.Join(dir, "per_cpu", "cpu0"), 0o755)
+		if err := unix.Mkfifo(filepath.Join(dir, "per_cpu", "cpu0", "trace_pipe_raw"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "buffer_percent"), []byte(percent+"\n"), 0o644)
+		s, err := (&FS{Mount: Mount{Path: dir}}).Top().OpenSplicer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if got := s.WakesEarly(); got != (percent != "0") {
+			t.Fatalf("buffer_percent %s: WakesEarly %v", percent, got)
+		}
+		time.AfterFunc(200*time.Millisecond, s.Interrupt)
+		start := time.Now()
+		s.Wait(5 * time.Second)
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("buffer_percent %s: Wait(5s) interrupted after 200 ms took %v", percent, d)
+		}
+		s.Interrupt() // again: nothing
+		start = time.Now()
+		s.Wait(5 * time.Second)
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("buffer_percent %s: Wait(5s) after Interrupt took %v", percent, d)
+		}
 	}
 }
