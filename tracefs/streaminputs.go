@@ -221,7 +221,7 @@ func (f *FS) Kallsyms(ctx context.Context) ([]byte, error) {
 		// way, a few hundred µs under emulation. Made the usual way, each is long enough for
 		// Go's sysmon to take the processor from the system call, and ~1,600 of them kept it
 		// polling: in the VM (6.1) ftctl's read cost a median 0.78 s where `cat /proc/kallsyms`
-		// cost 0.30-0.35; raw, a median 0.33 where cat cost 0.31-0.77 (BENCHMARKS.md)
+		// cost 0.30-0.35; raw, a median 0.39 where cat's was 0.40 (BENCHMARKS.md)
 		m, err := rawRead(int(fd.Fd()), b[n:min(n+procReadSize, len(b))])
 		if err == unix.EINTR {
 			continue
