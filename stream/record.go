@@ -66,8 +66,8 @@ type Recorder struct {
 	NameSelf bool
 	self     map[int]bool
 
-	// Phase, when set, is called as each phase of the recording ends ("header", "formats
-	// scan", "file"...): FTCTL_TIMING prints what each took.
+	// Phase, when set, is called as each phase of the recording ends ("header: kallsyms", "formats
+	// scan", "file written"...): FTCTL_TIMING prints what each took.
 	Phase func(name string)
 
 	Stats RecordStats
