@@ -141,8 +141,8 @@ func histRun(ctx context.Context, opts *HistOptions) error {
 	if !top.Has("events/" + system + "/" + event + "/format") {
 		return InvalidInput(fmt.Errorf("no event %s:%s (events/%s/%s does not exist; 'ftctl list events' lists them)", safe(system), safe(event), safe(system), safe(event)))
 	}
-	readme, _ := top.ReadFile("README")
-	if !top.Has("events/"+system+"/"+event+"/hist") || !strings.Contains(string(readme), "hist trigger") {
+	ft := fs.DetectFeatures()
+	if !top.Has("events/"+system+"/"+event+"/hist") || !ft.HistTriggers {
 		return &tracefs.Error{Op: "open", Path: fs.Path("events/" + system + "/" + event + "/hist"), Class: tracefs.ErrUnavailable,
 			Reason: "this kernel has no hist triggers (CONFIG_HIST_TRIGGERS)"}
 	}
@@ -150,7 +150,7 @@ func histRun(ctx context.Context, opts *HistOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := t.Check(format, hist.KernelOf(string(readme))); err != nil {
+	if err := t.Check(format, hist.KernelOf(ft.Hist)); err != nil {
 		return histInvalid(err)
 	}
 	s, err := session.New(fs, session.NewID(os.Getpid()), session.Spec{})

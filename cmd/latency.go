@@ -135,10 +135,9 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 		return err
 	}
 	top := fs.Top()
-	readme, _ := top.ReadFile("README")
 	ft := fs.DetectFeatures()
 	switch {
-	case !top.Has("synthetic_events") || !strings.Contains(string(readme), "hist trigger"):
+	case !ft.SyntheticEvents || !ft.HistTriggers:
 		return &tracefs.Error{Op: "open", Path: fs.Path("synthetic_events"), Class: tracefs.ErrUnavailable,
 			Reason: "this kernel has no hist triggers or synthetic events (CONFIG_HIST_TRIGGERS, CONFIG_SYNTH_EVENTS), which latency is computed with"}
 	case !ft.Probe.Fprobe && !ft.KprobeEvents:

@@ -56,7 +56,8 @@ type Counter struct {
 	fs      *tracefs.FS
 	s       *session.Session
 	pid     int
-	trigger string        // Hist: the trigger written; Event: the trigger to write
+	trigger string // Hist: the trigger written; Event: the trigger to write
+	hist    tracefs.HistFeatures
 	event   *EventOptions // Event: the event counted
 
 	// Stream
@@ -92,15 +93,14 @@ func New(fs *tracefs.FS, o Options) (*Counter, error) {
 			funcs = append(funcs, k)
 		}
 	}
-	readme, _ := top.ReadFile("README")
 	ft := fs.DetectFeatures()
 	pk := probes.NewKernel(fs)
 	k := Kernel{
-		HistTriggers:   strings.Contains(string(readme), "hist trigger"),
-		Fprobe:         ft.Probe.Fprobe && top.Has("dynamic_events"),
+		HistTriggers:   ft.HistTriggers,
+		Fprobe:         ft.Probe.Fprobe && ft.DynamicEvents,
 		Kprobe:         ft.KprobeEvents,
 		FunctionTracer: ft.FunctionTracer,
-		Profiler:       top.Has("function_profile_enabled"),
+		Profiler:       ft.FunctionProfiler,
 		SymbolCount:    pk.SymbolCount,
 	}
 	choice, err := Choose(funcs, o.Method, k)
@@ -118,7 +118,7 @@ func New(fs *tracefs.FS, o Options) (*Counter, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Counter{Choice: choice, fs: fs, s: s}
+	c := &Counter{Choice: choice, fs: fs, s: s, hist: ft.Hist}
 	c.SetPID(o.PID)
 	return c, nil
 }
@@ -184,8 +184,7 @@ func (c *Counter) Arm() error {
 	if err != nil {
 		return err
 	}
-	readme, _ := c.fs.Top().ReadFile("README")
-	if err := t.Check(format, hist.KernelOf(string(readme))); err != nil {
+	if err := t.Check(format, hist.KernelOf(c.hist)); err != nil {
 		return err
 	}
 	text := t.String()

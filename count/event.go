@@ -32,8 +32,8 @@ func NewEvent(fs *tracefs.FS, o EventOptions) (*Counter, error) {
 	if bad(o.System) || bad(o.Event) || !top.Has(dir+"/format") {
 		return nil, fmt.Errorf("%w: no event %s:%s ('ftctl list events' lists them)", ErrMethod, o.System, o.Event)
 	}
-	readme, _ := top.ReadFile("README")
-	if !top.Has(dir+"/hist") || !strings.Contains(string(readme), "hist trigger") {
+	ft := fs.DetectFeatures()
+	if !top.Has(dir+"/hist") || !ft.HistTriggers {
 		return nil, fmt.Errorf("%w: this kernel has no hist triggers (CONFIG_HIST_TRIGGERS)", tracefs.ErrUnavailable)
 	}
 	t, err := hist.Parse(o.Keys, nil, "", 0, "")
@@ -44,14 +44,14 @@ func NewEvent(fs *tracefs.FS, o EventOptions) (*Counter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := t.Check(format, hist.KernelOf(string(readme))); err != nil {
+	if err := t.Check(format, hist.KernelOf(ft.Hist)); err != nil {
 		return nil, err
 	}
 	s, err := session.New(fs, session.NewID(os.Getpid()), session.Spec{})
 	if err != nil {
 		return nil, err
 	}
-	c := &Counter{fs: fs, s: s, event: &o, trigger: t.String()}
+	c := &Counter{fs: fs, s: s, event: &o, trigger: t.String(), hist: ft.Hist}
 	c.Choice = Choice{Method: Event, Why: fmt.Sprintf("a hist trigger on %s:%s keyed by %s, counted in the kernel", o.System, o.Event, strings.Join(o.Keys, ","))}
 	return c, nil
 }

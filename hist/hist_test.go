@@ -51,15 +51,15 @@ func TestKernelModifiers(t *testing.T) {
 		"6.12": "hex sym sym-offset execname syscall log2 buckets usecs percent graph",
 	}
 	for _, k := range kernels {
-		got := KernelOf(readme(t, k))
+		got := KernelOf(tracefs.ParseHistReadme(readme(t, k)))
 		if s := strings.Join(got.Modifiers, " "); s != want[k] {
 			t.Errorf("%s: modifiers %q, want %q", k, s, want[k])
 		}
 	}
-	if got := KernelOf(readme(t, "6.1")).Stacktrace; len(got) != 1 || got[0] != "stacktrace" {
+	if got := KernelOf(tracefs.ParseHistReadme(readme(t, "6.1"))).Stacktrace; len(got) != 1 || got[0] != "stacktrace" {
 		t.Errorf("6.1 stack key %v, want stacktrace (seen: common_stacktrace refused)", got)
 	}
-	if got := KernelOf(readme(t, "6.12")).Stacktrace; got[0] != "common_stacktrace" {
+	if got := KernelOf(tracefs.ParseHistReadme(readme(t, "6.12"))).Stacktrace; got[0] != "common_stacktrace" {
 		t.Errorf("6.12 stack key %v", got)
 	}
 }
@@ -91,7 +91,7 @@ func TestTriggerString(t *testing.T) {
 // and what they took is taken.
 func TestCheck(t *testing.T) {
 	for _, k := range kernels {
-		kern := KernelOf(readme(t, k))
+		kern := KernelOf(tracefs.ParseHistReadme(readme(t, k)))
 		read := format(t, k, "syscalls.sys_enter_openat")
 		for _, c := range []struct {
 			keys, vals []string
@@ -318,7 +318,7 @@ func FuzzTrigger(f *testing.F) {
 				t.Fatalf("%q: key %q reads back as %q", s, tr.Keys[i], keys[i])
 			}
 		}
-		tr.Check(nil2format(), KernelOf(""))
+		tr.Check(nil2format(), KernelOf(tracefs.HistFeatures{}))
 	})
 }
 

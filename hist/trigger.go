@@ -85,10 +85,10 @@ const (
 	cpuField        = "cpu"
 )
 
-// stacktraceKey is the special key of the call stack: "common_stacktrace" since 6.5,
+// stacktraceKeys names the special key of the call stack: "common_stacktrace" since 6.5,
 // "stacktrace" before (seen: 6.1 refuses common_stacktrace; 6.12 takes both as one).
-func stacktraceKeys(readme string) []string {
-	if strings.Contains(readme, "'common_stacktrace'") {
+func stacktraceKeys(h tracefs.HistFeatures) []string {
+	if h.CommonStacktrace {
 		return []string{"common_stacktrace", "stacktrace"}
 	}
 	return []string{"stacktrace"}
@@ -102,9 +102,9 @@ type Kernel struct {
 	Stacktrace []string
 }
 
-// KernelOf reads what the checks need from the tracefs README's text.
-func KernelOf(readme string) Kernel {
-	return Kernel{Modifiers: tracefs.HistModifiers(readme), Stacktrace: stacktraceKeys(readme)}
+// KernelOf is what the checks need of the kernel's hist features (tracefs.Features.Hist).
+func KernelOf(h tracefs.HistFeatures) Kernel {
+	return Kernel{Modifiers: h.Modifiers, Stacktrace: stacktraceKeys(h)}
 }
 
 // The table's limits (kernel/trace/tracing_map.h): size= is rounded up to a power of two

@@ -24,7 +24,35 @@ type Features struct {
 	FunctionTracer bool // "function" in available_tracers
 	FunctionGraph  bool // "function_graph" in available_tracers
 	TracefsGid     bool // the README documents the gid= mount option (6.3)
-	Probe          ProbeFeatures
+	// HistTriggers: the README documents hist triggers (CONFIG_HIST_TRIGGERS); an event takes
+	// one when its directory also has a hist file.
+	HistTriggers bool
+	// SyntheticEvents: synthetic_events exists (CONFIG_SYNTH_EVENTS).
+	SyntheticEvents bool
+	// FunctionProfiler: function_profile_enabled exists (CONFIG_FUNCTION_PROFILER; none of the
+	// VM kernels has it).
+	FunctionProfiler bool
+	Probe            ProbeFeatures
+	Hist             HistFeatures
+}
+
+// HistFeatures is the hist trigger grammar this kernel announces in its README.
+type HistFeatures struct {
+	// Modifiers of a key or value ("hex", "sym", ..., "buckets"; 6.12 adds "percent" and
+	// "graph"): see HistModifiers.
+	Modifiers []string
+	// CommonStacktrace: the stack key is named common_stacktrace (6.5); before, only
+	// "stacktrace" (seen: 6.1 refuses common_stacktrace; 6.12 takes both as one).
+	CommonStacktrace bool
+}
+
+// ParseHistReadme reads the hist trigger grammar out of the tracefs README text; the zero value
+// when the kernel has no hist triggers.
+func ParseHistReadme(readme string) HistFeatures {
+	return HistFeatures{
+		Modifiers:        HistModifiers(readme),
+		CommonStacktrace: strings.Contains(readme, "'common_stacktrace'"),
+	}
 }
 
 // ProbeFeatures is the kprobe_events grammar this kernel accepts, read off the README's
@@ -91,10 +119,16 @@ func (f *FS) DetectFeatures() Features {
 		FtracePid:     top.Has("set_ftrace_pid"),
 		FunctionFork:  top.Has("options/function-fork"),
 		RecordTgid:    top.Has("options/record-tgid"),
+
+		SyntheticEvents:  top.Has("synthetic_events"),
+		FunctionProfiler: top.Has("function_profile_enabled"),
 	}
 	ft.IndexWrites = f.IndexWrites()
 	if b, err := top.ReadFile("README"); err == nil {
-		ft.Probe, ft.TracefsGid = ParseReadme(string(b))
+		readme := string(b)
+		ft.Probe, ft.TracefsGid = ParseReadme(readme)
+		ft.HistTriggers = strings.Contains(readme, "hist trigger")
+		ft.Hist = ParseHistReadme(readme)
 	}
 	if b, err := top.ReadFile("available_tracers"); err == nil {
 		for _, t := range strings.Fields(string(b)) {
@@ -138,6 +172,9 @@ func (ft Features) Names() []string {
 	add(ft.FunctionTracer, "function-tracer")
 	add(ft.FunctionGraph, "function-graph-tracer")
 	add(ft.TracefsGid, "tracefs-gid-option")
+	add(ft.HistTriggers, "hist-triggers")
+	add(ft.SyntheticEvents, "synthetic-events")
+	add(ft.FunctionProfiler, "function-profiler")
 	p := ft.Probe
 	if ft.KprobeEvents || ft.DynamicEvents {
 		add(p.MaxActive, "probe-maxactive")

@@ -202,3 +202,34 @@ func TestExplains(t *testing.T) {
 		}
 	}
 }
+
+// One feature set, read off the files: the hist trigger grammar and the synthetic events come
+// from the README and the files present, as the probe grammar does, so no caller reads the
+// README again to decide.
+func TestDetectFeaturesHist(t *testing.T) {
+	for _, k := range []string{"6.1", "6.12"} {
+		fs := fakeTracefs(t, k)
+		ft := fs.DetectFeatures()
+		if !ft.HistTriggers || ft.SyntheticEvents || ft.FunctionProfiler {
+			t.Errorf("%s: hist %v synthetic %v profiler %v, want true false false", k, ft.HistTriggers, ft.SyntheticEvents, ft.FunctionProfiler)
+		}
+		if ft.Hist.CommonStacktrace != (k == "6.12") {
+			t.Errorf("%s: common_stacktrace %v", k, ft.Hist.CommonStacktrace)
+		}
+		if len(ft.Hist.Modifiers) == 0 {
+			t.Errorf("%s: no hist modifiers", k)
+		}
+		if err := os.WriteFile(fs.Path("synthetic_events"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if ft := fs.DetectFeatures(); !ft.SyntheticEvents || !strings.Contains(strings.Join(ft.Names(), " "), "hist-triggers") {
+			t.Errorf("%s: synthetic_events present, features %v", k, ft.Names())
+		}
+		if err := os.WriteFile(fs.Path("README"), []byte("tracing mini-HOWTO:\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if ft := fs.DetectFeatures(); ft.HistTriggers || len(ft.Hist.Modifiers) != 0 {
+			t.Errorf("%s: a README without hist triggers: %+v", k, ft.Hist)
+		}
+	}
+}

@@ -125,7 +125,8 @@ func TestStatusRealKernel(t *testing.T) {
 		t.Errorf("lockdown %+v", st.Lockdown)
 	}
 	for _, want := range []string{"instances", "error-log", "kprobe-events", "dynamic-events", "dynamic-ftrace",
-		"filter-index-writes", "function-tracer", "function-graph-tracer", "function-fork", "ftrace-pid"} {
+		"filter-index-writes", "function-tracer", "function-graph-tracer", "function-fork", "ftrace-pid",
+		"hist-triggers", "synthetic-events"} {
 		if !slices.Contains(st.Features, want) {
 			t.Errorf("feature %s missing: %v", want, st.Features)
 		}
