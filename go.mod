@@ -13,6 +13,7 @@ require (
 	github.com/cilium/ebpf v0.22.0
 	github.com/gobwas/glob v1.1.0
 	github.com/klauspost/compress v1.18.0
+	github.com/moby/sys/mountinfo v0.7.2
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	golang.org/x/sys v0.49.0

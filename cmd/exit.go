@@ -18,7 +18,7 @@ const (
 	ExitFailure     = 1   // any other failure
 	ExitInvalid     = 2   // invalid input: bad flag, argument, pattern or name; nothing changed
 	ExitRejected    = 3   // the kernel rejected what was written (its reason is shown)
-	ExitUnavailable = 4   // permission denied, forbidden (lockdown), tracefs or a feature missing
+	ExitUnavailable = 4   // permission denied, forbidden (lockdown), tracefs read-only, or tracefs or a feature missing
 	ExitBusy        = 5   // busy: another ftctl holds the lock, or the kernel said EBUSY
 	ExitInterrupted = 130 // interrupted with no signal to name (Ctrl-C in the console, a cancelled context)
 
@@ -44,9 +44,9 @@ type ExitStatus struct {
 var ExitStatuses = []ExitStatus{
 	{ExitOK, "success"},
 	{ExitFailure, "any other failure (e.g. the kernel's list did not match the plan after a retry; the previous list was restored)"},
-	{ExitInvalid, "invalid input: a bad flag, argument, pattern (or one matching nothing) or instance name, a missing instance for a read, a change that would leave the filter empty, a clear refused while tracing; nothing was changed"},
+	{ExitInvalid, "invalid input: a bad flag, argument, pattern (or one matching nothing) or instance name, a missing instance for a read, a --tracefs that is a file, a change that would leave the filter empty, a clear refused while tracing; nothing was changed"},
 	{ExitRejected, "the kernel rejected what was written (its reason is shown, with error_log where it has one)"},
-	{ExitUnavailable, "permission denied, forbidden (lockdown, policy), tracefs not mounted, or a control file or feature this kernel lacks"},
+	{ExitUnavailable, "permission denied, forbidden (lockdown, policy), tracefs not mounted or mounted read-only, or a control file or feature this kernel lacks"},
 	{ExitBusy, "busy: another ftctl holds the lock past `--lock-timeout`, or the kernel said EBUSY"},
 	{ExitTraceFailed, "`ftctl trace -- COMMAND` only: ftctl itself failed (any of 1-5 above, its message says which); otherwise the command's own status is ftctl's"},
 	{ExitCommandCannotRun, "`ftctl trace -- COMMAND` only: COMMAND was found but cannot be run (not executable)"},
@@ -142,7 +142,7 @@ func ExitCode(err error) int {
 		return ExitRejected
 	case errors.Is(err, tracefs.ErrNotMounted), errors.Is(err, tracefs.ErrPermission),
 		errors.Is(err, tracefs.ErrForbidden), errors.Is(err, tracefs.ErrDisabled),
-		errors.Is(err, tracefs.ErrUnavailable):
+		errors.Is(err, tracefs.ErrUnavailable), errors.Is(err, tracefs.ErrReadOnly):
 		return ExitUnavailable
 	}
 	return ExitFailure

@@ -59,18 +59,25 @@ func kernelFiles(fs *tracefs.FS) *tracefs.FS {
 	return fs
 }
 
+// tracefsRoot is the tracing directory the user named, and how: --tracefs, else $FTCTL_TRACEFS;
+// "" when neither (tracefs is then looked for in /proc/self/mountinfo).
+func (g *Globals) tracefsRoot() (root, found string) {
+	if g.TracefsDir != "" {
+		return g.TracefsDir, "--tracefs"
+	}
+	if v := os.Getenv("FTCTL_TRACEFS"); v != "" {
+		return v, "FTCTL_TRACEFS"
+	}
+	return "", ""
+}
+
 // FS locates tracefs once per command. A missing tracefs is ErrNotMounted (exit 4) with the
 // command that mounts it.
 func (g *Globals) FS() (*tracefs.FS, error) {
 	if g.fs != nil {
 		return g.fs, nil
 	}
-	root, found := g.TracefsDir, "--tracefs"
-	if root == "" {
-		if v := os.Getenv("FTCTL_TRACEFS"); v != "" {
-			root, found = v, "FTCTL_TRACEFS"
-		}
-	}
+	root, found := g.tracefsRoot()
 	fs, err := tracefs.Open(root, found)
 	if err != nil {
 		return nil, err

@@ -46,7 +46,8 @@ when tracefs is not mounted (mount it with 'ftctl mount').`,
 const statusJSON = `One object (fields shown with example values):
 
   {"tracefs": {"path": "/sys/kernel/tracing", "fstype": "tracefs",
-               "found": "mountinfo", "options": "rw"},
+               "found": "mountinfo", "options": "rw,nosuid,nodev,noexec,relatime",
+               "super_options": "rw", "read_only": false},
    "kernel": "6.12.117+deb12-amd64",
    "lockdown": {"current": "none",
                 "levels": ["none", "integrity", "confidentiality"]},
@@ -74,7 +75,9 @@ const statusJSON = `One object (fields shown with example values):
                     "errno": "ENOENT",
                     "reason": "kernel built without CONFIG_KPROBE_EVENTS"}]}
 
-lockdown.current is "" when the state cannot be read, with a note saying why (and no
+tracefs.options are the mount's own options and super_options the file system's (absent when
+tracefs was given by --tracefs); read_only is true when writes fail with EROFS (a container's
+read-only bind mount), found from the mount's flags. lockdown.current is "" when the state cannot be read, with a note saying why (and no
 levels). An instance named "" is the top level. tracing_on is null when unreadable; buffer_size_kb is
 per CPU, null when CPUs differ; buffer_allocated false means the buffer is still the boot-time
 minimum until tracing first starts. filter and notrace are null when the file cannot be read;
@@ -114,6 +117,9 @@ func printStatus(w io.Writer, st *tracefs.Status) error {
 		fstype = "unknown filesystem"
 	}
 	k.line("tracefs", "%s (%s, %s)", safe(st.Tracefs.Path), fstype, how)
+	if st.Tracefs.ReadOnly {
+		k.line("", "mounted read-only (%s): reading works, every change will fail (exit 4)", safe(st.Tracefs.Options))
+	}
 	k.line("kernel", "%s", safe(st.Kernel))
 	if st.Lockdown.Current != "" {
 		k.line("lockdown", "%s", st.Lockdown.Current)

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -39,6 +40,9 @@ var (
 	// ErrBadPath: a path the user gave is unfit for what was asked (missing, or not a mount
 	// point), as opposed to a kernel that lacks something.
 	ErrBadPath = errors.New("invalid path")
+	// ErrReadOnly: EROFS, tracefs is mounted read-only here (a container's read-only bind mount,
+	// most often): reading works, writing cannot.
+	ErrReadOnly = errors.New("tracefs is mounted read-only")
 	// ErrIO: any other failure talking to the kernel.
 	ErrIO = errors.New("i/o error")
 )
@@ -153,10 +157,13 @@ func (f *FS) opError(op, path, data string, err error) error {
 	case unix.EBUSY:
 		e.Class = ErrBusy
 		e.Reason = busyReason(path)
+	case unix.EROFS:
+		e.Class = ErrReadOnly
+		e.Reason = "tracefs at " + f.Mount.Path + " is mounted read-only, as in a container given it with :ro; " +
+			"reading commands work, changes need a read-write mount"
 	case unix.ENOENT:
 		if op == "open" || op == "read" || op == "stat" {
-			e.Class = ErrUnavailable
-			e.Reason = "this kernel does not provide it"
+			e.Class, e.Reason = f.missingReason(path)
 		} else {
 			e.Class = ErrRejected
 		}
@@ -169,6 +176,32 @@ func (f *FS) opError(op, path, data string, err error) error {
 		e.Class = ErrIO
 	}
 	return e
+}
+
+// missingReason says what is missing when path does not exist: an instance that does not
+// exist (its directory is gone), a directory of the tree, or the file itself, which this kernel
+// does not provide.
+func (f *FS) missingReason(path string) (error, string) {
+	root := f.Mount.Path
+	rel, err := filepath.Rel(root, path)
+	if root == "" || err != nil || strings.HasPrefix(rel, "..") {
+		return ErrUnavailable, "it does not exist"
+	}
+	parts := strings.Split(rel, string(filepath.Separator))
+	if len(parts) >= 2 && parts[0] == "instances" && !fileExists(filepath.Join(root, "instances", parts[1])) {
+		// ErrUnavailable still: callers that walk instances take a vanished one as absent.
+		return ErrUnavailable, "there is no instance " + strconv.Quote(parts[1]) + " ('ftctl instance list' lists them)"
+	}
+	for i := len(parts) - 1; i >= 1; i-- {
+		dir := filepath.Join(append([]string{root}, parts[:i]...)...)
+		if fileExists(dir) {
+			if i < len(parts)-1 {
+				return ErrUnavailable, filepath.Join(parts[:i+1]...) + " does not exist here"
+			}
+			break
+		}
+	}
+	return ErrUnavailable, "this kernel does not provide it"
 }
 
 // permissionReason says who may open path: root, or the group tracefs was mounted with.

@@ -233,3 +233,61 @@ func TestDetectFeaturesHist(t *testing.T) {
 		}
 	}
 }
+
+// An ENOENT says what was missing: an instance, a directory of the tree, or a file this kernel
+// does not provide (every ENOENT said the last before).
+func TestMissingReason(t *testing.T) {
+	fs := fakeTracefs(t, "6.12")
+	if err := os.MkdirAll(fs.Path("instances/real/events"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for rel, want := range map[string]string{
+		"instances/typo/trace":              `there is no instance "typo"`,
+		"instances/real/events/sched/x/fmt": "instances/real/events/sched does not exist here",
+		"instances/real/no_such_file":       "this kernel does not provide it",
+		"no_such_file":                      "this kernel does not provide it",
+	} {
+		_, err := fs.Top().ReadFile(rel)
+		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want ErrUnavailable saying %q", rel, err, want)
+		}
+	}
+}
+
+// A read-only mount: EROFS is its own class (exit 4 in cmd/), and the reason says why.
+func TestReadOnlyWrite(t *testing.T) {
+	fs := fakeTracefs(t, "6.12")
+	err := fs.opError("write", fs.Path("tracing_on"), "0", unix.EROFS)
+	if !errors.Is(err, ErrReadOnly) || !errors.Is(err, unix.EROFS) || !strings.Contains(err.Error(), "mounted read-only") {
+		t.Errorf("EROFS: %v", err)
+	}
+}
+
+// A root given by --tracefs must be a tracefs or laid out as one.
+func TestLocateChecksLayout(t *testing.T) {
+	empty := t.TempDir()
+	if _, err := Locate(empty, "--tracefs"); !errors.Is(err, ErrNotMounted) || !strings.Contains(err.Error(), "no tracefs is mounted here") {
+		t.Errorf("an empty directory: %v", err)
+	}
+	debug := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(debug, "tracing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(debug, "tracing", "trace"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Locate(debug, "--tracefs"); err == nil || !strings.Contains(err.Error(), "did you mean "+filepath.Join(debug, "tracing")) {
+		t.Errorf("debugfs's root: %v", err)
+	}
+	m, err := Locate(filepath.Join(debug, "tracing"), "--tracefs")
+	if err != nil || m.ReadOnly {
+		t.Errorf("a tracing directory: %+v %v", m, err)
+	}
+	file := filepath.Join(debug, "tracing", "trace")
+	if _, err := Locate(file, "--tracefs"); !errors.Is(err, ErrBadPath) || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("a file: %v", err)
+	}
+	if _, err := Locate(filepath.Join(empty, "nope"), "FTCTL_TRACEFS"); !errors.Is(err, ErrNotMounted) {
+		t.Errorf("a missing path: %v", err)
+	}
+}

@@ -83,7 +83,6 @@ func FuzzSmallParsers(f *testing.F) {
 		}
 		ParseCPUStats(0, s)
 		findFlockHolder(strings.NewReader(s), 0, 0, 0)
-		unescapeOctal(s)
 		parseStampMicros(s)
 		for _, e := range ParseEventList(s) { // system:event, neither empty nor spanning lines
 			if e.System == "" || e.Event == "" || strings.ContainsRune(e.System+e.Event, '\n') {

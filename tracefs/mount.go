@@ -1,16 +1,15 @@
 package tracefs
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,10 +21,17 @@ const MountInfoPath = "/proc/self/mountinfo"
 
 // Mount says where tracefs is and how ftctl found it.
 type Mount struct {
-	Path    string `json:"path"`    // the tracing directory
-	FSType  string `json:"fstype"`  // "tracefs", "debugfs" (legacy debugfs/tracing), or "" when given
-	Found   string `json:"found"`   // "--tracefs", "FTCTL_TRACEFS", "mountinfo"
-	Options string `json:"options"` // the mount's super options (gid=, mode=), when known
+	Path   string `json:"path"`   // the tracing directory
+	FSType string `json:"fstype"` // "tracefs", "debugfs" (legacy debugfs/tracing), or "" when given
+	Found  string `json:"found"`  // "--tracefs", "FTCTL_TRACEFS", "mountinfo"
+	// Options are the mount's own options (ro or rw, nosuid...): a container's read-only bind
+	// mount of a read-write tracefs says ro here, not in SuperOptions.
+	Options string `json:"options"`
+	// SuperOptions are the file system's (gid=, mode=), shared by every mount of it.
+	SuperOptions string `json:"super_options"`
+	// ReadOnly: writes fail with EROFS (the mount, or the file system, is read-only). Reading
+	// commands still work.
+	ReadOnly bool `json:"read_only"`
 }
 
 // mountEntry is one line of /proc/self/mountinfo that matters to us.
@@ -33,52 +39,36 @@ type mountEntry struct {
 	MountPoint string
 	FSType     string
 	SuperOpts  string
+	MountOpts  string
 }
 
-// parseMountInfo reads /proc/self/mountinfo syntax (proc(5)): fields up to the " - "
-// separator, the mount point in field 5 with octal escapes (\040 for space).
+// parseMountInfo reads /proc/self/mountinfo syntax (proc(5)) through moby's parser, which
+// undoes the kernel's octal escapes (\040 for a space) and keeps both option sets.
 func parseMountInfo(r io.Reader) ([]mountEntry, error) {
-	var out []mountEntry
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		sep := -1
-		for i, f := range fields {
-			if f == "-" && i >= 6 {
-				sep = i
-				break
-			}
-		}
-		if sep < 0 || len(fields) < sep+3 {
-			return nil, fmt.Errorf("malformed mountinfo line %q", sc.Text())
-		}
-		e := mountEntry{MountPoint: unescapeOctal(fields[4]), FSType: fields[sep+1]}
-		if len(fields) > sep+3 {
-			e.SuperOpts = fields[sep+3]
-		}
-		out = append(out, e)
+	infos, err := mountinfo.GetMountsFromReader(r, nil)
+	if err != nil {
+		return nil, err
 	}
-	return out, sc.Err()
+	out := make([]mountEntry, 0, len(infos))
+	for _, in := range infos {
+		out = append(out, mountEntry{MountPoint: in.Mountpoint, FSType: in.FSType, SuperOpts: in.VFSOptions, MountOpts: in.Options})
+	}
+	return out, nil
 }
 
-// unescapeOctal undoes the kernel's mangling of space, tab, newline and backslash (\ooo).
-func unescapeOctal(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
+// hasOption says whether a comma-separated option list holds opt.
+func hasOption(list, opt string) bool {
+	for _, o := range strings.Split(list, ",") {
+		if o == opt {
+			return true
 		}
-		b.WriteByte(s[i])
 	}
-	return b.String()
+	return false
+}
+
+func (e mountEntry) mount(path, fstype string) Mount {
+	return Mount{Path: path, FSType: fstype, Found: "mountinfo", Options: e.MountOpts, SuperOptions: e.SuperOpts,
+		ReadOnly: hasOption(e.MountOpts, "ro") || hasOption(e.SuperOpts, "ro")}
 }
 
 // findTracefs applies the documented search order to mount entries:
@@ -89,19 +79,19 @@ func unescapeOctal(s string) string {
 func findTracefs(entries []mountEntry, exists func(string) bool) (Mount, bool) {
 	for _, e := range entries {
 		if e.FSType == "tracefs" && e.MountPoint == DefaultMountPoint {
-			return Mount{Path: e.MountPoint, FSType: "tracefs", Found: "mountinfo", Options: e.SuperOpts}, true
+			return e.mount(e.MountPoint, "tracefs"), true
 		}
 	}
 	for _, e := range entries {
 		if e.FSType == "tracefs" {
-			return Mount{Path: e.MountPoint, FSType: "tracefs", Found: "mountinfo", Options: e.SuperOpts}, true
+			return e.mount(e.MountPoint, "tracefs"), true
 		}
 	}
 	for _, e := range entries {
 		if e.FSType == "debugfs" {
 			p := filepath.Join(e.MountPoint, "tracing")
 			if exists(filepath.Join(p, "trace")) {
-				return Mount{Path: p, FSType: "debugfs", Found: "mountinfo", Options: e.SuperOpts}, true
+				return e.mount(p, "debugfs"), true
 			}
 		}
 	}
@@ -151,7 +141,7 @@ func Locate(root, found string) (Mount, error) {
 		return Mount{}, &Error{Op: "stat", Path: root, Class: class, Errno: unwrapPath(err), Reason: reason}
 	}
 	if !st.IsDir() {
-		return Mount{}, &Error{Op: "stat", Path: root, Class: ErrNotMounted, Reason: "not a directory (given by " + found + ")"}
+		return Mount{}, &Error{Op: "stat", Path: root, Class: ErrBadPath, Reason: "not a directory (given by " + found + "); tracefs is a directory such as " + DefaultMountPoint}
 	}
 	// Resolved once here: the lock opens the root with O_NOFOLLOW, and every path joins it.
 	path := filepath.Clean(root)
@@ -167,8 +157,43 @@ func Locate(root, found string) (Mount, error) {
 		case unix.DEBUGFS_MAGIC:
 			m.FSType = "debugfs"
 		}
+		// statfs reports the mount's flags (ST_RDONLY for a read-only bind of a read-write
+		// tracefs too), so a given root needs no mountinfo lookup.
+		m.ReadOnly = sfs.Flags&unix.ST_RDONLY != 0
+	}
+	if err := checkLayout(m, found); err != nil {
+		return Mount{}, err
 	}
 	return m, nil
+}
+
+// layoutFiles are files every tracing directory has (kernel/trace/trace.c
+// init_tracer_tracefs): a directory given as tracefs that holds none of them is a mistake, such
+// as --tracefs /sys/kernel/debug for /sys/kernel/debug/tracing.
+var layoutFiles = []string{"trace", "tracing_on", "current_tracer", "available_tracers", "README"}
+
+// checkLayout refuses a given root that is neither a tracefs nor laid out as one (the unit
+// tests' fakes are plain directories with tracefs's files): ErrNotMounted, since the usual
+// case is the empty mount point of an unmounted tracefs.
+func checkLayout(m Mount, found string) error {
+	if m.FSType == "tracefs" {
+		return nil
+	}
+	for _, f := range layoutFiles {
+		if fileExists(filepath.Join(m.Path, f)) {
+			return nil
+		}
+	}
+	reason := "no tracefs is mounted here and it holds none of tracefs's files (trace, tracing_on, README...); given by " + found
+	switch {
+	case fileExists(filepath.Join(m.Path, "tracing", "trace")):
+		reason += "; did you mean " + filepath.Join(m.Path, "tracing") + "?"
+	case m.FSType == "debugfs":
+		reason += "; debugfs holds tracefs in its tracing directory"
+	default:
+		reason += "; to mount it here: sudo ftctl mount " + m.Path
+	}
+	return &Error{Op: "stat", Path: m.Path, Class: ErrNotMounted, Reason: reason}
 }
 
 func unwrapPath(err error) error {
@@ -181,31 +206,35 @@ func unwrapPath(err error) error {
 
 // MountTracefs mounts tracefs at dir (creating nothing: dir must exist, as /sys/kernel/tracing
 // does on every kernel with tracefs). It reports whether a mount was made; an existing tracefs
-// mount there is left alone. With dryRun non-nil the mount is printed, not made.
-func MountTracefs(dir string, dryRun io.Writer) (bool, error) {
+// mount there is left alone, and so is a tracefs mounted somewhere else: elsewhere names it
+// (then nothing is mounted). With dryRun non-nil the mount is printed, not made.
+func MountTracefs(dir string, dryRun io.Writer) (made bool, elsewhere string, err error) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
 	var sfs unix.Statfs_t
 	if err := unix.Statfs(dir, &sfs); err != nil {
 		if filepath.Clean(dir) == DefaultMountPoint { // made by the kernel when it has tracefs
-			return false, &Error{Op: "mount", Path: dir, Class: ErrUnavailable, Errno: err,
+			return false, "", &Error{Op: "mount", Path: dir, Class: ErrUnavailable, Errno: err,
 				Reason: "the mount point is missing: this kernel has no tracefs (CONFIG_TRACING off?)"}
 		}
-		return false, &Error{Op: "mount", Path: dir, Class: ErrBadPath, Errno: err}
+		return false, "", &Error{Op: "mount", Path: dir, Class: ErrBadPath, Errno: err}
 	}
 	if sfs.Type == unix.TRACEFS_MAGIC {
 		// Where tracefs is mounted, or a directory inside it (instances/...): only the first
 		// is "already mounted".
 		if at, real, ok := tracefsMountOf(dir); ok && at != real {
-			return false, &Error{Op: "mount", Path: dir, Class: ErrBadPath,
+			return false, "", &Error{Op: "mount", Path: dir, Class: ErrBadPath,
 				Reason: "it is a directory inside the tracefs mounted at " + at + ", not a mount point"}
 		}
-		return false, nil
+		return false, "", nil
+	}
+	if at := MountedElsewhere(dir); at != "" {
+		return false, at, nil
 	}
 	if dryRun != nil {
 		fmt.Fprintf(dryRun, "dry-run: mount -t tracefs nodev %s\n", dir)
-		return true, nil
+		return true, "", nil
 	}
 	if err := unix.Mount("nodev", dir, "tracefs", 0, ""); err != nil {
 		e := &Error{Op: "mount", Path: dir, Errno: err}
@@ -219,9 +248,34 @@ func MountTracefs(dir string, dryRun io.Writer) (bool, error) {
 		default:
 			e.Class = ErrIO
 		}
-		return false, e
+		return false, "", e
 	}
-	return true, nil
+	return true, "", nil
+}
+
+// MountedElsewhere names where tracefs is mounted already, other than at dir (absolute) and
+// the directories above it: a second mount is the same file system seen twice, and ftctl finds
+// the first one anyway. "" when tracefs is mounted nowhere else (or mountinfo cannot be read).
+func MountedElsewhere(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	f, err := os.Open(MountInfoPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	entries, err := parseMountInfo(f)
+	if err != nil {
+		return ""
+	}
+	if m, ok := findTracefs(entries, fileExists); ok && m.FSType == "tracefs" && m.Path != dir {
+		return m.Path
+	}
+	return ""
 }
 
 // tracefsMountOf finds the tracefs mount that holds dir (absolute): the mount point and dir,

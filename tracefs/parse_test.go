@@ -29,9 +29,9 @@ func TestParseMountInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []mountEntry{
-		{"/proc", "proc", "rw"},
-		{"/mnt with space", "tracefs", "rw,gid=1001"},
-		{"/sys/kernel/debug", "debugfs", "rw"},
+		{"/proc", "proc", "rw", "rw,relatime"},
+		{"/mnt with space", "tracefs", "rw,gid=1001", "rw,noatime"},
+		{"/sys/kernel/debug", "debugfs", "rw", "rw,relatime"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
@@ -65,29 +65,19 @@ func TestFindTracefsOrder(t *testing.T) {
 		fstype  string
 	}{
 		{"default wins over earlier tracefs", []mountEntry{
-			{"/sys/kernel/debug/tracing", "tracefs", ""}, {"/sys/kernel/tracing", "tracefs", ""}},
+			{"/sys/kernel/debug/tracing", "tracefs", "", ""}, {"/sys/kernel/tracing", "tracefs", "", ""}},
 			none, "/sys/kernel/tracing", "tracefs"},
-		{"any tracefs", []mountEntry{{"/mnt/t", "tracefs", ""}}, none, "/mnt/t", "tracefs"},
-		{"tracefs before debugfs", []mountEntry{{"/sys/kernel/debug", "debugfs", ""}, {"/mnt/t", "tracefs", ""}},
+		{"any tracefs", []mountEntry{{"/mnt/t", "tracefs", "", ""}}, none, "/mnt/t", "tracefs"},
+		{"tracefs before debugfs", []mountEntry{{"/sys/kernel/debug", "debugfs", "", ""}, {"/mnt/t", "tracefs", "", ""}},
 			all, "/mnt/t", "tracefs"},
-		{"debugfs/tracing", []mountEntry{{"/sys/kernel/debug", "debugfs", ""}}, all, "/sys/kernel/debug/tracing", "debugfs"},
-		{"debugfs without tracing", []mountEntry{{"/sys/kernel/debug", "debugfs", ""}}, none, "", ""},
-		{"nothing", []mountEntry{{"/", "ext4", ""}}, all, "", ""},
+		{"debugfs/tracing", []mountEntry{{"/sys/kernel/debug", "debugfs", "", ""}}, all, "/sys/kernel/debug/tracing", "debugfs"},
+		{"debugfs without tracing", []mountEntry{{"/sys/kernel/debug", "debugfs", "", ""}}, none, "", ""},
+		{"nothing", []mountEntry{{"/", "ext4", "", ""}}, all, "", ""},
 	}
 	for _, c := range cases {
 		m, ok := findTracefs(c.entries, c.exists)
 		if ok != (c.want != "") || m.Path != c.want || m.FSType != c.fstype {
 			t.Errorf("%s: got %+v %v, want %q", c.name, m, ok, c.want)
-		}
-	}
-}
-
-func TestUnescapeOctal(t *testing.T) {
-	for in, want := range map[string]string{
-		`/a\040b`: "/a b", `/t\011x\012`: "/t\tx\n", `\134`: `\`, `/no`: "/no", `/bad\04`: `/bad\04`, `\999`: `\999`,
-	} {
-		if got := unescapeOctal(in); got != want {
-			t.Errorf("unescapeOctal(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -306,5 +296,24 @@ func TestMountOf(t *testing.T) {
 		if got != want || ok != (want != "") {
 			t.Errorf("%s: %q %v, want %q", dir, got, ok, want)
 		}
+	}
+}
+
+// A container's read-only bind of a read-write tracefs: the mount's options say ro, the super
+// options rw (status said "rw" before: it showed the super options only).
+func TestFindTracefsReadOnly(t *testing.T) {
+	entries, err := parseMountInfo(strings.NewReader(`22 1 0:21 / /sys ro,nosuid - sysfs sysfs rw
+30 22 0:12 / /sys/kernel/tracing ro,nosuid,nodev,noexec,relatime - tracefs tracefs rw,mode=700
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := findTracefs(entries, fileExists)
+	if !ok || !m.ReadOnly || m.Options != "ro,nosuid,nodev,noexec,relatime" || m.SuperOptions != "rw,mode=700" {
+		t.Errorf("got %+v %v", m, ok)
+	}
+	entries[1].MountOpts = "rw,relatime"
+	if m, _ := findTracefs(entries, fileExists); m.ReadOnly {
+		t.Errorf("a read-write mount called read-only: %+v", m)
 	}
 }
