@@ -193,6 +193,7 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return InvalidInput(fmt.Errorf("%s\nsee '%s --help'", flagErrorText(err), c.CommandPath()))
 	})
+	root.SetHelpCommand(newCmdHelp())
 
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.TracefsDir, "tracefs", "", "use the tracing directory `DIR` (default: $FTCTL_TRACEFS, else found in /proc/self/mountinfo)")
@@ -283,7 +284,10 @@ func Run(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) 
 	g := &Globals{In: in, Out: out, Err: errw}
 	root := NewRootCmd(g)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	err := unknownWithHelp(args)
+	if err == nil {
+		err = root.ExecuteContext(ctx)
+	}
 	if err == nil {
 		return ExitOK
 	}

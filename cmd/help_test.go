@@ -1,0 +1,34 @@
+package cmd
+
+import (
+	"strings"
+	"testing"
+)
+
+// A help topic or a command that does not exist is invalid input (exit 2), with a
+// did-you-mean; both exited 0 printing the root's help, so a script's `CMD --help` check passed
+// on a typo.
+func TestUnknownHelpTopic(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"help", "nosuch"}, 2, `no help topic "nosuch"`},
+		{[]string{"help", "filtr"}, 2, `did you mean "filter"?`},
+		{[]string{"help", "filter", "nosuch"}, 2, `unknown command "nosuch" for "ftctl filter"`},
+		{[]string{"nosuch", "--help"}, 2, `unknown command "nosuch" for "ftctl"`},
+		{[]string{"filter", "nosuch", "-h"}, 2, `unknown command "nosuch" for "ftctl filter"`},
+		{[]string{"-B", "x", "filter", "nosuch", "--help"}, 2, `unknown command "nosuch"`},
+		{[]string{"help", "filter", "set"}, 0, "Replace the list"},
+		{[]string{"filter", "set", "--help"}, 0, "Replace the list"},
+		{[]string{"-B", "x", "filter", "--help"}, 0, "set_ftrace_filter"},
+		{[]string{"help"}, 0, "Available Commands"},
+		{[]string{"trace", "--help", "--", "ls", "nosuch"}, 0, "Usage"},
+	} {
+		code, out, errs := run(t, c.args...)
+		if code != c.code || !strings.Contains(out+errs, c.want) {
+			t.Errorf("%v: exit %d, want %d saying %q\nstdout %q\nstderr %q", c.args, code, c.code, c.want, out, errs)
+		}
+	}
+}
