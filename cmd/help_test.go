@@ -32,3 +32,29 @@ func TestUnknownHelpTopic(t *testing.T) {
 		}
 	}
 }
+
+// The peers' habits are answered with ftctl's spelling: trace-cmd's -l, -F, -P, -c, -g and -p
+// TRACER, perf's -a, and a duration without its unit ("missing unit" said nothing of "5s?").
+func TestPeerFlagHints(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"trace", "--duration", "5"}, `--duration "5": a duration needs a unit (ms, s, m, h): 5s?`},
+		{[]string{"trace", "-l", "vfs_read"}, "trace-cmd's -l FUNC is -f FUNC here"},
+		{[]string{"record", "-P", "1"}, "trace-cmd's -P PID is --pid PID here"},
+		{[]string{"trace", "-F"}, "only it and its children are traced"},
+		{[]string{"trace", "-g", "vfs_read"}, "'ftctl graph FUNC'"},
+		{[]string{"count", "-a", "vfs_read"}, "every CPU by default"},
+		{[]string{"trace", "-p", "function_graph"}, "use --tracer function_graph"},
+	} {
+		code, _, errs := run(t, c.args...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, want 2 saying %q: %q", c.args, code, c.want, errs)
+		}
+	}
+	// A flag no peer has, or a command without the equivalent, gets no hint.
+	if _, _, errs := run(t, "status", "-l"); strings.Contains(errs, "trace-cmd") {
+		t.Errorf("status -l: %q", errs)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -191,7 +192,7 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 	root.Flags().Bool("version", false, "show ftctl's version, commit, build date and Go release")
 	root.SetVersionTemplate(Version().String())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return InvalidInput(fmt.Errorf("%s\nsee '%s --help'", flagErrorText(err), c.CommandPath()))
+		return InvalidInput(fmt.Errorf("%s%s\nsee '%s --help'", flagErrorText(err), peerHint(c, err), c.CommandPath()))
 	})
 	root.SetHelpCommand(newCmdHelp())
 
@@ -338,6 +339,35 @@ func withSignals(parent context.Context) (context.Context, func()) {
 	}
 }
 
+// pflagShorthand matches pflag's message for a short flag the command lacks.
+var pflagShorthand = regexp.MustCompile(`^unknown shorthand flag: '(.)' in `)
+
+// peerFlags are the short flags of trace-cmd and perf that people type by habit, and the ftctl
+// flag that does the same (when the command has it): trace-cmd record -l FUNC, -F, -P PID,
+// -c, -g FUNC, -p TRACER; perf's -a and -C CPU.
+var peerFlags = map[string]struct{ flag, hint string }{
+	"l": {"function", "trace-cmd's -l FUNC is -f FUNC here"},
+	"F": {"pid", "trace-cmd's -F is ftctl's default for a command after --: only it and its children are traced"},
+	"P": {"pid", "trace-cmd's -P PID is --pid PID here"},
+	"c": {"pid", "ftctl follows the children of --pid and of a command after -- always (trace-cmd's -c)"},
+	"g": {"function", "trace-cmd's -g FUNC is 'ftctl graph FUNC' (or --tracer function_graph -f FUNC)"},
+	"a": {"", "ftctl traces every CPU by default (perf's -a)"},
+}
+
+// peerHint answers a peer's short flag with ftctl's spelling: "" when the flag is not one of
+// theirs, or the command has no equivalent.
+func peerHint(c *cobra.Command, err error) string {
+	m := pflagShorthand.FindStringSubmatch(err.Error())
+	if m == nil {
+		return ""
+	}
+	p, ok := peerFlags[m[1]]
+	if !ok || (p.flag != "" && c.Flags().Lookup(p.flag) == nil) {
+		return ""
+	}
+	return "; " + p.hint
+}
+
 // withCommand says whether args run `ftctl trace ... -- COMMAND`, whose exit status follows
 // the env(1) convention (ExitCodeWithCommand), for flag errors too.
 func withCommand(root *cobra.Command, args []string) bool {
@@ -353,9 +383,17 @@ func withCommand(root *cobra.Command, args []string) bool {
 // for "--pid" flag: strconv.ParseInt: parsing "abc": invalid syntax`.
 var pflagNumber = regexp.MustCompile(`^invalid argument (".*") for "(-[^"]*)" flag: strconv\.\w+: parsing ".*": (invalid syntax|value out of range)$`)
 
+// pflagDuration matches pflag's message for a duration without a unit: `invalid argument "5"
+// for "--duration" flag: time: missing unit in duration "5"`.
+var pflagDuration = regexp.MustCompile(`^invalid argument "(.*)" for "(-[^"]*)" flag: time: missing unit in duration ".*"$`)
+
 // flagErrorText says what is wrong with a flag's value in a user's words, without Go's
 // parser names.
 func flagErrorText(err error) string {
+	if m := pflagDuration.FindStringSubmatch(err.Error()); m != nil {
+		name, _, _ := strings.Cut(m[2], ",")
+		return fmt.Sprintf("%s %s: a duration needs a unit (ms, s, m, h): %ss?", name, strconv.Quote(m[1]), m[1])
+	}
 	m := pflagNumber.FindStringSubmatch(err.Error())
 	if m == nil {
 		return err.Error()

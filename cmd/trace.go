@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -248,6 +249,11 @@ func startCommand(g *Globals, argv0 string, argv []string) (*session.Command, er
 	return session.StartCommand(argv0, argv, os.Stdin, stdout, os.Stderr)
 }
 
+// tracerNames are the kernel's tracers (available_tracers across configs): given to -p, which is
+// a probe here, they are trace-cmd's -p TRACER.
+var tracerNames = []string{"function", "function_graph", "nop", "blk", "mmiotrace", "wakeup", "wakeup_rt",
+	"wakeup_dl", "irqsoff", "preemptoff", "preemptirqsoff", "hwlat", "osnoise", "timerlat"}
+
 // spec checks the options and turns them into a session spec (exit 2 for a mistake), with the
 // command's resolved path.
 func (opts *TraceOptions) spec() (spec session.Spec, argv0 string, err error) {
@@ -264,8 +270,12 @@ func (opts *TraceOptions) spec() (spec session.Spec, argv0 string, err error) {
 		return spec, "", err
 	}
 	for _, p := range opts.Probes {
-		if _, err := strconv.Atoi(strings.TrimSpace(p)); err == nil {
-			return spec, "", InvalidInput(fmt.Errorf("-p %q is a probe definition (-p 'p:NAME SYMBOL ARGS'); to trace a process, use --pid %s", p, strings.TrimSpace(p)))
+		p = strings.TrimSpace(p)
+		if _, err := strconv.Atoi(p); err == nil {
+			return spec, "", InvalidInput(fmt.Errorf("-p %q is a probe definition (-p 'p:NAME SYMBOL ARGS'); to trace a process, use --pid %s", p, p))
+		}
+		if slices.Contains(tracerNames, p) {
+			return spec, "", InvalidInput(fmt.Errorf("-p %q is a probe definition (-p 'p:NAME SYMBOL ARGS'); to run the %s tracer (trace-cmd's -p), use --tracer %s", p, p, p))
 		}
 	}
 	if len(opts.Functions) == 0 && len(opts.Probes) == 0 && len(opts.Events) == 0 && (opts.Tracer == "" || opts.Tracer == "nop") {
