@@ -56,21 +56,23 @@ func documentedExample(doc string) []byte {
 func TestJSONFormatsAreDocumentedAsPrinted(t *testing.T) {
 	// How to make each such command print JSON on a fake tracing directory (changes in dry runs).
 	runs := map[string][]string{
-		"ftctl status":         {"status"},
-		"ftctl functions":      {"functions", "vfs_read"},
-		"ftctl filter show":    {"filter", "show"},
-		"ftctl notrace show":   {"notrace", "show"},
-		"ftctl filter set":     {"--dry-run", "filter", "set", "vfs_read"},
-		"ftctl filter add":     {"--dry-run", "filter", "add", "vfs_readv"},
-		"ftctl filter remove":  {"--dry-run", "filter", "remove", "vfs_read"},
-		"ftctl filter clear":   {"--dry-run", "filter", "clear", "--force"},
-		"ftctl notrace set":    {"--dry-run", "notrace", "set", "vfs_read"},
-		"ftctl notrace add":    {"--dry-run", "notrace", "add", "vfs_read"},
-		"ftctl notrace remove": {"--dry-run", "notrace", "remove", "vfs_read"},
-		"ftctl notrace clear":  {"--dry-run", "notrace", "clear"},
-		"ftctl probe list":     {"probe", "list"},
-		"ftctl probe args":     {"probe", "args", "vfs_read"}, // FTCTL_BTF: the fixture, below
-		"ftctl probe syms":     {"probe", "syms", "../probes/testdata/elf/exec.elf"},
+		"ftctl status":          {"status"},
+		"ftctl functions":       {"functions", "vfs_read"},
+		"ftctl filter show":     {"filter", "show"},
+		"ftctl notrace show":    {"notrace", "show"},
+		"ftctl filter set":      {"--dry-run", "filter", "set", "vfs_read"},
+		"ftctl filter add":      {"--dry-run", "filter", "add", "vfs_readv"},
+		"ftctl filter remove":   {"--dry-run", "filter", "remove", "vfs_read"},
+		"ftctl filter clear":    {"--dry-run", "filter", "clear", "--force"},
+		"ftctl notrace set":     {"--dry-run", "notrace", "set", "vfs_read"},
+		"ftctl notrace add":     {"--dry-run", "notrace", "add", "vfs_read"},
+		"ftctl notrace remove":  {"--dry-run", "notrace", "remove", "vfs_read"},
+		"ftctl notrace clear":   {"--dry-run", "notrace", "clear"},
+		"ftctl probe list":      {"probe", "list"},
+		"ftctl instance create": {"--dry-run", "instance", "create", "x"},
+		"ftctl instance remove": {"--dry-run", "instance", "remove", "x"},
+		"ftctl probe args":      {"probe", "args", "vfs_read"}, // FTCTL_BTF: the fixture, below
+		"ftctl probe syms":      {"probe", "syms", "../probes/testdata/elf/exec.elf"},
 	}
 	// Fields that only appear in some states (omitempty): lockdown levels, or why it is unknown.
 	optional := map[string]bool{"levels": true, "note": true}

@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -56,5 +58,49 @@ func TestPeerFlagHints(t *testing.T) {
 	// A flag no peer has, or a command without the equivalent, gets no hint.
 	if _, _, errs := run(t, "status", "-l"); strings.Contains(errs, "trace-cmd") {
 		t.Errorf("status -l: %q", errs)
+	}
+}
+
+// instance create and remove honour -o json (it was silently ignored): one entry per NAME,
+// saying what was done.
+func TestInstanceJSON(t *testing.T) {
+	root := fakeRoot(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"instance", "create", "j1"}, `[{"name":"j1","created":true}]`},
+		{[]string{"instance", "create", "j1"}, `[{"name":"j1","created":false}]`},
+		{[]string{"instance", "remove", "j1"}, `[{"name":"j1","removed":true}]`},
+		{[]string{"instance", "remove", "j1"}, `[{"name":"j1","removed":false}]`},
+	} {
+		code, out, errs := run(t, append([]string{"--tracefs", root, "-o", "json"}, c.args...)...)
+		if got := strings.Join(strings.Fields(out), ""); code != 0 || got != c.want {
+			t.Errorf("%v: exit %d, %s (want %s); %s", c.args, code, got, c.want, errs)
+		}
+	}
+}
+
+// A pattern that selects nothing is exit 2 with the closest names, for events and a file's
+// symbols as for functions (both printed nothing and exited 0).
+func TestNothingMatched(t *testing.T) {
+	root := fakeRoot(t)
+	if err := os.WriteFile(filepath.Join(root, "available_events"), []byte("sched:sched_switch\nsched:sched_wakeup\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, "--tracefs", root, "list", "events", "sched:sched_swich")
+	if code != 2 || !strings.Contains(errs, "did you mean sched:sched_switch?") {
+		t.Errorf("list events sched:sched_swich: exit %d %q %q", code, out, errs)
+	}
+	code, out, errs = run(t, "--tracefs", root, "list", "events", "nosuch*")
+	if code != 2 || out != "" || !strings.Contains(errs, `no event matches "nosuch*"`) {
+		t.Errorf("list events nosuch*: exit %d %q %q", code, out, errs)
+	}
+	code, out, errs = run(t, "probe", "syms", "../probes/testdata/elf/exec.elf", "helpr")
+	if code != 2 || out != "" || !strings.Contains(errs, `matches "helpr"; did you mean helper`) {
+		t.Errorf("probe syms FILE helpr: exit %d %q %q", code, out, errs)
+	}
+	if code, _, errs := run(t, "probe", "syms", "../probes/testdata/elf/exec.elf", "help*"); code != 0 {
+		t.Errorf("probe syms FILE help*: exit %d %q", code, errs)
 	}
 }

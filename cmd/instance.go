@@ -81,6 +81,8 @@ func NewCmdInstanceCreate(g *Globals, runF func(context.Context, *InstanceCreate
 		Example: `  sudo ftctl instance create incident42
   sudo ftctl instance create a b --dry-run`,
 		Args: args(cobra.MinimumNArgs(1)),
+		Annotations: map[string]string{AnnotationJSON: `[{"name": "incident42", "created": true}]: one entry per NAME; ` +
+			`created is false for an instance that already existed, and in a dry run.`},
 		RunE: func(c *cobra.Command, names []string) error {
 			opts.Names = names
 			return runCmd(c, runF, instanceCreateRun, opts)
@@ -98,6 +100,7 @@ func instanceCreateRun(ctx context.Context, opts *InstanceCreateOptions) error {
 		return err
 	}
 	defer lock.Unlock()
+	var done []instanceDone
 	for _, n := range opts.Names {
 		_, created, err := fs.Ensure(n)
 		if err != nil {
@@ -109,8 +112,18 @@ func instanceCreateRun(ctx context.Context, opts *InstanceCreateOptions) error {
 		case !g.DryRun:
 			g.Notice("created instance %q", n)
 		}
+		done = append(done, instanceDone{Name: n, Created: created && !g.DryRun})
+	}
+	if g.JSON() {
+		return writeJSON(g.Out, done)
 	}
 	return nil
+}
+
+// instanceDone is what `instance create` and `instance remove -o json` say of each NAME.
+type instanceDone struct {
+	Name    string `json:"name"`
+	Created bool   `json:"created"`
 }
 
 // InstanceRemoveOptions are the inputs of `ftctl instance remove`.
@@ -129,6 +142,8 @@ func NewCmdInstanceRemove(g *Globals, runF func(context.Context, *InstanceRemove
 instance is open (someone reads its trace_pipe) or one of its events is referenced.`,
 		Args:              args(cobra.MinimumNArgs(1)),
 		ValidArgsFunction: exceptArgs(completeInstanceNames(g)),
+		Annotations: map[string]string{AnnotationJSON: `[{"name": "incident42", "removed": true}]: one entry per NAME; ` +
+			`removed is false for an instance that did not exist, and in a dry run.`},
 		RunE: func(c *cobra.Command, names []string) error {
 			opts.Names = names
 			return runCmd(c, runF, instanceRemoveRun, opts)
@@ -140,15 +155,22 @@ func instanceRemoveRun(ctx context.Context, opts *InstanceRemoveOptions) error {
 	if err := validateInstanceNames(opts.Names); err != nil {
 		return err
 	}
-	fs, lock, err := opts.G.BeginWrite(ctx)
+	g := opts.G
+	fs, lock, err := g.BeginWrite(ctx)
 	if err != nil {
 		return err
 	}
 	defer lock.Unlock()
+	var done []map[string]any
 	for _, n := range opts.Names {
+		existed := fs.Top().Has("instances/" + n)
 		if err := fs.Remove(n); err != nil {
 			return err
 		}
+		done = append(done, map[string]any{"name": n, "removed": existed && !g.DryRun})
+	}
+	if g.JSON() {
+		return writeJSON(g.Out, done)
 	}
 	return nil
 }

@@ -2,11 +2,15 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -39,6 +43,22 @@ func (o *ListOptions) match(name string) bool {
 	return ok
 }
 
+// nothingMatched is ftctl's one answer to a pattern that selects nothing (functions, events,
+// a file's symbols, help topics): exit 2, naming it, with the closest names.
+func nothingMatched(what, pattern string, names []string) error {
+	lit := strings.Map(func(r rune) rune {
+		if strings.ContainsRune("*?[]!", r) {
+			return -1
+		}
+		return r
+	}, pattern)
+	msg := fmt.Sprintf("no %s matches %s", what, strconv.Quote(pattern))
+	if s := filters.Suggest(lit, names, 5); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, ", ") + "?"
+	}
+	return InvalidInput(errors.New(msg))
+}
+
 // listArgs takes the optional GLOB, refusing a malformed one (exit 2).
 func listArgs(opts *ListOptions, a []string) error {
 	if len(a) == 1 {
@@ -56,6 +76,9 @@ func NewCmdListEvents(g *Globals, runF func(context.Context, *ListOptions) error
 	return &cobra.Command{
 		Use:   "events [GLOB]",
 		Short: "List the events the kernel can record (SYSTEM:EVENT)",
+		Long: `List the events the kernel can record, as SYSTEM:EVENT, sorted; GLOB selects them
+(shell glob: 'sched:*', '*:*open*'). A GLOB that selects nothing is exit 2, with the closest
+names, as for 'ftctl functions'.`,
 		Example: `  ftctl list events 'sched:*'
   ftctl list events '*:*open*' -o json`,
 		Args:              args(cobra.MaximumNArgs(1)),
@@ -85,10 +108,15 @@ func listEventsRun(_ context.Context, opts *ListOptions) error {
 		Event  string `json:"event"`
 	}
 	rows := []row{}
+	var names []string
 	for _, e := range events {
+		names = append(names, e.System+":"+e.Event)
 		if opts.match(e.System + ":" + e.Event) {
 			rows = append(rows, row{e.System, e.Event})
 		}
+	}
+	if len(rows) == 0 && opts.Glob != "" {
+		return nothingMatched("event", opts.Glob, names)
 	}
 	if g.JSON() {
 		return writeJSON(g.Out, rows)

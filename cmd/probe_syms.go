@@ -41,7 +41,8 @@ func NewCmdProbeSyms(g *Globals, runF func(context.Context, *ProbeSymsOptions) e
 		Long: `List the function symbols of an executable or shared library (.symtab and .dynsym) with
 the file offset each starts at, the offset uprobe_events takes, and its size: the names
 'ftctl probe add p:EVENT PATH:SYMBOL' resolves. GLOB selects names with the kernel's glob
-(* ? [...]). A file that is missing or not ELF is exit 2. Reads only the file.`,
+(* ? [...]); one that selects nothing is exit 2, with the closest names. A file that is missing
+or not ELF is exit 2. Reads only the file.`,
 		Example: `  ftctl probe syms /bin/bash 'readline*'
   ftctl probe syms /usr/lib/x86_64-linux-gnu/libc.so.6 malloc -o json`,
 		Args:        args(cobra.RangeArgs(1, 2)),
@@ -78,6 +79,9 @@ func probeSymsRun(_ context.Context, opts *ProbeSymsOptions) error {
 		if pat == nil || pat.Match(f.Name, "") {
 			funcs = append(funcs, f)
 		}
+	}
+	if len(funcs) == 0 && pat != nil {
+		return nothingMatched("function symbol of "+safe(opts.Path), opts.Glob, b.Names())
 	}
 	if g.JSON() {
 		return writeJSON(g.Out, map[string]any{

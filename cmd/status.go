@@ -234,7 +234,7 @@ func printInstance(k kv, in tracefs.InstanceStatus) {
 			busy = append(busy, fmt.Sprintf("cpu%d:%d", c.CPU, c.Overrun))
 		}
 	}
-	line := fmt.Sprintf("%d lost to overruns, %d dropped, over %d CPUs", over, dropped, len(in.CPUs))
+	line := fmt.Sprintf("%d lost to overruns, %d dropped, over %s", over, dropped, plural(len(in.CPUs), "CPU"))
 	if len(busy) > 0 {
 		line += " (" + strings.Join(busy, " ") + ")"
 	}

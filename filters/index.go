@@ -2,8 +2,11 @@ package filters
 
 import (
 	"fmt"
+	"iter"
+	"maps"
 	"math/bits"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -336,6 +339,17 @@ func (e *NoMatchError) Unwrap() error { return ErrPattern }
 // Suggest returns up to n distinct names close to lit: those containing it first (shortest
 // first), then those within a small edit distance.
 func (ix *Index) Suggest(lit string, n int) []string {
+	ix.lookup()
+	return suggest(lit, maps.Keys(ix.byName), n)
+}
+
+// Suggest is Index.Suggest over any names (events, symbols of a file): one rule for "did you
+// mean" across ftctl.
+func Suggest(lit string, names []string, n int) []string {
+	return suggest(lit, slices.Values(names), n)
+}
+
+func suggest(lit string, names iter.Seq[string], n int) []string {
 	if lit == "" {
 		return nil
 	}
@@ -344,9 +358,13 @@ func (ix *Index) Suggest(lit string, n int) []string {
 		d    int
 	}
 	var cands []cand
+	seen := map[string]bool{}
 	maxd := max(1, len(lit)/4)
-	ix.lookup()
-	for name := range ix.byName {
+	for name := range names {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
 		switch {
 		case strings.Contains(name, lit):
 			cands = append(cands, cand{name, -1000 + len(name)})

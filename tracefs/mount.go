@@ -170,7 +170,8 @@ func Locate(root, found string) (Mount, error) {
 // layoutFiles are files every tracing directory has (kernel/trace/trace.c
 // init_tracer_tracefs): a directory given as tracefs that holds none of them is a mistake, such
 // as --tracefs /sys/kernel/debug for /sys/kernel/debug/tracing.
-var layoutFiles = []string{"trace", "tracing_on", "current_tracer", "available_tracers", "README"}
+var layoutFiles = []string{"trace", "tracing_on", "current_tracer", "available_tracers", "README", "trace_pipe",
+	"set_ftrace_filter", "available_filter_functions", "kprobe_events", "dynamic_events", "events", "instances", "per_cpu"}
 
 // checkLayout refuses a given root that is neither a tracefs nor laid out as one (the unit
 // tests' fakes are plain directories with tracefs's files): ErrNotMounted, since the usual
