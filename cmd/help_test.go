@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ftctl/ftctl/internal/fixture"
 )
 
 // A help topic or a command that does not exist is invalid input (exit 2), with a
@@ -102,5 +104,30 @@ func TestNothingMatched(t *testing.T) {
 	}
 	if code, _, errs := run(t, "probe", "syms", "../probes/testdata/elf/exec.elf", "help*"); code != 0 {
 		t.Errorf("probe syms FILE help*: exit %d %q", code, errs)
+	}
+}
+
+// probe format SYSTEM:EVENT shows any event's fields (it said "no such probe
+// ftctl/sched:sched_switch"); a name that is neither says where to look.
+func TestProbeFormatEvent(t *testing.T) {
+	root := fakeRoot(t)
+	format, err := fixture.Read("6.12", "format.sched.sched_switch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(root, "events", "sched", "sched_switch", "format")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(format), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, "--tracefs", root, "probe", "format", "sched:sched_switch")
+	if code != 0 || !strings.Contains(out, "prev_pid") {
+		t.Errorf("probe format sched:sched_switch: exit %d %q %q", code, out, errs)
+	}
+	code, _, errs = run(t, "--tracefs", root, "probe", "format", "sched:nosuch")
+	if code != 2 || !strings.Contains(errs, "no probe or event sched:nosuch") {
+		t.Errorf("probe format sched:nosuch: exit %d %q", code, errs)
 	}
 }

@@ -625,11 +625,12 @@ func NewCmdProbeFormat(g *Globals, runF func(context.Context, *ProbeFormatOption
 	return &cobra.Command{
 		Use:   "format NAME",
 		Short: "Show a probe event's fields (its format file)",
-		Long: `Show the fields the kernel records for a kprobe event, from events/GROUP/EVENT/format: the
-names to use in --filter expressions and what ftctl stream shows. Common fields (common_*) are
-listed in JSON only.`,
+		Long: `Show the fields the kernel records for a probe event, from events/GROUP/EVENT/format: the
+names to use in --filter expressions and what ftctl stream shows. SYSTEM:EVENT shows any
+event's (sched:sched_switch). Common fields (common_*) are listed in JSON only.`,
 		Example: `  sudo ftctl probe format myopen
-  sudo ftctl probe format kprobes/theirs -o json`,
+  sudo ftctl probe format kprobes/theirs -o json
+  sudo ftctl probe format sched:sched_switch`,
 		Args:              args(cobra.ExactArgs(1)),
 		Annotations:       map[string]string{AnnotationJSON: probeFormatJSON},
 		ValidArgsFunction: completeProbeNames(g),
@@ -663,6 +664,15 @@ func probeFormatRun(_ context.Context, opts *ProbeFormatOptions) error {
 	}
 	grp, ev, err := probes.Resolve(list, opts.Name)
 	if err != nil {
+		// SYSTEM:EVENT names a tracepoint (any event): its format is shown as a probe's is. It
+		// said "no such probe ftctl/sched:sched_switch".
+		if system, event, ok := strings.Cut(opts.Name, ":"); ok && !strings.ContainsAny(opts.Name, "/ ") && system != "" && event != "" {
+			f, ferr := fs.Top().EventFormat(system, event)
+			if ferr == nil {
+				return writeFormat(g, system, f)
+			}
+			return InvalidInput(fmt.Errorf("no probe or event %s ('ftctl probe list' and 'ftctl list events' list them)", safe(opts.Name)))
+		}
 		return InvalidInput(err)
 	}
 	f, err := m.ReadFormat(grp, ev)
