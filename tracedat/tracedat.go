@@ -52,6 +52,9 @@ var (
 	ErrCorrupt = errors.New("corrupt trace.dat")
 	// ErrNoBuffer: File.Buffer was asked for a buffer the file does not hold.
 	ErrNoBuffer = errors.New("no such buffer in the file")
+	// ErrTooLarge: reading the file would take more memory than its size allows (MaxMemory):
+	// its sections and buffers decompress, or its counts make structures, past that.
+	ErrTooLarge = errors.New("trace.dat too large to read")
 )
 
 // FormatError says where in the file and in which section reading failed.
