@@ -317,7 +317,10 @@ func (r *reader) where() string {
 }
 
 func (r *reader) readAt(b []byte) error {
-	if _, err := r.r.ReadAt(b, r.off); err != nil && !(err == io.EOF && r.off+int64(len(b)) <= r.size) {
+	if n, err := r.r.ReadAt(b, r.off); n < len(b) {
+		if err == nil || err == io.EOF {
+			return r.fail("%d bytes read of %d: the file is shorter than it was said to be (%d bytes)", n, len(b), r.size)
+		}
 		return r.fail("reading: %v", err)
 	}
 	return nil

@@ -285,7 +285,7 @@ func (v *v7) decompress(dst, z []byte, size int64) ([]byte, error) {
 	if size > maxBlock || int64(cap(dst)-n) < size {
 		return nil, r.fail("a compressed block of %d bytes (at most %d)", size, min(maxBlock, int64(cap(dst)-n)))
 	}
-	out := dst[n : n+int(size)]
+	out := dst[n : n+int(size) : n+int(size)]
 	got := 0
 	var err error
 	switch v.compress {
