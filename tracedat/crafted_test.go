@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ftctl/ftctl/internal/fixture"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -523,4 +524,45 @@ func craftedRun(a attack) {
 		}
 	}
 	report(res)
+}
+
+// Parts of a file that overlap without sharing an offset are refused too: their sizes add up
+// to more than the file holds. A chunk list running past its CPU's data is refused.
+func TestOverlapsRefused(t *testing.T) {
+	h, _ := sample()
+	h.CPUs = 2
+	var b bytes.Buffer
+	if err := Write(&b, h, []CPUSource{{R: bytes.NewReader(pages(4, 1)), Size: 4 * 4096}, {R: bytes.NewReader(pages(4, 9)), Size: 4 * 4096}}); err != nil {
+		t.Fatal(err)
+	}
+	v6 := b.Bytes()
+	at := bytes.Index(v6, []byte("flyrecord\x00")) + 10
+	off := binary.LittleEndian.Uint64(v6[at:])
+	binary.LittleEndian.PutUint64(v6[at+16:], off+4096) // CPU 1: from CPU 0's second page
+	binary.LittleEndian.PutUint64(v6[at+24:], uint64(len(v6))-off-4096)
+
+	v7 := traceCmdFile(t, h, 7, "zstd", fixture.TraceDatBuffer{CPUs: [][]byte{pages(30, 1)}})
+	if _, err := Read(bytes.NewReader(v7), int64(len(v7))); err != nil {
+		t.Fatal(err)
+	}
+	// the top buffer's option: ... "local\0", page size, 1 CPU, CPU 0 at OFF, SIZE: SIZE made
+	// one chunk short
+	opt := bytes.Index(v7, []byte("\x00local\x00\x00\x10\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00"))
+	size := binary.LittleEndian.Uint64(v7[opt+27:])
+	first := binary.LittleEndian.Uint32(v7[binary.LittleEndian.Uint64(v7[opt+19:])+4:])
+	binary.LittleEndian.PutUint64(v7[opt+27:], size-uint64(first))
+	for _, c := range []struct {
+		name string
+		b    []byte
+		text string
+	}{
+		{"v6 CPUs overlapping", v6, "overlap"},
+		{"v7 chunks past their CPU's data", v7, "runs past the CPU's data"},
+	} {
+		_, err := Read(bytes.NewReader(c.b), int64(len(c.b)))
+		var fe *FormatError
+		if !errors.Is(err, ErrCorrupt) || !errors.As(err, &fe) || fe.Offset <= 0 || !strings.Contains(err.Error(), c.text) {
+			t.Errorf("%s: %v, want %v mentioning %q at an offset", c.name, err, ErrCorrupt, c.text)
+		}
+	}
 }
