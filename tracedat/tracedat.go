@@ -141,11 +141,11 @@ func (f *File) Buffers() []string {
 }
 
 // bufferDesc is where an instance's buffer is: version 6, its flyrecord (a BUFFER option's
-// offset) and CPU count; version 7, its BUFFER option.
+// offset) and CPU count; version 7, its BUFFER option and the options section holding it.
 type bufferDesc struct {
 	name    string
-	latency bool // version 7's BUFFER_TEXT: a latency tracer's text, no pages
-	off     int64
+	latency bool  // version 7's BUFFER_TEXT: a latency tracer's text, no pages
+	off     int64 // version 6: the flyrecord's; version 7: the options section's
 	cpus    int
 	opt     []byte
 }
