@@ -330,6 +330,17 @@ func attacks() []attack {
 			return []Option{{ID: optionKallsyms, Data: u64Data(at)}}
 		})
 	}, nil, ""})
+	// a zstd frame of 29 bytes, its block said to hold 10 (no content size to refuse it early)
+	all = append(all, attack{"zstd-lying", func() []byte {
+		return craft("zstd", func(w *v7w) []Option {
+			data := append(binary.LittleEndian.AppendUint32(nil, 25), "ffffffff81000000 T _text\n"...)
+			frame := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 10 << 3}
+			frame = append(frame, byte(len(data)<<3|1), 0, 0)
+			frame = append(frame, data...)
+			at := w.section(optionKallsyms, sectionCompressed, func() { w.block(10, frame) })
+			return []Option{{ID: optionKallsyms, Data: u64Data(at)}}
+		})
+	}, ErrCorrupt, "decompressing"})
 	// 2000 instances' buffers, each with data on CPU 65535 only: a table of 65536 CPUs each
 	all = append(all, attack{"cpu-tables-zstd", func() []byte {
 		return craft("zstd", func(w *v7w) []Option {
