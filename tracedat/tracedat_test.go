@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -116,21 +117,32 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
-// FuzzRead: every section of the reader on arbitrary bytes (seeded with a whole file): an error
-// or a file whose CPU data lies inside it, never a panic or an allocation past its size.
+// FuzzRead: every section of the reader on arbitrary bytes b (seeded with whole files), and
+// on files written as trace-cmd writes them around the fuzzer's header_page and event format
+// (version and compression as how says: 6, 7 uncompressed, zstd, zlib; with how&4, b written
+// over the file at at), so that the fuzzer reaches inside compressed sections too: an error
+// naming where, or a file whose CPU data lies inside it, read in the memory its size allows;
+// a file as trace-cmd writes it reads back as written. Never a panic.
 func FuzzRead(f *testing.F) {
 	h, data := sample()
-	f.Add(write(f, h, data))
+	page, format := h.HeaderPage, h.Systems[0].Formats[0]
+	add := func(b []byte, how uint8) { f.Add(b, page, format, how, uint32(0)) }
+	add(write(f, h, data), 0)
 	h.Options = nil
-	f.Add(write(f, h, [][]byte{nil, nil}))
-	// version 7, uncompressed and zstd (stream's fixtures: what trace-cmd convert wrote)
+	add(write(f, h, [][]byte{nil, nil}), 1)
+	// version 7, uncompressed and zstd (stream's fixtures: what trace-cmd convert wrote), and
+	// the header_page and a format of the 6.12 kernel they hold
 	if b, err := os.ReadFile(filepath.Join("..", "stream", "testdata", "6.12", "tp.v7zstd.dat")); err == nil {
-		f.Add(b)
+		add(b, 2)
+		if g, err := Read(bytes.NewReader(b), int64(len(b))); err == nil && len(g.Systems) > 0 && len(g.Systems[0].Formats) > 0 {
+			f.Add(b, g.HeaderPage, g.Systems[0].Formats[0], uint8(2), uint32(0))
+			f.Add(b[:64], g.HeaderPage, g.Systems[len(g.Systems)-1].Formats[0], uint8(3), uint32(0))
+		}
 	}
 	if z, err := os.ReadFile(filepath.Join("..", "stream", "testdata", "6.12", "tp.v7.dat.gz")); err == nil {
 		if r, err := gzip.NewReader(bytes.NewReader(z)); err == nil {
 			if b, err := io.ReadAll(r); err == nil {
-				f.Add(b)
+				add(b, 1)
 			}
 		}
 	}
@@ -138,35 +150,98 @@ func FuzzRead(f *testing.F) {
 	// of 64 bytes and without kallsyms (small inputs minimize fast)
 	h, _ = sample()
 	h.PageSize, h.Kallsyms = 64, nil
-	f.Add(traceCmdFile(f, h, 6, "", instanceBuffersOf(64)...))
-	for _, comp := range []string{"none", "zstd", "zlib"} {
-		f.Add(traceCmdFile(f, h, 7, comp, instanceBuffersOf(64)...))
+	add(traceCmdFile(f, h, 6, "", instanceBuffersOf(64)...), 0)
+	for i, comp := range []string{"none", "zstd", "zlib"} {
+		add(traceCmdFile(f, h, 7, comp, instanceBuffersOf(64)...), uint8(1+i))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		file, err := Read(bytes.NewReader(b), int64(len(b)))
-		if err != nil {
+	// the small crafted files of TestCrafted: an options chain looping, a zstd window of 256 MiB
+	for _, a := range attacks() {
+		if a.name == "options-loop" || a.name == "zstd-window" {
+			add(a.build(), 2)
+		}
+	}
+	// a patch: a section size of the zstd file, made large
+	f.Add([]byte{0xff, 0xff, 0xff, 0x7f}, page, format, uint8(6), uint32(200))
+	f.Fuzz(func(t *testing.T, b, headerPage, format []byte, how uint8, at uint32) {
+		readChecked(t, b)
+		h, _ := sample()
+		h.PageSize, h.Kallsyms = 64, nil
+		h.HeaderPage = headerPage
+		h.Systems[0].Formats[0] = format
+		version, comp := 7, []string{"", "none", "zstd", "zlib"}[how&3]
+		if how&3 == 0 {
+			version = 6
+		}
+		file := traceCmdFile(t, h, version, comp, instanceBuffersOf(64)...)
+		patched := how&4 != 0 && len(b) > 0
+		if patched {
+			copy(file[int(at%uint32(len(file))):], b[:min(len(b), 64)])
+		}
+		g := readChecked(t, file)
+		if patched {
 			return
 		}
-		check := func(g *File) {
-			for cpu, d := range g.CPUData {
-				if d.Size > 0 && d.Offset+d.Size > int64(len(b)) && g.cpuR == nil {
-					t.Fatalf("buffer %q: cpu %d's data past the end", g.BufferName, cpu)
-				}
-			}
-			g.Clock()
-			for cpu := range g.CPUData {
-				io.Copy(io.Discard, g.Pages(cpu))
-			}
+		if g == nil {
+			t.Fatalf("version %d %s: a file as trace-cmd writes it refused", version, comp)
 		}
-		check(file)
-		for _, name := range file.Buffers() {
-			if g, err := file.Buffer(name); err == nil {
-				check(g)
-			} else if fe := (*FormatError)(nil); !errors.As(err, &fe) {
-				t.Fatalf("buffer %q: %T %v", name, err, err)
-			}
+		if !bytes.Equal(g.HeaderPage, headerPage) || !bytes.Equal(g.Systems[0].Formats[0], format) {
+			t.Fatalf("version %d %s: header_page %q and format %q read back as %q and %q", version, comp,
+				headerPage, format, g.HeaderPage, g.Systems[0].Formats[0])
 		}
 	})
+}
+
+// readChecked reads b as ftctl report does (the file, every buffer, every CPU's pages) and
+// checks what it got: nil and an error naming where, or the file, whose CPU data lie inside
+// it and add up to no more than it holds, read in the memory MaxMemory allows (with the
+// compressed block being decompressed and the decompressor's state).
+func readChecked(t *testing.T, b []byte) *File {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	file, err := Read(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		if fe := (*FormatError)(nil); !errors.As(err, &fe) {
+			t.Fatalf("%T %v", err, err)
+		}
+		return nil
+	}
+	var inFile, inMemory int64
+	check := func(g *File) {
+		for cpu, d := range g.CPUData {
+			if g.cpuR == nil {
+				if d.Size > 0 && d.Offset+d.Size > int64(len(b)) {
+					t.Fatalf("buffer %q: cpu %d's data past the end", g.BufferName, cpu)
+				}
+				inFile += d.Size
+			} else {
+				inMemory += d.Size
+			}
+		}
+		g.Clock()
+		for cpu := range g.CPUData {
+			io.Copy(io.Discard, g.Pages(cpu))
+		}
+	}
+	check(file)
+	for _, name := range file.Buffers() {
+		if g, err := file.Buffer(name); err == nil {
+			check(g)
+		} else if fe := (*FormatError)(nil); !errors.As(err, &fe) {
+			t.Fatalf("buffer %q: %T %v", name, err, err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if inFile > int64(len(b)) {
+		t.Fatalf("the CPUs' data in the file add up to %d bytes, in a file of %d", inFile, len(b))
+	}
+	if inMemory > MaxMemory(int64(len(b))) {
+		t.Fatalf("the CPUs' data decompressed add up to %d bytes, for a file of %d", inMemory, len(b))
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(MaxMemory(int64(len(b)))+int64(len(b))+16<<20) {
+		t.Fatalf("%d bytes allocated to read a file of %d", alloc, len(b))
+	}
+	return file
 }
 
 // Written to a file from files (the recorder's way: each CPU's pages copied in the kernel by
