@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"runtime"
 	"strings"
@@ -33,6 +34,13 @@ type selftestVector struct {
 // one, ftctl must too).
 var ownVectors = `kprobe | - | p:^foo-1/bar vfs_read | ftctl: a group may hold '-' (is_good_system_name)
 eprobe | - | e:^foo-1/bar syscalls.sys_enter_openat | ftctl: a group may hold '-'
+eprobe | - | e ^a.1b | ftctl: an attached event's bad name, NO_EVENT_INFO or BAD_ATTACH_EVENT
+eprobe | - | e ^foo.1/bar | ftctl: an attached event's bad group
+eprobe | - | e:foo/bar syscalls/sys_enter_openat x=^$common_pid | ftctl: a common field is no field of the event's
+eprobe | - | e:foo/bar syscalls/sys_enter_openat x=^$retval | ftctl: an event probe has no $retval
+fprobe | - | f vfs_read r=^%di | ftctl: BAD_VAR, named
+fprobe | - | f vfs_read x=+0(^%di) | ftctl: BAD_VAR, dereferenced
+kprobe | amd64 | r ^vfs_read+2 | ftctl: BAD_RETPROBE inside the first instruction
 eprobe | - | e:foo/bar syscalls/sys_enter_openat ^%ax | ftctl: BAD_VAR, an event probe reads no register
 eprobe | - | e:foo/bar syscalls/sys_enter_openat ^arg=+0($foo) | ftctl: BAD_ATTACH_ARG or BAD_VAR inside a dereference
 kprobe | amd64 | p ^vfs_read+1 | ftctl: BAD_INSN_BNDRY inside the first instruction of an ftrace-able function
@@ -234,6 +242,18 @@ func TestSelftestVectors(t *testing.T) {
 	t.Logf("selftest vectors on %s:%s\n%s", tracefs.KernelRelease(), sum.String(), strings.Join(table, "\n"))
 	if len(selfNotes) > 0 {
 		t.Logf("where this kernel does not do what its selftest expects:\n  %s", strings.Join(selfNotes, "\n  "))
+	}
+	if runtime.GOARCH == "amd64" {
+		// Whether this kernel starts its functions with endbr64 (IBT) decides whether
+		// vfs_read+4 is an instruction boundary: what in kallsyms says so?
+		var ibt []string
+		ks, _ := os.ReadFile("/proc/kallsyms")
+		for _, l := range strings.Split(string(ks), "\n") {
+			if f := strings.Fields(l); len(f) >= 3 && strings.Contains(strings.ToLower(f[2]), "ibt") && len(ibt) < 20 {
+				ibt = append(ibt, f[1]+" "+strings.Join(f[2:], " "))
+			}
+		}
+		t.Logf("kallsyms' *ibt* symbols: %q", ibt)
 	}
 	if len(diffs) > 0 {
 		t.Errorf("%d vectors where ftctl and the kernel differ:\n  %s", len(diffs), strings.Join(diffs, "\n  "))
