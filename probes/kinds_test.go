@@ -71,8 +71,8 @@ func TestKinds(t *testing.T) {
 		{"f vfs_write", "", 0},
 		{"f10:ftc/f21 vfs_read%return", "", 0},
 		{"f:ftc/f31 vfs_read x=@jiffies", "", 0},
-		{"f:ftc/f09 vfs_read r=%di", "Invalid $-variable specified", 21}, // BAD_VAR (issue 33: seen for "f vfs_read %ax")
-		{"f:ftc/f26 vfs_read x=+0(%di)", "Invalid $-variable specified", 24},
+		{"f:ftc/f09 vfs_read r=%di", "Invalid fetch argument", 21}, // BAD_VAR, then BAD_FETCH_ARG: the last entry
+		{"f:ftc/f26 vfs_read x=+0(%di)", "Invalid fetch argument", 24},
 		{"f:ftc/f10 vfs_read+4", "Failed to register probe event", 10},
 		{"f:ftc/f11 no_such_function_xyz", "Failed to register probe event", 10},
 		{"f:ftc/f24 ext4:ext4_file_open", "Failed to register probe event", 10},
@@ -101,7 +101,7 @@ func TestKinds(t *testing.T) {
 		{"t:ftc/t09 sched_switch ret=$retval", "$retval is not available on probe", 27},
 		{"t:ftc/t11 sched_switch prev->nope", "This field is not found.", 29},
 		{"t:ftc/t12 sched_switch preempt->x", "This is not a pointer to union/structure.", 32},
-		{"t:ftc/t13 sched_switch r=%di", "Invalid $-variable specified", 25},
+		{"t:ftc/t13 sched_switch r=%di", "Invalid fetch argument", 25},
 		{"t:ftc/t15 sched/sched_switch", "Invalid character in tracepoint name", 15},
 		{"t:ftc/t29 sched_switch+4", "Invalid character in tracepoint name", 22},
 		{"t10:ftc/t20 sched_switch", "Maxactive is only for function exit", 1},
@@ -126,8 +126,8 @@ func TestKinds(t *testing.T) {
 		{"e:ftc/e06 sched.no_such_event", "Attached event does not exist", 10},
 		{"e:ftc/kp kprobes.kp", "Attached event does not exist", 9},
 		{"e:ftc/e08 sched_switch", "This requires both group and event name to attach", 10},
-		{"e:ftc/e12 sched.sched_switch r=%di", "Invalid $-variable specified", 31},
-		{"e:ftc/e45 sched.sched_switch x=+0(%di)", "Invalid $-variable specified", 34},
+		{"e:ftc/e12 sched.sched_switch r=%di", "Invalid fetch argument", 31},
+		{"e:ftc/e45 sched.sched_switch x=+0(%di)", "Invalid fetch argument", 34},
 		{"e:ftc/e29 sched.sched_switch prev_pid", "BTF is not available or not supported", 29},
 		{"e:ftc/e23 sched.sched_switch if nope == 1", "Field not found", 32},
 		{"e:ftc/e25 sched.sched_switch if", "No filter rule after 'if'", 32},
@@ -216,10 +216,10 @@ func TestKernelExactWording(t *testing.T) {
 		{"e:foo.1/bar sched.sched_switch", "Group name must follow the same rules as C identifiers @2", "Group name must follow the same rules as C identifiers @2"},
 		{"p:foo-1/bar vfs_read", "", ""},
 		{"e:foo-1/bar sched.sched_switch", "", ""},
-		// Registers: every kind that reads none refuses them, BAD_VAR since the fprobe series.
-		{"e:foo/bar sched.sched_switch %ax", "Invalid fetch argument @29", "Invalid $-variable specified @29"},
-		{"f vfs_read %ax", "this kernel does not announce fprobe events (f:) @0", "Invalid $-variable specified @11"},
-		{"t kfree %rax", "this kernel does not announce tracepoint probes (t:) @0", "Invalid $-variable specified @8"},
+		// Registers, in the kinds that read none: BAD_VAR, then BAD_FETCH_ARG, the last word.
+		{"e:foo/bar sched.sched_switch %ax", "Invalid fetch argument @29", "Invalid fetch argument @29"},
+		{"f vfs_read %ax", "this kernel does not announce fprobe events (f:) @0", "Invalid fetch argument @11"},
+		{"t kfree %rax", "this kernel does not announce tracepoint probes (t:) @0", "Invalid fetch argument @8"},
 		// $arg* is expanded only as a whole argument; elsewhere it is an unknown variable.
 		{"p vfs_read +0($arg*)", "Invalid $-variable specified @14", "Invalid $-variable specified @14"},
 		{"p vfs_read+8 $arg*", "Invalid $-variable specified @13", "$arg* can be used only on function entry or exit @13"},
@@ -281,7 +281,6 @@ func TestWordingFromREADME(t *testing.T) {
 		{"6.1+argname", with(readme61, "<argname>[->field[->field|.field...]],"), "p100 vfs_read", "Maxactive is only for function exit @1"},
 		{"6.1+%pd", with(readme61, "symstr, %pd/%pD, <type>"), "p100 vfs_read", "Maxactive is only for function exit @1"},
 		{"6.1+%pd", with(readme61, "symstr, %pd/%pD, <type>"), "e:foo/bar sched.sched_switch arg=$foo", "Invalid $-variable specified @33"},
-		{"6.1+%pd", with(readme61, "symstr, %pd/%pD, <type>"), "e:foo/bar sched.sched_switch %ax", "Invalid $-variable specified @29"},
 		{"6.12", with(readme612), "r vfs_read $arg*", ""},
 		{"6.12-retargs", without(readme612, "kernel return probes support: $retval, $arg<N>, $comm"), "r vfs_read $arg*", "$arg* can be used only on function entry @11"},
 		{"6.12-retargs", without(readme612, "kernel return probes support: $retval, $arg<N>, $comm"), "p vfs_read+8 $arg*", "$arg* can be used only on function entry @13"},

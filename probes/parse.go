@@ -368,7 +368,9 @@ func (st *state) parse() error {
 // on x86 a function ftrace can trace (available_filter_functions lists it) starts with a
 // 4-byte endbr64 (IBT) or the 5-byte call to __fentry__, so offsets 1 to 3 are inside an
 // instruction whichever it is (seen: vfs_read+1, +2, +3 refused by 6.1 and 6.12). Other
-// offsets need the kernel's text: left to the kernel.
+// offsets need the kernel's text, left to the kernel: +4 is inside the call without IBT and
+// the call's start with it, +5 the reverse (seen: 6.1 refuses +4, 6.12 refuses +5), and an
+// IBT kernel's function that is never called indirectly may have no endbr64.
 func (st *state) instructionBoundary() error {
 	d := st.d
 	if st.arch() != "amd64" || d.Uprobe != nil || d.IsAddr || d.Offset < 1 || d.Offset > 3 {
