@@ -244,6 +244,9 @@ type state struct {
 	// parameter's name); unnamedArgN: the argument is a whole "$argN..." token.
 	argN        *btf.FuncParam
 	unnamedArgN bool
+	// wholeArgs: the argument being parsed is the "$arg*" the kernel expands (the only
+	// place $arg* means every parameter).
+	wholeArgs bool
 	// event: an event probe's attached event, nil when ftctl cannot read its format.
 	event *tracefs.Format
 }
@@ -321,7 +324,10 @@ func (st *state) parse() error {
 	}
 	if len(head) > 1 && isdigit(head[1]) {
 		if d.Kind != Kretprobe {
-			return st.err(1, "Maxactive is only for function exit")
+			if !fprobeSeries(st.p.Features) {
+				return st.err(1, "Maxactive is not for kprobe") // MAXACT_NO_KPROBE (seen: 6.1)
+			}
+			return st.err(1, "Maxactive is only for function exit") // BAD_MAXACT_TYPE (seen: 6.12)
 		}
 		if !st.p.Features.MaxActive {
 			return st.unsupported(1, "Invalid maxactive number", "r[MAXACTIVE]")
@@ -351,7 +357,49 @@ func (st *state) parse() error {
 			return err
 		}
 	}
-	return st.parseArgs()
+	if err := st.parseArgs(); err != nil {
+		return err
+	}
+	return st.instructionBoundary()
+}
+
+// instructionBoundary is what registering the kprobe refuses after the line parsed
+// (BAD_INSN_BNDRY, -EILSEQ from can_probe()), where ftctl can tell without the kernel's text:
+// on x86 a function ftrace can trace (available_filter_functions lists it) starts with a
+// 4-byte endbr64 (IBT) or the 5-byte call to __fentry__, so offsets 1 to 3 are inside an
+// instruction whichever it is (seen: vfs_read+1, +2, +3 refused by 6.1 and 6.12). Other
+// offsets need the kernel's text, left to the kernel: +4 is inside the call without IBT and
+// the call's start with it, +5 the reverse (seen: 6.1 refuses +4, 6.12 refuses +5), and an
+// IBT kernel's function that is never called indirectly may have no endbr64.
+func (st *state) instructionBoundary() error {
+	d := st.d
+	if st.arch() != "amd64" || d.Uprobe != nil || d.IsAddr || d.Offset < 1 || d.Offset > 3 {
+		return nil
+	}
+	if st.p.Kernel.functionMatches(d.Symbol) <= 0 {
+		return nil
+	}
+	e := st.errAt(1, 0, "Probe point is not an instruction boundary")
+	e.Hint = fmt.Sprintf("%s+%d is inside %s's first instruction (endbr64 or the call to __fentry__): probe %s itself", d.Symbol, d.Offset, d.Symbol, d.Symbol)
+	return e
+}
+
+// fprobeSeries reports a kernel whose README announces grammar of the 6.5 series that added
+// fprobe events, or of a later release: f: or t: definitions, BTF argument names
+// (<argname>), $arg<N> on return probes, %pd/%pD. That series reworded the kernel's refusals
+// ftctl repeats: "tracing/probes: Add fprobe events for tracing function entry and exit"
+// turned MAXACT_NO_KPROBE ("Maxactive is not for kprobe") into BAD_MAXACT_TYPE ("Maxactive
+// is only for function exit"), and "tracing/probes: Move event parameter fetching code to
+// common parser" made an event probe's unknown $FIELD the common parser's BAD_VAR at the '$'
+// instead of trace_eprobe.c's BAD_ATTACH_ARG at the argument (seen: 6.1 the old words, 6.12
+// the new). The README, not the version, decides: every marker here appeared with that
+// series or after it, so a kernel that announces one has the new words. The proxy misses a
+// kernel of the series built with neither CONFIG_FPROBE_EVENTS nor
+// CONFIG_PROBE_EVENTS_BTF_ARGS and older than the later markers (%pd/%pD, in the README's
+// type list whatever the config): ftctl would use the old words there, and the kernel's own
+// refusal, shown if ftctl's is passed, has the new ones.
+func fprobeSeries(ft tracefs.ProbeFeatures) bool {
+	return ft.Fprobe || ft.Tprobe || ft.BTFArgs || ft.RetArgs || ft.PdPD
 }
 
 // maxActive reads r[N]'s (or f[N]'s) N as the kernel does: kstrtouint base 0, 1 to 4096.
@@ -489,13 +537,14 @@ func (st *state) parsePlace() error {
 		e.Hint = fmt.Sprintf("kallsyms lists %d symbols called %s: probe one by its address, or MODULE:SYMBOL", n, d.Symbol)
 		return e
 	}
-	if st.ret && off > 4 && st.arch() == "amd64" {
-		// x86 arch_kprobe_on_func_entry(): the entry is offset 0, or up to 4 with IBT.
+	if st.ret && (off > 4 || off >= 1 && off <= 3) && st.arch() == "amd64" {
+		// x86 arch_adjust_kprobe_addr(): the entry is offset 0, or 4 with IBT (past the
+		// endbr64); never 1 to 3.
 		return st.err(0, "Retprobe address must be an function entry")
 	}
-	// kprobe_on_func_entry(): offset 0 of a function is its entry, and up to 4 on kernels
-	// built with IBT (the endbr64); past that the kernel refuses $argN and BTF names.
-	st.fentry = off <= 4 && !st.ret
+	// kprobe_on_func_entry(): offset 0 of a function is its entry, and 4 on kernels built
+	// with IBT (the endbr64); elsewhere the kernel refuses $argN and BTF names.
+	st.fentry = (off == 0 || off == 4) && !st.ret
 	return nil
 }
 
@@ -524,8 +573,15 @@ func (st *state) parseArgs() error {
 		if !st.p.Features.BTFArgs || st.d.Uprobe != nil { // a uprobe's $arg: uprobeFetch
 			break
 		}
-		if !st.fentry && !st.ret {
-			return st.err(0, "$arg* or $argN is only available on function entry or exit")
+		// NOFENTRY_ARGS. The kernel that lets return probes fetch $arg<N> (its README says
+		// "kernel return probes support: $retval, $arg<N>, $comm") words it "... entry or
+		// exit" (seen: 6.12); before it only an entry took them, and 6.5's words said
+		// "... entry" (not seen: neither VM kernel has BTF arguments without that line).
+		if !st.fentry && !(st.ret && st.p.Features.RetArgs) {
+			if !st.p.Features.RetArgs {
+				return st.err(0, "$arg* can be used only on function entry")
+			}
+			return st.err(0, "$arg* can be used only on function entry or exit")
 		}
 		if len(t) > 4 && isdigit(t[4]) {
 			continue
@@ -556,6 +612,7 @@ func (st *state) parseArgs() error {
 	for i := range args {
 		st.tok = i + 2
 		t := st.text(i + 2)
+		st.wholeArgs = i == varArgs
 		a, names, err := st.parseArg(t, i, i == varArgs)
 		if err != nil {
 			return err
@@ -1068,6 +1125,13 @@ func (st *state) parseVar(s string, off int) (*Fetch, error) {
 		if rest == "*" {
 			if !ft.BTFArgs {
 				return nil, st.unsupported(off, "Invalid $-variable specified", "$arg* (BTF arguments)")
+			}
+			if !st.wholeArgs || off != 0 {
+				// traceprobe_expand_meta_args() expands only an argument that is "$arg*";
+				// anywhere else (under a dereference) it is an unknown variable (seen: 6.12).
+				e := st.err(off, "Invalid $-variable specified")
+				e.Hint = "$arg* stands for every parameter only as a whole argument"
+				return nil, e
 			}
 			return &Fetch{Kind: FetchArgs}, nil
 		}
