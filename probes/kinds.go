@@ -49,6 +49,15 @@ func (d *Definition) KindName() string {
 // kindNames are the three kinds as the kernel's README writes them, for refusals.
 var kindNames = map[Kind]string{Fprobe: "fprobe events (f:)", Tprobe: "tracepoint probes (t:)", Eprobe: "event probes (e:)"}
 
+// instead names what this kernel offers in place of a kind it lacks: kprobes where its README
+// announces them (it said so on kernels without kprobe_events too).
+func instead(ft tracefs.ProbeFeatures) string {
+	if ft.Kprobe {
+		return "kprobes (p:, r:) may do instead"
+	}
+	return "nor kprobes (CONFIG_KPROBE_EVENTS): on this kernel only tracepoints (-e) and uprobes (PATH:SYMBOL) are there"
+}
+
 // parseDynamic parses an fprobe, tracepoint probe or event probe, in the order the kernel
 // checks them (trace_fprobe.c __trace_fprobe_create, trace_eprobe.c __trace_eprobe_create).
 func (st *state) parseDynamic(head string) error {
@@ -57,7 +66,7 @@ func (st *state) parseDynamic(head string) error {
 	if !map[Kind]bool{Fprobe: ft.Fprobe, Tprobe: ft.Tprobe, Eprobe: ft.Eprobe}[d.Kind] {
 		return &SyntaxError{Source: d.src, Pos: d.tokens[0].start,
 			Msg:  "this kernel does not announce " + kindNames[d.Kind],
-			Hint: "its tracefs README lists no " + head[:1] + "[:[<group>/][<event>]] definitions; kprobes (p:, r:) may do instead"}
+			Hint: "its tracefs README lists no " + head[:1] + "[:[<group>/][<event>]] definitions; " + instead(ft)}
 	}
 	evOff := -1
 	if i := strings.IndexByte(head[1:], ':'); i >= 0 {

@@ -292,3 +292,25 @@ func TestWordingFromREADME(t *testing.T) {
 		}
 	}
 }
+
+// A kind the kernel lacks points to kprobes only where the README announces them: the
+// development machines' kernel has neither fprobes nor kprobe_events, and was told "kprobes
+// (p:, r:) may do instead".
+func TestMissingKindHint(t *testing.T) {
+	for _, c := range []struct {
+		kernel, want, not string
+	}{
+		{"6.1", "kprobes (p:, r:) may do instead", "nor kprobes"},
+		{"dev-6.18", "nor kprobes (CONFIG_KPROBE_EVENTS)", "may do instead"},
+	} {
+		ft, _ := tracefs.ParseReadme(readFixture(t, c.kernel, "README"))
+		_, err := Parser{Features: ft}.Parse("f:grp/ev vfs_read")
+		var se *SyntaxError
+		if !errors.As(err, &se) {
+			t.Fatalf("%s: %v", c.kernel, err)
+		}
+		if !strings.Contains(se.Hint, c.want) || strings.Contains(se.Hint, c.not) {
+			t.Errorf("%s: %v (hint %q)", c.kernel, err, se.Hint)
+		}
+	}
+}

@@ -58,6 +58,7 @@ func ParseHistReadme(readme string) HistFeatures {
 // ProbeFeatures is the kprobe_events grammar this kernel accepts, read off the README's
 // "kprobe_events" / "dynamic_events" section (kernel/trace/trace.c readme_msg).
 type ProbeFeatures struct {
+	Kprobe       bool // kprobes' place ([<module>:]<symbol>...): CONFIG_KPROBE_EVENTS
 	MaxActive    bool // r[maxactive]
 	ReturnSuffix bool // SYM%return for kretprobes (5.11)
 	ArgN         bool // $arg<N> (CONFIG_HAVE_FUNCTION_ARG_ACCESS_API)
@@ -83,6 +84,7 @@ type ProbeFeatures struct {
 func ParseReadme(readme string) (ProbeFeatures, bool) {
 	has := func(s string) bool { return strings.Contains(readme, s) }
 	p := ProbeFeatures{
+		Kprobe:       has("place: [<module>:]<symbol>"),
 		MaxActive:    has("r[maxactive]"),
 		ReturnSuffix: has("<symbol>[+<offset>]%return"),
 		ArgN:         has("$arg<N>"),
