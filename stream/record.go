@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,7 +48,7 @@ import (
 // event found there, enabled and disabled again while recording, or written by a trigger.
 type Recorder struct {
 	in     *tracefs.Instance
-	dir    string
+	dir    *RecordDir
 	sp     *tracefs.Splicer
 	files  []*os.File
 	before []tracefs.CPUStats
@@ -131,10 +132,10 @@ const HeaderFile = "header.dat"
 // CPUFile is the name of CPU cpu's pages in the recorder's directory.
 func CPUFile(cpu int) string { return "cpu" + strconv.Itoa(cpu) + ".raw" }
 
-// NewRecorder opens the trace array's CPUs and writes header.dat into dir (which exists and
-// is empty): the page and event headers and the trace clock of in. ReadHeader adds the rest.
-// Start recording with Run.
-func NewRecorder(in *tracefs.Instance, dir string) (*Recorder, error) {
+// NewRecorder opens the trace array's CPUs and writes header.dat into dir (made by
+// MakeRecordDir, empty): the page and event headers and the trace clock of in. ReadHeader adds
+// the rest. Start recording with Run.
+func NewRecorder(in *tracefs.Instance, dir *RecordDir) (*Recorder, error) {
 	r := &Recorder{in: in, dir: dir, headerDone: make(chan struct{}), self: map[int]bool{}}
 	h, err := readPageHeader(in)
 	if err != nil {
@@ -148,7 +149,9 @@ func NewRecorder(in *tracefs.Instance, dir string) (*Recorder, error) {
 	r.sp = sp
 	h.PageSize = sp.PageSize()
 	for _, cpu := range sp.CPUs() {
-		f, err := os.OpenFile(filepath.Join(dir, CPUFile(cpu)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		// open for reading too: Assemble reads the pages through this descriptor, never
+		// through the name, which whoever can write the directory could make a link
+		f, err := dir.dir.Create(CPUFile(cpu), 0o600)
 		if err != nil {
 			r.Close()
 			return nil, err
@@ -361,12 +364,16 @@ var mapFile = tracefs.MapFile
 // writeHeader writes header.dat durably, replacing the one there by a rename (a recovery reads
 // one or the other, never half of one).
 func (r *Recorder) writeHeader(h *tracedat.Header) error {
-	tmp := filepath.Join(r.dir, HeaderFile+".tmp")
-	os.Remove(tmp)
-	if err := writeFileSync(tmp, h, nil); err != nil {
+	const tmp = HeaderFile + ".tmp"
+	r.dir.dir.Remove(tmp)
+	f, err := r.dir.dir.Create(tmp, 0o600)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(r.dir, HeaderFile))
+	if err := writeSync(f, h, nil); err != nil {
+		return err
+	}
+	return r.dir.dir.Rename(tmp, r.dir.dir, HeaderFile)
 }
 
 // SelfName is the process name under which a recording names the recorder's threads:
@@ -415,15 +422,11 @@ func (r *Recorder) noteSelf() {
 	}
 }
 
-// writeFileSync writes a trace.dat to path and syncs it.
-func writeFileSync(path string, h *tracedat.Header, cpus []tracedat.CPUSource) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
+// writeSync writes a trace.dat into f, syncs it and closes it.
+func writeSync(f *os.File, h *tracedat.Header, cpus []tracedat.CPUSource) error {
 	hh := *h
 	hh.CPUs = len(cpus)
-	err = tracedat.Write(f, &hh, cpus)
+	err := tracedat.Write(f, &hh, cpus)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -623,11 +626,12 @@ func (r *Recorder) Flush(tracingOff bool) error {
 	return errors.Join(errs...)
 }
 
-// Assemble writes the trace.dat at path: the header read by NewRecorder with the saved
-// cmdlines as they are now, the CPU statistics as options (trace-cmd's CPUSTAT), then every
-// CPU's pages. It writes path.tmp-... in the recorder's directory and renames it, so path
-// never holds half a file; then it removes the directory.
-func (r *Recorder) Assemble(path string) error {
+// Assemble writes the recording's file (RecordDir's FILE): the header read by NewRecorder with
+// the saved cmdlines as they are now, the CPU statistics as options (trace-cmd's CPUSTAT), then
+// every CPU's pages. It writes trace.dat in the working directory, with RecordDir.Mode, and
+// renames it to FILE, so FILE never holds half a file; then it removes the working directory.
+// The pages are read through the descriptors they were written through.
+func (r *Recorder) Assemble() error {
 	if err := r.ReadHeader(); err != nil { // run beside Run, or now when Run never ran
 		return err
 	}
@@ -653,34 +657,39 @@ func (r *Recorder) Assemble(path string) error {
 		}
 	}
 	var cpus []tracedat.CPUSource
-	var readers []*os.File
 	for k, f := range r.files {
 		if err := f.Sync(); err != nil {
 			return err
 		}
-		rf, err := os.Open(f.Name())
-		if err != nil {
-			return err
-		}
-		defer rf.Close()
-		readers = append(readers, rf)
-		cpus = append(cpus, tracedat.CPUSource{R: rf, Size: r.Stats.CPUs[k].Bytes})
+		size := r.Stats.CPUs[k].Bytes
+		cpus = append(cpus, tracedat.CPUSource{R: io.NewSectionReader(f, 0, size), Size: size})
 	}
 	r.phase("assemble start")
-	if err := r.addRecordedFormats(readers); err != nil {
+	if err := r.addRecordedFormats(r.files); err != nil {
 		return err
 	}
 	r.phase("formats scan")
-	tmp := filepath.Join(r.dir, "trace.dat")
-	if err := writeFileSync(tmp, r.header, cpus); err != nil {
+	const tmp = "trace.dat"
+	f, err := r.dir.dir.Create(tmp, 0o600)
+	if err != nil {
+		return err
+	}
+	if mode := r.dir.Mode.Perm(); mode != 0o600 {
+		if err := f.Chmod(mode); err != nil { // exactly: the umask does not narrow --mode
+			f.Close()
+			return err
+		}
+	}
+	if err := writeSync(f, r.header, cpus); err != nil {
 		return err
 	}
 	r.phase("file written")
-	if err := os.Rename(tmp, path); err != nil {
+	if err := r.dir.dir.Rename(tmp, r.dir.parent, r.dir.file); err != nil {
 		return err
 	}
+	r.dir.parent.Sync()
 	r.Close()
-	return os.RemoveAll(r.dir)
+	return r.dir.Remove()
 }
 
 func (r *Recorder) phase(name string) {

@@ -35,7 +35,7 @@ func TestRecorderWritesTraceDat(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out.dat")
-	if err := rec.Assemble(out); err != nil {
+	if err := rec.Assemble(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(work); !os.IsNotExist(err) {
@@ -231,15 +231,20 @@ func TestFormatIDOfKernelFormats(t *testing.T) {
 func testRecorder(t *testing.T, fs *tracefs.FS) (rec *Recorder, dir, work string) {
 	t.Helper()
 	dir = t.TempDir()
-	work = filepath.Join(dir, "out.dat.tmp-1")
-	if err := os.Mkdir(work, 0o700); err != nil {
+	rd, err := MakeRecordDir(filepath.Join(dir, "out.dat"), 1)
+	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := NewRecorder(fs.Top(), work)
+	work = filepath.Join(dir, "out.dat.tmp-1")
+	if rd.Path != work {
+		t.Fatalf("working directory %s, want %s", rd.Path, work)
+	}
+	rec, err = NewRecorder(fs.Top(), rd)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(rec.Close)
+	t.Cleanup(rd.Close)
 	return rec, dir, work
 }
 
@@ -265,7 +270,7 @@ func recordBriefly(t *testing.T, rec *Recorder, dir string) *tracedat.File {
 	}
 	rec.Flush(true)
 	out := filepath.Join(dir, "out.dat")
-	if err := rec.Assemble(out); err != nil {
+	if err := rec.Assemble(); err != nil {
 		t.Fatal(err)
 	}
 	return readDat(t, out)
@@ -332,5 +337,106 @@ func TestRecorderEndsPromptly(t *testing.T) {
 				t.Errorf("early %v, %s after %v: Run returned after %v", early, how, after, took.Round(time.Millisecond))
 			}
 		}
+	}
+}
+
+// The working directory is held by its descriptor: renamed away in the middle of a recording
+// and replaced by one whose cpu0.raw is a link to a secret, the recording still writes its own
+// pages, never the link's target.
+func TestRecorderDirSwapped(t *testing.T) {
+	fs := rawFS(t, map[int][]string{0: {"one"}, 1: {"two"}})
+	rec, dir, work := testRecorder(t, fs)
+	if err := rec.Run(context.Background(), RecordOptions{Duration: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	rec.Flush(true)
+	secret := filepath.Join(dir, "secret")
+	os.WriteFile(secret, []byte(strings.Repeat("SECRET-ROOT-ONLY", 1024)), 0o600) // longer than a CPU's pages
+	if err := os.Rename(work, work+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(work, 0o700)
+	for _, name := range []string{"cpu0.raw", "cpu1.raw", HeaderFile} {
+		os.Symlink(secret, filepath.Join(work, name))
+	}
+	out := filepath.Join(dir, "out.dat")
+	err := rec.Assemble()
+	b, _ := os.ReadFile(out)
+	if strings.Contains(string(b), "SECRET-ROOT-ONLY") {
+		t.Fatalf("the recording holds the planted link's target (Assemble: %v)", err)
+	}
+	// the file is written from the recording's own descriptors; the directory planted under
+	// the working directory's name is not the recording's, and stays
+	if err == nil || !strings.Contains(err.Error(), "moved or replaced") {
+		t.Fatalf("Assemble: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(work, "cpu0.raw")); err != nil {
+		t.Errorf("the planted directory was emptied: %v", err)
+	}
+	f := readDat(t, out)
+	var got []string
+	ReadFile(f, FileOptions{}, func(ev *Event) error { got = append(got, string(ev.Text)); return nil })
+	if strings.Join(got, " ") != "one two" {
+		t.Errorf("events %q", got)
+	}
+}
+
+// A recording holds kallsyms and raw kernel pointers: every file it makes is 0600, the
+// finished file too unless RecordDir.Mode widens it (set exactly: the umask does not narrow it).
+func TestRecorderModes(t *testing.T) {
+	old := unix.Umask(0o077)
+	defer unix.Umask(old)
+	for _, mode := range []os.FileMode{0o600, 0o644, 0o660} {
+		fs := rawFS(t, map[int][]string{0: {"one"}})
+		rec, dir, work := testRecorder(t, fs)
+		rec.dir.Mode = mode
+		for _, name := range []string{HeaderFile, "cpu0.raw", "."} {
+			want := os.FileMode(0o600)
+			if name == "." {
+				want = 0o700
+			}
+			if fi, err := os.Stat(filepath.Join(work, name)); err != nil || fi.Mode().Perm() != want {
+				t.Errorf("%s: %v %v, want %v", name, fi.Mode(), err, want)
+			}
+		}
+		recordBriefly(t, rec, dir)
+		if fi, err := os.Stat(filepath.Join(dir, "out.dat")); err != nil || fi.Mode().Perm() != mode {
+			t.Errorf("Mode %v: the file is %v (%v)", mode, fi.Mode(), err)
+		}
+	}
+}
+
+// FILE's directory must be one no other user can write, unless sticky and ours: refused, naming
+// it, before anything is made there.
+func TestMakeRecordDirRefusesShared(t *testing.T) {
+	for _, c := range []struct {
+		mode os.FileMode
+		ok   bool
+	}{{0o700, true}, {0o755, true}, {0o777, false}, {0o770, false}, {0o1777, true}} {
+		dir := filepath.Join(t.TempDir(), "d")
+		os.Mkdir(dir, 0o700)
+		os.Chmod(dir, c.mode|os.ModeDir)
+		if c.mode&0o1000 != 0 {
+			os.Chmod(dir, os.ModeSticky|c.mode.Perm())
+		}
+		rd, err := MakeRecordDir(filepath.Join(dir, "x.dat"), 7)
+		if (err == nil) != c.ok {
+			t.Errorf("mode %04o: %v", c.mode, err)
+		}
+		if err != nil {
+			if !errors.Is(err, ErrRecordDir) || !strings.Contains(err.Error(), dir) {
+				t.Errorf("mode %04o: %v", c.mode, err)
+			}
+			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+				t.Errorf("mode %04o: refused, but made %v", c.mode, ents)
+			}
+			continue
+		}
+		if err := rd.Remove(); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := MakeRecordDir(filepath.Join(t.TempDir(), "missing", "x.dat"), 7); !errors.Is(err, ErrRecordDir) {
+		t.Errorf("a missing directory: %v", err)
 	}
 }
