@@ -49,7 +49,7 @@ import (
 type Recorder struct {
 	in     *tracefs.Instance
 	dir    *RecordDir
-	sp     *tracefs.Splicer
+	sp     splicer
 	files  []*os.File
 	before []tracefs.CPUStats
 	header *tracedat.Header
@@ -319,10 +319,10 @@ func (r *Recorder) addRecordedFormats(cpus []*os.File) error {
 			continue
 		}
 		// mapped, the pages are looked at where the page cache holds them: a read would copy
-		// megabytes, which under emulation costs a tenth of a second
-		if m, unmap, err := mapFile(f, int(size)); err == nil {
-			scan(m)
-			unmap()
+		// megabytes, which under emulation costs a tenth of a second. A window at a time: a
+		// populated mapping of a whole CPU's file (gigabytes on a long recording) would read
+		// it all in and map it at once
+		if scanMapped(f, size, ps, scan) {
 			continue
 		}
 		if buf == nil {
@@ -358,8 +358,36 @@ func (r *Recorder) addRecordedFormats(cpus []*os.File) error {
 	return nil
 }
 
-// mapFile maps a CPU's file for addRecordedFormats (a variable: the tests take the reads).
+// mapFile maps a window of a CPU's file for addRecordedFormats (a variable: the tests take
+// the reads, and count the windows).
 var mapFile = tracefs.MapFile
+
+// mapWindow is the most of a CPU's file mapped at once (a multiple of every page size).
+var mapWindow int64 = 64 << 20
+
+// scanMapped scans the first size bytes of f (whole pages of ps bytes) mapped a window at a
+// time; false when a window cannot be mapped before anything was scanned (then f is read).
+func scanMapped(f *os.File, size int64, ps int, scan func([]byte)) bool {
+	window := max(mapWindow/int64(ps)*int64(ps), int64(ps))
+	for off := int64(0); off < size; off += window {
+		n := min(window, size-off)
+		m, unmap, err := mapFile(f, off, int(n))
+		if err != nil {
+			if off == 0 {
+				return false
+			}
+			// later windows: read instead
+			buf := make([]byte, n)
+			if k, _ := f.ReadAt(buf, off); k > 0 {
+				scan(buf[:k])
+			}
+			continue
+		}
+		scan(m)
+		unmap()
+	}
+	return true
+}
 
 // writeHeader writes header.dat durably, replacing the one there by a rename (a recovery reads
 // one or the other, never half of one).
@@ -598,32 +626,67 @@ func (r *Recorder) updateStats() {
 	}
 }
 
-// Flush moves what the CPUs still hold, the pages the kernel is writing too (read(2)). With
-// tracing still on (tracingOff false: an instance ftctl does not own), it stops after as many
-// pages as each CPU's buffer held when it began, plus one.
+// splicer is what the Recorder needs of tracefs.Splicer (an interface: the tests model a CPU
+// the kernel never stops writing).
+type splicer interface {
+	PageSize() int
+	BufferBytes() int64
+	WakesEarly() bool
+	Move(k int, dst *os.File) (int64, error)
+	Flush(k int, dst *os.File, maxPages int) (int64, error)
+	Wait(d time.Duration)
+	Interrupt()
+	Close() error
+}
+
+// Flush moves what the CPUs still hold, the pages the kernel is writing too (read(2)). It reads
+// at most as many pages as a CPU's buffer holds, plus two (the reader's page and the one being
+// written): with tracing off (tracingOff) that is all there is; with tracing still on (an
+// instance ftctl does not own, or tracing_on=0 could not be written) a CPU the kernel keeps
+// writing never empties (a recorder that is traced itself feeds every read with the events of
+// the read before), and Flush would read forever.
 func (r *Recorder) Flush(tracingOff bool) error {
 	if _, err := r.moveAll(); err != nil {
 		return err
 	}
-	limit := map[int]int{}
-	if !tracingOff {
-		stats, _ := r.in.CPUStats()
-		for _, st := range stats {
-			limit[st.CPU] = int(st.BytesInBuffer)/r.sp.PageSize() + 2
-		}
-	}
+	stats, _ := r.in.CPUStats()
 	var errs []error
 	for k := range r.files {
-		maxPages := 0 // all
-		if !tracingOff {
-			maxPages = max(limit[r.Stats.CPUs[k].CPU], 1)
-		}
-		n, err := r.sp.Flush(k, r.files[k], maxPages)
+		n, err := r.sp.Flush(k, r.files[k], flushLimit(tracingOff, r.Stats.CPUs[k].CPU, stats, r.sp.BufferBytes(), r.sp.PageSize()))
 		r.Stats.CPUs[k].Bytes += n
 		errs = append(errs, err)
 	}
 	r.updateStats()
 	return errors.Join(errs...)
+}
+
+// flushLimit is how many pages Flush reads of a CPU, never 0 (which Splicer.Flush takes for
+// "until empty"). Tracing on: the bytes the CPU held when the flush began (its stats' "bytes"),
+// in pages. Tracing off: the buffer's size in pages (buffer_size_kb; a page is seldom full, so
+// the bytes held can be fewer pages than it holds), or twice the bytes held when the sizes are
+// unknown, or 64Ki pages when neither can be read. Two pages more either way.
+func flushLimit(tracingOff bool, cpu int, stats []tracefs.CPUStats, bufBytes int64, pageSize int) int {
+	if pageSize <= 0 {
+		pageSize = 4096
+	}
+	held, known := int64(0), false
+	for _, st := range stats {
+		if st.CPU == cpu {
+			held, known = st.BytesInBuffer, true
+		}
+	}
+	var bytes int64
+	switch {
+	case !tracingOff:
+		bytes = held
+	case bufBytes > 0:
+		bytes = max(bufBytes, held)
+	case known:
+		bytes = 2 * held
+	default:
+		bytes = 64 << 10 * int64(pageSize)
+	}
+	return int(bytes/int64(pageSize)) + 2
 }
 
 // Assemble writes the recording's file (RecordDir's FILE): the header read by NewRecorder with

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -129,7 +130,7 @@ func TestRecorderHeaderBesideAndSelf(t *testing.T) {
 func TestRecorderFormatsOfWhatIsRecorded(t *testing.T) {
 	t.Run("mapped", testRecorderFormats)
 	t.Run("read", func(t *testing.T) { // where the files cannot be mapped
-		mapFile = func(*os.File, int) ([]byte, func(), error) { return nil, nil, errors.ErrUnsupported }
+		mapFile = func(*os.File, int64, int) ([]byte, func(), error) { return nil, nil, errors.ErrUnsupported }
 		defer func() { mapFile = tracefs.MapFile }()
 		testRecorderFormats(t)
 	})
@@ -438,5 +439,92 @@ func TestMakeRecordDirRefusesShared(t *testing.T) {
 	}
 	if _, err := MakeRecordDir(filepath.Join(t.TempDir(), "missing", "x.dat"), 7); !errors.Is(err, ErrRecordDir) {
 		t.Errorf("a missing directory: %v", err)
+	}
+}
+
+// Flush after tracing_on=0 reads what the CPUs hold, partial pages too, until they are empty;
+// with tracing still on (the write of tracing_on failed, or someone turned it on again), a CPU
+// the kernel keeps writing never empties: a recorder traced itself reads, with every page, the
+// events its last read made. endlessCPUs models that: every read has a page, forever. Flush
+// reads at most what a buffer holds, plus two pages, either way.
+func TestRecorderFlushEnds(t *testing.T) {
+	for _, off := range []bool{true, false} {
+		rec := idleRecorder(t, false)
+		e := &endlessCPUs{splicer: rec.sp}
+		rec.sp = e
+		if err := rec.Flush(off); err != nil {
+			t.Fatalf("tracing off %v: %v", off, err)
+		}
+		if e.maxPages <= 0 || e.maxPages > 1<<16+2 {
+			t.Errorf("tracing off %v: Flush read up to %d pages of a CPU that never empties (0: forever)", off, e.maxPages)
+		}
+	}
+	// the bounds: the buffer's size, else twice the bytes held, else 64Ki pages; with
+	// tracing on, the bytes held
+	st := []tracefs.CPUStats{{CPU: 0, BytesInBuffer: 40960}}
+	for _, c := range []struct {
+		off   bool
+		stats []tracefs.CPUStats
+		buf   int64
+		want  int
+	}{
+		{true, st, 1 << 20, 256 + 2},
+		{true, st, 0, 20 + 2},
+		{true, nil, 0, 1<<16 + 2},
+		{false, st, 1 << 20, 10 + 2},
+		{false, nil, 1 << 20, 2},
+	} {
+		if got := flushLimit(c.off, 0, c.stats, c.buf, 4096); got != c.want {
+			t.Errorf("flushLimit(%v, %v, %d) = %d, want %d", c.off, c.stats, c.buf, got, c.want)
+		}
+	}
+}
+
+// endlessCPUs is a Splicer whose CPUs always have a page to read.
+type endlessCPUs struct {
+	splicer
+	maxPages int
+}
+
+func (e *endlessCPUs) Flush(k int, dst *os.File, maxPages int) (int64, error) {
+	e.maxPages = maxPages
+	if maxPages <= 0 {
+		return 0, nil // forever: said by maxPages
+	}
+	return int64(maxPages) * 4096, nil
+}
+
+// A CPU's file is mapped a window at a time (populated, a mapping is read in whole before it
+// returns: a multi-gigabyte file at once would be), and every page is scanned.
+func TestScanMappedWindows(t *testing.T) {
+	const ps = 4096
+	f, err := os.Create(filepath.Join(t.TempDir(), "cpu0.raw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i := range 5 {
+		f.Write(bytes.Repeat([]byte{byte('a' + i)}, ps))
+	}
+	defer func(w int64) { mapWindow = w; mapFile = tracefs.MapFile }(mapWindow)
+	mapWindow = 2 * ps
+	var calls []string
+	mapFile = func(f *os.File, off int64, size int) ([]byte, func(), error) {
+		calls = append(calls, fmt.Sprintf("%d+%d", off/ps, size/ps))
+		return tracefs.MapFile(f, off, size)
+	}
+	var seen []byte
+	if !scanMapped(f, 5*ps, ps, func(b []byte) {
+		for p := 0; p < len(b); p += ps {
+			seen = append(seen, b[p])
+		}
+	}) {
+		t.Fatal("not mapped")
+	}
+	if got := strings.Join(calls, " "); got != "0+2 2+2 4+1" {
+		t.Errorf("windows (page+pages) %s, want 0+2 2+2 4+1", got)
+	}
+	if string(seen) != "abcde" {
+		t.Errorf("pages scanned %q", seen)
 	}
 }
