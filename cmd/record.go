@@ -67,9 +67,9 @@ which trace-cmd reads without a word), and 'ftctl report' leaves their events ou
 
 FILE appears only complete: ftctl works in FILE.tmp-PID (a directory beside it, 0700) and
 renames the finished file. Every file is made relative to descriptors of these two directories,
-never through a symbolic link, and FILE's directory must be one no other user can write (or a
-sticky one of ours, as /tmp for root): another user could otherwise rename the working
-directory and plant links in it (exit 2 naming it). A recording holds kallsyms and raw kernel
+never through a symbolic link, and FILE's directory must be root's or the user's who runs
+ftctl (sudo's SUDO_UID too) and writable by no one else, unless sticky (as /tmp): another user
+could otherwise rename the working directory and plant links in it (exit 2 naming it). A recording holds kallsyms and raw kernel
 pointers: FILE is 0600 unless --mode widens it (e.g. --mode 0644), and its files in
 FILE.tmp-PID are 0600. If ftctl is killed (SIGKILL), FILE is not there; FILE.tmp-PID holds
 header.dat and each CPU's pages so far (cpuN.raw), which 'ftctl report --recover
@@ -228,7 +228,12 @@ func recordDir(file string) (*stream.RecordDir, error) {
 		// -o is the output format everywhere else: 'ftctl -o json record' means that, not a file
 		return nil, InvalidInput(fmt.Errorf("-o %s: for ftctl record, -o names the file to write (default trace.dat), not an output format; name a file such as ./%s.dat", file, file))
 	}
-	rd, err := stream.MakeRecordDir(file, os.Getpid())
+	// the user who asked owns their directory: the real user, or the one sudo names
+	owners := []int{os.Getuid()}
+	if u, err := strconv.Atoi(os.Getenv("SUDO_UID")); err == nil && u > 0 {
+		owners = append(owners, u)
+	}
+	rd, err := stream.MakeRecordDir(file, os.Getpid(), owners...)
 	if err != nil {
 		return nil, InvalidInput(fmt.Errorf("-o %s: %s", safe(file), safe(err.Error())))
 	}

@@ -37,9 +37,12 @@ type RecordDir struct {
 }
 
 // MakeRecordDir makes FILE.tmp-PID (0700) beside file and holds both directories. file's
-// directory must exist and be private to this user (atdir.CheckPrivate with the effective
-// uid); file must not be a directory. The errors are ErrRecordDir, naming the directory.
-func MakeRecordDir(file string, pid int) (*RecordDir, error) {
+// directory must exist and be private (atdir.CheckPrivate): root's, the effective user's or one
+// of owners' (the user who ran sudo: with every file reached through a descriptor, the owner of
+// the directory can move entries, as they could anyway, but not redirect what is written or
+// read), and writable by no one else unless sticky; file must not be a directory. The errors
+// are ErrRecordDir, naming the directory.
+func MakeRecordDir(file string, pid int, owners ...int) (*RecordDir, error) {
 	parentPath, base := filepath.Split(file)
 	if parentPath == "" {
 		parentPath = "."
@@ -55,7 +58,7 @@ func MakeRecordDir(file string, pid int) (*RecordDir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: directory %s: %w", ErrRecordDir, parentPath, errors.Unwrap(err))
 	}
-	if err := parent.CheckPrivate(os.Geteuid()); err != nil {
+	if err := parent.CheckPrivate(append(owners, os.Geteuid())...); err != nil {
 		parent.Close()
 		return nil, fmt.Errorf("%w: %w", ErrRecordDir, err)
 	}

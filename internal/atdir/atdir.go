@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -199,10 +200,11 @@ func (d *Dir) RemoveDir(name string) error {
 func (d *Dir) Sync() error { return d.f.Sync() }
 
 // CheckPrivate refuses a directory another user could rename or replace entries of: owned by
-// another user than uid or root, or writable by its group or by others, unless it is sticky
-// (as /tmp: then an entry is renamed or removed only by its owner, the directory's, or root)
-// and owned by uid or root. The error names the directory, is ErrShared, and says why.
-func (d *Dir) CheckPrivate(uid int) error {
+// someone other than root or one of owners, or writable by its group or by others, unless it is
+// sticky (as /tmp: then an entry is renamed or removed only by its owner, the directory's, or
+// root) and owned by root or one of owners. The error names the directory, is ErrShared, and
+// says why.
+func (d *Dir) CheckPrivate(owners ...int) error {
 	fi, err := d.Stat()
 	if err != nil {
 		return err
@@ -211,11 +213,11 @@ func (d *Dir) CheckPrivate(uid int) error {
 	if !ok {
 		return fmt.Errorf("%s: cannot tell its owner", d.name)
 	}
-	return checkPrivate(d.name, int(st.Uid), fi.Mode(), uid)
+	return checkPrivate(d.name, int(st.Uid), fi.Mode(), owners)
 }
 
-func checkPrivate(name string, owner int, mode fs.FileMode, uid int) error {
-	ours := owner == uid || owner == 0
+func checkPrivate(name string, owner int, mode fs.FileMode, owners []int) error {
+	ours := owner == 0 || slices.Contains(owners, owner)
 	switch {
 	case !ours:
 		return fmt.Errorf("%s: %w: it belongs to uid %d, who can rename what ftctl writes there", name, ErrShared, owner)

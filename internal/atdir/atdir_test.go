@@ -25,7 +25,7 @@ func TestCheckPrivate(t *testing.T) {
 		{2000, fs.ModeDir | 0o755, false},                 // another user's: they rename at will
 		{2000, fs.ModeDir | fs.ModeSticky | 0o777, false}, // sticky, but its owner can rename
 	} {
-		err := checkPrivate("/d", c.owner, c.mode, 1000)
+		err := checkPrivate("/d", c.owner, c.mode, []int{1000})
 		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrShared)) {
 			t.Errorf("owner %d mode %v: %v", c.owner, c.mode, err)
 		}
