@@ -69,13 +69,13 @@ FILE appears only complete: ftctl works in FILE.tmp-PID (a directory beside it, 
 renames the finished file. Every file is made relative to descriptors of these two directories,
 never through a symbolic link, and FILE's directory must be root's or the user's who runs
 ftctl (sudo's SUDO_UID too) and writable by no one else, unless sticky (as /tmp): another user
-could otherwise rename the working directory and plant links in it (exit 2 naming it). A recording holds kallsyms and raw kernel
-pointers: FILE is 0600 unless --mode widens it (e.g. --mode 0644), and its files in
-FILE.tmp-PID are 0600. If ftctl is killed (SIGKILL), FILE is not there; FILE.tmp-PID holds
-header.dat and each CPU's pages so far (cpuN.raw), which 'ftctl report --recover
-FILE.tmp-PID' reads. The directory is named in /run/ftctl while ftctl records: 'ftctl reset'
-removes the session a killed record left, names the directory and how to read it, and removes
-it only with --remove-recordings.`,
+could otherwise rename the working directory and plant links in it (exit 2 naming it). A
+recording holds kallsyms and raw kernel pointers: FILE is 0600 unless --mode widens it (e.g.
+--mode 0644), and its files in FILE.tmp-PID are 0600. If ftctl is killed (SIGKILL), FILE is
+not there; FILE.tmp-PID holds header.dat and each CPU's pages so far (cpuN.raw), which 'ftctl
+report --recover FILE.tmp-PID' reads. The directory is named in /run/ftctl while ftctl
+records: 'ftctl reset' removes the session a killed record left, names the directory and how
+to read it, and removes it only with --remove-recordings.`,
 		Example: `  # functions of ext4 for 2 seconds (read them back with: ftctl report ext4.dat)
   sudo ftctl record -f 'ext4_*' --duration 2s -o ext4.dat
   # a kprobe with a string argument and sched tracepoints, for one command
