@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -23,6 +22,7 @@ import (
 type RecordOptions struct {
 	TraceOptions
 	File string // -o/--output
+	Mode string // --mode: the file's permissions, octal (0600 unless widened)
 }
 
 // NewCmdRecord builds `ftctl record`.
@@ -65,12 +65,17 @@ file names ftctl's threads (trace-cmd's PROCMAPS option, one per thread, with no
 which trace-cmd reads without a word), and 'ftctl report' leaves their events out unless
 --include-self; 'trace-cmd report' shows them. record --include-self does not name them.
 
-FILE appears only complete: ftctl works in FILE.tmp-PID (a directory beside it) and renames
-the finished file. If ftctl is killed (SIGKILL), FILE is not there; FILE.tmp-PID holds
-header.dat and each CPU's pages so far (cpuN.raw), which 'ftctl report --recover
-FILE.tmp-PID' reads. The directory is named in /run/ftctl while ftctl records: 'ftctl reset'
-removes the session a killed record left, names the directory and how to read it, and removes
-it only with --remove-recordings.`,
+FILE appears only complete: ftctl works in FILE.tmp-PID (a directory beside it, 0700) and
+renames the finished file. Every file is made relative to descriptors of these two directories,
+never through a symbolic link, and FILE's directory must be root's or the user's who runs
+ftctl (sudo's SUDO_UID too) and writable by no one else, unless sticky (as /tmp): another user
+could otherwise rename the working directory and plant links in it (exit 2 naming it). A
+recording holds kallsyms and raw kernel pointers: FILE is 0600 unless --mode widens it (e.g.
+--mode 0644), and its files in FILE.tmp-PID are 0600. If ftctl is killed (SIGKILL), FILE is
+not there; FILE.tmp-PID holds header.dat and each CPU's pages so far (cpuN.raw), which 'ftctl
+report --recover FILE.tmp-PID' reads. The directory is named in /run/ftctl while ftctl
+records: 'ftctl reset' removes the session a killed record left, names the directory and how
+to read it, and removes it only with --remove-recordings.`,
 		Example: `  # functions of ext4 for 2 seconds (read them back with: ftctl report ext4.dat)
   sudo ftctl record -f 'ext4_*' --duration 2s -o ext4.dat
   # a kprobe with a string argument and sched tracepoints, for one command
@@ -96,6 +101,7 @@ it only with --remove-recordings.`,
 	f.IntVar(&opts.Count, "count", 0, "end the recording once the kernel handed over `N` events")
 	f.BoolVar(&opts.IncludeSelf, "include-self", false, "keep ftctl's own threads in the session's instance; with -B, do not name them in the file (report shows their events)")
 	f.StringVarP(&opts.File, "output", "o", "trace.dat", "write the recording to `FILE`")
+	f.StringVar(&opts.Mode, "mode", "0600", "give FILE the permissions `MODE` (octal, read and write bits only, at least 0600): it holds kernel addresses")
 	registerFlagCompletion(c, "output", cobra.FixedCompletions(nil, cobra.ShellCompDirectiveDefault))
 	return c
 }
@@ -124,10 +130,16 @@ func recordRun(ctx context.Context, opts *RecordOptions) error {
 	if g.DryRun {
 		return InvalidInput(errors.New("ftctl record has no --dry-run: everything it sets up lives in its own instance and is removed at the end"))
 	}
-	dir, err := recordDir(opts.File)
+	mode, err := recordMode(opts.Mode)
 	if err != nil {
 		return err
 	}
+	rd, err := recordDir(opts.File)
+	if err != nil {
+		return err
+	}
+	rd.Mode = mode
+	dir := rd.Path
 	// The recorder decodes nothing and its heap stays small. Paced by the heap's growth
 	// (GOGC), the collector runs on the megabytes read once (formats, the file's pieces) and
 	// frees nothing worth its CPU, which under load is taken from the traced workload (the
@@ -138,9 +150,10 @@ func recordRun(ctx context.Context, opts *RecordOptions) error {
 	var journal *session.Recording
 	defer func() {
 		if !keepDir {
-			os.RemoveAll(dir)
+			rd.Remove()
 			journal.Done() // nothing left to name
 		}
+		rd.Close()
 	}()
 	fs, err := g.FS()
 	if err != nil {
@@ -161,7 +174,7 @@ func recordRun(ctx context.Context, opts *RecordOptions) error {
 		}
 		// the instance is tracing already: the pages come first, the formats and kallsyms
 		// are read beside them (Run)
-		rec, err := stream.NewRecorder(in, dir)
+		rec, err := stream.NewRecorder(in, rd)
 		if err != nil {
 			keepDir = false
 			return err
@@ -180,7 +193,7 @@ func recordRun(ctx context.Context, opts *RecordOptions) error {
 	var rec *stream.Recorder
 	recorder := func() (func(), error) {
 		var err error
-		if rec, err = stream.NewRecorder(s.Instance, dir); err != nil {
+		if rec, err = stream.NewRecorder(s.Instance, rd); err != nil {
 			return nil, err
 		}
 		// tracing is not on yet: the formats and kallsyms are read now, so that nothing
@@ -205,28 +218,36 @@ func recordRun(ctx context.Context, opts *RecordOptions) error {
 }
 
 // recordDir makes FILE.tmp-PID beside FILE, after checking that FILE can be written there: a
-// directory that does not exist, a FILE that is a directory, are exit 2 before anything is
-// set up.
-func recordDir(file string) (string, error) {
+// directory that does not exist or that another user can write, a FILE that is a directory,
+// are exit 2 before anything is set up.
+func recordDir(file string) (*stream.RecordDir, error) {
 	if file == "" {
-		return "", InvalidInput(errors.New("-o: a file name is needed"))
+		return nil, InvalidInput(errors.New("-o: a file name is needed"))
 	}
 	if file == "json" || file == "text" {
 		// -o is the output format everywhere else: 'ftctl -o json record' means that, not a file
-		return "", InvalidInput(fmt.Errorf("-o %s: for ftctl record, -o names the file to write (default trace.dat), not an output format; name a file such as ./%s.dat", file, file))
+		return nil, InvalidInput(fmt.Errorf("-o %s: for ftctl record, -o names the file to write (default trace.dat), not an output format; name a file such as ./%s.dat", file, file))
 	}
-	if st, err := os.Stat(file); err == nil && st.IsDir() {
-		return "", InvalidInput(fmt.Errorf("-o %s: is a directory", safe(file)))
+	// the user who asked owns their directory: the real user, or the one sudo names
+	owners := []int{os.Getuid()}
+	if u, err := strconv.Atoi(os.Getenv("SUDO_UID")); err == nil && u > 0 {
+		owners = append(owners, u)
 	}
-	parent := filepath.Dir(file)
-	if st, err := os.Stat(parent); err != nil || !st.IsDir() {
-		return "", InvalidInput(fmt.Errorf("-o %s: directory %s does not exist", safe(file), safe(parent)))
+	rd, err := stream.MakeRecordDir(file, os.Getpid(), owners...)
+	if err != nil {
+		return nil, InvalidInput(fmt.Errorf("-o %s: %s", safe(file), safe(err.Error())))
 	}
-	dir := file + ".tmp-" + strconv.Itoa(os.Getpid())
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return "", InvalidInput(fmt.Errorf("-o %s: cannot write beside it: %v", safe(file), err))
+	return rd, nil
+}
+
+// recordMode parses --mode: octal, read and write bits only (a recording is not a program),
+// and at least the owner's read and write.
+func recordMode(s string) (os.FileMode, error) {
+	m, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || m&^0o666 != 0 || m&0o600 != 0o600 {
+		return 0, InvalidInput(fmt.Errorf("--mode %s: want octal permissions of read and write bits, with the owner's read and write (0600, 0640, 0644...)", safe(s)))
 	}
-	return dir, nil
+	return os.FileMode(m), nil
 }
 
 // recordTo records until the end (--duration, --count, the command's exit, a signal), stops
@@ -259,8 +280,15 @@ func recordTo(ctx context.Context, g *Globals, opts *RecordOptions, rec *stream.
 		default:
 		}
 	}
+	stopped := false
 	if own != nil {
-		own.Write("tracing_on", "0")
+		// Flush reads everything the CPUs hold only once tracing is off; otherwise (the write
+		// failed) no more than their buffers held: a kernel still writing would feed it forever
+		if err := own.Write("tracing_on", "0"); err != nil {
+			fmt.Fprintf(g.Err, "ftctl: record: stopping tracing: %s; the pages are read up to what the buffers held\n", safe(err.Error()))
+		} else {
+			stopped = true
+		}
 	}
 	if runErr != nil && !errors.Is(runErr, context.Canceled) && ctx.Err() == nil {
 		return runErr // the pages so far stay in the directory
@@ -272,11 +300,11 @@ func recordTo(ctx context.Context, g *Globals, opts *RecordOptions, rec *stream.
 			commandErr = cerr
 		}
 	}
-	if err := rec.Flush(own != nil); err != nil {
+	if err := rec.Flush(stopped); err != nil {
 		return err
 	}
 	rec.Phase("flush")
-	if err := rec.Assemble(opts.File); err != nil {
+	if err := rec.Assemble(); err != nil {
 		return fmt.Errorf("writing %s: %w", safe(opts.File), err)
 	}
 	rec.Phase("removed")

@@ -20,6 +20,9 @@ func TestRecordReportRefusals(t *testing.T) {
 	os.WriteFile(notDat, []byte("not a recording\n"), 0o644)
 	short := filepath.Join(dir, "short.dat")
 	os.WriteFile(short, []byte("\x17\x08\x44tracing6\x00\x00\x08"), 0o644)
+	shared := filepath.Join(dir, "shared")
+	os.Mkdir(shared, 0o700)
+	os.Chmod(shared, 0o777) // another user could rename the working directory and plant links
 	v9 := filepath.Join(dir, "v9.dat")
 	os.WriteFile(v9, []byte("\x17\x08\x44tracing9\x00\x00\x08\x00\x10\x00\x00"), 0o644)
 	for _, c := range []struct {
@@ -38,6 +41,10 @@ func TestRecordReportRefusals(t *testing.T) {
 		{[]string{"report", "--cpu", "-1", notDat}, "--cpu must not be negative"},
 		{[]string{"--tracefs", root, "record", "-o", filepath.Join(dir, "no", "x.dat")}, "directory " + filepath.Join(dir, "no") + " does not exist"},
 		{[]string{"--tracefs", root, "record", "-o", dir}, "is a directory"},
+		{[]string{"--tracefs", root, "record", "-o", filepath.Join(shared, "x.dat")}, shared + ": not a private directory: every user can write in it (mode 0777, not sticky)"},
+		{[]string{"--tracefs", root, "record", "--mode", "0755"}, "--mode 0755: want octal permissions"},
+		{[]string{"--tracefs", root, "record", "--mode", "0400"}, "--mode 0400"},
+		{[]string{"--tracefs", root, "record", "--mode", "rw"}, "--mode rw"},
 		{[]string{"--tracefs", root, "-B", "x", "record", "-e", "sched:sched_switch"}, "with -B, ftctl record reads the instance"},
 		{[]string{"--tracefs", root, "-B", "x", "record", "--filter", "common_pid != 1"}, "with -B, ftctl record reads the instance"},
 		{[]string{"--tracefs", root, "-B", "x", "record", "--clock", "global"}, "with -B, ftctl record reads the instance"},

@@ -64,7 +64,8 @@ A killed 'ftctl record' leaves FILE.tmp-PID beside the file it was writing: the 
 so far, evidence. reset names each such directory (from the journal record keeps in
 /run/ftctl) and how to read it ('ftctl report --recover DIR'), and leaves it; with
 --remove-recordings it removes it (only the files record writes there; anything else is named
-and the directory left). A recording still running is left alone.
+and the directory left), never through a symbolic link: the directory is reached from / without
+following one, and a link on the way is named and left. A recording still running is left alone.
 
 With --all, return the whole tracing state to boot defaults: every instance removed, every
 kprobe and uprobe removed (each disabled first), the top-level tracer, function filters,

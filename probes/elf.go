@@ -1,12 +1,11 @@
 package probes
 
 import (
-	"debug/buildinfo"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -71,7 +70,11 @@ func OpenBinary(path string) (*Binary, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := ReadBinary(f)
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	b, err := readBinary(f, fi.Size())
 	if err != nil {
 		return nil, err
 	}
@@ -79,97 +82,15 @@ func OpenBinary(path string) (*Binary, error) {
 	return b, nil
 }
 
-// ReadBinary reads an ELF image. Malformed input is an error wrapping ErrNotELF, never a
-// panic: debug/elf has panicked on crafted files before (a recover turns any that is left
-// into an error; FuzzReadBinary feeds it arbitrary bytes).
-func ReadBinary(r io.ReaderAt) (b *Binary, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			b, err = nil, fmt.Errorf("%w: malformed (%v)", ErrNotELF, p)
-		}
-	}()
-	var magic [4]byte
-	if _, err := r.ReadAt(magic[:], 0); err != nil || string(magic[:]) != elf.ELFMAG {
-		return nil, fmt.Errorf("%w (it does not start with \\x7fELF)", ErrNotELF)
-	}
-	f, err := elf.NewFile(r)
+// ReadBinary reads an ELF image (elfread.go). Malformed input is an error wrapping ErrNotELF
+// that names the offset and what is wrong, never a panic; memory and time are bounded by the
+// image's size (elfBudget), a compressed section's claimed size checked before it is inflated.
+func ReadBinary(r io.ReaderAt) (*Binary, error) {
+	size, err := readerSize(r)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotELF, err)
+		return nil, err
 	}
-	defer f.Close()
-	b = &Binary{}
-	switch f.Type {
-	case elf.ET_EXEC:
-		b.Type = "EXEC"
-	case elf.ET_DYN:
-		b.Type = "DYN"
-	default:
-		return nil, fmt.Errorf("%w: type %v is not an executable or a shared library", ErrNotELF, f.Type)
-	}
-	for i, p := range f.Progs {
-		if p.Type != elf.PT_LOAD {
-			continue
-		}
-		flags := []byte("---")
-		if p.Flags&elf.PF_R != 0 {
-			flags[0] = 'r'
-		}
-		if p.Flags&elf.PF_W != 0 {
-			flags[1] = 'w'
-		}
-		if p.Flags&elf.PF_X != 0 {
-			flags[2] = 'x'
-		}
-		b.Segments = append(b.Segments, Segment{Index: i, Vaddr: p.Vaddr, Offset: p.Off, Filesz: p.Filesz, Flags: string(flags)})
-	}
-	seen := map[string]int{} // NAME@VADDR: index in Funcs
-	add := func(syms []elf.Symbol, dynamic bool) {
-		for _, s := range syms {
-			if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Section == elf.SHN_UNDEF || s.Value == 0 || s.Name == "" {
-				continue
-			}
-			key := fmt.Sprintf("%s@%x", s.Name, s.Value)
-			if i, ok := seen[key]; ok {
-				b.Funcs[i].Dynamic = b.Funcs[i].Dynamic || dynamic
-				continue
-			}
-			off, seg, ok := b.fileOffset(s.Value)
-			if !ok {
-				continue // not in the file (e.g. a section the loader does not map)
-			}
-			seen[key] = len(b.Funcs)
-			b.Funcs = append(b.Funcs, ELFFunc{Name: s.Name, Vaddr: s.Value, Size: s.Size, Offset: off, Segment: seg, Dynamic: dynamic})
-		}
-		if name := "runtime.buildVersion"; !b.Go {
-			for _, s := range syms {
-				if s.Name == name {
-					b.Go = true
-					break
-				}
-			}
-		}
-	}
-	if syms, err := f.Symbols(); err == nil {
-		add(syms, false)
-	}
-	if syms, err := f.DynamicSymbols(); err == nil {
-		add(syms, true)
-	}
-	sort.Slice(b.Funcs, func(i, j int) bool {
-		if b.Funcs[i].Offset != b.Funcs[j].Offset {
-			return b.Funcs[i].Offset < b.Funcs[j].Offset
-		}
-		return b.Funcs[i].Name < b.Funcs[j].Name
-	})
-	if f.Section(".go.buildinfo") != nil {
-		b.Go = true
-	}
-	if b.Go {
-		if bi, err := buildinfo.Read(r); err == nil {
-			b.GoVersion = bi.GoVersion
-		}
-	}
-	return b, nil
+	return readBinary(r, size)
 }
 
 // fileOffset maps a virtual address to its file offset through the PT_LOAD segment holding it
@@ -243,14 +164,10 @@ func (b *Binary) SymbolAt(off uint64) (ELFFunc, uint64, bool) {
 
 // Names lists the distinct function names, for close-name suggestions.
 func (b *Binary) Names() []string {
-	seen := map[string]bool{}
-	var out []string
+	out := make([]string, 0, len(b.Funcs))
 	for _, f := range b.Funcs {
-		if !seen[f.Name] {
-			seen[f.Name] = true
-			out = append(out, f.Name)
-		}
+		out = append(out, f.Name)
 	}
 	sort.Strings(out)
-	return out
+	return slices.Compact(out)
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/ftctl/ftctl/internal/atdir"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -54,6 +55,10 @@ func StartRecording(fs *tracefs.FS, dir, file string) (*Recording, error) {
 	absDir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
+	}
+	// named without a link on the way: reset reaches it without following one
+	if parent, err := filepath.EvalSymlinks(filepath.Dir(absDir)); err == nil {
+		absDir = filepath.Join(parent, filepath.Base(absDir))
 	}
 	absFile, err := filepath.Abs(file)
 	if err != nil {
@@ -197,7 +202,7 @@ func readRecording(path string) (*LeftRecording, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("locking the recording journal %s: %w", path, err)
 	}
-	ents, err := os.ReadDir(j.Dir)
+	d, err := atdir.OpenNoLinks(j.Dir)
 	if errors.Is(err, iofs.ErrNotExist) {
 		if l.State == RecordingRunning {
 			return l, nil
@@ -205,11 +210,18 @@ func readRecording(path string) (*LeftRecording, error) {
 		return nil, nil
 	}
 	if err != nil {
+		// a link on the way (atdir.ErrLink) is named, and never followed
 		return nil, fmt.Errorf("reading %s (named by %s): %w", j.Dir, path, err)
 	}
-	for _, e := range ents {
-		rf := RecordingFile{Name: e.Name()}
-		if info, err := e.Info(); err == nil {
+	defer d.Close()
+	names, err := d.Names()
+	if err != nil {
+		return nil, fmt.Errorf("reading %s (named by %s): %w", j.Dir, path, err)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		rf := RecordingFile{Name: n}
+		if info, err := d.Lstat(n); err == nil {
 			rf.Size = info.Size()
 		}
 		l.Files = append(l.Files, rf)
@@ -231,12 +243,25 @@ func (l *LeftRecording) Remove(fs *tracefs.FS) error {
 	if fs.DryRun != nil {
 		return nil
 	}
+	// every step relative to descriptors of directories opened without following a link
+	// (from / down): a link put in the place of the directory, or of one on its way, is an
+	// error naming it, and nothing where it points is touched
+	parent, err := atdir.OpenNoLinks(filepath.Dir(l.Dir))
+	if err != nil {
+		return fmt.Errorf("removing %s: %w", l.Dir, err)
+	}
+	defer parent.Close()
+	d, err := parent.Sub(filepath.Base(l.Dir))
+	if err != nil {
+		return fmt.Errorf("removing %s: %w", l.Dir, err)
+	}
+	defer d.Close()
 	for _, f := range l.Files {
-		if err := os.Remove(filepath.Join(l.Dir, f.Name)); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+		if err := d.Remove(f.Name); err != nil && !errors.Is(err, iofs.ErrNotExist) {
 			return err
 		}
 	}
-	if err := os.Remove(l.Dir); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+	if err := parent.RemoveDir(filepath.Base(l.Dir)); err != nil && !errors.Is(err, iofs.ErrNotExist) {
 		return err
 	}
 	l.State = RecordingRemoved

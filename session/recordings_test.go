@@ -130,3 +130,52 @@ func TestRecordingJournalEnds(t *testing.T) {
 		t.Errorf("bad journals were removed: %v", ents)
 	}
 }
+
+// reset --remove-recordings never follows a link: a recording's directory replaced by a link
+// to another directory holding files of the same names (or a path through a linked directory)
+// is refused, and the files where the link points stay.
+func TestRecordingRemoveNoLinks(t *testing.T) {
+	for _, how := range []string{"dir", "parent"} {
+		fs, _ := fakeFS(t, nil)
+		dir, file := recordingDir(t)
+		rec, err := StartRecording(fs, dir, file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.f.Close() // killed
+		victim := t.TempDir()
+		for _, n := range []string{"header.dat", "cpu0.raw", "trace.dat"} {
+			os.WriteFile(filepath.Join(victim, n), []byte("precious"), 0o600)
+		}
+		switch how {
+		case "dir": // the working directory itself made a link
+			os.RemoveAll(dir)
+			if err := os.Symlink(victim, dir); err != nil {
+				t.Fatal(err)
+			}
+		case "parent": // a directory on the way made a link to another holding a namesake
+			top := filepath.Dir(dir)
+			moved := top + ".moved"
+			os.Rename(top, moved)
+			other := t.TempDir()
+			os.Symlink(other, top)
+			os.Mkdir(filepath.Join(other, filepath.Base(dir)), 0o700)
+			for _, n := range []string{"header.dat", "cpu0.raw", "trace.dat"} {
+				os.WriteFile(filepath.Join(other, filepath.Base(dir), n), []byte("precious"), 0o600)
+			}
+			victim = filepath.Join(other, filepath.Base(dir))
+		}
+		left, _ := LeftRecordings(fs)
+		for _, l := range left {
+			err = l.Remove(fs)
+		}
+		for _, n := range []string{"header.dat", "cpu0.raw", "trace.dat"} {
+			if _, serr := os.Stat(filepath.Join(victim, n)); serr != nil {
+				t.Errorf("%s: removal through a link removed %s (Remove: %v)", how, n, err)
+			}
+		}
+		if len(left) == 1 && err == nil {
+			t.Errorf("%s: removal through a link: no error", how)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,8 +48,8 @@ import (
 // event found there, enabled and disabled again while recording, or written by a trigger.
 type Recorder struct {
 	in     *tracefs.Instance
-	dir    string
-	sp     *tracefs.Splicer
+	dir    *RecordDir
+	sp     splicer
 	files  []*os.File
 	before []tracefs.CPUStats
 	header *tracedat.Header
@@ -131,10 +132,10 @@ const HeaderFile = "header.dat"
 // CPUFile is the name of CPU cpu's pages in the recorder's directory.
 func CPUFile(cpu int) string { return "cpu" + strconv.Itoa(cpu) + ".raw" }
 
-// NewRecorder opens the trace array's CPUs and writes header.dat into dir (which exists and
-// is empty): the page and event headers and the trace clock of in. ReadHeader adds the rest.
-// Start recording with Run.
-func NewRecorder(in *tracefs.Instance, dir string) (*Recorder, error) {
+// NewRecorder opens the trace array's CPUs and writes header.dat into dir (made by
+// MakeRecordDir, empty): the page and event headers and the trace clock of in. ReadHeader adds
+// the rest. Start recording with Run.
+func NewRecorder(in *tracefs.Instance, dir *RecordDir) (*Recorder, error) {
 	r := &Recorder{in: in, dir: dir, headerDone: make(chan struct{}), self: map[int]bool{}}
 	h, err := readPageHeader(in)
 	if err != nil {
@@ -148,7 +149,9 @@ func NewRecorder(in *tracefs.Instance, dir string) (*Recorder, error) {
 	r.sp = sp
 	h.PageSize = sp.PageSize()
 	for _, cpu := range sp.CPUs() {
-		f, err := os.OpenFile(filepath.Join(dir, CPUFile(cpu)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		// open for reading too: Assemble reads the pages through this descriptor, never
+		// through the name, which whoever can write the directory could make a link
+		f, err := dir.dir.Create(CPUFile(cpu), 0o600)
 		if err != nil {
 			r.Close()
 			return nil, err
@@ -316,10 +319,10 @@ func (r *Recorder) addRecordedFormats(cpus []*os.File) error {
 			continue
 		}
 		// mapped, the pages are looked at where the page cache holds them: a read would copy
-		// megabytes, which under emulation costs a tenth of a second
-		if m, unmap, err := mapFile(f, int(size)); err == nil {
-			scan(m)
-			unmap()
+		// megabytes, which under emulation costs a tenth of a second. A window at a time: a
+		// populated mapping of a whole CPU's file (gigabytes on a long recording) would read
+		// it all in and map it at once
+		if scanMapped(f, size, ps, scan) {
 			continue
 		}
 		if buf == nil {
@@ -355,18 +358,50 @@ func (r *Recorder) addRecordedFormats(cpus []*os.File) error {
 	return nil
 }
 
-// mapFile maps a CPU's file for addRecordedFormats (a variable: the tests take the reads).
+// mapFile maps a window of a CPU's file for addRecordedFormats (a variable: the tests take
+// the reads, and count the windows).
 var mapFile = tracefs.MapFile
+
+// mapWindow is the most of a CPU's file mapped at once (a multiple of every page size).
+var mapWindow int64 = 64 << 20
+
+// scanMapped scans the first size bytes of f (whole pages of ps bytes) mapped a window at a
+// time; false when a window cannot be mapped before anything was scanned (then f is read).
+func scanMapped(f *os.File, size int64, ps int, scan func([]byte)) bool {
+	window := max(mapWindow/int64(ps)*int64(ps), int64(ps))
+	for off := int64(0); off < size; off += window {
+		n := min(window, size-off)
+		m, unmap, err := mapFile(f, off, int(n))
+		if err != nil {
+			if off == 0 {
+				return false
+			}
+			// later windows: read instead
+			buf := make([]byte, n)
+			if k, _ := f.ReadAt(buf, off); k > 0 {
+				scan(buf[:k])
+			}
+			continue
+		}
+		scan(m)
+		unmap()
+	}
+	return true
+}
 
 // writeHeader writes header.dat durably, replacing the one there by a rename (a recovery reads
 // one or the other, never half of one).
 func (r *Recorder) writeHeader(h *tracedat.Header) error {
-	tmp := filepath.Join(r.dir, HeaderFile+".tmp")
-	os.Remove(tmp)
-	if err := writeFileSync(tmp, h, nil); err != nil {
+	const tmp = HeaderFile + ".tmp"
+	r.dir.dir.Remove(tmp)
+	f, err := r.dir.dir.Create(tmp, 0o600)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(r.dir, HeaderFile))
+	if err := writeSync(f, h, nil); err != nil {
+		return err
+	}
+	return r.dir.dir.Rename(tmp, r.dir.dir, HeaderFile)
 }
 
 // SelfName is the process name under which a recording names the recorder's threads:
@@ -415,15 +450,11 @@ func (r *Recorder) noteSelf() {
 	}
 }
 
-// writeFileSync writes a trace.dat to path and syncs it.
-func writeFileSync(path string, h *tracedat.Header, cpus []tracedat.CPUSource) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
+// writeSync writes a trace.dat into f, syncs it and closes it.
+func writeSync(f *os.File, h *tracedat.Header, cpus []tracedat.CPUSource) error {
 	hh := *h
 	hh.CPUs = len(cpus)
-	err = tracedat.Write(f, &hh, cpus)
+	err := tracedat.Write(f, &hh, cpus)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -595,27 +626,33 @@ func (r *Recorder) updateStats() {
 	}
 }
 
-// Flush moves what the CPUs still hold, the pages the kernel is writing too (read(2)). With
-// tracing still on (tracingOff false: an instance ftctl does not own), it stops after as many
-// pages as each CPU's buffer held when it began, plus one.
+// splicer is what the Recorder needs of tracefs.Splicer (an interface: the tests model a CPU
+// the kernel never stops writing).
+type splicer interface {
+	PageSize() int
+	BufferBytes() int64
+	WakesEarly() bool
+	Move(k int, dst *os.File) (int64, error)
+	Flush(k int, dst *os.File, maxPages int) (int64, error)
+	Wait(d time.Duration)
+	Interrupt()
+	Close() error
+}
+
+// Flush moves what the CPUs still hold, the pages the kernel is writing too (read(2)). It reads
+// at most as many pages as a CPU's buffer holds, plus two (the reader's page and the one being
+// written): with tracing off (tracingOff) that is all there is; with tracing still on (an
+// instance ftctl does not own, or tracing_on=0 could not be written) a CPU the kernel keeps
+// writing never empties (a recorder that is traced itself feeds every read with the events of
+// the read before), and Flush would read forever.
 func (r *Recorder) Flush(tracingOff bool) error {
 	if _, err := r.moveAll(); err != nil {
 		return err
 	}
-	limit := map[int]int{}
-	if !tracingOff {
-		stats, _ := r.in.CPUStats()
-		for _, st := range stats {
-			limit[st.CPU] = int(st.BytesInBuffer)/r.sp.PageSize() + 2
-		}
-	}
+	stats, _ := r.in.CPUStats()
 	var errs []error
 	for k := range r.files {
-		maxPages := 0 // all
-		if !tracingOff {
-			maxPages = max(limit[r.Stats.CPUs[k].CPU], 1)
-		}
-		n, err := r.sp.Flush(k, r.files[k], maxPages)
+		n, err := r.sp.Flush(k, r.files[k], flushLimit(tracingOff, r.Stats.CPUs[k].CPU, stats, r.sp.BufferBytes(), r.sp.PageSize()))
 		r.Stats.CPUs[k].Bytes += n
 		errs = append(errs, err)
 	}
@@ -623,11 +660,41 @@ func (r *Recorder) Flush(tracingOff bool) error {
 	return errors.Join(errs...)
 }
 
-// Assemble writes the trace.dat at path: the header read by NewRecorder with the saved
-// cmdlines as they are now, the CPU statistics as options (trace-cmd's CPUSTAT), then every
-// CPU's pages. It writes path.tmp-... in the recorder's directory and renames it, so path
-// never holds half a file; then it removes the directory.
-func (r *Recorder) Assemble(path string) error {
+// flushLimit is how many pages Flush reads of a CPU, never 0 (which Splicer.Flush takes for
+// "until empty"). Tracing on: the bytes the CPU held when the flush began (its stats' "bytes"),
+// in pages. Tracing off: the buffer's size in pages (buffer_size_kb; a page is seldom full, so
+// the bytes held can be fewer pages than it holds), or twice the bytes held when the sizes are
+// unknown, or 64Ki pages when neither can be read. Two pages more either way.
+func flushLimit(tracingOff bool, cpu int, stats []tracefs.CPUStats, bufBytes int64, pageSize int) int {
+	if pageSize <= 0 {
+		pageSize = 4096
+	}
+	held, known := int64(0), false
+	for _, st := range stats {
+		if st.CPU == cpu {
+			held, known = st.BytesInBuffer, true
+		}
+	}
+	var bytes int64
+	switch {
+	case !tracingOff:
+		bytes = held
+	case bufBytes > 0:
+		bytes = max(bufBytes, held)
+	case known:
+		bytes = 2 * held
+	default:
+		bytes = 64 << 10 * int64(pageSize)
+	}
+	return int(bytes/int64(pageSize)) + 2
+}
+
+// Assemble writes the recording's file (RecordDir's FILE): the header read by NewRecorder with
+// the saved cmdlines as they are now, the CPU statistics as options (trace-cmd's CPUSTAT), then
+// every CPU's pages. It writes trace.dat in the working directory, with RecordDir.Mode, and
+// renames it to FILE, so FILE never holds half a file; then it removes the working directory.
+// The pages are read through the descriptors they were written through.
+func (r *Recorder) Assemble() error {
 	if err := r.ReadHeader(); err != nil { // run beside Run, or now when Run never ran
 		return err
 	}
@@ -653,34 +720,39 @@ func (r *Recorder) Assemble(path string) error {
 		}
 	}
 	var cpus []tracedat.CPUSource
-	var readers []*os.File
 	for k, f := range r.files {
 		if err := f.Sync(); err != nil {
 			return err
 		}
-		rf, err := os.Open(f.Name())
-		if err != nil {
-			return err
-		}
-		defer rf.Close()
-		readers = append(readers, rf)
-		cpus = append(cpus, tracedat.CPUSource{R: rf, Size: r.Stats.CPUs[k].Bytes})
+		size := r.Stats.CPUs[k].Bytes
+		cpus = append(cpus, tracedat.CPUSource{R: io.NewSectionReader(f, 0, size), Size: size})
 	}
 	r.phase("assemble start")
-	if err := r.addRecordedFormats(readers); err != nil {
+	if err := r.addRecordedFormats(r.files); err != nil {
 		return err
 	}
 	r.phase("formats scan")
-	tmp := filepath.Join(r.dir, "trace.dat")
-	if err := writeFileSync(tmp, r.header, cpus); err != nil {
+	const tmp = "trace.dat"
+	f, err := r.dir.dir.Create(tmp, 0o600)
+	if err != nil {
+		return err
+	}
+	if mode := r.dir.Mode.Perm(); mode != 0o600 {
+		if err := f.Chmod(mode); err != nil { // exactly: the umask does not narrow --mode
+			f.Close()
+			return err
+		}
+	}
+	if err := writeSync(f, r.header, cpus); err != nil {
 		return err
 	}
 	r.phase("file written")
-	if err := os.Rename(tmp, path); err != nil {
+	if err := r.dir.dir.Rename(tmp, r.dir.parent, r.dir.file); err != nil {
 		return err
 	}
+	r.dir.parent.Sync()
 	r.Close()
-	return os.RemoveAll(r.dir)
+	return r.dir.Remove()
 }
 
 func (r *Recorder) phase(name string) {

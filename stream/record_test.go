@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -35,7 +36,7 @@ func TestRecorderWritesTraceDat(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out.dat")
-	if err := rec.Assemble(out); err != nil {
+	if err := rec.Assemble(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(work); !os.IsNotExist(err) {
@@ -129,7 +130,7 @@ func TestRecorderHeaderBesideAndSelf(t *testing.T) {
 func TestRecorderFormatsOfWhatIsRecorded(t *testing.T) {
 	t.Run("mapped", testRecorderFormats)
 	t.Run("read", func(t *testing.T) { // where the files cannot be mapped
-		mapFile = func(*os.File, int) ([]byte, func(), error) { return nil, nil, errors.ErrUnsupported }
+		mapFile = func(*os.File, int64, int) ([]byte, func(), error) { return nil, nil, errors.ErrUnsupported }
 		defer func() { mapFile = tracefs.MapFile }()
 		testRecorderFormats(t)
 	})
@@ -231,15 +232,20 @@ func TestFormatIDOfKernelFormats(t *testing.T) {
 func testRecorder(t *testing.T, fs *tracefs.FS) (rec *Recorder, dir, work string) {
 	t.Helper()
 	dir = t.TempDir()
-	work = filepath.Join(dir, "out.dat.tmp-1")
-	if err := os.Mkdir(work, 0o700); err != nil {
+	rd, err := MakeRecordDir(filepath.Join(dir, "out.dat"), 1)
+	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := NewRecorder(fs.Top(), work)
+	work = filepath.Join(dir, "out.dat.tmp-1")
+	if rd.Path != work {
+		t.Fatalf("working directory %s, want %s", rd.Path, work)
+	}
+	rec, err = NewRecorder(fs.Top(), rd)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(rec.Close)
+	t.Cleanup(rd.Close)
 	return rec, dir, work
 }
 
@@ -265,7 +271,7 @@ func recordBriefly(t *testing.T, rec *Recorder, dir string) *tracedat.File {
 	}
 	rec.Flush(true)
 	out := filepath.Join(dir, "out.dat")
-	if err := rec.Assemble(out); err != nil {
+	if err := rec.Assemble(); err != nil {
 		t.Fatal(err)
 	}
 	return readDat(t, out)
@@ -332,5 +338,193 @@ func TestRecorderEndsPromptly(t *testing.T) {
 				t.Errorf("early %v, %s after %v: Run returned after %v", early, how, after, took.Round(time.Millisecond))
 			}
 		}
+	}
+}
+
+// The working directory is held by its descriptor: renamed away in the middle of a recording
+// and replaced by one whose cpu0.raw is a link to a secret, the recording still writes its own
+// pages, never the link's target.
+func TestRecorderDirSwapped(t *testing.T) {
+	fs := rawFS(t, map[int][]string{0: {"one"}, 1: {"two"}})
+	rec, dir, work := testRecorder(t, fs)
+	if err := rec.Run(context.Background(), RecordOptions{Duration: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	rec.Flush(true)
+	secret := filepath.Join(dir, "secret")
+	os.WriteFile(secret, []byte(strings.Repeat("SECRET-ROOT-ONLY", 1024)), 0o600) // longer than a CPU's pages
+	if err := os.Rename(work, work+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(work, 0o700)
+	for _, name := range []string{"cpu0.raw", "cpu1.raw", HeaderFile} {
+		os.Symlink(secret, filepath.Join(work, name))
+	}
+	out := filepath.Join(dir, "out.dat")
+	err := rec.Assemble()
+	b, _ := os.ReadFile(out)
+	if strings.Contains(string(b), "SECRET-ROOT-ONLY") {
+		t.Fatalf("the recording holds the planted link's target (Assemble: %v)", err)
+	}
+	// the file is written from the recording's own descriptors; the directory planted under
+	// the working directory's name is not the recording's, and stays
+	if err == nil || !strings.Contains(err.Error(), "moved or replaced") {
+		t.Fatalf("Assemble: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(work, "cpu0.raw")); err != nil {
+		t.Errorf("the planted directory was emptied: %v", err)
+	}
+	f := readDat(t, out)
+	var got []string
+	ReadFile(f, FileOptions{}, func(ev *Event) error { got = append(got, string(ev.Text)); return nil })
+	if strings.Join(got, " ") != "one two" {
+		t.Errorf("events %q", got)
+	}
+}
+
+// A recording holds kallsyms and raw kernel pointers: every file it makes is 0600, the
+// finished file too unless RecordDir.Mode widens it (set exactly: the umask does not narrow it).
+func TestRecorderModes(t *testing.T) {
+	old := unix.Umask(0o077)
+	defer unix.Umask(old)
+	for _, mode := range []os.FileMode{0o600, 0o644, 0o660} {
+		fs := rawFS(t, map[int][]string{0: {"one"}})
+		rec, dir, work := testRecorder(t, fs)
+		rec.dir.Mode = mode
+		for _, name := range []string{HeaderFile, "cpu0.raw", "."} {
+			want := os.FileMode(0o600)
+			if name == "." {
+				want = 0o700
+			}
+			if fi, err := os.Stat(filepath.Join(work, name)); err != nil || fi.Mode().Perm() != want {
+				t.Errorf("%s: %v %v, want %v", name, fi.Mode(), err, want)
+			}
+		}
+		recordBriefly(t, rec, dir)
+		if fi, err := os.Stat(filepath.Join(dir, "out.dat")); err != nil || fi.Mode().Perm() != mode {
+			t.Errorf("Mode %v: the file is %v (%v)", mode, fi.Mode(), err)
+		}
+	}
+}
+
+// FILE's directory must be one no other user can write, unless sticky and ours: refused, naming
+// it, before anything is made there.
+func TestMakeRecordDirRefusesShared(t *testing.T) {
+	for _, c := range []struct {
+		mode os.FileMode
+		ok   bool
+	}{{0o700, true}, {0o755, true}, {0o777, false}, {0o770, false}, {0o1777, true}} {
+		dir := filepath.Join(t.TempDir(), "d")
+		os.Mkdir(dir, 0o700)
+		os.Chmod(dir, c.mode|os.ModeDir)
+		if c.mode&0o1000 != 0 {
+			os.Chmod(dir, os.ModeSticky|c.mode.Perm())
+		}
+		rd, err := MakeRecordDir(filepath.Join(dir, "x.dat"), 7)
+		if (err == nil) != c.ok {
+			t.Errorf("mode %04o: %v", c.mode, err)
+		}
+		if err != nil {
+			if !errors.Is(err, ErrRecordDir) || !strings.Contains(err.Error(), dir) {
+				t.Errorf("mode %04o: %v", c.mode, err)
+			}
+			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+				t.Errorf("mode %04o: refused, but made %v", c.mode, ents)
+			}
+			continue
+		}
+		if err := rd.Remove(); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := MakeRecordDir(filepath.Join(t.TempDir(), "missing", "x.dat"), 7); !errors.Is(err, ErrRecordDir) {
+		t.Errorf("a missing directory: %v", err)
+	}
+}
+
+// Flush after tracing_on=0 reads what the CPUs hold, partial pages too, until they are empty;
+// with tracing still on (the write of tracing_on failed, or someone turned it on again), a CPU
+// the kernel keeps writing never empties: a recorder traced itself reads, with every page, the
+// events its last read made. endlessCPUs models that: every read has a page, forever. Flush
+// reads at most what a buffer holds, plus two pages, either way.
+func TestRecorderFlushEnds(t *testing.T) {
+	for _, off := range []bool{true, false} {
+		rec := idleRecorder(t, false)
+		e := &endlessCPUs{splicer: rec.sp}
+		rec.sp = e
+		if err := rec.Flush(off); err != nil {
+			t.Fatalf("tracing off %v: %v", off, err)
+		}
+		if e.maxPages <= 0 || e.maxPages > 1<<16+2 {
+			t.Errorf("tracing off %v: Flush read up to %d pages of a CPU that never empties (0: forever)", off, e.maxPages)
+		}
+	}
+	// the bounds: the buffer's size, else twice the bytes held, else 64Ki pages; with
+	// tracing on, the bytes held
+	st := []tracefs.CPUStats{{CPU: 0, BytesInBuffer: 40960}}
+	for _, c := range []struct {
+		off   bool
+		stats []tracefs.CPUStats
+		buf   int64
+		want  int
+	}{
+		{true, st, 1 << 20, 256 + 2},
+		{true, st, 0, 20 + 2},
+		{true, nil, 0, 1<<16 + 2},
+		{false, st, 1 << 20, 10 + 2},
+		{false, nil, 1 << 20, 2},
+	} {
+		if got := flushLimit(c.off, 0, c.stats, c.buf, 4096); got != c.want {
+			t.Errorf("flushLimit(%v, %v, %d) = %d, want %d", c.off, c.stats, c.buf, got, c.want)
+		}
+	}
+}
+
+// endlessCPUs is a Splicer whose CPUs always have a page to read.
+type endlessCPUs struct {
+	splicer
+	maxPages int
+}
+
+func (e *endlessCPUs) Flush(k int, dst *os.File, maxPages int) (int64, error) {
+	e.maxPages = maxPages
+	if maxPages <= 0 {
+		return 0, nil // forever: said by maxPages
+	}
+	return int64(maxPages) * 4096, nil
+}
+
+// A CPU's file is mapped a window at a time (populated, a mapping is read in whole before it
+// returns: a multi-gigabyte file at once would be), and every page is scanned.
+func TestScanMappedWindows(t *testing.T) {
+	const ps = 4096
+	f, err := os.Create(filepath.Join(t.TempDir(), "cpu0.raw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i := range 5 {
+		f.Write(bytes.Repeat([]byte{byte('a' + i)}, ps))
+	}
+	defer func(w int64) { mapWindow = w; mapFile = tracefs.MapFile }(mapWindow)
+	mapWindow = 2 * ps
+	var calls []string
+	mapFile = func(f *os.File, off int64, size int) ([]byte, func(), error) {
+		calls = append(calls, fmt.Sprintf("%d+%d", off/ps, size/ps))
+		return tracefs.MapFile(f, off, size)
+	}
+	var seen []byte
+	if !scanMapped(f, 5*ps, ps, func(b []byte) {
+		for p := 0; p < len(b); p += ps {
+			seen = append(seen, b[p])
+		}
+	}) {
+		t.Fatal("not mapped")
+	}
+	if got := strings.Join(calls, " "); got != "0+2 2+2 4+1" {
+		t.Errorf("windows (page+pages) %s, want 0+2 2+2 4+1", got)
+	}
+	if string(seen) != "abcde" {
+		t.Errorf("pages scanned %q", seen)
 	}
 }

@@ -183,10 +183,12 @@ func ProcessCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// MapFile maps the first size bytes of f read only, populated at once: what a reader looks at
-// in place, where a read would copy it. unmap releases the mapping.
-func MapFile(f *os.File, size int) (b []byte, unmap func(), err error) {
-	b, err = unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+// MapFile maps size bytes of f from off (a multiple of the page size) read only, populated at
+// once: what a reader looks at in place, where a read would copy it. Populated, the whole
+// range is read in and mapped before it returns: callers map a bounded window at a time.
+// unmap releases the mapping.
+func MapFile(f *os.File, off int64, size int) (b []byte, unmap func(), err error) {
+	b, err = unix.Mmap(int(f.Fd()), off, size, unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
 		return nil, nil, err
 	}

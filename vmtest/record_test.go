@@ -615,3 +615,50 @@ func TestRecordSessionOptions(t *testing.T) {
 		checkWorld(t, before)
 	}
 }
+
+// A recording holds kallsyms and raw kernel pointers: the file is 0600 unless --mode widens
+// it; a directory another user could write (world-writable, not sticky) is refused before
+// anything is set up, naming it; a sticky one of root's (as /tmp) is taken.
+func TestRecordFileModes(t *testing.T) {
+	before := sessionWorld(t)
+	dir := t.TempDir()
+	args := []string{"record", "-e", "sched:sched_switch", "--duration", "300ms"}
+	for _, c := range []struct {
+		mode string
+		want os.FileMode
+	}{{"", 0o600}, {"0644", 0o644}, {"0640", 0o640}} {
+		out := filepath.Join(dir, "m"+c.mode+".dat")
+		a := append(args, "-o", out)
+		if c.mode != "" {
+			a = append(a, "--mode", c.mode)
+		}
+		r := ftctlRun(t, a...)
+		fi, err := os.Stat(out)
+		if r.code != 0 || err != nil || fi.Mode().Perm() != c.want {
+			t.Errorf("--mode %q: %v; file %v, want %v: %v", c.mode, err, fi, c.want, r)
+		}
+		if left, _ := filepath.Glob(out + ".tmp-*"); len(left) > 0 {
+			t.Errorf("--mode %q: working directory left: %v", c.mode, left)
+		}
+	}
+	shared := filepath.Join(dir, "shared")
+	os.Mkdir(shared, 0o700)
+	os.Chmod(shared, 0o777)
+	r := ftctlRun(t, append(args, "-o", filepath.Join(shared, "x.dat"))...)
+	if r.code != 2 || !strings.Contains(r.stderr, shared+": not a private directory") {
+		t.Errorf("a world-writable directory: %v", r)
+	}
+	if ents, _ := os.ReadDir(shared); len(ents) > 0 {
+		t.Errorf("refused, but made %v", ents)
+	}
+	sticky := filepath.Join(dir, "sticky")
+	os.Mkdir(sticky, 0o700)
+	os.Chmod(sticky, os.ModeSticky|0o777)
+	if r := ftctlRun(t, append(args, "-o", filepath.Join(sticky, "x.dat"))...); r.code != 0 {
+		t.Errorf("a sticky directory of root's: %v", r)
+	}
+	if r := ftctlRun(t, append(args, "--mode", "0755")...); r.code != 2 || !strings.Contains(r.stderr, "--mode 0755") {
+		t.Errorf("--mode 0755: %v", r)
+	}
+	checkWorld(t, before)
+}

@@ -23,15 +23,18 @@ var allowed = map[string][]string{
 	"tracefs":          {},
 	"filters":          {"tracefs"},
 	"probes":           {"tracefs", "filters"},
-	"stream":           {"tracefs", "tracedat"},
+	"stream":           {"tracefs", "tracedat", "internal/atdir"},
 	"tracedat":         {},
 	"hist":             {"tracefs", "probes"},
-	"session":          {"tracefs", "filters", "probes", "stream"},
+	"session":          {"tracefs", "filters", "probes", "stream", "internal/atdir"},
 	"count":            {"tracefs", "filters", "probes", "stream", "session", "hist"},
 	"tui":              {"tracefs", "filters", "probes", "stream", "session", "count", "tracedat"},
-	"cmd":              {"tracefs", "filters", "probes", "stream", "session", "tui", "hist", "count", "tracedat"},
+	"cmd":              {"tracefs", "filters", "probes", "stream", "session", "tui", "hist", "count", "tracedat", "internal/atdir"},
 	"internal/gendocs": {"cmd"},
 	"internal/fixture": {},
+	// a directory held by its descriptor: the files a root process makes in the user's directories
+	// (record's working directory, reset --remove-recordings), through package syscall
+	"internal/atdir": {},
 	// writes trace-cmd's files with instances' buffers from ftctl's, for the readers' tests
 	"internal/tracedattest": {"tracedat", "internal/fixture"},
 	"internal/vtscreen":     {},
