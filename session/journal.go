@@ -170,39 +170,53 @@ func stateFiles(fs *tracefs.FS, suffix string) ([]string, error) {
 	return paths, nil
 }
 
+// badJournal is a file of the state directory that does not parse as the journal of the
+// session it is named after (or is not named after one: session false).
+type badJournal struct {
+	path    string
+	session bool
+	err     error // ErrJournal, naming the path and why
+}
+
 // readJournals reads the journals of the state directory. A file that does not parse as a
-// journal named after a session is an error naming it, and is left.
-func readJournals(fs *tracefs.FS) ([]*journal, error) {
+// journal named after a session is left, in bad, with the reason: what it describes cannot
+// be told, so nothing it names is put back. The journals that do parse are returned all the
+// same: one bad file does not stop the others' reset. err is for the directory alone.
+func readJournals(fs *tracefs.FS) (out []*journal, bad []badJournal, err error) {
 	paths, err := stateFiles(fs, journalSuffix)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []*journal
-	var errs []error
 	for _, path := range paths {
 		id, ok := InstanceID(strings.TrimSuffix(filepath.Base(path), journalSuffix))
 		if !ok {
-			errs = append(errs, fmt.Errorf("%w: %s: not named after a session (ftctl-PID-ID%s)", ErrJournal, path, journalSuffix))
+			bad = append(bad, badJournal{path, false, fmt.Errorf("%w: %s: not named after a session (ftctl-PID-ID%s); left as found", ErrJournal, path, journalSuffix)})
 			continue
 		}
 		b, err := os.ReadFile(path)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("reading the journal %s: %w", path, err))
-			continue
+		if err == nil {
+			var j *journal
+			if j, err = parseJournal(b); err == nil && j.Session != id {
+				err = fmt.Errorf("holds the journal of session %s", strconv.Quote(j.Session.String()))
+			}
+			if err == nil {
+				j.path, j.dry = path, fs.DryRun != nil
+				out = append(out, j)
+				continue
+			}
 		}
-		j, err := parseJournal(b)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%w: %s: %w", ErrJournal, path, err))
-			continue
-		}
-		if j.Session != id {
-			errs = append(errs, fmt.Errorf("%w: %s: holds the journal of session %s", ErrJournal, path, strconv.Quote(j.Session.String())))
-			continue
-		}
-		j.path, j.dry = path, fs.DryRun != nil
-		out = append(out, j)
+		bad = append(bad, badJournal{path, true, fmt.Errorf("%w: %s: %w; left as found, and the files it may name: cannot tell", ErrJournal, path, err)})
 	}
-	return out, errors.Join(errs...)
+	return out, bad, nil
+}
+
+// badJournalsError joins the reasons of bad journals (nil for none).
+func badJournalsError(bad []badJournal) error {
+	var errs []error
+	for _, b := range bad {
+		errs = append(errs, b.err)
+	}
+	return errors.Join(errs...)
 }
 
 // journalFiles are the files a journal may name: what graph sessions write. A journal is a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -343,5 +344,66 @@ func TestSettledForkedFrom(t *testing.T) {
 	holds = "10\n15"
 	if settledForkedFrom(&holds, func() (string, error) { return "", errors.New("gone") }, "10", task) {
 		t.Error("a list that cannot be read again: true")
+	}
+}
+
+// Issue 28 (c): one journal that cannot be read does not stop reset. It is named (its path
+// and why) in an ErrJournal error, and left with whatever it describes ("cannot tell"); the
+// other sessions' leftovers are listed and removed all the same, their journals undone.
+func TestBadJournalDoesNotStopReset(t *testing.T) {
+	fs, s := killedGraph(t)
+	bad := filepath.Join(fs.StateDir, "ftctl-8-0123abcd.journal")
+	if err := os.WriteFile(bad, []byte("not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	left, err := Leftovers(fs, ID{})
+	if err == nil || !errors.Is(err, ErrJournal) || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "not a journal") {
+		t.Errorf("the bad journal is not named with its reason: %v", err)
+	}
+	if len(left) != 1 || left[0].ID != s.ID || !left[0].Journal {
+		t.Fatalf("the good session's leftovers are not listed beside the bad journal: %+v", left)
+	}
+	if err := left[0].Remove(fs); err != nil {
+		t.Fatal(err)
+	}
+	if v := topFile(t, fs, "max_graph_depth"); v != "0" {
+		t.Errorf("the good journal was not undone: max_graph_depth %q", v)
+	}
+	if _, err := os.Stat(journalPath(fs, s.ID)); !os.IsNotExist(err) {
+		t.Errorf("the good journal is still there: %v", err)
+	}
+	if b, err := os.ReadFile(bad); err != nil || string(b) != "not json" {
+		t.Errorf("the bad journal was touched: %q %v", b, err)
+	}
+	// a second look: the bad journal alone, still named
+	left, err = Leftovers(fs, ID{})
+	if len(left) != 0 || !errors.Is(err, ErrJournal) {
+		t.Errorf("second look: %+v %v", left, err)
+	}
+}
+
+// reset --all puts every file back to its default, so a session's journal it cannot read
+// names nothing left to put back: it is removed (and said so) with the others; a file not
+// named after a session is not ftctl's journal: named, and left.
+func TestResetAllRemovesBadJournal(t *testing.T) {
+	fs, _ := killedGraph(t)
+	bad := filepath.Join(fs.StateDir, "ftctl-8-0123abcd.journal")
+	other := filepath.Join(fs.StateDir, "something.journal")
+	os.WriteFile(bad, []byte("not json"), 0o600)
+	os.WriteFile(other, []byte("{}"), 0o600)
+	var notices []string
+	errs := ResetAll(fs, func(f string, a ...any) { notices = append(notices, fmt.Sprintf(f, a...)) })
+	if len(errs) > 0 {
+		t.Errorf("reset --all: %v", errs)
+	}
+	if _, err := os.Stat(bad); !os.IsNotExist(err) {
+		t.Errorf("the unreadable journal of a session is still there: %v", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("a file not named after a session was removed: %v", err)
+	}
+	all := strings.Join(notices, "\n")
+	if !strings.Contains(all, "removed the unreadable journal \""+bad) || !strings.Contains(all, other) {
+		t.Errorf("notices:\n%s", all)
 	}
 }
