@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -405,5 +406,71 @@ func TestResetAllRemovesBadJournal(t *testing.T) {
 	all := strings.Join(notices, "\n")
 	if !strings.Contains(all, "removed the unreadable journal \""+bad) || !strings.Contains(all, other) {
 		t.Errorf("notices:\n%s", all)
+	}
+}
+
+// killed is what afterListWrite panics with to end a session where a SIGKILL would.
+type killed struct{}
+
+// startKilledAfterWrite starts s and ends it (a panic, as a SIGKILL would) right after the
+// write to file, before ftctl reads the list back; holds is what the kernel lists then. The
+// instance is let go, as the kernel lets a dead process's files go.
+func startKilledAfterWrite(t *testing.T, fs *tracefs.FS, s *Session, file, holds string) {
+	t.Helper()
+	afterListWrite = func(f string) {
+		if f == file {
+			if err := os.WriteFile(fs.Path(f), []byte(holds), 0o644); err != nil {
+				t.Error(err)
+			}
+			panic(killed{})
+		}
+	}
+	defer func() { afterListWrite = nil }()
+	func() {
+		defer func() {
+			if r := recover(); r != (killed{}) {
+				t.Fatalf("the session was not killed after writing %s: %v", file, r)
+			}
+		}()
+		s.Start(context.Background())
+	}()
+	s.Release()
+}
+
+// Issue 28 (a): a session killed between its write to set_graph_function and the read-back
+// of what the kernel made of it (a glob: the functions it selected; a name that occurs
+// twice: two lines; a module's function: "name [module]") left the journal with what it
+// meant to write, which the kernel's list matches: reset puts the list back.
+func TestKilledBeforeGraphReadBack(t *testing.T) {
+	files := maps.Clone(graphFiles)
+	files["available_filter_functions"] = "vfs_read\nvfs_write\nksys_read\nvfs_read\nvfs_mod [mymod]\n"
+	for _, c := range []struct {
+		roots string
+		holds string // what the kernel lists after the write
+	}{
+		{"vfs_*", "vfs_read\nvfs_write\nvfs_read\nvfs_mod [mymod]\n"},
+		{"vfs_mod", "vfs_mod [mymod]\n"},
+		{"vfs_read", "vfs_read\nvfs_read\n"},
+	} {
+		fs, _ := fakeFS(t, files)
+		s, err := New(fs, ID{PID: 79, Nonce: "0123abcd"}, Spec{Graph: &GraphSpec{Roots: mustCompile(t, c.roots)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		startKilledAfterWrite(t, fs, s, graphFunctionFile, c.holds)
+		left, err := Leftovers(fs, ID{})
+		if err != nil || len(left) != 1 {
+			t.Fatalf("%s: leftovers %+v %v", c.roots, left, err)
+		}
+		if err := left[0].Remove(fs); err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(left[0].Files, func(o FileOutcome) bool { return o.File == graphFunctionFile })
+		if i < 0 || left[0].Files[i].State != FileRestored {
+			t.Errorf("-f %s: set_graph_function not put back: %+v", c.roots, left[0].Files)
+		}
+		if v := topFile(t, fs, graphFunctionFile); v != "" {
+			t.Errorf("-f %s: set_graph_function holds %q after reset", c.roots, v)
+		}
 	}
 }

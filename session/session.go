@@ -102,6 +102,8 @@ type Session struct {
 	dynamic []dynamicEvent
 	// graph is what a function_graph session (Spec.Graph) wrote outside its instance.
 	graph *graphState
+	// graphIndex is the function index New checked Spec.Graph's patterns against.
+	graphIndex *filters.Index
 }
 
 // dynamicEvent is a definition the session wrote and the line that removes it.
@@ -161,6 +163,7 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 		if err := s.checkGraph(ix); err != nil {
 			return nil, err
 		}
+		s.graphIndex = ix
 	}
 	if len(spec.Filters)+len(spec.Notrace) > 0 {
 		ix, err := filters.LoadIndex(top)
