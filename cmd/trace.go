@@ -372,10 +372,15 @@ func traceSetup(ctx context.Context, g *Globals, s *session.Session) error {
 	return nil
 }
 
-// traceTeardown tears the session down, under the lock if it can be had within 2 s, and in any
-// case; what failed is said.
+// traceTeardown tears the session down under the lock, waited for as a write command waits
+// (--lock-timeout, saying whom it waits for). Without it, Teardown still removes what is the
+// session's alone, and leaves the kernel-wide files a graph session changed, with their
+// journal, for 'ftctl reset' (an error says so). What failed is said.
 func traceTeardown(g *Globals, fs *tracefs.FS, s *session.Session) {
-	if l, err := fs.Lock(context.Background(), 2*time.Second, nil); err == nil {
+	l, err := fs.Lock(context.Background(), g.LockTimeout, func(h tracefs.Holder) {
+		g.Notice("waiting for the tracefs lock held by %s to tear the session down (up to %v while it stays in the same hands)", h, g.LockTimeout)
+	})
+	if err == nil {
 		defer l.Unlock()
 	}
 	for _, e := range s.Teardown() {

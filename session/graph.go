@@ -1,9 +1,9 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	iofs "io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -396,34 +396,43 @@ func (st *graphState) writeList(in *tracefs.Instance, file, text, expect string)
 // SIGKILL leaves the journal as the write left it.
 var afterListWrite func(file string)
 
-// restoreGraph puts back what startGraph wrote, newest first, each step attempted whatever
-// failed before. A step that succeeded is not done again by a second Teardown. When all is
-// back the journal is removed; otherwise it keeps what is left, for a second Teardown or
-// `ftctl reset`.
+// restoreGraph puts back what startGraph wrote, newest first, each file only if it still
+// holds what the session wrote (journal.putBack: one another actor changed is left, an
+// ErrLeft error says so). A step that succeeded is not done again by a second Teardown. When
+// all is back the journal is removed; otherwise it keeps what is left, for a second Teardown
+// or `ftctl reset`.
+//
+// It writes only under the tracefs lock: the caller's (FS.Locked), else its own if it can be
+// had at once. Otherwise (another ftctl holds it, and the caller's wait ran out) nothing is
+// written: the files and the journal are left for `ftctl reset`, which takes the lock, and an
+// error wrapping tracefs.ErrBusy says so. The session's instance goes all the same: its
+// removal is what tells reset the session is gone.
 func (s *Session) restoreGraph() []error {
 	st := s.graph
-	if st == nil {
+	if st == nil || len(st.journal.Entries) == 0 {
 		return nil
 	}
-	top := s.FS.Top()
-	j := st.journal
-	var errs []error
-	var left []JournalEntry
-	for i := len(j.Entries) - 1; i >= 0; i-- {
-		f := j.Entries[i]
-		var err error
-		if f.List {
-			err = top.Truncate(f.File)
-		} else {
-			err = top.Write(f.File, f.Before)
+	if !s.FS.Locked() {
+		l, err := s.FS.Lock(context.Background(), 0, nil)
+		if err != nil {
+			var files []string
+			for i := len(st.journal.Entries) - 1; i >= 0; i-- {
+				files = append(files, st.journal.Entries[i].File)
+			}
+			return []error{fmt.Errorf("%w: the tracefs lock is held by %s: left %s as the session set them, journaled in %s; 'ftctl reset' puts them back once the lock is free",
+				tracefs.ErrBusy, s.FS.LockHolder(), strings.Join(files, ", "), st.journal.path)}
 		}
-		if err != nil && !errors.Is(err, iofs.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("putting back the top level's %s: %w", f.File, err))
-			left = append([]JournalEntry{f}, left...)
+		defer l.Unlock()
+	}
+	outcomes, err := st.journal.putBack(s.FS)
+	var errs []error
+	for _, o := range outcomes {
+		if o.State == FileChanged {
+			errs = append(errs, fmt.Errorf("%w: left %s: it holds %s, not what the session wrote (%s); it held %s before",
+				ErrLeft, o.File, strconv.Quote(o.Holds), strconv.Quote(o.Wrote), strconv.Quote(o.Before)))
 		}
 	}
-	j.Entries = left
-	if err := j.save(); err != nil {
+	if err != nil {
 		errs = append(errs, err)
 	}
 	return errs

@@ -290,16 +290,25 @@ func normal(b []byte, list bool) string {
 	return strings.Join(lines, "\n")
 }
 
-// undo puts back, newest first, each file that still holds what the session wrote; a file
-// that holds something else is left and said so; a file already as before is not written.
-// The journal is removed when nothing failed (a journal of another boot without a write).
+// undo is reset's putBack: a journal of another boot is removed without a write (the kernel
+// started again from its defaults).
 func (j *journal) undo(fs *tracefs.FS) ([]FileOutcome, error) {
+	if j.Boot != "" && fs.BootID() != "" && j.Boot != fs.BootID() {
+		return nil, j.remove()
+	}
+	return j.putBack(fs)
+}
+
+// putBack puts back, newest first, each file that still holds what the session wrote; a
+// file that holds something else is left and said so (FileChanged); a file already as
+// before is not written. It is both a teardown's and reset's: a file is the session's to
+// write only while it holds what the session wrote. The journal keeps the files that failed
+// (for a second try), and is removed when none did. The caller holds the tracefs lock.
+func (j *journal) putBack(fs *tracefs.FS) ([]FileOutcome, error) {
 	top := fs.Top()
 	var out []FileOutcome
-	if j.Boot != "" && fs.BootID() != "" && j.Boot != fs.BootID() {
-		return nil, j.remove() // the kernel has started again from its defaults
-	}
 	var errs []error
+	var failed []JournalEntry
 	for i := len(j.Entries) - 1; i >= 0; i-- {
 		e := j.Entries[i]
 		o := FileOutcome{File: e.File, Before: e.Before, Wrote: e.Wrote}
@@ -311,6 +320,7 @@ func (j *journal) undo(fs *tracefs.FS) ([]FileOutcome, error) {
 			o.State = FileFailed
 			errs = append(errs, fmt.Errorf("reading the top level's %s: %w", e.File, err))
 			out = append(out, o)
+			failed = append([]JournalEntry{e}, failed...)
 			continue
 		}
 		o.Holds = normal(b, e.List)
@@ -322,20 +332,13 @@ func (j *journal) undo(fs *tracefs.FS) ([]FileOutcome, error) {
 				err = top.Write(e.File, e.Before)
 			}
 			o.State = FileRestored
-			if err != nil {
-				o.State = FileFailed
-				errs = append(errs, fmt.Errorf("putting back the top level's %s: %w", e.File, err))
-			}
 		case normal([]byte(e.Before), e.List):
 			o.State = FileAsBefore
 			if e.List && strings.TrimSpace(string(b)) == "" {
 				// A pid list whose pids all exited reads "" where a list never written
 				// reads "no pid" (seen on 6.1: function-fork drops a pid at its exit,
 				// and the kernel keeps the emptied list): truncation frees it.
-				if err := top.Truncate(e.File); err != nil {
-					o.State = FileFailed
-					errs = append(errs, fmt.Errorf("putting back the top level's %s: %w", e.File, err))
-				} else {
+				if err = top.Truncate(e.File); err == nil {
 					o.State = FileRestored
 				}
 			}
@@ -348,18 +351,21 @@ func (j *journal) undo(fs *tracefs.FS) ([]FileOutcome, error) {
 			if pidLists[e.File] && settledForkedFrom(&o.Holds, reread, normal([]byte(e.Wrote), true), task) {
 				// the session's pids as function-fork left them: theirs to put back
 				o.State = FileRestored
-				if err := top.Truncate(e.File); err != nil {
-					o.State = FileFailed
-					errs = append(errs, fmt.Errorf("putting back the top level's %s: %w", e.File, err))
-				}
+				err = top.Truncate(e.File)
 			}
+		}
+		if err != nil {
+			o.State = FileFailed
+			errs = append(errs, fmt.Errorf("putting back the top level's %s: %w", e.File, err))
+			failed = append([]JournalEntry{e}, failed...)
 		}
 		out = append(out, o)
 	}
-	if len(errs) > 0 {
-		return out, errors.Join(errs...)
+	j.Entries = failed
+	if err := j.save(); err != nil {
+		errs = append(errs, err)
 	}
-	return out, j.remove()
+	return out, errors.Join(errs...)
 }
 
 // pidLists are the journaled files that are pid lists: with function-fork (which a session

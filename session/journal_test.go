@@ -474,3 +474,94 @@ func TestKilledBeforeGraphReadBack(t *testing.T) {
 		}
 	}
 }
+
+// startedGraph starts a graph session at the top level of a fake tracefs (its instances
+// offer "function nop", as 6.1's) with a root, --depth and --threshold, tracing on.
+func startedGraph(t *testing.T) (*tracefs.FS, *Session) {
+	t.Helper()
+	fs, _ := fakeFS(t, graphFiles)
+	s, err := New(fs, ID{PID: 81, Nonce: "0123abcd"}, Spec{Graph: &GraphSpec{Roots: mustCompile(t, "ksys_read"), Depth: 5, Threshold: 3 * time.Microsecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	// what the kernel lists (the fake writes over a file's start)
+	os.WriteFile(fs.Path("current_tracer"), []byte("function_graph\n"), 0o644)
+	return fs, s
+}
+
+// Issue 28 (b): a teardown puts back only the kernel-wide files that hold what the session
+// wrote: one another actor changed meanwhile is left as the other set it, and said so (the
+// file, what it holds, what the session wrote); the rest is put back, the journal removed.
+func TestTeardownLeavesWhatAnotherChanged(t *testing.T) {
+	fs, s := startedGraph(t)
+	os.WriteFile(fs.Path("max_graph_depth"), []byte("7\n"), 0o644)            // another actor
+	os.WriteFile(fs.Path("set_graph_function"), []byte("vfs_write\n"), 0o644) // another actor
+	errs := s.Teardown()
+	msg := fmt.Sprint(errs)
+	for _, f := range []string{"max_graph_depth", "set_graph_function"} {
+		if !strings.Contains(msg, "left "+f) || !errors.Is(errors.Join(errs...), ErrLeft) {
+			t.Errorf("the teardown does not say it left %s: %v", f, errs)
+		}
+	}
+	if len(errs) != 2 {
+		t.Errorf("teardown: %d errors, want the 2 files left: %v", len(errs), errs)
+	}
+	for f, v := range map[string]string{"max_graph_depth": "7", "set_graph_function": "vfs_write", "tracing_thresh": "0", "tracing_on": "1"} {
+		if got := topFile(t, fs, f); got != v {
+			t.Errorf("%s holds %q, want %q", f, got, v)
+		}
+	}
+	if v := topFile(t, fs, "current_tracer"); !strings.HasPrefix(v, "nop") {
+		t.Errorf("current_tracer %q", v)
+	}
+	if _, err := os.Stat(journalPath(fs, s.ID)); !os.IsNotExist(err) {
+		t.Errorf("the journal is still there: %v", err)
+	}
+}
+
+// Issue 28 (b): a teardown that cannot have the tracefs lock (another ftctl holds it: the
+// caller's wait ran out) does not write the kernel-wide files unlocked: it removes what is
+// the session's alone (its instance), leaves those files and their journal, and says so;
+// `ftctl reset`, under the lock, puts them back.
+func TestTeardownWithoutTheLockLeavesTheJournal(t *testing.T) {
+	fs, s := startedGraph(t)
+	other := &tracefs.FS{Mount: tracefs.Mount{Path: fs.Root()}} // another ftctl, on the same tracefs
+	l, err := other.Lock(context.Background(), time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := s.Teardown()
+	if !errors.Is(errors.Join(errs...), tracefs.ErrBusy) || !strings.Contains(fmt.Sprint(errs), "ftctl reset") {
+		t.Errorf("the teardown does not say it left the files for reset: %v", errs)
+	}
+	for f, v := range map[string]string{"max_graph_depth": "5", "tracing_thresh": "3", "set_graph_function": "ksys_read", "current_tracer": "function_graph"} {
+		if got := topFile(t, fs, f); got != v {
+			t.Errorf("%s holds %q, want %q: written without the lock", f, got, v)
+		}
+	}
+	if _, err := os.Stat(journalPath(fs, s.ID)); err != nil {
+		t.Fatalf("the journal is gone: %v", err)
+	}
+	if _, err := os.Stat(fs.Path("instances/" + s.ID.Instance())); !os.IsNotExist(err) {
+		t.Errorf("the session's instance is still there: %v", err)
+	}
+	l.Unlock()
+	left, err := Leftovers(fs, ID{})
+	if err != nil || len(left) != 1 || left[0].State != StateDead {
+		t.Fatalf("leftovers: %+v %v", left, err)
+	}
+	if err := left[0].Remove(fs); err != nil {
+		t.Fatal(err)
+	}
+	for f, v := range map[string]string{"max_graph_depth": "0", "tracing_thresh": "0", "set_graph_function": ""} {
+		if got := topFile(t, fs, f); got != v {
+			t.Errorf("after reset %s holds %q, want %q", f, got, v)
+		}
+	}
+}

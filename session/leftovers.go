@@ -33,6 +33,10 @@ const (
 // names it, and goes on with the other sessions.
 var ErrJournal = errors.New("bad journal")
 
+// ErrLeft marks a kernel-wide file a teardown left as it found it: it holds neither what the
+// session wrote nor what it held before (another actor's).
+var ErrLeft = errors.New("left as another actor set it")
+
 // Leftover is an instance or a probe group that a session named, maybe left behind.
 type Leftover struct {
 	ID       ID       `json:"session"`
