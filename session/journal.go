@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ftctl/ftctl/tracefs"
@@ -66,12 +67,17 @@ func newJournal(fs *tracefs.FS, id ID) *journal {
 // record notes, before ftctl writes wrote into file, what file holds now (the first time) and
 // saves the journal. It is the step before the write: a failure stops the write.
 func (j *journal) record(file string, list bool, before, wrote string) error {
+	saved := slices.Clone(j.Entries)
 	if e := j.entry(file); e != nil {
 		e.Wrote = wrote
 	} else {
 		j.Entries = append(j.Entries, JournalEntry{File: file, List: list, Before: before, Wrote: wrote})
 	}
-	return j.save()
+	if err := j.save(); err != nil {
+		j.Entries = saved // not written: nothing to put back
+		return err
+	}
+	return nil
 }
 
 func (j *journal) entry(file string) *JournalEntry {
@@ -96,6 +102,9 @@ func (j *journal) save() error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("making the journal directory %s: %w", dir, err)
 	}
+	if err := tracefs.CheckStateDir(dir); err != nil { // made by someone else first?
+		return err
+	}
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {
 		return err
@@ -116,7 +125,7 @@ func (j *journal) save() error {
 }
 
 func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
 	}
@@ -154,6 +163,9 @@ func (j *journal) remove() error {
 // when the directory does not exist).
 func stateFiles(fs *tracefs.FS, suffix string) ([]string, error) {
 	dir := stateDir(fs)
+	if err := tracefs.CheckStateDir(dir); err != nil {
+		return nil, err
+	}
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, iofs.ErrNotExist) {
 		return nil, nil

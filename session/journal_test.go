@@ -565,3 +565,30 @@ func TestTeardownWithoutTheLockLeavesTheJournal(t *testing.T) {
 		}
 	}
 }
+
+// Issue 28 (d): a journal is never written into, or read from, a state directory others may
+// write: the session does not start (nothing written outside its instance), reset lists
+// nothing from there.
+func TestJournalRefusesUnsafeStateDir(t *testing.T) {
+	fs, _ := fakeFS(t, graphFiles)
+	os.Mkdir(fs.StateDir, 0o700)
+	os.Chmod(fs.StateDir, 0o777)
+	before := snapshot(t, fs.Root())
+	s, err := New(fs, ID{PID: 83, Nonce: "0123abcd"}, Spec{Graph: &GraphSpec{Roots: mustCompile(t, "ksys_read"), Depth: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); !errors.Is(err, tracefs.ErrPermission) || !strings.Contains(err.Error(), fs.StateDir) {
+		t.Errorf("started with its journal in a directory others may write: %v", err)
+	}
+	if after := snapshot(t, fs.Root()); !mapsEqual(before, after) {
+		t.Errorf("the failed start changed the fake tracefs")
+	}
+	if ents, _ := os.ReadDir(fs.StateDir); len(ents) != 0 {
+		t.Errorf("written into the unsafe directory: %v", ents)
+	}
+	os.WriteFile(journalPath(fs, ID{PID: 84, Nonce: "0123abcd"}), []byte(`{"session":{"pid":84,"id":"0123abcd"},"entries":[]}`), 0o600)
+	if _, err := Leftovers(fs, ID{}); !errors.Is(err, tracefs.ErrPermission) {
+		t.Errorf("journals read from a directory others may write: %v", err)
+	}
+}
