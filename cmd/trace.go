@@ -396,7 +396,7 @@ func traceStream(ctx context.Context, g *Globals, opts *TraceOptions, s *session
 	defer cancel(nil)
 	so := stream.Options{Duration: opts.Duration, IncludeSelf: opts.IncludeSelf}
 	out := stream.Output{W: g.Out, JSON: g.JSON(), Text: stream.TextOptions{Color: colorFor(g.Out) && !g.JSON()}, Count: opts.Count}
-	err, commandErr := streamWithCommand(s.Instance, command, cancel, func() error {
+	err, commandErr := streamWithCommand(s, command, cancel, func() error {
 		return printStream(sctx, g, s.Instance, so, out, false)
 	})
 	switch {
@@ -408,14 +408,15 @@ func traceStream(ctx context.Context, g *Globals, opts *TraceOptions, s *session
 	return commandStatus(command, commandErr)
 }
 
-// streamWithCommand runs stream (which reads in from a context cancel ends) beside the
-// command (nil: none), released now, until one of them ends. When the command exits first,
-// tracing is turned off in the trace array in: the kernel then ends the stream once what was
+// streamWithCommand runs stream (which reads the session's trace array until a context cancel
+// ends) beside the command (nil: none), released now, until one of them ends. When the command
+// exits first, tracing is turned off in the session's trace array (Session.StopTracing,
+// journaled where that is the top level): the kernel then ends the stream once what was
 // recorded has been read (if anything was read at all: else the stream is cancelled after 2 s,
 // errCommandExited). When the stream ends first (Ctrl-C, --duration, --count, stdout closed),
 // the command gets SIGINT (if the terminal has not sent it already), then SIGKILL after 2 s.
 // It returns the stream's error and the command's Wait error.
-func streamWithCommand(in *tracefs.Instance, command *session.Command, cancel context.CancelCauseFunc, stream func() error) (err, commandErr error) {
+func streamWithCommand(s *session.Session, command *session.Command, cancel context.CancelCauseFunc, stream func() error) (err, commandErr error) {
 	var commandDone <-chan error
 	if command != nil {
 		command.Release()
@@ -426,7 +427,7 @@ func streamWithCommand(in *tracefs.Instance, command *session.Command, cancel co
 	select {
 	case err = <-streamDone:
 	case commandErr = <-commandDone:
-		in.Write("tracing_on", "0")
+		s.StopTracing()
 		select {
 		case err = <-streamDone:
 		case <-time.After(2 * time.Second):

@@ -592,3 +592,23 @@ func TestJournalRefusesUnsafeStateDir(t *testing.T) {
 		t.Errorf("journals read from a directory others may write: %v", err)
 	}
 }
+
+// The session's own stop (the traced command exited: tracing off in the graph's trace array,
+// the top level here) is the session's write: the teardown puts tracing_on back, it does not
+// take it for another actor's (seen on 6.1 in vmtest TestGraph/command before StopTracing
+// journaled it: the top level left with tracing off).
+func TestTeardownAfterStopTracing(t *testing.T) {
+	fs, s := startedGraph(t)
+	if err := s.StopTracing(); err != nil {
+		t.Fatal(err)
+	}
+	if v := topFile(t, fs, "tracing_on"); v != "0" {
+		t.Fatalf("tracing_on %q after StopTracing", v)
+	}
+	if errs := s.Teardown(); len(errs) > 0 {
+		t.Errorf("teardown: %v", errs)
+	}
+	if v := topFile(t, fs, "tracing_on"); v != "1" {
+		t.Errorf("tracing_on %q after the teardown, want 1 as before", v)
+	}
+}

@@ -623,6 +623,19 @@ func (s *Session) Begin() error {
 	return s.FS.Top().Write("tracing_on", "1")
 }
 
+// StopTracing turns tracing off in the trace array the session traces (GraphInstance: its
+// instance, or the top level where a graph runs there), as when the traced command exits.
+// At the top level the write is journaled first: tracing_on is then the session's "0", which
+// the teardown and `ftctl reset` put back, not another actor's.
+func (s *Session) StopTracing() error {
+	if s.GraphAtTop() {
+		if err := s.graph.journal.record("tracing_on", false, "", "0"); err != nil {
+			return err
+		}
+	}
+	return s.GraphInstance().Write("tracing_on", "0")
+}
+
 // Teardown undoes the session: its triggers removed (newest first), tracing off, tracer nop, events disabled, the session's probes
 // removed, the hold on the instance let go, the instance removed. Every step runs even when an
 // earlier one failed; each is idempotent, so a second teardown (or `ftctl reset`) finishes what
