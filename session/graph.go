@@ -424,7 +424,7 @@ func (s *Session) restoreGraph() []error {
 		}
 		defer l.Unlock()
 	}
-	outcomes, err := st.journal.putBack(s.FS)
+	outcomes, err := st.journal.putBack(s.FS, st.in)
 	var errs []error
 	for _, o := range outcomes {
 		if o.State == FileChanged {

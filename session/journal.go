@@ -308,7 +308,7 @@ func (j *journal) undo(fs *tracefs.FS) ([]FileOutcome, error) {
 	if j.Boot != "" && fs.BootID() != "" && j.Boot != fs.BootID() {
 		return nil, j.remove()
 	}
-	return j.putBack(fs)
+	return j.putBack(fs, fs.Top())
 }
 
 // putBack puts back, newest first, each file that still holds what the session wrote; a
@@ -316,7 +316,13 @@ func (j *journal) undo(fs *tracefs.FS) ([]FileOutcome, error) {
 // before is not written. It is both a teardown's and reset's: a file is the session's to
 // write only while it holds what the session wrote. The journal keeps the files that failed
 // (for a second try), and is removed when none did. The caller holds the tracefs lock.
-func (j *journal) putBack(fs *tracefs.FS) ([]FileOutcome, error) {
+//
+// graphIn is the trace array the session's function_graph ran in (the top level for reset:
+// the session's instance is gone). A graph list is not emptied while a function_graph still
+// runs there (the session's tracer could not be stopped: an instance's current_tracer is EBUSY
+// while its trace_pipe is open; or another's at the top level): emptied, the list would graph
+// every function. It is left, failed, for a second try.
+func (j *journal) putBack(fs *tracefs.FS, graphIn *tracefs.Instance) ([]FileOutcome, error) {
 	top := fs.Top()
 	var out []FileOutcome
 	var errs []error
@@ -338,6 +344,15 @@ func (j *journal) putBack(fs *tracefs.FS) ([]FileOutcome, error) {
 		o.Holds = normal(b, e.List)
 		switch o.Holds {
 		case normal([]byte(e.Wrote), e.List):
+			if graphLists[e.File] && fs.DryRun == nil {
+				if t, terr := graphIn.Tracer(); terr != nil {
+					err = fmt.Errorf("cannot tell whether %s still runs function_graph, under which %s emptied would graph every function: %w", graphIn.Label(), e.File, terr)
+					break
+				} else if t == "function_graph" {
+					err = fmt.Errorf("%s runs function_graph still: emptied, %s would graph every function", graphIn.Label(), e.File)
+					break
+				}
+			}
 			if e.List {
 				err = top.Truncate(e.File)
 			} else {
@@ -379,6 +394,10 @@ func (j *journal) putBack(fs *tracefs.FS) ([]FileOutcome, error) {
 	}
 	return out, errors.Join(errs...)
 }
+
+// graphLists are the journaled function_graph filters: empty, function_graph graphs every
+// function.
+var graphLists = map[string]bool{graphFunctionFile: true, graphNotraceFile: true}
 
 // pidLists are the journaled files that are pid lists: with function-fork (which a session
 // sets with them) the kernel changes them itself.

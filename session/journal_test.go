@@ -612,3 +612,28 @@ func TestTeardownAfterStopTracing(t *testing.T) {
 		t.Errorf("tracing_on %q after the teardown, want 1 as before", v)
 	}
 }
+
+// A graph list is not emptied while function_graph may still run in the session's trace
+// array (here the top level's tracer cannot be read, so cannot be put back): emptied, it
+// would graph every function. It is left, failed, in the journal for a second try.
+func TestGraphListNotEmptiedUnderARunningGraph(t *testing.T) {
+	fs, s := killedGraph(t)
+	os.Remove(fs.Path("current_tracer"))
+	os.Mkdir(fs.Path("current_tracer"), 0o755) // reads fail
+	left, _ := Leftovers(fs, ID{})
+	if len(left) != 1 {
+		t.Fatalf("leftovers: %+v", left)
+	}
+	err := left[0].Remove(fs)
+	if err == nil || !strings.Contains(err.Error(), "would graph every function") {
+		t.Errorf("reset does not say why it left set_graph_function: %v", err)
+	}
+	if v := topFile(t, fs, graphFunctionFile); v != "ksys_read" {
+		t.Errorf("set_graph_function emptied under a graph that may run: %q", v)
+	}
+	b, _ := os.ReadFile(journalPath(fs, s.ID))
+	j, err := parseJournal(b)
+	if err != nil || j.entry(graphFunctionFile) == nil || j.entry("current_tracer") == nil || j.entry(graphDepthFile) != nil {
+		t.Errorf("the journal should keep what is left (the tracer, the list), and only that: %s %v", b, err)
+	}
+}
