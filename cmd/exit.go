@@ -133,8 +133,8 @@ func ExitCode(err error) int {
 		return ExitCommandCannotRun
 	case errors.Is(err, ErrInvalid), errors.Is(err, tracefs.ErrBadInstance), errors.Is(err, tracefs.ErrNoInstance),
 		errors.Is(err, tracefs.ErrBadPath), errors.Is(err, probes.ErrSyntax), errors.Is(err, probes.ErrEventExists),
-		errors.Is(err, filters.ErrPattern), errors.Is(err, filters.ErrWouldEmpty), errors.Is(err, session.ErrInvalid),
-		errors.Is(err, session.ErrJournal):
+		errors.Is(err, filters.ErrPattern), errors.Is(err, filters.ErrWouldEmpty), errors.Is(err, session.ErrInvalid):
+		// (a journal reset cannot read, session.ErrJournal, is 1: reset went on with the rest)
 		return ExitInvalid
 	case errors.Is(err, tracefs.ErrBusy):
 		return ExitBusy

@@ -166,7 +166,7 @@ func graphStream(ctx context.Context, g *Globals, opts *GraphOptions, s *session
 	defer src.Close()
 	var sum *stream.Summary
 	calls := 0
-	err, commandErr := streamWithCommand(in, command, cancel, func() (err error) {
+	err, commandErr := streamWithCommand(s, command, cancel, func() (err error) {
 		sum, calls, err = stream.CopyGraph(src, stream.GraphOutput{W: g.Out, JSON: g.JSON(), Count: opts.Count})
 		return err
 	})

@@ -103,11 +103,13 @@ func resetRun(ctx context.Context, opts *ResetOptions) error {
 	}
 	defer lock.Unlock()
 	left, err := session.Leftovers(fs, session.ID{})
-	if err != nil {
+	var errs []error
+	if errors.Is(err, session.ErrJournal) {
+		errs = append(errs, err) // named, left, and the others reset all the same
+	} else if err != nil {
 		return err
 	}
 	removed, kept := []*session.Leftover{}, []*session.Leftover{}
-	var errs []error
 	for _, l := range left {
 		if err := l.Remove(fs); err != nil {
 			errs = append(errs, err)

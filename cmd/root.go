@@ -50,13 +50,13 @@ func (g *Globals) Notice(format string, args ...any) {
 	}
 }
 
-// kernelFiles points fs at the copies of kernel files the environment names (FTCTL_KALLSYMS,
-// FTCTL_BTF) and at the directory of the sessions' journals (FTCTL_STATE_DIR): fixtures in
-// tests.
+// kernelFiles points fs at the copy of kallsyms the environment names (FTCTL_KALLSYMS), and
+// lets cmd's own tests point it at their fixtures (testHooks).
 func kernelFiles(fs *tracefs.FS) *tracefs.FS {
 	fs.KallsymsFile = os.Getenv("FTCTL_KALLSYMS")
-	fs.BTFDir = os.Getenv("FTCTL_BTF")
-	fs.StateDir = os.Getenv("FTCTL_STATE_DIR")
+	if testHooks != nil {
+		testHooks(fs)
+	}
 	return fs
 }
 
@@ -72,6 +72,12 @@ func (g *Globals) tracefsRoot() (root, found string) {
 	return "", ""
 }
 
+// testHooks, nil in the binary, is set by cmd's tests (hooks_test.go) to read their fixtures'
+// directories from the environment: the state directory of the journals (which ftctl, as
+// root, acts on) and BTF. The binary has no such door: a test hook honoured in production is
+// a way to make root read journals from, and write them to, a directory of someone else's.
+var testHooks func(*tracefs.FS)
+
 // FS locates tracefs once per command. A missing tracefs is ErrNotMounted (exit 4) with the
 // command that mounts it.
 func (g *Globals) FS() (*tracefs.FS, error) {
@@ -84,6 +90,9 @@ func (g *Globals) FS() (*tracefs.FS, error) {
 		return nil, err
 	}
 	kernelFiles(fs)
+	if err := fs.CheckStateDir(); err != nil {
+		return nil, err
+	}
 	if g.DryRun {
 		// The plan is the output of a dry run, except with -o json, where stdout is one JSON
 		// document for scripts and the plan goes to stderr.

@@ -382,10 +382,15 @@ func traceSetup(ctx context.Context, g *Globals, s *session.Session) error {
 	return nil
 }
 
-// traceTeardown tears the session down, under the lock if it can be had within 2 s, and in any
-// case; what failed is said.
+// traceTeardown tears the session down under the lock, waited for as a write command waits
+// (--lock-timeout, saying whom it waits for). Without it, Teardown still removes what is the
+// session's alone, and leaves the kernel-wide files a graph session changed, with their
+// journal, for 'ftctl reset' (an error says so). What failed is said.
 func traceTeardown(g *Globals, fs *tracefs.FS, s *session.Session) {
-	if l, err := fs.Lock(context.Background(), 2*time.Second, nil); err == nil {
+	l, err := fs.Lock(context.Background(), g.LockTimeout, func(h tracefs.Holder) {
+		g.Notice("waiting for the tracefs lock held by %s to tear the session down (up to %v while it stays in the same hands)", h, g.LockTimeout)
+	})
+	if err == nil {
 		defer l.Unlock()
 	}
 	for _, e := range s.Teardown() {
@@ -401,7 +406,7 @@ func traceStream(ctx context.Context, g *Globals, opts *TraceOptions, s *session
 	defer cancel(nil)
 	so := stream.Options{Duration: opts.Duration, IncludeSelf: opts.IncludeSelf}
 	out := stream.Output{W: g.Out, JSON: g.JSON(), Text: stream.TextOptions{Color: colorFor(g.Out) && !g.JSON()}, Count: opts.Count}
-	err, commandErr := streamWithCommand(s.Instance, command, cancel, func() error {
+	err, commandErr := streamWithCommand(s, command, cancel, func() error {
 		return printStream(sctx, g, s.Instance, so, out, false)
 	})
 	switch {
@@ -413,14 +418,15 @@ func traceStream(ctx context.Context, g *Globals, opts *TraceOptions, s *session
 	return commandStatus(command, commandErr)
 }
 
-// streamWithCommand runs stream (which reads in from a context cancel ends) beside the
-// command (nil: none), released now, until one of them ends. When the command exits first,
-// tracing is turned off in the trace array in: the kernel then ends the stream once what was
+// streamWithCommand runs stream (which reads the session's trace array until a context cancel
+// ends) beside the command (nil: none), released now, until one of them ends. When the command
+// exits first, tracing is turned off in the session's trace array (Session.StopTracing,
+// journaled where that is the top level): the kernel then ends the stream once what was
 // recorded has been read (if anything was read at all: else the stream is cancelled after 2 s,
 // errCommandExited). When the stream ends first (Ctrl-C, --duration, --count, stdout closed),
 // the command gets SIGINT (if the terminal has not sent it already), then SIGKILL after 2 s.
 // It returns the stream's error and the command's Wait error.
-func streamWithCommand(in *tracefs.Instance, command *session.Command, cancel context.CancelCauseFunc, stream func() error) (err, commandErr error) {
+func streamWithCommand(s *session.Session, command *session.Command, cancel context.CancelCauseFunc, stream func() error) (err, commandErr error) {
 	var commandDone <-chan error
 	if command != nil {
 		command.Release()
@@ -431,7 +437,7 @@ func streamWithCommand(in *tracefs.Instance, command *session.Command, cancel co
 	select {
 	case err = <-streamDone:
 	case commandErr = <-commandDone:
-		in.Write("tracing_on", "0")
+		s.StopTracing()
 		select {
 		case err = <-streamDone:
 		case <-time.After(2 * time.Second):

@@ -1,9 +1,9 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	iofs "io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +54,7 @@ type graphState struct {
 	top     bool              // function_graph runs at the top level
 	journal *journal          // what was written, and what each file held before
 	in      *tracefs.Instance // where function_graph runs
+	index   *filters.Index    // available_filter_functions, as New checked the patterns
 }
 
 // CheckGraphLimits checks a graph's depth, threshold and process as ftctl graph's --depth,
@@ -132,7 +133,7 @@ func emptyList(b []byte) bool {
 func (s *Session) startGraph() error {
 	in := s.Instance
 	top := s.FS.Top()
-	st := &graphState{in: in, journal: newJournal(s.FS, s.ID)}
+	st := &graphState{in: in, journal: newJournal(s.FS, s.ID), index: s.graphIndex}
 	s.graph = st
 	avail, err := in.ReadFile("available_tracers")
 	if err != nil {
@@ -300,7 +301,7 @@ func (s *Session) topPIDs() error {
 		for _, p := range list {
 			b.WriteString(strconv.Itoa(p) + "\n")
 		}
-		return st.writeList(top, file, b.String())
+		return st.writeList(top, file, b.String(), b.String())
 	}
 	if err := pids("set_ftrace_notrace_pid", self); err != nil {
 		return err
@@ -319,7 +320,10 @@ func (st *graphState) set(in *tracefs.Instance, file, value, old string) error {
 	return in.Write(file, value)
 }
 
-// setList writes the patterns into an empty list, one token each.
+// setList writes the patterns into an empty list, one token each. The journal holds, before
+// the write, what the kernel will list after it: a SIGKILL between the write and the
+// read-back must not leave reset a journal the list cannot match (a glob, where the kernel
+// lists the functions it selected).
 func (st *graphState) setList(in *tracefs.Instance, file string, ps []*filters.Pattern) error {
 	if len(ps) == 0 {
 		return nil
@@ -328,17 +332,55 @@ func (st *graphState) setList(in *tracefs.Instance, file string, ps []*filters.P
 	for _, p := range ps {
 		b.WriteString(p.Text + "\n")
 	}
-	return st.writeList(in, file, b.String())
+	expect, err := st.listed(in, ps)
+	if err != nil {
+		return err
+	}
+	return st.writeList(in, file, b.String(), expect)
 }
 
-// writeList writes text into an empty list, journaled first; then the journal holds what the
-// kernel reads back (the functions a glob selected), which reset compares the list with.
-func (st *graphState) writeList(in *tracefs.Instance, file, text string) error {
-	if err := st.journal.record(file, true, "", text); err != nil {
+// listed is GraphListing against the index New checked the patterns with, read again if a
+// module came or went since.
+func (st *graphState) listed(in *tracefs.Instance, ps []*filters.Pattern) (string, error) {
+	if st.index == nil || st.index.Stale() {
+		ix, err := filters.LoadIndex(in.FS().Top())
+		if err != nil {
+			return "", err
+		}
+		st.index = ix
+	}
+	return GraphListing(st.index, ps)
+}
+
+// GraphListing is what set_graph_function or set_graph_notrace lists once ps are written into
+// it empty: a line per function record a pattern selects, as available_filter_functions names
+// it ("name", "name [module]"; a static name twice, twice), in the index's order.
+// ftrace_graph_set_hash (kernel/trace/ftrace.c) adds each record ftrace_match_record matches,
+// skipping the invalid-address ones, and g_show prints each record's "%ps", as t_show does
+// for available_filter_functions (seen on 6.1 and 6.12: vmtest TestGraphListingIsTheKernels).
+func GraphListing(ix *filters.Index, ps []*filters.Pattern) (string, error) {
+	recs, err := ix.ResolveAll(ps)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, i := range recs {
+		b.WriteString(ix.Key(i).String() + "\n")
+	}
+	return b.String(), nil
+}
+
+// writeList writes text into an empty list. The journal holds first expect, what the kernel
+// will list after the write, then what it read back, which reset compares the list with.
+func (st *graphState) writeList(in *tracefs.Instance, file, text, expect string) error {
+	if err := st.journal.record(file, true, "", expect); err != nil {
 		return err
 	}
 	if err := in.Write(file, text); err != nil {
 		return err
+	}
+	if afterListWrite != nil {
+		afterListWrite(file)
 	}
 	if in.FS().DryRun != nil {
 		return nil
@@ -350,34 +392,47 @@ func (st *graphState) writeList(in *tracefs.Instance, file, text string) error {
 	return st.journal.record(file, true, "", string(b))
 }
 
-// restoreGraph puts back what startGraph wrote, newest first, each step attempted whatever
-// failed before. A step that succeeded is not done again by a second Teardown. When all is
-// back the journal is removed; otherwise it keeps what is left, for a second Teardown or
-// `ftctl reset`.
+// afterListWrite, when tests set it, runs between a list's write and its read-back: where a
+// SIGKILL leaves the journal as the write left it.
+var afterListWrite func(file string)
+
+// restoreGraph puts back what startGraph wrote, newest first, each file only if it still
+// holds what the session wrote (journal.putBack: one another actor changed is left, an
+// ErrLeft error says so). A step that succeeded is not done again by a second Teardown. When
+// all is back the journal is removed; otherwise it keeps what is left, for a second Teardown
+// or `ftctl reset`.
+//
+// It writes only under the tracefs lock: the caller's (FS.Locked), else its own if it can be
+// had at once. Otherwise (another ftctl holds it, and the caller's wait ran out) nothing is
+// written: the files and the journal are left for `ftctl reset`, which takes the lock, and an
+// error wrapping tracefs.ErrBusy says so. The session's instance goes all the same: its
+// removal is what tells reset the session is gone.
 func (s *Session) restoreGraph() []error {
 	st := s.graph
-	if st == nil {
+	if st == nil || len(st.journal.Entries) == 0 {
 		return nil
 	}
-	top := s.FS.Top()
-	j := st.journal
-	var errs []error
-	var left []JournalEntry
-	for i := len(j.Entries) - 1; i >= 0; i-- {
-		f := j.Entries[i]
-		var err error
-		if f.List {
-			err = top.Truncate(f.File)
-		} else {
-			err = top.Write(f.File, f.Before)
+	if !s.FS.Locked() {
+		l, err := s.FS.Lock(context.Background(), 0, nil)
+		if err != nil {
+			var files []string
+			for i := len(st.journal.Entries) - 1; i >= 0; i-- {
+				files = append(files, st.journal.Entries[i].File)
+			}
+			return []error{fmt.Errorf("%w: the tracefs lock is held by %s: left %s as the session set them, journaled in %s; 'ftctl reset' puts them back once the lock is free",
+				tracefs.ErrBusy, s.FS.LockHolder(), strings.Join(files, ", "), st.journal.path)}
 		}
-		if err != nil && !errors.Is(err, iofs.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("putting back the top level's %s: %w", f.File, err))
-			left = append([]JournalEntry{f}, left...)
+		defer l.Unlock()
+	}
+	outcomes, err := st.journal.putBack(s.FS, st.in)
+	var errs []error
+	for _, o := range outcomes {
+		if o.State == FileChanged {
+			errs = append(errs, fmt.Errorf("%w: left %s: it holds %s, not what the session wrote (%s); it held %s before",
+				ErrLeft, o.File, strconv.Quote(o.Holds), strconv.Quote(o.Wrote), strconv.Quote(o.Before)))
 		}
 	}
-	j.Entries = left
-	if err := j.save(); err != nil {
+	if err != nil {
 		errs = append(errs, err)
 	}
 	return errs

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ftctl/ftctl/tracefs"
@@ -66,12 +67,17 @@ func newJournal(fs *tracefs.FS, id ID) *journal {
 // record notes, before ftctl writes wrote into file, what file holds now (the first time) and
 // saves the journal. It is the step before the write: a failure stops the write.
 func (j *journal) record(file string, list bool, before, wrote string) error {
+	saved := slices.Clone(j.Entries)
 	if e := j.entry(file); e != nil {
 		e.Wrote = wrote
 	} else {
 		j.Entries = append(j.Entries, JournalEntry{File: file, List: list, Before: before, Wrote: wrote})
 	}
-	return j.save()
+	if err := j.save(); err != nil {
+		j.Entries = saved // not written: nothing to put back
+		return err
+	}
+	return nil
 }
 
 func (j *journal) entry(file string) *JournalEntry {
@@ -96,6 +102,9 @@ func (j *journal) save() error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("making the journal directory %s: %w", dir, err)
 	}
+	if err := tracefs.CheckStateDir(dir); err != nil { // made by someone else first?
+		return err
+	}
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {
 		return err
@@ -116,7 +125,7 @@ func (j *journal) save() error {
 }
 
 func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
 	}
@@ -154,6 +163,9 @@ func (j *journal) remove() error {
 // when the directory does not exist).
 func stateFiles(fs *tracefs.FS, suffix string) ([]string, error) {
 	dir := stateDir(fs)
+	if err := tracefs.CheckStateDir(dir); err != nil {
+		return nil, err
+	}
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, iofs.ErrNotExist) {
 		return nil, nil
@@ -170,39 +182,53 @@ func stateFiles(fs *tracefs.FS, suffix string) ([]string, error) {
 	return paths, nil
 }
 
+// badJournal is a file of the state directory that does not parse as the journal of the
+// session it is named after (or is not named after one: session false).
+type badJournal struct {
+	path    string
+	session bool
+	err     error // ErrJournal, naming the path and why
+}
+
 // readJournals reads the journals of the state directory. A file that does not parse as a
-// journal named after a session is an error naming it, and is left.
-func readJournals(fs *tracefs.FS) ([]*journal, error) {
+// journal named after a session is left, in bad, with the reason: what it describes cannot
+// be told, so nothing it names is put back. The journals that do parse are returned all the
+// same: one bad file does not stop the others' reset. err is for the directory alone.
+func readJournals(fs *tracefs.FS) (out []*journal, bad []badJournal, err error) {
 	paths, err := stateFiles(fs, journalSuffix)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []*journal
-	var errs []error
 	for _, path := range paths {
 		id, ok := InstanceID(strings.TrimSuffix(filepath.Base(path), journalSuffix))
 		if !ok {
-			errs = append(errs, fmt.Errorf("%w: %s: not named after a session (ftctl-PID-ID%s)", ErrJournal, path, journalSuffix))
+			bad = append(bad, badJournal{path, false, fmt.Errorf("%w: %s: not named after a session (ftctl-PID-ID%s); left as found", ErrJournal, path, journalSuffix)})
 			continue
 		}
 		b, err := os.ReadFile(path)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("reading the journal %s: %w", path, err))
-			continue
+		if err == nil {
+			var j *journal
+			if j, err = parseJournal(b); err == nil && j.Session != id {
+				err = fmt.Errorf("holds the journal of session %s", strconv.Quote(j.Session.String()))
+			}
+			if err == nil {
+				j.path, j.dry = path, fs.DryRun != nil
+				out = append(out, j)
+				continue
+			}
 		}
-		j, err := parseJournal(b)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%w: %s: %w", ErrJournal, path, err))
-			continue
-		}
-		if j.Session != id {
-			errs = append(errs, fmt.Errorf("%w: %s: holds the journal of session %s", ErrJournal, path, strconv.Quote(j.Session.String())))
-			continue
-		}
-		j.path, j.dry = path, fs.DryRun != nil
-		out = append(out, j)
+		bad = append(bad, badJournal{path, true, fmt.Errorf("%w: %s: %w; left as found, and the files it may name: cannot tell", ErrJournal, path, err)})
 	}
-	return out, errors.Join(errs...)
+	return out, bad, nil
+}
+
+// badJournalsError joins the reasons of bad journals (nil for none).
+func badJournalsError(bad []badJournal) error {
+	var errs []error
+	for _, b := range bad {
+		errs = append(errs, b.err)
+	}
+	return errors.Join(errs...)
 }
 
 // journalFiles are the files a journal may name: what graph sessions write. A journal is a
@@ -276,16 +302,31 @@ func normal(b []byte, list bool) string {
 	return strings.Join(lines, "\n")
 }
 
-// undo puts back, newest first, each file that still holds what the session wrote; a file
-// that holds something else is left and said so; a file already as before is not written.
-// The journal is removed when nothing failed (a journal of another boot without a write).
+// undo is reset's putBack: a journal of another boot is removed without a write (the kernel
+// started again from its defaults).
 func (j *journal) undo(fs *tracefs.FS) ([]FileOutcome, error) {
+	if j.Boot != "" && fs.BootID() != "" && j.Boot != fs.BootID() {
+		return nil, j.remove()
+	}
+	return j.putBack(fs, fs.Top())
+}
+
+// putBack puts back, newest first, each file that still holds what the session wrote; a
+// file that holds something else is left and said so (FileChanged); a file already as
+// before is not written. It is both a teardown's and reset's: a file is the session's to
+// write only while it holds what the session wrote. The journal keeps the files that failed
+// (for a second try), and is removed when none did. The caller holds the tracefs lock.
+//
+// graphIn is the trace array the session's function_graph ran in (the top level for reset:
+// the session's instance is gone). A graph list is not emptied while a function_graph still
+// runs there (the session's tracer could not be stopped: an instance's current_tracer is EBUSY
+// while its trace_pipe is open; or another's at the top level): emptied, the list would graph
+// every function. It is left, failed, for a second try.
+func (j *journal) putBack(fs *tracefs.FS, graphIn *tracefs.Instance) ([]FileOutcome, error) {
 	top := fs.Top()
 	var out []FileOutcome
-	if j.Boot != "" && fs.BootID() != "" && j.Boot != fs.BootID() {
-		return nil, j.remove() // the kernel has started again from its defaults
-	}
 	var errs []error
+	var failed []JournalEntry
 	for i := len(j.Entries) - 1; i >= 0; i-- {
 		e := j.Entries[i]
 		o := FileOutcome{File: e.File, Before: e.Before, Wrote: e.Wrote}
@@ -297,31 +338,34 @@ func (j *journal) undo(fs *tracefs.FS) ([]FileOutcome, error) {
 			o.State = FileFailed
 			errs = append(errs, fmt.Errorf("reading the top level's %s: %w", e.File, err))
 			out = append(out, o)
+			failed = append([]JournalEntry{e}, failed...)
 			continue
 		}
 		o.Holds = normal(b, e.List)
 		switch o.Holds {
 		case normal([]byte(e.Wrote), e.List):
+			if graphLists[e.File] && fs.DryRun == nil {
+				if t, terr := graphIn.Tracer(); terr != nil {
+					err = fmt.Errorf("cannot tell whether %s still runs function_graph, under which %s emptied would graph every function: %w", graphIn.Label(), e.File, terr)
+					break
+				} else if t == "function_graph" {
+					err = fmt.Errorf("%s runs function_graph still: emptied, %s would graph every function", graphIn.Label(), e.File)
+					break
+				}
+			}
 			if e.List {
 				err = top.Truncate(e.File)
 			} else {
 				err = top.Write(e.File, e.Before)
 			}
 			o.State = FileRestored
-			if err != nil {
-				o.State = FileFailed
-				errs = append(errs, fmt.Errorf("putting back the top level's %s: %w", e.File, err))
-			}
 		case normal([]byte(e.Before), e.List):
 			o.State = FileAsBefore
 			if e.List && strings.TrimSpace(string(b)) == "" {
 				// A pid list whose pids all exited reads "" where a list never written
 				// reads "no pid" (seen on 6.1: function-fork drops a pid at its exit,
 				// and the kernel keeps the emptied list): truncation frees it.
-				if err := top.Truncate(e.File); err != nil {
-					o.State = FileFailed
-					errs = append(errs, fmt.Errorf("putting back the top level's %s: %w", e.File, err))
-				} else {
+				if err = top.Truncate(e.File); err == nil {
 					o.State = FileRestored
 				}
 			}
@@ -334,19 +378,26 @@ func (j *journal) undo(fs *tracefs.FS) ([]FileOutcome, error) {
 			if pidLists[e.File] && settledForkedFrom(&o.Holds, reread, normal([]byte(e.Wrote), true), task) {
 				// the session's pids as function-fork left them: theirs to put back
 				o.State = FileRestored
-				if err := top.Truncate(e.File); err != nil {
-					o.State = FileFailed
-					errs = append(errs, fmt.Errorf("putting back the top level's %s: %w", e.File, err))
-				}
+				err = top.Truncate(e.File)
 			}
+		}
+		if err != nil {
+			o.State = FileFailed
+			errs = append(errs, fmt.Errorf("putting back the top level's %s: %w", e.File, err))
+			failed = append([]JournalEntry{e}, failed...)
 		}
 		out = append(out, o)
 	}
-	if len(errs) > 0 {
-		return out, errors.Join(errs...)
+	j.Entries = failed
+	if err := j.save(); err != nil {
+		errs = append(errs, err)
 	}
-	return out, j.remove()
+	return out, errors.Join(errs...)
 }
+
+// graphLists are the journaled function_graph filters: empty, function_graph graphs every
+// function.
+var graphLists = map[string]bool{graphFunctionFile: true, graphNotraceFile: true}
 
 // pidLists are the journaled files that are pid lists: with function-fork (which a session
 // sets with them) the kernel changes them itself.

@@ -29,8 +29,13 @@ const (
 	StateInUse = "in use"
 )
 
-// ErrJournal marks a journal that cannot be read as one: reset changes nothing and names it.
+// ErrJournal marks a journal that cannot be read as one: reset leaves it and what it names,
+// names it, and goes on with the other sessions.
 var ErrJournal = errors.New("bad journal")
+
+// ErrLeft marks a kernel-wide file a teardown left as it found it: it holds neither what the
+// session wrote nor what it held before (another actor's).
+var ErrLeft = errors.New("left as another actor set it")
 
 // Leftover is an instance or a probe group that a session named, maybe left behind.
 type Leftover struct {
@@ -58,6 +63,9 @@ type Leftover struct {
 // Leftovers lists the instances and probe groups named by sessions other than self (the
 // caller's own, or the zero ID), with what can be told of their owners without changing
 // anything: StateDead for a group whose instance is gone, StateUnknown for an instance.
+// Journals that cannot be read are named in an ErrJournal error returned with the leftovers
+// (a partial result: those journals are "cannot tell", the rest is listed); any other error
+// comes alone.
 func Leftovers(fs *tracefs.FS, self ID) ([]*Leftover, error) {
 	by := map[ID]*Leftover{}
 	get := func(id ID) *Leftover {
@@ -106,10 +114,11 @@ func Leftovers(fs *tracefs.FS, self ID) ([]*Leftover, error) {
 			}
 		}
 	}
-	journals, err := readJournals(fs)
+	journals, bad, err := readJournals(fs)
 	if err != nil {
 		return nil, err
 	}
+	journalErr := badJournalsError(bad)
 	for _, j := range journals {
 		if j.Session != self {
 			l := get(j.Session)
@@ -126,7 +135,7 @@ func Leftovers(fs *tracefs.FS, self ID) ([]*Leftover, error) {
 		}
 		return out[i].ID.Nonce < out[j].ID.Nonce
 	})
-	return out, nil
+	return out, journalErr
 }
 
 // Remove removes a leftover whose owner is gone: the instance first (the kernel refuses while

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -103,13 +105,26 @@ func ResetAll(fs *tracefs.FS, notice func(string, ...any)) []error {
 	write("tracing_on", "1")
 	if fs.DryRun == nil {
 		// every session's journal: what they changed is back to the defaults
-		journals, err := readJournals(fs)
+		journals, bad, err := readJournals(fs)
 		step("reading the journals", err)
 		for _, j := range journals {
 			if err := j.remove(); err != nil {
 				errs = append(errs, err)
 			} else {
 				notice("removed the journal of session %s", j.Session)
+			}
+		}
+		// a session's journal that cannot be read names nothing that is not back at its
+		// default now; a file not named after a session is not a journal of ftctl's
+		for _, b := range bad {
+			if !b.session {
+				notice("%v", b.err)
+				continue
+			}
+			if err := os.Remove(b.path); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("removing the unreadable journal %s: %w", b.path, err))
+			} else {
+				notice("removed the unreadable journal %s", strconv.Quote(b.path))
 			}
 		}
 	}

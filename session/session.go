@@ -102,6 +102,8 @@ type Session struct {
 	dynamic []dynamicEvent
 	// graph is what a function_graph session (Spec.Graph) wrote outside its instance.
 	graph *graphState
+	// graphIndex is the function index New checked Spec.Graph's patterns against.
+	graphIndex *filters.Index
 }
 
 // dynamicEvent is a definition the session wrote and the line that removes it.
@@ -161,6 +163,7 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 		if err := s.checkGraph(ix); err != nil {
 			return nil, err
 		}
+		s.graphIndex = ix
 	}
 	if len(spec.Filters)+len(spec.Notrace) > 0 {
 		ix, err := filters.LoadIndex(top)
@@ -618,6 +621,19 @@ func (s *Session) Begin() error {
 		return err
 	}
 	return s.FS.Top().Write("tracing_on", "1")
+}
+
+// StopTracing turns tracing off in the trace array the session traces (GraphInstance: its
+// instance, or the top level where a graph runs there), as when the traced command exits.
+// At the top level the write is journaled first: tracing_on is then the session's "0", which
+// the teardown and `ftctl reset` put back, not another actor's.
+func (s *Session) StopTracing() error {
+	if s.GraphAtTop() {
+		if err := s.graph.journal.record("tracing_on", false, "", "0"); err != nil {
+			return err
+		}
+	}
+	return s.GraphInstance().Write("tracing_on", "0")
 }
 
 // Teardown undoes the session: its triggers removed (newest first), tracing off, tracer nop, events disabled, the session's probes

@@ -30,7 +30,8 @@ type FS struct {
 	// StateDir is where ftctl keeps what must outlive its process and is not the kernel's: the
 	// journals of the kernel-wide files sessions change (session/journal.go), the filters of
 	// the event probes ftctl added (probes/filterrecord.go). "" is DefaultStateDir; tests give
-	// a temporary directory (FTCTL_STATE_DIR).
+	// a temporary directory (cmd's tests through FTCTL_STATE_DIR, which the binary ignores).
+	// CheckStateDir says whether it is safe to use.
 	StateDir string
 	// Dirs makes and removes instance directories; nil for the kernel's mkdir(2) and rmdir(2).
 	// The kernel fills a new instance with its files, empties it on rmdir, and refuses the

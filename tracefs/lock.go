@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -24,7 +25,35 @@ import (
 // holder's pid.
 type Lock struct {
 	fd int
+	fs *FS // the FS it was taken through, until Unlock
 }
+
+// held counts the Locks taken through each FS and not yet released: FS.Locked.
+var held = struct {
+	sync.Mutex
+	n map[*FS]int
+}{n: map[*FS]int{}}
+
+// Locked says whether a Lock taken through f is held (by this process, through this FS
+// value): a step that must run under the lock (session teardown's writes to kernel-wide
+// files) asks it rather than taking the lock again, which a second descriptor of the same
+// process could not (flock locks belong to open files).
+func (f *FS) Locked() bool {
+	held.Lock()
+	defer held.Unlock()
+	return held.n[f] > 0
+}
+
+func (f *FS) locked() *Lock {
+	held.Lock()
+	held.n[f]++
+	held.Unlock()
+	return &Lock{fd: -1, fs: f}
+}
+
+// LockHolder says who holds the control-plane lock, through /proc/locks (an unknown process
+// when none, or one this pid namespace cannot see).
+func (f *FS) LockHolder() Holder { return lockHolder(f.Root()) }
 
 // Holder describes the process that holds the lock.
 type Holder struct {
@@ -50,7 +79,7 @@ func (h Holder) String() string {
 // locked: a dry run changes nothing and must not wait on anyone.
 func (f *FS) Lock(ctx context.Context, timeout time.Duration, onWait func(Holder)) (*Lock, error) {
 	if f.DryRun != nil {
-		return &Lock{fd: -1}, nil
+		return f.locked(), nil
 	}
 	root := f.Root()
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
@@ -80,7 +109,9 @@ func (f *FS) Lock(ctx context.Context, timeout time.Duration, onWait func(Holder
 	for {
 		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
-			return &Lock{fd: fd}, nil
+			l := f.locked()
+			l.fd = fd
+			return l, nil
 		}
 		if err != unix.EWOULDBLOCK && err != unix.EINTR {
 			unix.Close(fd)
@@ -121,7 +152,18 @@ func (f *FS) Lock(ctx context.Context, timeout time.Duration, onWait func(Holder
 
 // Unlock releases the lock. Safe on a nil or already released lock.
 func (l *Lock) Unlock() error {
-	if l == nil || l.fd < 0 {
+	if l == nil {
+		return nil
+	}
+	if l.fs != nil {
+		held.Lock()
+		if held.n[l.fs]--; held.n[l.fs] <= 0 {
+			delete(held.n, l.fs)
+		}
+		held.Unlock()
+		l.fs = nil
+	}
+	if l.fd < 0 {
 		return nil
 	}
 	err := unix.Close(l.fd) // closing the last descriptor drops the flock

@@ -85,7 +85,7 @@ for m in "${modules[@]+"${modules[@]}"}"; do
 done
 
 # An uncompressed cpio: the guest unpacks it faster under emulation than it would gunzip it.
-(cd "$root" && find . -print0 | cpio --null -H newc -o --quiet) >"$work/initrd.cpio"
+(cd "$root" && find . -print0 | cpio --null -H newc -o --quiet -R 0:0) >"$work/initrd.cpio"
 
 # Single-threaded TCG (the two vCPUs take turns on one host thread). Multi-threaded TCG lets a
 # vCPU run a stale translation of kernel text that another vCPU just patched: ftrace, kprobes and
