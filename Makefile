@@ -14,15 +14,16 @@ GOFILES := $(shell find . -name '*.go' -not -path './build/*')
 
 # What `ftctl version` says: on a tag vX.Y.Z, X.Y.Z; else the next release (the file VERSION,
 # which the man pages carry too) with -dev+COMMIT. The commit and its date come from git;
-# -trimpath keeps the build machine's paths out.
+# -trimpath keeps the build machine's paths out. LDFLAGS and GOBUILD expand when used, so that
+# dist's VERSION reaches them.
 RELEASE := $(shell cat VERSION)
 TAG     := $(shell git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null | sed 's/^v//')
 SHORT   := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 VERSION ?= $(or $(TAG),$(RELEASE)-dev+$(or $(SHORT),unknown))
 COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
 DATE    := $(shell git log -1 --format=%cI 2>/dev/null)
-LDFLAGS := -s -w -X github.com/ftctl/ftctl/cmd.buildVersion=$(VERSION) -X github.com/ftctl/ftctl/cmd.buildCommit=$(COMMIT) -X github.com/ftctl/ftctl/cmd.buildDate=$(DATE)
-GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)'
+LDFLAGS  = -s -w -X github.com/ftctl/ftctl/cmd.buildVersion=$(VERSION) -X github.com/ftctl/ftctl/cmd.buildCommit=$(COMMIT) -X github.com/ftctl/ftctl/cmd.buildDate=$(DATE)
+GOBUILD  = CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)'
 
 # Where make install puts things: under PREFIX, where distributions' shells and man look.
 PREFIX      ?= /usr/local
@@ -64,32 +65,51 @@ uninstall:
 	rm -f "$(DESTDIR)$(BINDIR)/ftctl" $(foreach p,$(notdir $(MANPAGES)),"$(DESTDIR)$(MAN1DIR)/$(p)") \
 		"$(DESTDIR)$(BASHCOMPDIR)/ftctl" "$(DESTDIR)$(ZSHCOMPDIR)/_ftctl" "$(DESTDIR)$(FISHCOMPDIR)/ftctl.fish"
 
-# Release packages: the static binary, a .deb and an .rpm (man pages and completions in their
-# standard places) in $(DIST), built with nfpm (packaging/nfpm.yaml names $(DIST)). A tag v1.2.3
-# gives version 1.2.3; an untagged tree RELEASE~gitYYYYMMDD.COMMIT, which sorts before RELEASE.
-NFPM       := $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
-DIST       := build/dist
-GOARCH     := $(shell $(GO) env GOARCH)
-PKGVERSION ?= $(or $(TAG),$(RELEASE)~git$(shell git log -1 --format=%cd --date=format:%Y%m%d 2>/dev/null).$(SHORT))
+# Release artifacts in $(DIST), for each of DIST_ARCHES (cross-compiled: CGO_ENABLED=0 needs no
+# C toolchain): the static binary, a tarball (binary, man pages, completions), a .deb and an .rpm
+# (nfpm, packaging/nfpm.yaml; nfpm maps GOARCH names to dpkg's and rpm's: arm64 is aarch64 in an
+# rpm) and a CycloneDX SBOM of the binary (cyclonedx-gomod reads the modules from the binary's
+# build information: what is linked, no more); then SHA256SUMS over all of them (sha256sum -c).
+# A tag v1.2.3 gives version 1.2.3; an untagged tree RELEASE~gitYYYYMMDD.COMMIT, which sorts
+# before RELEASE. The SBOM names the Go module version, v1.2.3 or vRELEASE-dev+COMMIT. No
+# -licenses: it would fetch ftctl's own module from the proxy, which lacks an unpublished one.
+# How to cut a release: docs/releasing.md.
+NFPM        := $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+CYCLONEDX   := $(GO) run github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
+DIST        := build/dist
+DIST_ARCHES ?= amd64 arm64
+PKGVERSION  ?= $(or $(TAG),$(RELEASE)~git$(shell git log -1 --format=%cd --date=format:%Y%m%d 2>/dev/null).$(SHORT))
+MODVERSION  := v$(or $(TAG),$(RELEASE)-dev+$(or $(SHORT),unknown))
+dist: VERSION = $(PKGVERSION)
 dist:
 	rm -rf $(DIST) && mkdir -p $(DIST)/man
-	$(MAKE) build VERSION=$(PKGVERSION) BUILD=$(DIST)
 	for m in $(MANPAGES); do gzip -9n < $$m > $(DIST)/man/$$(basename $$m).gz; done
-	cd $(DIST) && tar -czf ftctl_$(PKGVERSION)_linux_$(GOARCH).tar.gz ftctl man -C $(CURDIR) LICENSE README.md completions
-	PKGVERSION=$(PKGVERSION) DIST=$(DIST) GOARCH=$(GOARCH) $(NFPM) package -f packaging/nfpm.yaml -p deb -t $(DIST)/
-	PKGVERSION=$(PKGVERSION) DIST=$(DIST) GOARCH=$(GOARCH) $(NFPM) package -f packaging/nfpm.yaml -p rpm -t $(DIST)/
+	set -e; for arch in $(DIST_ARCHES); do \
+		bin=ftctl_$(PKGVERSION)_linux_$$arch; \
+		GOARCH=$$arch $(GOBUILD) -o $(DIST)/$$bin .; \
+		(cd $(DIST) && tar -czf $$bin.tar.gz --transform 's,^ftctl_[^/]*$$,ftctl,' $$bin man -C $(CURDIR) LICENSE README.md completions); \
+		for p in deb rpm; do \
+			PKGVERSION=$(PKGVERSION) ARCH=$$arch BINARY=$(DIST)/$$bin DIST=$(DIST) $(NFPM) package -f packaging/nfpm.yaml -p $$p -t $(DIST)/; \
+		done; \
+		$(CYCLONEDX) bin -json -std -version '$(MODVERSION)' -output $(DIST)/$$bin.cdx.json $(DIST)/$$bin; \
+	done
+	cd $(DIST) && sha256sum $$(find . -maxdepth 1 -type f ! -name SHA256SUMS -printf '%f\n' | LC_ALL=C sort) > SHA256SUMS
 	ls -l $(DIST)
 
-# Installs the .deb with dpkg, checks that ftctl and its man page are where they belong, and
-# removes it again (CI runs it, as root).
+# Installs the host's .deb with dpkg, checks that ftctl and its man page are where they belong,
+# and removes it again; then checks the artifacts themselves (packaging/distcheck): SHA256SUMS
+# lists every one and verifies, each SBOM is CycloneDX JSON naming every module its binary was
+# linked from, and each binary is a static ELF for its architecture (CI runs it, as root).
 dist-check: dist
-	dpkg -i $(DIST)/*.deb
+	dpkg -i $(DIST)/ftctl_*_$(shell $(GO) env GOARCH).deb
 	/usr/bin/ftctl version
 	man -w ftctl
 	man -w ftctl-trace
 	test -f /usr/share/bash-completion/completions/ftctl
 	dpkg -r ftctl
 	! test -e /usr/bin/ftctl
+	cd $(DIST) && sha256sum --check --strict --quiet SHA256SUMS
+	$(GO) run ./packaging/distcheck $(DIST)
 
 vet:
 	@unformatted=$$(gofmt -l $(GOFILES)); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi

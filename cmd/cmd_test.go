@@ -172,6 +172,8 @@ func TestInvalidInputExits2AndChangesNothing(t *testing.T) {
 		{"status", "extra"},
 		{"--no-such-flag"},
 		{"--lock-timeout", "-1s", "instance", "create", "x"},
+		{"--color", "sometimes", "status"},
+		{"--color", "", "status"},
 		{"nosuchcommand"},
 	} {
 		code, _, errs := run(t, append([]string{"--tracefs", root}, args...)...)
@@ -263,12 +265,55 @@ func TestStatusFlagsReachOptions(t *testing.T) {
 			_ = i
 		}
 	}
-	root.SetArgs([]string{"-B", "inc", "-o", "json", "--dry-run", "-q", "--lock-timeout", "2s", "status"})
+	root.SetArgs([]string{"-B", "inc", "-o", "json", "--dry-run", "-q", "--lock-timeout", "2s", "--color", "never", "status"})
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if got == nil || got.G.Instance != "inc" || !got.G.JSON() || !got.G.DryRun || !got.G.Quiet || got.G.LockTimeout != 2*time.Second {
+	if got == nil || got.G.Instance != "inc" || !got.G.JSON() || !got.G.DryRun || !got.G.Quiet || got.G.LockTimeout != 2*time.Second ||
+		got.G.Color != "never" {
 		t.Fatalf("%+v", got)
+	}
+}
+
+// --color: always and never win over everything; auto colours a terminal only, unless NO_COLOR
+// is set to anything but "" (no-color.org: "0" and "false" too) or TERM is dumb.
+func TestColorWanted(t *testing.T) {
+	for _, c := range []struct {
+		mode, noColor, term string
+		terminal, want      bool
+	}{
+		{"auto", "", "xterm", true, true},
+		{"", "", "xterm", true, true}, // a Globals built by hand: auto
+		{"auto", "", "xterm", false, false},
+		{"auto", "1", "xterm", true, false},
+		{"auto", "0", "xterm", true, false},
+		{"auto", "false", "xterm", true, false},
+		{"auto", "", "dumb", true, false},
+		{"always", "1", "dumb", false, true},
+		{"always", "", "xterm", false, true},
+		{"never", "", "xterm-256color", true, false},
+	} {
+		env := map[string]string{"NO_COLOR": c.noColor, "TERM": c.term}
+		if got := colorWanted(c.mode, func(k string) string { return env[k] }, c.terminal); got != c.want {
+			t.Errorf("--color %q, NO_COLOR=%q, TERM=%q, terminal %v: colour %v, want %v", c.mode, c.noColor, c.term, c.terminal, got, c.want)
+		}
+	}
+}
+
+// --color reaches the output: report's text has ANSI colours into a buffer with --color always
+// (NO_COLOR set), none with auto (not a terminal) or never.
+func TestColorFlagReachesOutput(t *testing.T) {
+	file := filepath.Join("..", "stream", "testdata", "6.12", "tp.v7zstd.dat")
+	t.Setenv("NO_COLOR", "1")
+	t.Setenv("TERM", "xterm-256color")
+	for mode, want := range map[string]bool{"always": true, "auto": false, "never": false} {
+		code, out, errs := run(t, "--color", mode, "report", file)
+		if code != 0 {
+			t.Fatalf("--color %s: exit %d: %s", mode, code, errs)
+		}
+		if got := strings.Contains(out, "\x1b["); got != want {
+			t.Errorf("--color %s: colours %v, want %v", mode, got, want)
+		}
 	}
 }
 
@@ -428,7 +473,7 @@ func TestColorOnlyOnTerminals(t *testing.T) {
 	t.Setenv("NO_COLOR", "")
 	t.Setenv("TERM", "xterm")
 	for name, x := range map[string]io.Writer{"/dev/null": null, "pipe": w, "buffer": new(bytes.Buffer)} {
-		if colorFor(x) || isTerminal(x) {
+		if (&Globals{}).colorFor(x) || isTerminal(x) {
 			t.Errorf("%s: taken for a terminal", name)
 		}
 	}

@@ -32,7 +32,8 @@ var ManSections = []DocSection{
 const AnnotationJSON = "ftctl/json"
 
 // Environment lists the environment variables ftctl reads: FTCTL_TRACEFS and FTCTL_KALLSYMS in Globals.FS,
-// FTCTL_TIMING in applyChanges and recordTimer, FTCTL_ACTIVE_HELP in cobra's completion.
+// FTCTL_TIMING in applyChanges and recordTimer, FTCTL_ACTIVE_HELP in cobra's completion, NO_COLOR
+// and TERM in colorWanted (and the console's colorProfile).
 var Environment = []DocItem{
 	{"FTCTL_TRACEFS", "The tracing directory to use when `--tracefs` is not given, instead of " +
 		"looking for tracefs in " + tracefs.MountInfoPath + "."},
@@ -42,6 +43,10 @@ var Environment = []DocItem{
 		"the index and the list, planning, writing, verifying) on stderr, and record prints the wall " +
 		"and CPU time of each of its phases (set-up, the formats, kallsyms, the moving of pages, " +
 		"the file's assembly)."},
+	{"NO_COLOR", "When set to anything but the empty string (no-color.org), no colour with " +
+		"`--color auto`, the default; `--color always` colours all the same."},
+	{"TERM", "`dumb` turns colour off with `--color auto`, as NO_COLOR does. The console " +
+		"draws as many colours as TERM and COLORTERM announce; it never asks the terminal."},
 	{"FTCTL_ACTIVE_HELP", "Set to 0 to hide the notes that shell completion prints below the " +
 		"choices, such as how many of the matching function names it shows " +
 		"(COBRA_ACTIVE_HELP=0 does the same for every cobra program)."},

@@ -113,8 +113,23 @@ func isTerminal(x any) bool {
 	return ok
 }
 
-// colorFor says whether text written to w may be coloured: w is a terminal, NO_COLOR is unset
-// or empty (no-color.org) and TERM is not "dumb".
-func colorFor(w io.Writer) bool {
-	return os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb" && isTerminal(w)
+// colorModes are the values of --color.
+var colorModes = []string{"auto", "always", "never"}
+
+// colorFor says whether text written to w may be coloured, as --color says (colorWanted).
+func (g *Globals) colorFor(w io.Writer) bool {
+	return colorWanted(g.Color, os.Getenv, isTerminal(w))
+}
+
+// colorWanted is ftctl's colour rule: always and never are obeyed; auto (or "") colours only a
+// terminal, when NO_COLOR is unset or empty (no-color.org: any other value, "0" too, turns
+// colour off) and TERM is not "dumb".
+func colorWanted(mode string, getenv func(string) string, terminal bool) bool {
+	switch mode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	return terminal && getenv("NO_COLOR") == "" && getenv("TERM") != "dumb"
 }

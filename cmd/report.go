@@ -121,7 +121,7 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 		return InvalidInput(fmt.Errorf("%s: %w", safe(opts.File), err))
 	}
 	w := bufio.NewWriterSize(g.Out, 256<<10)
-	text := stream.TextOptions{Color: colorFor(g.Out) && !g.JSON()}
+	text := stream.TextOptions{Color: g.colorFor(g.Out) && !g.JSON()}
 	if b := file.Buffers(); len(b) > 0 {
 		text.BufferWidth = stream.BufferWidth(b)
 	}

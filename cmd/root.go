@@ -36,6 +36,7 @@ type Globals struct {
 	DryRun      bool          // --dry-run
 	Quiet       bool          // -q
 	LockTimeout time.Duration // --lock-timeout
+	Color       string        // --color auto|always|never (colorFor)
 
 	fs *tracefs.FS
 }
@@ -163,7 +164,11 @@ kernel, and a typed live event stream.
 
 tracefs is found through /proc/self/mountinfo (tracefs, else debugfs/tracing), or given with
 --tracefs or FTCTL_TRACEFS. Commands that change tracing state take a lock so that concurrent
-ftctl writers never lose an update, and --dry-run prints each write instead of making it.`,
+ftctl writers never lose an update, and --dry-run prints each write instead of making it.
+
+Colour (the stream's columns, the console): --color auto, the default, colours only a terminal,
+and not when NO_COLOR is set to anything but "" (no-color.org) or TERM is dumb; --color always
+colours even then, and into a pipe; --color never does not.`,
 		Example: `  sudo ftctl status
   sudo ftctl status -o json
   sudo ftctl instance create mytrace
@@ -184,6 +189,9 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 				if err := tracefs.ValidateInstanceName(g.Instance); err != nil {
 					return err
 				}
+			}
+			if !slices.Contains(colorModes, g.Color) {
+				return InvalidInput(fmt.Errorf("--color must be auto, always or never, not %q", g.Color))
 			}
 			if g.LockTimeout < 0 {
 				return InvalidInput(fmt.Errorf("--lock-timeout must not be negative"))
@@ -212,9 +220,11 @@ ftctl writers never lose an update, and --dry-run prints each write instead of m
 	pf.BoolVar(&g.DryRun, "dry-run", false, "print each write that would happen, in order, and change nothing")
 	pf.BoolVarP(&g.Quiet, "quiet", "q", false, "print no notices on stderr (errors still are)")
 	pf.DurationVar(&g.LockTimeout, "lock-timeout", 5*time.Second, "give up (exit 5) after `D` waiting for another ftctl's lock without it changing hands")
+	pf.StringVar(&g.Color, "color", "auto", "colour output `WHEN`: auto (a terminal, NO_COLOR unset, TERM not dumb), always or never")
 	registerFlagCompletion(root, "tracefs", cobra.FixedCompletions(nil, cobra.ShellCompDirectiveFilterDirs))
 	registerFlagCompletion(root, "instance", completeInstanceNames(g))
 	registerFlagCompletion(root, "output", cobra.FixedCompletions([]cobra.Completion{"text", "json"}, noFiles))
+	registerFlagCompletion(root, "color", cobra.FixedCompletions(colorModes, noFiles))
 	root.CompletionOptions.SetDefaultShellCompDirective(noFiles) // see complete.go
 
 	root.AddCommand(

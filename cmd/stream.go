@@ -34,7 +34,7 @@ type StreamOptions struct {
 	// IncludeSelf: --include-self, show the events of ftctl's own threads
 	IncludeSelf bool
 
-	Color bool             // colour the text output (a terminal, and NO_COLOR unset)
+	Color bool             // colour the text output (--color; auto: a terminal, NO_COLOR unset)
 	Now   func() time.Time // the clock, for the summary's duration
 }
 
@@ -95,8 +95,8 @@ kernel record less, narrow the tracing itself (set_event_pid, set_ftrace_pid, fi
 Trace data is untrusted: a process chooses its own comm, a probe records whatever file name it
 is given, anyone with access writes trace_marker. In text output every control character and
 escape sequence is shown escaped (\x1b, \t, \u009b...), a backslash is doubled, invalid UTF-8
-shows as \xNN; JSON strings are always valid JSON. Colour only on a terminal, never with
-NO_COLOR set.
+shows as \xNN; JSON strings are always valid JSON. Colour as --color says: by default only on
+a terminal, never with NO_COLOR set.
 
 A file name can hold a newline and a line shaped like an event: the binary reader keeps each
 record whole; the text reader joins a probe string the kernel printed over several lines. A
@@ -126,7 +126,7 @@ printed: events past --count that were already read are consumed without being s
 		Args:        args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.HasPID = c.Flags().Changed("pid")
-			opts.Color = colorFor(g.Out)
+			opts.Color = g.colorFor(g.Out)
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}

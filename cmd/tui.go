@@ -169,7 +169,7 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 		return err
 	}
 	m := tui.New(tui.Options{Backend: backend, Source: src, Instance: inst.Name, Private: g.Instance == "",
-		Group: group, RingSize: opts.RingSize, Context: ctx, Plain: !colorFor(out)})
+		Group: group, RingSize: opts.RingSize, Context: ctx, Plain: !opts.G.colorFor(out), ForceColor: opts.G.Color == "always"})
 	aborted, err := tui.Run(ctx, m, in, out)
 	if m.Unfinished != "" {
 		fmt.Fprintf(g.Err, "ftctl: quit with %s still running after %v: what it changes in %s may be left half done\n",
@@ -195,7 +195,7 @@ func tuiFileRun(ctx context.Context, opts *TUIOptions, in, out *os.File) error {
 	backend := &tui.FileBackend{Name: opts.File, File: file}
 	defer backend.StopGraph() // the Graph view's reading of the file, before the file closes
 	m := tui.New(tui.Options{Backend: backend, Source: src,
-		RingSize: opts.RingSize, Context: ctx, Plain: !colorFor(out)})
+		RingSize: opts.RingSize, Context: ctx, Plain: !opts.G.colorFor(out), ForceColor: opts.G.Color == "always"})
 	aborted, err := tui.Run(ctx, m, in, out)
 	switch {
 	case ctx.Err() != nil, aborted:

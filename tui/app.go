@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -45,10 +46,11 @@ type Options struct {
 	FrameEvery, StatusEvery time.Duration
 	Now                     func() time.Time // the clock (time.Now)
 	Styles                  *Styles
-	// Plain draws text only, without colours or attributes (ftctl's colour rule: NO_COLOR set,
-	// TERM=dumb). Otherwise the palette is drawn as the environment says the terminal allows
-	// (TERM, COLORTERM); nothing asks the terminal itself.
-	Plain bool
+	// Plain draws text only, without colours or attributes (ftctl's colour rule: --color never,
+	// or auto with NO_COLOR set or TERM=dumb). Otherwise the palette is drawn as the environment
+	// says the terminal allows (TERM, COLORTERM); nothing asks the terminal itself. ForceColor
+	// (--color always) draws colours despite NO_COLOR and TERM=dumb: at least the 16 ANSI ones.
+	Plain, ForceColor bool
 	// Context ends the console (SIGTERM, SIGHUP, SIGINT) and the kernel writes in flight (an
 	// apply puts the lists back when it ends).
 	Context context.Context
@@ -597,14 +599,7 @@ func Run(ctx context.Context, m *Model, in io.Reader, out io.Writer, extra ...te
 		// ftctl's own handling: SIGINT, SIGTERM and SIGHUP end ctx (exit 130); bubbletea's
 		// would make SIGTERM a normal quit.
 		tea.WithoutSignalHandler()}
-	// The colours the terminal type allows, from the environment only: no terminal query, no
-	// terminfo file, no `tmux info` (bubbletea's own detection reads both). Plain: text only, no
-	// colour, no bold or reverse either (NO_COLOR, TERM=dumb).
-	profile := colorprofile.Env(os.Environ())
-	if m.opts.Plain {
-		profile = colorprofile.NoTTY
-	}
-	opts = append(opts, tea.WithColorProfile(profile))
+	opts = append(opts, tea.WithColorProfile(colorProfile(m.opts, os.Environ())))
 	opts = append(opts, extra...)
 	p := tea.NewProgram(m, opts...)
 	final, err := p.Run()
@@ -622,4 +617,19 @@ func Run(ctx context.Context, m *Model, in io.Reader, out io.Writer, extra ...te
 		return true, ctx.Err()
 	}
 	return m.Aborted, err
+}
+
+// colorProfile is the colours the console draws with: those the terminal type allows, from the
+// environment only (no terminal query, no terminfo file, no `tmux info`: bubbletea's own
+// detection reads both). Plain: text only, no colour, no bold or reverse either. ForceColor:
+// NO_COLOR ignored, and at least the 16 ANSI colours whatever TERM says.
+func colorProfile(o Options, environ []string) colorprofile.Profile {
+	switch {
+	case o.Plain:
+		return colorprofile.NoTTY
+	case o.ForceColor:
+		environ = slices.DeleteFunc(slices.Clone(environ), func(kv string) bool { return strings.HasPrefix(kv, "NO_COLOR=") })
+		return max(colorprofile.Env(environ), colorprofile.ANSI)
+	}
+	return colorprofile.Env(environ)
 }

@@ -43,6 +43,7 @@ var allowed = map[string][]string{
 	"vm/stopwatch":          {},
 	"vm/readloop":           {},
 	"vmtest":                {},
+	"packaging/distcheck":   {}, // checks make dist's artifacts: not ftctl
 }
 
 // Third-party packages that belong to one layer only.
