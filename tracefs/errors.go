@@ -163,7 +163,7 @@ func (f *FS) opError(op, path, data string, err error) error {
 			"reading commands work, changes need a read-write mount"
 	case unix.ENOENT:
 		if op == "open" || op == "read" || op == "stat" {
-			e.Class, e.Reason = f.missingReason(path)
+			e.Reason, e.Class = f.missingReason(path)
 		} else {
 			e.Class = ErrRejected
 		}
@@ -181,27 +181,27 @@ func (f *FS) opError(op, path, data string, err error) error {
 // missingReason says what is missing when path does not exist: an instance that does not
 // exist (its directory is gone), a directory of the tree, or the file itself, which this kernel
 // does not provide.
-func (f *FS) missingReason(path string) (error, string) {
+func (f *FS) missingReason(path string) (reason string, class error) {
 	root := f.Mount.Path
 	rel, err := filepath.Rel(root, path)
 	if root == "" || err != nil || strings.HasPrefix(rel, "..") {
-		return ErrUnavailable, "it does not exist"
+		return "it does not exist", ErrUnavailable
 	}
 	parts := strings.Split(rel, string(filepath.Separator))
 	if len(parts) >= 2 && parts[0] == "instances" && !fileExists(filepath.Join(root, "instances", parts[1])) {
 		// ErrUnavailable still: callers that walk instances take a vanished one as absent.
-		return ErrUnavailable, "there is no instance " + strconv.Quote(parts[1]) + " ('ftctl instance list' lists them)"
+		return "there is no instance " + strconv.Quote(parts[1]) + " ('ftctl instance list' lists them)", ErrUnavailable
 	}
 	for i := len(parts) - 1; i >= 1; i-- {
 		dir := filepath.Join(append([]string{root}, parts[:i]...)...)
 		if fileExists(dir) {
 			if i < len(parts)-1 {
-				return ErrUnavailable, filepath.Join(parts[:i+1]...) + " does not exist here"
+				return filepath.Join(parts[:i+1]...) + " does not exist here", ErrUnavailable
 			}
 			break
 		}
 	}
-	return ErrUnavailable, "this kernel does not provide it"
+	return "this kernel does not provide it", ErrUnavailable
 }
 
 // permissionReason says who may open path: root, or the group tracefs was mounted with.
