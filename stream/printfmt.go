@@ -1046,7 +1046,7 @@ func boolVal(b bool) pfVal {
 
 // dataLoc reads a __data_loc field: the bytes it points to, nil when out of the record.
 func dataLoc(f *tracefs.Field, data []byte) []byte {
-	if f.Offset < 0 || f.Offset+4 > len(data) {
+	if f.Offset < 0 || f.Offset > len(data)-4 {
 		return nil
 	}
 	loc := uint32(loadUint(data[f.Offset:], 4))
@@ -1068,18 +1068,22 @@ func (x *pfEval) eval(e *pfExpr, data []byte) pfVal {
 		return pfVal{b: e.str}
 	case pfField:
 		f := e.field
-		if f.Offset < 0 || f.Offset+f.Size > len(data) {
+		raw, ok := fieldRaw(f, data)
+		if !ok {
 			return pfVal{size: 8}
 		}
 		if e.typ == pfBytes {
-			return pfVal{b: data[f.Offset : f.Offset+f.Size]}
+			return pfVal{b: raw}
 		}
-		return ival(loadUint(data[f.Offset:], f.Size), e.size, e.signed)
+		return ival(loadUint(raw, f.Size), e.size, e.signed)
 	case pfIndex:
 		i := x.eval(e.a, data)
 		n := int(e.size)
+		if e.field.Offset < 0 || e.field.Array <= 0 || i.u >= uint64(e.field.Array) || i.u > uint64(len(data)) {
+			return pfVal{size: e.size}
+		}
 		off := e.field.Offset + int(i.u)*n
-		if i.u >= uint64(e.field.Array) || off+n > len(data) {
+		if off > len(data)-n {
 			return pfVal{size: e.size}
 		}
 		return ival(loadUint(data[off:], n), e.size, e.signed)
