@@ -319,3 +319,43 @@ func TestFieldBoundsUnparsed(t *testing.T) {
 		d.appendEventFields(&ev, newBinFields(f), rec)
 	}
 }
+
+// A print fmt is evaluated for every record: a file's format with a 64 KiB literal made each
+// 8-byte record print 64 KiB (an 86 KB file rendered 175 MB). An event's text stops at
+// pfTextLimit bytes; a print fmt past pfMaxPrint bytes or pfMaxConvs conversions, or a format
+// past tracefs.MaxFormatFields fields, is not evaluated.
+func TestCraftedPrintFmtAmplification(t *testing.T) {
+	var evs [][]byte
+	for range 4000 / 12 {
+		evs = append(evs, rbEvent(1, entry(300, 0, 0, 154)))
+	}
+	var pages []byte
+	for range 4 {
+		pages = append(pages, sizedPage(4096, 1000, evs...)...)
+	}
+	var fields strings.Builder
+	for i := range 2000 {
+		fields.WriteString("\tfield:char f" + strconv.Itoa(i) + "[];\toffset:8;\tsize:0;\tsigned:0;\n")
+	}
+	for _, c := range []struct{ name, format string }{
+		{"a literal of 60 KiB", "name: tp\nID: 300\n" + common + "\nprint fmt: \"" + strings.Repeat("x", 60<<10) + "\"\n"},
+		{"a literal of 1 MiB", "name: tp\nID: 300\n" + common + "\nprint fmt: \"" + strings.Repeat("x", 1<<20) + "\"\n"},
+		{"2,000 conversions", "name: tp\nID: 300\n" + common + "\tfield:int a;\toffset:4;\tsize:4;\tsigned:1;\n\nprint fmt: \"" +
+			strings.Repeat("%4000d", 2000) + "\"" + strings.Repeat(", REC->a", 2000) + "\n"},
+		{"2,000 fields", "name: tp\nID: 300\n" + common + fields.String() + "\nprint fmt: \"\"\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := craft{pageSize: 4096, systems: []tracedat.System{{Name: "s", Formats: [][]byte{[]byte(c.format)}}}, cpus: [][]byte{pages}}.bytes(t)
+			var n int
+			var err error
+			alloc, took := measure(func() { n, err = readAll(t, b) })
+			t.Logf("%d bytes: rendered %d bytes, allocated %d KiB, in %v", len(b), n, alloc>>10, took)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n > 128*len(b) {
+				t.Errorf("rendered %d bytes of a file of %d", n, len(b))
+			}
+		})
+	}
+}

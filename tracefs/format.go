@@ -98,6 +98,9 @@ func ParseFormat(system, text string) (*Format, error) {
 			if err != nil {
 				return nil, fmt.Errorf("format of %s/%s: %w", system, f.Name, err)
 			}
+			if len(f.Common)+len(f.Fields) == MaxFormatFields {
+				return nil, fmt.Errorf("format of %s/%s: more than %d fields", system, f.Name, MaxFormatFields)
+			}
 			if strings.HasPrefix(fl.Name, "common_") {
 				f.Common = append(f.Common, fl)
 			} else {
@@ -115,6 +118,10 @@ func ParseFormat(system, text string) (*Format, error) {
 // in one ring-buffer sub-buffer, at most 128 pages (buffer_subbuf_size_kb, 6.8+: 512 KiB of 4 KiB
 // pages), and a trace.dat's page size is refused past 1 MiB.
 const MaxRecordSize = 1 << 20
+
+// MaxFormatFields bounds a format's fields: the decoders walk them for every record, and a
+// trace.dat's formats are anyone's. The kernels' own have at most 32 (6.12's cxl_dram).
+const MaxFormatFields = 1024
 
 // parseFieldLine parses "\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;" (and the
 // header files' "field: u64 timestamp;").
