@@ -62,8 +62,14 @@ buffer's name (blank for the top level), as trace-cmd report prints them, and ea
 with "buffer" ("" for the top level). --buffer NAME reads only that buffer (--buffer '' the top
 level's); repeat it for several.
 
-A file ftctl cannot read (not a trace.dat, cut short before its data, another version, a
-latency-tracer recording) is exit 2 with where and why, as is a --buffer the file does not hold.`,
+A trace.dat is anyone's file: every size, count, offset and depth in it is checked before use,
+and a file of S bytes is read in at most max(64 MiB, 16 x S) of memory (S counting a compressed
+file's data as decompressed). A file ftctl cannot read (not a trace.dat, cut short before its
+data, another version, a latency-tracer recording, or holding what no kernel writes: CPUs
+sharing their data, a header_page or a format whose offsets and sizes do not fit, a page whose
+events run past it) is exit 2 with the byte and why, as is a --buffer the file does not hold;
+the events before a fault in the data are printed first. A function_graph depth past 64 levels
+(no kernel records one) is indented 64 levels and printed as a number.`,
 		Example: `  ftctl report trace.dat
   # the sched_switch events of CPU 1, as JSON
   ftctl report trace.dat --event sched_switch --cpu 1 -o json
@@ -161,6 +167,10 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 		if ctx.Err() != nil {
 			return ErrInterrupted
 		}
+		if badContent(err) {
+			// what was printed stands (the events before the fault); exit 2, where and why
+			return badFile(opts.File, err)
+		}
 		return fmt.Errorf("%s: %w", safe(opts.File), err)
 	}
 	if info.Skipped > 0 {
@@ -179,6 +189,12 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 			shown, lost, info.CPUs, safe(info.Clock), read)
 	}
 	return nil
+}
+
+// badContent says whether err is the file's content's fault (a *stream.FileError, or
+// tracedat's of a buffer read on the way): exit 2, as for a file tracedat.Read refuses.
+func badContent(err error) bool {
+	return errors.Is(err, tracedat.ErrCorrupt) || errors.Is(err, tracedat.ErrUnsupported) || errors.Is(err, tracedat.ErrVersion)
 }
 
 // chooseBuffers checks --buffer against the buffers the file holds: nil (every buffer) when none

@@ -1,12 +1,16 @@
 package cmd
 
 import (
+	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/ftctl/ftctl/internal/tracedattest"
+	"github.com/ftctl/ftctl/tracedat"
 )
 
 // ftctl report of a trace-cmd record -B file: every buffer's events, each line starting with
@@ -60,5 +64,44 @@ func TestReportBuffers(t *testing.T) {
 	code, _, errs = run(t, "report", file, "--buffer", "nope")
 	if code != ExitInvalid || !strings.Contains(errs, `--buffer "nope" (it holds the top level, "ftbuf")`) {
 		t.Errorf("--buffer nope: exit %d, %q", code, errs)
+	}
+}
+
+// A file holding what no kernel writes is exit 2 naming the file, the byte and why, after the
+// events before the fault: CPUs sharing their data, a page whose event runs past it (before:
+// exit 1 for the page, and the shared data read once per CPU).
+func TestReportCorruptFile(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "stream", "testdata", "6.12", "tp.v7zstd.dat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v6 := tracedattest.TraceCmd(t, src, 6, "", tracedattest.Buffer{Name: "", CPUs: []int{0, 1}})
+	f, err := tracedat.Read(bytes.NewReader(v6), int64(len(v6)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := bytes.Index(v6, []byte("flyrecord\x00")) + 10
+	shared := bytes.Clone(v6)
+	copy(shared[table+16:table+32], shared[table:table+16])
+	page := bytes.Clone(v6)
+	third := f.CPUData[0].Offset + 2*int64(f.PageSize)
+	binary.LittleEndian.PutUint32(page[third+16:], 0)     // type_len 0: the length follows
+	binary.LittleEndian.PutUint32(page[third+20:], 1<<20) // past the page
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		b    []byte
+		want string
+		out  bool
+	}{
+		{"shared.dat", shared, "shared.dat: corrupt trace.dat at byte " + strconv.FormatInt(f.CPUData[0].Offset, 10) + " (CPU 1's data): its", false},
+		{"page.dat", page, "page.dat: corrupt trace.dat at byte " + strconv.FormatInt(third+16, 10) + " (CPU 0's data): ring-buffer page: event runs past the page", true},
+	} {
+		file := filepath.Join(dir, c.name)
+		os.WriteFile(file, c.b, 0o644)
+		code, out, errs := run(t, "report", file)
+		if code != ExitInvalid || !strings.Contains(errs, c.want) || (out != "") != c.out {
+			t.Errorf("%s: exit %d, %d bytes out, %q; want exit 2 and %q", c.name, code, len(out), errs, c.want)
+		}
 	}
 }

@@ -73,7 +73,9 @@ with its search and filters, the Top view, and the Graph view of its function_gr
 (ftctl record --tracer function_graph), over the recording's events in time order; no
 kernel is read or changed, so it needs neither root nor tracefs, and the other views say so.
 Every buffer of a trace-cmd record -B file is shown, an instance's events after "NAME: ". As
-for a live stream, the last --ring events are kept.`,
+for a live stream, the last --ring events are kept. The file is read as ftctl report reads it,
+within the same budget (ftctl report --help): a file holding what no kernel writes ends the
+view's reading with the byte and why on the screen, and the console goes on.`,
 		Example: `  sudo ftctl tui
   sudo ftctl tui --keep
   sudo ftctl -B incident42 tui

@@ -624,13 +624,14 @@ func (d *BinaryDecoder) appendEventFields(ev *Event, fields []binField, data []b
 		a := Arg{Name: bf.name, Kind: bf.kind}
 		start := len(d.buf)
 		var raw []byte
+		field, ok := fieldRaw(fl, data)
 		switch {
-		case fl.Offset < 0 || fl.Offset+fl.Size > len(data):
+		case !ok:
 			a.Kind = ValueFault
 		case bf.dynamic && fl.Size == 4:
 			raw = dataLoc(fl, data)
 		default:
-			raw = data[fl.Offset : fl.Offset+fl.Size]
+			raw = field
 		}
 		switch a.Kind {
 		case ValueString:
@@ -752,7 +753,7 @@ func (d *BinaryDecoder) appendArg(ev *Event, a *binArg, data []byte) {
 // appendValue prints one value as the kernel's print_type_* function does and says which kind
 // of value the line parser would have seen.
 func (d *BinaryDecoder) appendValue(dst []byte, p argPrint, data []byte, off, size int, f *tracefs.Field) ([]byte, ValueKind) {
-	if off < 0 || off+size > len(data) {
+	if off < 0 || size < 0 || off > len(data)-size {
 		return append(dst, "(fault)"...), ValueFault
 	}
 	v := loadUint(data[off:off+size], size)
@@ -790,11 +791,11 @@ func appendFields(dst []byte, f *tracefs.Format, data []byte) []byte {
 		}
 		dst = append(dst, fl.Name...)
 		dst = append(dst, '=')
-		if fl.Offset < 0 || fl.Offset+fl.Size > len(data) {
+		raw, ok := fieldRaw(fl, data)
+		if !ok {
 			dst = append(dst, "(fault)"...)
 			continue
 		}
-		raw := data[fl.Offset : fl.Offset+fl.Size]
 		switch {
 		case strings.HasPrefix(fl.Type, "__data_loc") && fl.Size == 4:
 			loc := binary.LittleEndian.Uint32(raw)
@@ -925,12 +926,23 @@ func appendGraphMicros(dst []byte, ns uint64) []byte {
 	return append(dst, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
 }
 
-// uint reads an unsigned field of 1, 2, 4 or 8 bytes (0 when the data is short).
+// fieldUint reads an unsigned field of 1, 2, 4 or 8 bytes (0 when the data is short).
 func fieldUint(f *tracefs.Field, data []byte) uint64 {
-	if f.Offset < 0 || f.Offset+f.Size > len(data) {
+	raw, ok := fieldRaw(f, data)
+	if !ok {
 		return 0
 	}
-	return loadUint(data[f.Offset:f.Offset+f.Size], f.Size)
+	return loadUint(raw, f.Size)
+}
+
+// fieldRaw is a field's bytes in a record; false when the record does not hold them. Every
+// slicing of a record by a field goes through it: the offset and size come from a format,
+// which tracefs.ParseFormat bounds, but a Format may be built by other hands too.
+func fieldRaw(f *tracefs.Field, data []byte) ([]byte, bool) {
+	if f.Offset < 0 || f.Size < 0 || f.Offset > len(data) || f.Size > len(data)-f.Offset {
+		return nil, false
+	}
+	return data[f.Offset : f.Offset+f.Size], true
 }
 
 func loadUint(b []byte, size int) uint64 {

@@ -516,15 +516,27 @@ func TestProbeArgsRefused(t *testing.T) {
 	}
 }
 
-// FuzzBinaryPage: whatever a page holds, decoding it neither panics nor reads out of bounds,
-// and every event it gives renders as valid JSON.
+// FuzzBinaryPage: whatever a page holds, and whatever header_page and format text describe it
+// (a trace.dat's, anyone's), decoding it neither panics nor reads out of bounds, and every event
+// it gives renders as valid JSON.
 func FuzzBinaryPage(f *testing.F) {
 	fn := entry(1, 0, 0, 154, u64(0xffffffff81200010), u64(0xffffffff81200405))
-	f.Add(page(100, 0, 0, rbEvent(1, fn), rbEvent(2, entry(5, 0, 0, 1, u64(0xffffffff81200300), []byte("hi\n\x00")))))
-	f.Add(page(100, rbMissedEvents|rbMissedStored, 3, rbEvent(0, entry(1496, 1, 2, 3, make([]byte, 60)))))
-	f.Add(page(100, 0, 0, rbEvent(0, entry(4, 0, 0, 1, u32(2), u32(0), u64(1), u64(2)))))
-	f.Fuzz(func(t *testing.T, b []byte) {
+	tp := entry(300, 0, 0, 154, []byte("cat\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"), u32(7), u32(120))
+	f.Add(page(100, 0, 0, rbEvent(1, fn), rbEvent(2, entry(5, 0, 0, 1, u64(0xffffffff81200300), []byte("hi\n\x00")))), headerPage612, tracepointFormat)
+	f.Add(page(100, rbMissedEvents|rbMissedStored, 3, rbEvent(0, entry(1496, 1, 2, 3, make([]byte, 60)))), headerPage612, kprobeFormat)
+	f.Add(page(100, 0, 0, rbEvent(0, entry(4, 0, 0, 1, u32(2), u32(0), u64(1), u64(2)))), headerPage612, stackFormat)
+	f.Add(page(100, 0, 0, rbEvent(3, tp)), strings.Replace(headerPage612, "offset:0;", "offset:5000;", 1),
+		strings.Replace(tracepointFormat, "offset:24;\tsize:4;", "offset:24;\tsize:-4;", 1))
+	f.Fuzz(func(t *testing.T, b []byte, headerPage, format string) {
 		d := testDecoder(t)
+		if l, err := tracefs.ParsePageLayout(headerPage); err == nil && l.Check(max(len(b), 64)) == nil {
+			d.Layout = l
+		}
+		for _, system := range []string{"sched", "ftrace", "ftctl"} {
+			if fm, err := tracefs.ParseFormat(system, format); err == nil {
+				d.Add(fm)
+			}
+		}
 		emit := func(ev *Event) error {
 			js := AppendJSON(nil, ev, false)
 			if !json.Valid(js) {

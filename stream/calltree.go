@@ -26,7 +26,7 @@ type Call struct {
 	CPU   int    // where it was called (its exit's CPU when its entry was not seen)
 	PID   int    // the task
 	Comm  string // the task's name, as the kernel's saved_cmdlines had it ("<...>" when it had none)
-	Depth int    // the kernel's depth of the call in the task's stack
+	Depth int    // the kernel's depth of the call in the task's stack, within 0 to MaxGraphDepth
 	// Start is when it was called, End when it returned (ns of the trace clock); End is 0
 	// with NoExit.
 	Start, End uint64
@@ -89,7 +89,8 @@ func (t *CallTree) Add(ev *Event) error {
 		tc = &taskCalls{}
 		t.tasks[key] = tc
 	}
-	g := &ev.Graph
+	g := ev.Graph // a copy: its depth bounded (MaxGraphDepth)
+	g.Depth = min(max(g.Depth, 0), MaxGraphDepth)
 	switch g.Type {
 	case GraphEntry:
 		// calls at this depth or deeper still open lost their exits
@@ -312,7 +313,7 @@ func appendCallLines(dst []byte, c *Call, task []byte, level int) []byte {
 			dst = appendSpaces(dst, 9-len(dur))
 		}
 		dst = append(dst, " |  "...)
-		return appendSpaces(dst, 2*level)
+		return appendGraphIndent(dst, level, c.Depth)
 	}
 	var dur []byte
 	var mark byte = ' '

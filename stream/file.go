@@ -1,11 +1,13 @@
 package stream
 
 import (
-	"bytes"
+	"container/heap"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"sort"
 	"strings"
 
 	"github.com/ftctl/ftctl/tracedat"
@@ -47,6 +49,37 @@ type FileInfo struct {
 // ErrFileCPU: --cpu names a CPU the recording has no data for.
 var ErrFileCPU = errors.New("no such CPU in the recording")
 
+// A recording is anyone's file (sent by colleagues, customers, CI): ReadFile checks every
+// size, count, offset and depth it reads from it before use. What it costs is bounded by the
+// file's size: a page buffer per CPU that holds at least a page of data (no CPU's data overlaps
+// another's, so these are at most the file's size, or the decompressed data's), one pending
+// event per CPU (a heap merges them by time), and the decoder's formats; a file that breaks a
+// rule a kernel's never does is refused with a *FileError (errors.Is tracedat.ErrCorrupt).
+
+// FileError says where a recording's content is not what a kernel writes: the part of the file
+// (header_page, a CPU's data), the byte (-1 when unknown) and what is wrong.
+type FileError struct {
+	Section string
+	Offset  int64
+	// InData: Offset counts in the CPU's data, which are in a reader of their own (a
+	// compressed file's, decompressed; a killed recording's cpuN.raw), not in the file's bytes.
+	InData bool
+	Reason string
+}
+
+func (e *FileError) Error() string {
+	switch {
+	case e.Offset < 0:
+		return fmt.Sprintf("%s (%s): %s", tracedat.ErrCorrupt, e.Section, e.Reason)
+	case e.InData:
+		return fmt.Sprintf("%s at byte %d of %s: %s", tracedat.ErrCorrupt, e.Offset, e.Section, e.Reason)
+	}
+	return fmt.Sprintf("%s at byte %d (%s): %s", tracedat.ErrCorrupt, e.Offset, e.Section, e.Reason)
+}
+
+// Unwrap makes a FileError a corrupt file's (tracedat.ErrCorrupt), as tracedat.Read's.
+func (e *FileError) Unwrap() error { return tracedat.ErrCorrupt }
+
 // ReadFile decodes a trace.dat's pages with the stream's BinaryDecoder (the formats,
 // kallsyms and saved_cmdlines of the file) and emits its events in time order, every CPU's
 // merged, a page's losses before its events (KindLost), as ftctl stream would have shown them.
@@ -75,12 +108,15 @@ func ReadFile(f *tracedat.File, o FileOptions, emit Emit) (*FileInfo, error) {
 		return info, fmt.Errorf("%w: --cpu %d (it has CPUs 0 to %d)", ErrFileCPU, o.CPU, info.CPUs-1)
 	}
 	layout, err := tracefs.ParsePageLayout(string(f.HeaderPage))
-	if err != nil {
-		return info, fmt.Errorf("header_page: %w", err)
+	if err == nil {
+		for _, g := range views {
+			if err = layout.Check(g.PageSize); err != nil {
+				break
+			}
+		}
 	}
-	d, err := newFileDecoder(f, layout, info, o)
 	if err != nil {
-		return info, err
+		return info, &FileError{Section: "header_page", Offset: -1, Reason: strings.TrimPrefix(err.Error(), "header_page: ")}
 	}
 	var cpus []*fileCPU
 	for _, g := range views {
@@ -92,27 +128,36 @@ func ReadFile(f *tracedat.File, o FileOptions, emit Emit) (*FileInfo, error) {
 			if o.HasCPU && cpu != o.CPU {
 				continue
 			}
-			cpus = append(cpus, &fileCPU{cpu: cpu, buffer: buffer, r: g.Pages(cpu), page: make([]byte, g.PageSize), layout: layout})
+			if g.CPUData[cpu].Size <= 0 { // no data: no reader, no buffer
+				continue
+			}
+			r := g.Pages(cpu)
+			_, base, _ := r.Outer()
+			cpus = append(cpus, &fileCPU{cpu: cpu, buffer: buffer, r: r, base: base, pageSize: g.PageSize,
+				layout: layout, order: len(cpus)})
 		}
 	}
+	if err := checkOverlap(cpus); err != nil {
+		return info, err
+	}
+	d, err := newFileDecoder(f, layout, info, o)
+	if err != nil {
+		return info, err
+	}
+	h := make(cpuHeap, 0, len(cpus))
 	for _, c := range cpus {
 		if err := c.advance(info); err != nil {
 			return info, err
 		}
+		if c.pending {
+			h = append(h, c)
+		}
 	}
+	heap.Init(&h)
 	ev := &d.ev
-	for {
-		var best *fileCPU
-		for _, c := range cpus {
-			if c.pending() && (best == nil || c.ts() < best.ts()) {
-				best = c
-			}
-		}
-		if best == nil {
-			return info, nil
-		}
-		r := best.recs[best.head]
-		best.head++
+	for len(h) > 0 {
+		best := h[0]
+		r := best.rec
 		// common_pid: after the 2-byte type, the flags and the preempt count
 		skip := r.data != nil && o.Skip != nil && len(r.data) >= 8 && o.Skip(int(int32(binary.LittleEndian.Uint32(r.data[4:]))))
 		switch {
@@ -130,12 +175,45 @@ func ReadFile(f *tracedat.File, o FileOptions, emit Emit) (*FileInfo, error) {
 				return info, err
 			}
 		}
-		if !best.pending() {
-			if err := best.advance(info); err != nil {
-				return info, err
+		if err := best.advance(info); err != nil {
+			return info, err
+		}
+		if best.pending {
+			heap.Fix(&h, 0)
+		} else {
+			heap.Pop(&h)
+		}
+	}
+	return info, nil
+}
+
+// checkOverlap refuses CPUs whose data share bytes of the file: trace-cmd and ftctl write each
+// CPU's pages apart, and a file whose CPUs all point at the same data would cost a page buffer
+// each and decode the same events again for every CPU (1,024 CPUs of one 1 MiB page: 1.9 GB).
+func checkOverlap(cpus []*fileCPU) error {
+	type span struct {
+		c        *fileCPU
+		off, end int64
+	}
+	byReader := map[io.ReaderAt][]span{}
+	for _, c := range cpus {
+		ra, off, n := c.r.Outer()
+		if ra == nil || !reflect.TypeOf(ra).Comparable() {
+			continue
+		}
+		byReader[ra] = append(byReader[ra], span{c, off, off + n})
+	}
+	for _, spans := range byReader {
+		sort.Slice(spans, func(i, j int) bool { return spans[i].off < spans[j].off })
+		for i := 1; i < len(spans); i++ {
+			a, b := spans[i-1], spans[i]
+			if b.off < a.end {
+				return &FileError{Section: b.c.name(), Offset: b.off,
+					Reason: fmt.Sprintf("its %d bytes overlap %s (%d bytes at %d)", b.end-b.off, a.c.name(), a.end-a.off, a.off)}
 			}
 		}
 	}
+	return nil
 }
 
 // newFileDecoder sets a BinaryDecoder up from the file's sections. Pointers print as the
@@ -173,64 +251,117 @@ func newFileDecoder(f *tracedat.File, layout tracefs.PageLayout, info *FileInfo,
 	return d, nil
 }
 
-// fileCPU walks one CPU's pages (of one buffer), a page's records at a time.
+// fileCPU walks one CPU's pages (of one buffer), one event at a time: the page it reads (a
+// buffer of its own, allocated at its first page, reused for every page after) and the event
+// pending for the merge.
 type fileCPU struct {
-	cpu    int
-	buffer []byte // the buffer's name, for Event.Buffer
-	r      *io.SectionReader
-	page   []byte
-	layout tracefs.PageLayout
-	recs   []rec
-	head   int
-	done   bool
+	cpu      int
+	buffer   []byte // the buffer's name, for Event.Buffer
+	r        *io.SectionReader
+	base     int64 // r's offset in the file (0: its own reader, decompressed data)
+	pageSize int
+	layout   tracefs.PageLayout
+	order    int // the order of the CPUs (buffers, then CPUs): the first wins a tie
+	page     []byte
+	pos      int64 // the offset in r of the page after the current one
+	lost     bool  // the current page's loss is still to come before its events
+	lostN    int64
+	cur      PageCursor
+	rec      rec // the pending event, with pending
+	pending  bool
+	done     bool
 }
 
-func (c *fileCPU) pending() bool { return c.head < len(c.recs) }
-func (c *fileCPU) ts() uint64    { return c.recs[c.head].ts }
-
-// advance reads pages until one has records (a page's data is copied: recs point into it).
+// advance makes the CPU's next event (or loss) pending, reading pages as needed; pending is
+// false once its data is read.
 func (c *fileCPU) advance(info *FileInfo) error {
-	c.recs, c.head = c.recs[:0], 0
-	for !c.done && len(c.recs) == 0 {
-		n, err := io.ReadFull(c.r, c.page)
-		if err == io.EOF {
-			c.done = true
+	c.pending = false
+	for !c.done {
+		if c.lost {
+			c.lost, c.pending = false, true
+			c.rec = rec{ts: c.cur.ts, lost: c.lostN}
 			return nil
 		}
-		if err == io.ErrUnexpectedEOF {
-			info.Partial++
-			c.done = true
-			return nil
+		if c.page != nil {
+			at := c.cur.Offset()
+			ts, data, err := c.cur.Next()
+			if err != nil {
+				return c.fail(c.pos-int64(len(c.page))+int64(c.layout.DataOffset+at), err.Error())
+			}
+			if data != nil {
+				c.rec, c.pending = rec{ts: ts, data: data}, true
+				return nil
+			}
 		}
-		if err != nil {
-			return fmt.Errorf("%scpu %d: %w", c.where(), c.cpu, err)
-		}
-		info.Pages++
-		page := bytes.Clone(c.page[:n])
-		p, err := ParsePage(c.layout, page)
-		if err != nil {
-			return fmt.Errorf("%scpu %d, page at %d: %w", c.where(), c.cpu, info.Pages, err)
-		}
-		if p.Missed {
-			c.recs = append(c.recs, rec{ts: p.TS, lost: p.Lost})
-		}
-		err = p.Events(func(ts uint64, data []byte) error {
-			c.recs = append(c.recs, rec{ts: ts, data: data})
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("%scpu %d: %w", c.where(), c.cpu, err)
+		if err := c.readPage(info); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// where names the buffer in an error, for an instance's.
-func (c *fileCPU) where() string {
-	if len(c.buffer) == 0 {
-		return ""
+// readPage reads the CPU's next page, or marks its end: a last page cut short (a file cut
+// short, or a recording a killed recorder left) is counted in FileInfo.Partial.
+func (c *fileCPU) readPage(info *FileInfo) error {
+	left := c.r.Size() - c.pos
+	if left <= 0 {
+		c.done = true
+		return nil
 	}
-	return fmt.Sprintf("buffer %q, ", c.buffer)
+	if left < int64(c.pageSize) {
+		info.Partial++
+		c.done = true
+		return nil
+	}
+	if c.page == nil {
+		c.page = make([]byte, c.pageSize)
+	}
+	if _, err := c.r.ReadAt(c.page, c.pos); err != nil {
+		return fmt.Errorf("%s: %w", c.name(), err)
+	}
+	at := c.pos
+	c.pos += int64(c.pageSize)
+	info.Pages++
+	p, err := ParsePage(c.layout, c.page)
+	if err != nil {
+		return c.fail(at, err.Error())
+	}
+	c.cur = p.Cursor()
+	c.lost, c.lostN = p.Missed, p.Lost
+	return nil
+}
+
+// fail is a FileError at byte off of the CPU's data.
+func (c *fileCPU) fail(off int64, reason string) error {
+	if c.base == 0 { // a reader of its own: no CPU's data starts a trace.dat
+		return &FileError{Section: c.name(), Offset: off, InData: true, Reason: reason}
+	}
+	return &FileError{Section: c.name(), Offset: c.base + off, Reason: reason}
+}
+
+// name names the CPU's data, and its buffer for an instance's.
+func (c *fileCPU) name() string {
+	if len(c.buffer) == 0 {
+		return fmt.Sprintf("CPU %d's data", c.cpu)
+	}
+	return fmt.Sprintf("buffer %q, CPU %d's data", c.buffer, c.cpu)
+}
+
+// cpuHeap orders the CPUs by their pending event's time, then by their order.
+type cpuHeap []*fileCPU
+
+func (h cpuHeap) Len() int { return len(h) }
+func (h cpuHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	return a.rec.ts < b.rec.ts || (a.rec.ts == b.rec.ts && a.order < b.order)
+}
+func (h cpuHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *cpuHeap) Push(x any)   { *h = append(*h, x.(*fileCPU)) }
+func (h *cpuHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
 }
 
 // RecordedHere says whether the file was recorded on the running kernel: its UNAME option

@@ -4,10 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/ftctl/ftctl/tracedat"
 )
 
 // fuzzSeeds are lines from the fixtures of both kernels, and hostile variants.
@@ -196,4 +203,110 @@ func TestEscapeExamples(t *testing.T) {
 			t.Errorf("AppendJSONString(%q) = %s, want %s", c.in, got, c.json)
 		}
 	}
+}
+
+// fileFuzzSeeds are valid recordings, small: version 6 (ftctl's), version 7 as trace-cmd
+// writes it uncompressed, with zstd and with zlib, a function_graph recording (call trees) in
+// each, and an instance's buffer beside the top level's.
+func fileFuzzSeeds(f *testing.F) {
+	small := fixtureTraceDat(f, "6.12", true)
+	f.Add(small)
+	f.Add(gunzip(f, filepath.Join("testdata", "6.12", "tp.v7.dat.gz")))
+	for _, name := range []string{"tp.v7zstd.dat", "tp.v7zlib.dat"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "6.12", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	graph := graphTraceDat(f, "6.12", 2)
+	f.Add(graph)
+	for _, comp := range []string{"none", "zstd", "zlib"} {
+		f.Add(asTraceCmd(f, graph, 7, comp, map[string][]int{"": {0}, "inst": {1}}, []string{"", "inst"}))
+	}
+	f.Add(asTraceCmd(f, graph, 6, "", map[string][]int{"": {0}, "inst": {1}}, []string{"", "inst"}))
+}
+
+// graphTraceDat is a version 6 recording of the function_graph capture of a kernel (pages
+// pages a CPU, the funcgraph formats only, no kallsyms).
+func graphTraceDat(t testing.TB, kernel string, pages int) []byte {
+	var ftrace []string
+	for name, body := range gzTar(t, filepath.Join("testdata", kernel, "formats.tar.gz")) {
+		if strings.HasPrefix(name, "events/ftrace/funcgraph_") && strings.HasSuffix(name, "/format") {
+			ftrace = append(ftrace, body)
+		}
+	}
+	sort.Strings(ftrace)
+	var cpus [][]byte
+	for cpu := range 2 {
+		raw := gunzip(t, filepath.Join("testdata", kernel, fmt.Sprintf("graph.cpu%d.raw.gz", cpu)))
+		cpus = append(cpus, raw[:min(len(raw), pages*4096)])
+	}
+	return craft{pageSize: 4096, ftrace: ftrace, cpus: cpus}.bytes(t)
+}
+
+// fileFuzzBudget is what reading a recording may allocate, given the bytes of its file and of
+// its CPUs' data (decompressed, for a compressed file): the budget README.md states.
+func fileFuzzBudget(file, data int) uint64 {
+	return uint64(max(64<<20, 16*(file+data)))
+}
+
+// FuzzReadFileEndToEnd: a file's bytes through everything ftctl report and the console do
+// with them (tracedat.Read, each buffer, stream.ReadFile, the text and JSON of every event,
+// call trees in text and JSON): an error or events, never a panic, within the memory budget
+// (allocations counted, and the process's limit set to 512 MiB: make fuzz runs it so) and
+// with output bounded by the input.
+func FuzzReadFileEndToEnd(f *testing.F) {
+	fileFuzzSeeds(f)
+	debug.SetMemoryLimit(512 << 20)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		file, err := tracedat.Read(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			return
+		}
+		data := 0
+		for _, name := range append([]string{""}, file.Buffers()...) {
+			if g, err := file.Buffer(name); err == nil {
+				for _, c := range g.CPUData {
+					data += int(c.Size)
+				}
+			}
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		out := 0
+		var buf []byte
+		render := func(c *Call) error {
+			buf = AppendCallJSON(buf[:0], c)
+			if !json.Valid(buf) {
+				t.Fatalf("invalid call tree JSON %s", buf)
+			}
+			out += len(buf)
+			buf = AppendCallText(buf[:0], c)
+			checkTerminalSafe(t, string(buf), true)
+			out += len(buf)
+			return nil
+		}
+		tree := &CallTree{Done: render}
+		_, err = ReadFile(file, FileOptions{}, func(ev *Event) error {
+			buf = AppendJSON(buf[:0], ev, false)
+			if !json.Valid(buf) {
+				t.Fatalf("invalid JSON %s", buf)
+			}
+			out += len(buf)
+			buf = AppendText(buf[:0], ev, TextOptions{})
+			out += len(buf)
+			return tree.Add(ev)
+		})
+		if err == nil {
+			err = tree.End()
+		}
+		runtime.ReadMemStats(&after)
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > fileFuzzBudget(len(b), data) {
+			t.Fatalf("allocated %d bytes reading a file of %d bytes (%d of CPU data)", alloc, len(b), data)
+		}
+		if out > 64<<20+64*(len(b)+data) {
+			t.Fatalf("rendered %d bytes of a file of %d bytes (%d of CPU data)", out, len(b), data)
+		}
+	})
 }

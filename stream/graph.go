@@ -1,6 +1,9 @@
 package stream
 
-import "bytes"
+import (
+	"bytes"
+	"strconv"
+)
 
 // function_graph lines (kernel/trace/trace_functions_graph.c print_graph_*), one column per
 // option, each ending in '|':
@@ -10,6 +13,34 @@ import "bytes"
 //
 // With funcgraph-cpu, funcgraph-proc and funcgraph-duration all off, only the call is left:
 // "  rw_verify_area() {". Depth is two spaces per level.
+
+// A depth comes from the kernel's record, or from a file's: anyone's number. No kernel
+// records one past a few hundred (6.1: FTRACE_RETFUNC_DEPTH, 50, the size of the task's return
+// stack; 6.12: the return stack is a 4096-byte shadow stack of at least three words a frame,
+// fewer than 171 frames), but a record of a trace.dat may say 2^31: indented by 2 spaces a
+// level, that line alone was 4 GB.
+const (
+	// GraphIndentMax is the deepest level a function_graph line or call tree is indented to;
+	// deeper, the line shows its depth as a number ("/* depth 70 */") at that indentation.
+	// Past 6.1's deepest, so that what a 6.1 kernel prints is never changed.
+	GraphIndentMax = 64
+	// MaxGraphDepth bounds the depths a CallTree nests calls by: a deeper call (or one of a
+	// negative depth) is taken at MaxGraphDepth (or 0), so that a tree's height, which the
+	// renderers recurse through, stays bounded whatever the records say. Past any kernel's.
+	MaxGraphDepth = 512
+)
+
+// appendGraphIndent appends the indentation of a call at level (2 spaces a level, at most
+// GraphIndentMax levels, then its depth as a number).
+func appendGraphIndent(dst []byte, level, depth int) []byte {
+	dst = appendSpaces(dst, 2*min(max(level, 0), GraphIndentMax))
+	if level > GraphIndentMax {
+		dst = append(dst, "/* depth "...)
+		dst = strconv.AppendInt(dst, int64(depth), 10)
+		dst = append(dst, " */ "...)
+	}
+	return dst
+}
 
 // parseGraph parses a function_graph line into ev, or says it is not one.
 func parseGraph(ev *Event, line []byte) bool {

@@ -158,6 +158,9 @@ func isSockaddrExt(ext string) bool {
 // parsePrintFmt parses the format's print fmt line. hashPtr: the hash-ptr option is on (bare
 // %p is then hashed by the kernel, and refused).
 func parsePrintFmt(f *tracefs.Format, hashPtr bool, enum func(string) (tracefs.EnumConst, bool)) (*printFmt, error) {
+	if len(f.Print) > pfMaxPrint {
+		return nil, fmt.Errorf("print fmt: %d bytes (ftctl decodes up to %d)", len(f.Print), pfMaxPrint)
+	}
 	p := &pfParser{f: f, enum: enum}
 	p.src = f.Print
 	format, err := p.stringLit()
@@ -167,6 +170,9 @@ func parsePrintFmt(f *tracefs.Format, hashPtr bool, enum func(string) (tracefs.E
 	pf := &printFmt{}
 	if err := pf.parseFormat(format, hashPtr); err != nil {
 		return nil, err
+	}
+	if len(pf.convs) > pfMaxConvs {
+		return nil, fmt.Errorf("print fmt: %d conversions (ftctl decodes up to %d)", len(pf.convs), pfMaxConvs)
 	}
 	for i := range pf.convs {
 		c := &pf.convs[i]
@@ -1046,7 +1052,7 @@ func boolVal(b bool) pfVal {
 
 // dataLoc reads a __data_loc field: the bytes it points to, nil when out of the record.
 func dataLoc(f *tracefs.Field, data []byte) []byte {
-	if f.Offset < 0 || f.Offset+4 > len(data) {
+	if f.Offset < 0 || f.Offset > len(data)-4 {
 		return nil
 	}
 	loc := uint32(loadUint(data[f.Offset:], 4))
@@ -1068,18 +1074,22 @@ func (x *pfEval) eval(e *pfExpr, data []byte) pfVal {
 		return pfVal{b: e.str}
 	case pfField:
 		f := e.field
-		if f.Offset < 0 || f.Offset+f.Size > len(data) {
+		raw, ok := fieldRaw(f, data)
+		if !ok {
 			return pfVal{size: 8}
 		}
 		if e.typ == pfBytes {
-			return pfVal{b: data[f.Offset : f.Offset+f.Size]}
+			return pfVal{b: raw}
 		}
-		return ival(loadUint(data[f.Offset:], f.Size), e.size, e.signed)
+		return ival(loadUint(raw, f.Size), e.size, e.signed)
 	case pfIndex:
 		i := x.eval(e.a, data)
 		n := int(e.size)
+		if e.field.Offset < 0 || e.field.Array <= 0 || i.u >= uint64(e.field.Array) || i.u > uint64(len(data)) {
+			return pfVal{size: e.size}
+		}
 		off := e.field.Offset + int(i.u)*n
-		if i.u >= uint64(e.field.Array) || off+n > len(data) {
+		if off > len(data)-n {
 			return pfVal{size: e.size}
 		}
 		return ival(loadUint(data[off:], n), e.size, e.signed)
@@ -1304,10 +1314,31 @@ func appendBitmap(dst, b []byte) []byte {
 	return dst
 }
 
-// appendPrint appends the event's text as the kernel prints it.
+// A print fmt is a file's to give (a trace.dat's formats are anyone's), and it is evaluated
+// for every record: its cost per record is bounded, so that reading a file costs time in
+// proportion to it. The kernels' own are far inside (6.1 and 6.12: at most 7.5 KiB and 28
+// conversions, cros_ec and cxl events); the kernel prints an event's line into a trace_seq
+// of one or two pages (TRACE_SEQ_BUFFER_SIZE), and never a longer one.
+const (
+	pfMaxPrint = 64 << 10 // bytes of a print fmt line, else the event shows field by field
+	pfMaxConvs = 512      // conversions (and literal runs) of a print fmt, likewise
+	pfMaxText  = 16 << 10 // bytes of an event's text: past it, cut, and "[...]" said so
+)
+
+// pfTextLimit is how long an event's text may grow from its record of n bytes: 256 bytes and
+// 16 a byte of the record (a flag or an enum of a few bytes prints a word), at most pfMaxText:
+// a record prints in proportion to itself, whatever its print fmt.
+func pfTextLimit(n int) int { return min(pfMaxText, 256+16*n) }
+
+// appendPrint appends the event's text as the kernel prints it, at most pfTextLimit bytes.
 func (pf *printFmt) appendPrint(dst []byte, x *pfEval, data []byte) []byte {
+	start, limit := len(dst), pfTextLimit(len(data))
 	for i := range pf.convs {
 		c := &pf.convs[i]
+		if len(dst)-start+len(c.lit) > limit {
+			dst = append(dst, c.lit[:max(0, limit-(len(dst)-start))]...)
+			return append(dst, "[...]"...)
+		}
 		dst = append(dst, c.lit...)
 		if c.verb == 0 {
 			continue
@@ -1337,6 +1368,9 @@ func (pf *printFmt) appendPrint(dst []byte, x *pfEval, data []byte) []byte {
 			dst = x.appendPointer(dst, c, v, width, flags)
 		default:
 			dst = appendInt(dst, c, v, width, flags)
+		}
+		if len(dst)-start > limit {
+			return append(dst[:start+limit], "[...]"...)
 		}
 	}
 	return dst

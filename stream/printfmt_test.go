@@ -375,11 +375,26 @@ func pfFuzzSeeds(f *testing.F) {
 // evaluator panic on any record (short ones, locs pointing anywhere, any width).
 func FuzzPrintFmt(f *testing.F) {
 	pfFuzzSeeds(f)
+	rec := []byte("\x09\x00\x00\x00\x07\x00\x00\x00\xff\xff\xff\xff\x00\x00\x00\x00\x05\x00\x00\x00")
+	f.Add("x|u32|-8|4\x00\"%u\", REC->x", rec)
+	f.Add("y|char|8|-16;z|u32|9223372036854775807|1\x00\"%s %u\", REC->y, REC->z", rec)
+	f.Add("w[4]|u32|-8|16\x00\"%u\", REC->w[1]", rec)
 	f.Fuzz(func(t *testing.T, print string, data []byte) {
 		if strings.Contains(print, "\n") {
 			return
 		}
-		format, err := tracefs.ParseFormat("fz", pfFuzzFields+print+"\n")
+		// the print fmt's own fields: "FIELD|DECL|OFFSET|SIZE;..." before a "\x00" in print
+		// reach the format's field lines (their offsets and sizes, the printer's slicing)
+		fields := pfFuzzFields
+		if head, rest, ok := strings.Cut(print, "\x00"); ok {
+			print = rest
+			for _, fl := range strings.Split(head, ";") {
+				if p := strings.Split(fl, "|"); len(p) == 4 {
+					fields = strings.Replace(fields, "\nprint fmt: ", "\tfield:"+p[1]+" "+p[0]+";\toffset:"+p[2]+";\tsize:"+p[3]+";\tsigned:1;\n\nprint fmt: ", 1)
+				}
+			}
+		}
+		format, err := tracefs.ParseFormat("fz", fields+print+"\n")
 		if err != nil {
 			return
 		}

@@ -45,7 +45,10 @@ type Page struct {
 // events were lost before it.
 func ParsePage(l tracefs.PageLayout, b []byte) (Page, error) {
 	var p Page
-	if len(b) < l.DataOffset || len(b) < l.CommitOffset+l.CommitSize {
+	// the layout is the kernel's, or a file's checked by ParsePageLayout; these bounds keep a
+	// layout of any other origin from slicing past the page
+	if l.TSOffset < 0 || l.CommitOffset < 0 || l.DataOffset < 0 ||
+		len(b) < l.DataOffset || len(b)-l.CommitSize < l.CommitOffset || len(b)-8 < l.TSOffset {
 		return p, fmt.Errorf("ring-buffer page of %d bytes: shorter than its header", len(b))
 	}
 	p.TS = binary.LittleEndian.Uint64(b[l.TSOffset:])
@@ -74,70 +77,96 @@ func ParsePage(l tracefs.PageLayout, b []byte) (Page, error) {
 	return p, nil
 }
 
-// PageEvents calls f for each event of the page's data, with its time stamp (in the trace
+// Events calls f for each event of the page's data, with its time stamp (in the trace
 // clock's units) and its data (the trace entry: common fields first). It stops at the first
 // error f returns, and says if the data is malformed (an event running past the page).
 func (p Page) Events(f func(ts uint64, data []byte) error) error {
-	ts := p.TS
-	b := p.Data
-	for len(b) >= 4 {
+	c := p.Cursor()
+	for {
+		ts, data, err := c.Next()
+		if err != nil || data == nil {
+			return err
+		}
+		if err := f(ts, data); err != nil {
+			return err
+		}
+	}
+}
+
+// PageCursor walks a page's events one at a time (Page.Events, as ReadFile needs them: one
+// pending event per CPU, none kept in a list).
+type PageCursor struct {
+	ts  uint64
+	b   []byte
+	off int // of b in the page's data, for errors
+}
+
+// Cursor is a cursor at the page's first event.
+func (p Page) Cursor() PageCursor { return PageCursor{ts: p.TS, b: p.Data} }
+
+// Offset is where the cursor is in the page's data (the next event's header).
+func (c *PageCursor) Offset() int { return c.off }
+
+// Next gives the next event's time stamp and data; data nil at the end of the page.
+func (c *PageCursor) Next() (ts uint64, data []byte, err error) {
+	for len(c.b) >= 4 {
+		b := c.b
 		h := binary.LittleEndian.Uint32(b)
 		typeLen, delta := h&0x1f, uint64(h>>5)
 		var array uint32
 		if len(b) >= 8 {
 			array = binary.LittleEndian.Uint32(b[4:])
 		}
+		n := 0
 		switch {
 		case typeLen == rbTypePadding:
 			if delta == 0 {
-				return nil // the rest of the page is empty
+				c.b = nil // the rest of the page is empty
+				return 0, nil, nil
 			}
-			n := 4 + int(array)
+			n = 4 + int(array)
 			if len(b) < 8 || n > len(b) || n < 8 {
-				return errors.New("ring-buffer page: padding runs past the page")
+				return 0, nil, errors.New("ring-buffer page: padding runs past the page")
 			}
-			b = b[n:]
 		case typeLen == rbTypeTimeExtend:
 			if len(b) < 8 {
-				return errors.New("ring-buffer page: time extend cut short")
+				return 0, nil, errors.New("ring-buffer page: time extend cut short")
 			}
-			ts += uint64(array)<<rbTSShift + delta
-			b = b[8:]
+			c.ts += uint64(array)<<rbTSShift + delta
+			n = 8
 		case typeLen == rbTypeTimeStamp:
 			if len(b) < 8 {
-				return errors.New("ring-buffer page: time stamp cut short")
+				return 0, nil, errors.New("ring-buffer page: time stamp cut short")
 			}
 			abs := uint64(array)<<rbTSShift + delta
 			// rb_fix_abs_ts: the stamp keeps 59 bits, the top ones are the last time's.
-			if msb := ts & (0xf << rbTSMSBShift); msb != 0 {
+			if msb := c.ts & (0xf << rbTSMSBShift); msb != 0 {
 				abs |= msb
-				if abs < ts {
+				if abs < c.ts {
 					abs += 1 << rbTSMSBShift
 				}
 			}
-			ts = abs
-			b = b[8:]
+			c.ts = abs
+			n = 8
 		case typeLen == 0:
-			n := 4 + int(array)
+			n = 4 + int(array)
 			if len(b) < 8 || n > len(b) || n < 8 {
-				return errors.New("ring-buffer page: event runs past the page")
+				return 0, nil, errors.New("ring-buffer page: event runs past the page")
 			}
-			ts += delta
-			if err := f(ts, b[8:n]); err != nil {
-				return err
-			}
-			b = b[n:]
+			c.ts += delta
+			data = b[8:n]
 		default:
-			n := 4 + int(typeLen)*4
+			n = 4 + int(typeLen)*4
 			if n > len(b) {
-				return errors.New("ring-buffer page: event runs past the page")
+				return 0, nil, errors.New("ring-buffer page: event runs past the page")
 			}
-			ts += delta
-			if err := f(ts, b[4:n]); err != nil {
-				return err
-			}
-			b = b[n:]
+			c.ts += delta
+			data = b[4:n]
+		}
+		c.b, c.off = b[n:], c.off+n
+		if data != nil {
+			return c.ts, data, nil
 		}
 	}
-	return nil
+	return 0, nil, nil
 }

@@ -228,7 +228,7 @@ func appendDetail(dst []byte, ev *Event) []byte {
 		} else {
 			dst = append(dst, "              |"...)
 		}
-		dst = appendSpaces(dst, 2+2*g.Depth)
+		dst = appendGraphIndent(append(dst, "  "...), g.Depth, g.Depth)
 		switch g.Type {
 		case GraphExit:
 			dst = append(dst, '}')

@@ -98,6 +98,9 @@ func ParseFormat(system, text string) (*Format, error) {
 			if err != nil {
 				return nil, fmt.Errorf("format of %s/%s: %w", system, f.Name, err)
 			}
+			if len(f.Common)+len(f.Fields) == MaxFormatFields {
+				return nil, fmt.Errorf("format of %s/%s: more than %d fields", system, f.Name, MaxFormatFields)
+			}
 			if strings.HasPrefix(fl.Name, "common_") {
 				f.Common = append(f.Common, fl)
 			} else {
@@ -110,6 +113,15 @@ func ParseFormat(system, text string) (*Format, error) {
 	}
 	return f, nil
 }
+
+// MaxRecordSize bounds a field's offset and size (and a page's header fields): a record lies
+// in one ring-buffer sub-buffer, at most 128 pages (buffer_subbuf_size_kb, 6.8+: 512 KiB of 4 KiB
+// pages), and a trace.dat's page size is refused past 1 MiB.
+const MaxRecordSize = 1 << 20
+
+// MaxFormatFields bounds a format's fields: the decoders walk them for every record, and a
+// trace.dat's formats are anyone's. The kernels' own have at most 32 (6.12's cxl_dram).
+const MaxFormatFields = 1024
 
 // parseFieldLine parses "\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;" (and the
 // header files' "field: u64 timestamp;").
@@ -137,6 +149,9 @@ func parseFieldLine(line string) (Field, error) {
 			f.Array = v
 		}
 	}
+	if f.Array < -1 {
+		return f, fmt.Errorf("array of %d elements in %q", f.Array, line)
+	}
 	seen := 0
 	for _, kv := range strings.Split(rest, ";") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), ":")
@@ -148,10 +163,17 @@ func parseFieldLine(line string) (Field, error) {
 			return f, fmt.Errorf("bad %s in %q", k, line)
 		}
 		switch k {
-		case "offset":
-			f.Offset, seen = n, seen|1
-		case "size":
-			f.Size, seen = n, seen|2
+		case "offset", "size":
+			// checked here, so that no reader of a record sums or slices by them unchecked (a
+			// trace.dat's formats are anyone's: a negative size panicked in the decoder)
+			if n < 0 || n > MaxRecordSize {
+				return f, fmt.Errorf("%s %d in %q (a record's fields lie within %d bytes)", k, n, line, MaxRecordSize)
+			}
+			if k == "offset" {
+				f.Offset, seen = n, seen|1
+			} else {
+				f.Size, seen = n, seen|2
+			}
 		case "signed":
 			f.Signed = n != 0
 		}
@@ -209,25 +231,50 @@ func (i *Instance) PageLayout() (PageLayout, error) {
 	return ParsePageLayout(string(b))
 }
 
-// ParsePageLayout parses events/header_page.
+// ParsePageLayout parses events/header_page: the timestamp (8 bytes) and the commit (a local_t:
+// 4 or 8 bytes) apart, both before the data. Check says whether it fits a page of a given size.
 func ParsePageLayout(text string) (PageLayout, error) {
 	l := PageLayout{TSOffset: -1, CommitOffset: -1, DataOffset: -1}
+	tsSize := 0
 	for _, line := range strings.Split(text, "\n") {
+		if !strings.Contains(line, "field:") {
+			continue
+		}
 		f, err := parseFieldLine(line)
 		if err != nil {
-			continue
+			return l, fmt.Errorf("header_page: %w", err)
 		}
 		switch f.Name {
 		case "timestamp":
-			l.TSOffset = f.Offset
+			l.TSOffset, tsSize = f.Offset, f.Size
 		case "commit":
 			l.CommitOffset, l.CommitSize = f.Offset, f.Size
 		case "data":
 			l.DataOffset = f.Offset
 		}
 	}
-	if l.TSOffset < 0 || l.CommitOffset < 0 || l.DataOffset < 0 || (l.CommitSize != 4 && l.CommitSize != 8) {
+	switch {
+	case l.TSOffset < 0 || l.CommitOffset < 0 || l.DataOffset < 0:
 		return l, errors.New("header_page: no timestamp, commit or data field")
+	case tsSize != 8:
+		return l, fmt.Errorf("header_page: a timestamp of %d bytes (a u64: 8)", tsSize)
+	case l.CommitSize != 4 && l.CommitSize != 8:
+		return l, fmt.Errorf("header_page: a commit of %d bytes (a local_t: 4 or 8)", l.CommitSize)
+	case l.TSOffset+8 > l.DataOffset:
+		return l, fmt.Errorf("header_page: the timestamp at offset %d runs into the data at %d", l.TSOffset, l.DataOffset)
+	case l.CommitOffset+l.CommitSize > l.DataOffset:
+		return l, fmt.Errorf("header_page: the commit at offset %d runs into the data at %d", l.CommitOffset, l.DataOffset)
+	case l.TSOffset < l.CommitOffset+l.CommitSize && l.CommitOffset < l.TSOffset+8:
+		return l, fmt.Errorf("header_page: the timestamp at offset %d and the commit at %d overlap", l.TSOffset, l.CommitOffset)
 	}
 	return l, nil
+}
+
+// Check says whether the layout fits pages of pageSize bytes (a trace.dat's page size, from
+// another part of the file than its header_page): the header before the page's end.
+func (l PageLayout) Check(pageSize int) error {
+	if l.DataOffset >= pageSize {
+		return fmt.Errorf("header_page: the data at offset %d, past a page of %d bytes", l.DataOffset, pageSize)
+	}
+	return nil
 }

@@ -84,6 +84,21 @@ func (b *FileBackend) ReadCount() (count.Counts, error) { return count.Counts{},
 // StopCount implements Backend: nothing runs.
 func (b *FileBackend) StopCount() error { return nil }
 
+// readFile is stream.ReadFile; a test makes it panic.
+var readFile = stream.ReadFile
+
+// ErrReadPanic ends a recording's reading that panicked: a bug of ftctl's (every size, offset
+// and count of a file is checked), caught in the reading goroutine, which bubbletea does not
+// watch: uncaught, it ended the program with the terminal left raw. The console shows it.
+var ErrReadPanic = errors.New("reading the recording failed on a bug of ftctl's (please report it, with the file if it can be shared)")
+
+// recoverRead turns a panic of the goroutine reading a recording into an error for end.
+func recoverRead(end func(error)) {
+	if p := recover(); p != nil {
+		end(fmt.Errorf("%w: %v", ErrReadPanic, p))
+	}
+}
+
 // fileBatch is how many events a FileSource hands the collector at a time.
 const fileBatch = 4096
 
@@ -105,9 +120,10 @@ func NewFileSource(ctx context.Context, f *tracedat.File, max int) *FileSource {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer recoverRead(s.c.fail)
 		g := newIngester()
 		n := 0
-		info, err := stream.ReadFile(f, stream.FileOptions{Skip: stream.SkipRecorder(f), Enum: stream.EnumResolver(&tracefs.FS{})}, func(ev *stream.Event) error {
+		info, err := readFile(f, stream.FileOptions{Skip: stream.SkipRecorder(f), Enum: stream.EnumResolver(&tracefs.FS{})}, func(ev *stream.Event) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ftctl/ftctl/internal/tracedattest"
+	"github.com/ftctl/ftctl/stream"
 	"github.com/ftctl/ftctl/tracedat"
 )
 
@@ -115,5 +117,81 @@ func TestFileConsoleBuffers(t *testing.T) {
 	// 1,600 rows of the top level (TestFileConsole), and CPU 1's once more in ftbuf
 	if inst == 0 || all != 1600+inst {
 		t.Errorf("%d rows, %d of them ftbuf's", all, inst)
+	}
+}
+
+// A recording the reader refuses, or whose reading panics, ends the Stream view and the Graph
+// view with the reason on the screen; the console goes on (the panic is caught in the reading
+// goroutine, which bubbletea does not watch: it ended the program with the terminal raw).
+func TestFileReadFailureShown(t *testing.T) {
+	// header_page's timestamp at 5000 of a 4096-byte page: a panic in the page parser before
+	hp := "\tfield: u64 timestamp;\toffset:5000;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n"
+	var b bytes.Buffer
+	h := &tracedat.Header{PageSize: 4096, LongSize: 8, HeaderPage: []byte(hp), CPUs: 1}
+	if err := tracedat.Write(&b, h, []tracedat.CPUSource{{R: bytes.NewReader(make([]byte, 4096)), Size: 4096}}); err != nil {
+		t.Fatal(err)
+	}
+	corrupt, err := tracedat.Read(bytes.NewReader(b.Bytes()), int64(b.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	panicking := func(*tracedat.File, stream.FileOptions, stream.Emit) (*stream.FileInfo, error) {
+		var none []int
+		return nil, fmt.Errorf("%d", none[3])
+	}
+	for _, c := range []struct {
+		name string
+		file *tracedat.File
+		read func(*tracedat.File, stream.FileOptions, stream.Emit) (*stream.FileInfo, error)
+		want string
+	}{
+		{"corrupt header_page", corrupt, stream.ReadFile, "corrupt trace.dat (header_page): the timestamp at offset 5000"},
+		{"a panic", openRecording(t), panicking, "a bug of ftctl's"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			readFile = c.read
+			defer func() { readFile = stream.ReadFile }()
+			src := NewFileSource(context.Background(), c.file, 1000)
+			defer src.Close()
+			m := New(Options{Backend: &FileBackend{Name: "x.dat", File: c.file}, Source: src, Now: fixedNow,
+				StatusEvery: time.Hour, RingSize: 1000})
+			m.SetSize(160, 40)
+			var end error
+			for end == nil {
+				select {
+				case b, ok := <-src.Batches():
+					if !ok {
+						t.Fatal("the source closed without an end")
+					}
+					end = b.Err
+					m.Update(batchMsg(b))
+				case <-time.After(10 * time.Second):
+					t.Fatal("no end after 10 s")
+				}
+			}
+			if s := screen(m); !strings.Contains(s, "the stream ended") || !strings.Contains(strings.Join(strings.Fields(s), " "), c.want) {
+				t.Errorf("end %v; no %q on the screen:\n%s", end, c.want, s)
+			}
+			_, feed, err := (&FileBackend{Name: "x.dat", File: c.file}).StartGraph(context.Background(), GraphRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer feed.Close()
+			deadline := time.After(10 * time.Second)
+			for {
+				bt, ok := feed.Next()
+				if !ok || bt.Err != nil {
+					if bt.Err == nil || !strings.Contains(bt.Err.Error(), strings.SplitN(c.want, ":", 2)[0]) {
+						t.Errorf("graph: %v, want %q", bt.Err, c.want)
+					}
+					break
+				}
+				select {
+				case <-deadline:
+					t.Fatal("graph: no end after 10 s")
+				default:
+				}
+			}
+		})
 	}
 }

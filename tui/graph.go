@@ -278,6 +278,7 @@ var ErrNoGraph = errors.New("no graph is running")
 // buildTrees reads events (read calls emit for each, until it fails) into call trees handed
 // to feed; at the end, the calls still open (unfinished) and waiting, then the end.
 func buildTrees(feed *GraphFeed, read func(emit stream.Emit) error) {
+	defer recoverRead(feed.End)
 	tree := &stream.CallTree{Done: feed.Add}
 	err := read(func(ev *stream.Event) error {
 		if err := tree.Add(ev); err != nil {
@@ -424,7 +425,7 @@ func (b *FileBackend) StartGraph(ctx context.Context, req GraphRequest) (GraphIn
 // how many graph records it held.
 func readGraphFile(ctx context.Context, f *tracedat.File, emit stream.Emit) error {
 	n := 0
-	_, err := stream.ReadFile(f, stream.FileOptions{}, func(ev *stream.Event) error {
+	_, err := readFile(f, stream.FileOptions{}, func(ev *stream.Event) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -10,6 +10,8 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/ftctl/ftctl/stream"
 )
 
 // GraphView shows live call trees (ftctl graph in the console): g asks for roots and starts a
@@ -381,7 +383,11 @@ func (v *GraphView) line(l graphLine) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, " %13s %4s  %s ", dur, cpu, padRight(task, 20))
-	b.WriteString(strings.Repeat("  ", l.level))
+	// indented as ftctl graph indents (stream.GraphIndentMax levels at most, then the depth)
+	b.WriteString(strings.Repeat("  ", min(l.level, stream.GraphIndentMax)))
+	if l.level > stream.GraphIndentMax {
+		fmt.Fprintf(&b, "/* depth %d */ ", c.Depth)
+	}
 	switch {
 	case len(c.Calls) == 0:
 		b.WriteString("  ")
