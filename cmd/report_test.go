@@ -94,7 +94,7 @@ func TestReportCorruptFile(t *testing.T) {
 		want string
 		out  bool
 	}{
-		{"shared.dat", shared, "shared.dat: corrupt trace.dat at byte " + strconv.FormatInt(f.CPUData[0].Offset, 10) + " (CPU 1's data): its", false},
+		{"shared.dat", shared, "shared.dat: corrupt trace.dat at byte " + strconv.FormatInt(f.CPUData[0].Offset, 10) + " (CPU data): CPU 1's data", false},
 		{"page.dat", page, "page.dat: corrupt trace.dat at byte " + strconv.FormatInt(third+16, 10) + " (CPU 0's data): ring-buffer page: event runs past the page", true},
 	} {
 		file := filepath.Join(dir, c.name)
