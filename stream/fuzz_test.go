@@ -299,7 +299,7 @@ func FuzzReadFileEndToEnd(f *testing.F) {
 			return tree.Add(ev)
 		})
 		if err == nil {
-			err = tree.End()
+			_ = tree.End() // its error is the input's like any other: the budget is what is checked
 		}
 		runtime.ReadMemStats(&after)
 		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > fileFuzzBudget(len(b), data) {
