@@ -29,31 +29,33 @@ $1 == "BENCHRUN" {
 }
 $1 == "BENCHCALLS" { cnt[$2, $3] = $4; if ($5 == "toolcpu") tcpu[$2, $3] = $6; if ($5 == "overrun") over[$2, $3] = $6; next }
 $1 == "BENCHB" { b[$2, $3, $4 + 0] += $5; tot[$2, $3] += $5; les[$2, $3] = les[$2, $3] " " $4; next }
-$1 == "BENCHREF" { ref[$3] = $5; next }
+$1 == "BENCHREF" { ref[$2, $3] = $5; next }
 $1 == "BENCHLOAD" { load[$2] = load[$2] " " $4; next }
 END {
-	order = "none graph lat-ftctl lat-perf cnt-ftctl cnt-fstream cnt-perfstat cnt-perftrace cnt-tracecmd hist-ftctl hist-tracecmd hist-raw"
+	order = "none graph lat-ftctl lat-perf none0 graph0 lat0-ftctl lat0-perf cnt-ftctl cnt-fstream cnt-perfstat cnt-perftrace cnt-tracecmd hist-ftctl hist-tracecmd hist-raw"
 	nc = split(order, O, " ")
 	printf "%-14s %-22s %-20s %-20s %-11s %-18s %-18s %s\n", "condition", "counted/made", "workload time/none", "tool CPU s", "CPU s/Mcall", "armed after s", "done after s", "median bucket (µs) vs graph's"
 	for (i = 1; i <= nc; i++) {
 		c = O[i]
 		if (!seen[c]) continue
 		R = ""; C = ""; P = ""; M = ""; D = ""; LE = ""; A = ""; Z = ""
+		# conditions on the getppid workload (none0 graph0 lat0-*) against its own baseline
+		base = (c ~ /0$|0-/) ? "none0" : "none"; g = (c ~ /0$|0-/) ? "graph0" : "graph"
 		for (r in rounds) {
-			if (!((c, r) in secs) || !(("none", r) in secs)) continue
-			R = R " " secs[c, r] / secs["none", r]
-			if ((c, r) in arm && c != "none") { A = A " " arm[c, r] - arm["none", r]; Z = Z " " done[c, r] - done["none", r] }
+			if (!((c, r) in secs) || !((base, r) in secs)) continue
+			R = R " " secs[c, r] / secs[base, r]
+			if ((c, r) in arm && c != base) { A = A " " arm[c, r] - arm[base, r]; Z = Z " " done[c, r] - done[base, r] }
 			if ((c, r) in tcpu) t = tcpu[c, r]
-			else t = (cpuall[c, r] - self[c, r]) - (cpuall["none", r] - self["none", r])
-			if (c != "none") { C = C " " t; P = P " " 1e6 * t / made[c, r] }
+			else t = (cpuall[c, r] - self[c, r]) - (cpuall[base, r] - self[base, r])
+			if (c != base) { C = C " " t; P = P " " 1e6 * t / made[c, r] }
 			if ((c, r) in cnt) M = M " " cnt[c, r] / made[c, r]
-			if (tot[c, r] > 0 && (r in ref)) {
+			if (tot[c, r] > 0 && ((g, r) in ref)) {
 				# the median bucket: the first LE whose cumulative count reaches half
 				n = split(les[c, r], L, " ")
 				for (x = 1; x <= n; x++) for (y = x + 1; y <= n; y++) if (L[y] + 0 < L[x] + 0) { z = L[x]; L[x] = L[y]; L[y] = z }
 				h = 0
 				for (x = 1; x <= n; x++) { if (x > 1 && L[x] == L[x - 1]) continue; h += b[c, r, L[x] + 0]; if (h >= tot[c, r] / 2) break }
-				le = L[x]; rl = 1; while (rl < ref[r]) rl *= 2
+				le = L[x]; rl = 1; while (rl < ref[g, r]) rl *= 2
 				LE = LE " " le; D = D " " lg(le / rl)
 			}
 		}
@@ -64,9 +66,9 @@ END {
 			(P == "" ? "-" : sprintf("%.2f", med(P))),
 			(A == "" ? "-" : sprintf("%.2f %s", med(A), spread(A, "%.2f"))),
 			(Z == "" ? "-" : sprintf("%.2f %s", med(Z), spread(Z, "%.2f"))),
-			(c == "graph" ? sprintf("median duration %s µs %s", med(refs()), spread(refs(), "%.2f")) : (LE == "" ? "" : sprintf("LE %s %s, buckets above graph's: %s %s", med(LE), spread(LE, "%d"), med(D), spread(D, "%d"))))
+			(c == g ? sprintf("median duration %s µs %s", med(refs(g)), spread(refs(g), "%.2f")) : (LE == "" ? "" : sprintf("LE %s %s, buckets above graph's: %s %s", med(LE), spread(LE, "%d"), med(D), spread(D, "%d"))))
 	}
-	for (r in rounds) if (("graph", r) in over && over["graph", r] > 0) printf "graph round %s: the kernel overwrote %s events\n", r, over["graph", r]
+	for (k in over) if (over[k] > 0) { split(k, K, SUBSEP); printf "%s round %s: the kernel overwrote %s events\n", K[1], K[2], over[k] }
 	for (c in load) if (c == "hist-raw" || c == "none") printf "guest load after %s:%s\n", c, load[c]
 }
-function refs(    s, r) { s = ""; for (r in ref) s = s " " ref[r]; return s }
+function refs(g,    s, k, K) { s = ""; for (k in ref) { split(k, K, SUBSEP); if (K[1] == g) s = s " " ref[k] }; return s }

@@ -13,6 +13,10 @@
 #   lat-ftctl   `ftctl latency vfs_read -- W` (fprobes on 6.12, kprobe + kretprobe on 6.1, hist)
 #   lat-perf    `perf ftrace latency -T vfs_read -- W` (Debian's perf 6.1: function_graph read
 #               from trace_pipe and bucketed in user space); -b (BPF) is tried once, reported
+#   none0 graph0 lat0-ftctl lat0-perf   the same on `readloop -getppid -count CALLS` and its
+#               kernel function __x64_sys_getppid (6.1) or __task_pid_nr_ns (6.12, which lists
+#               no __x64_sys_getppid as traceable), which do next to nothing: what each latency
+#               method adds to a call (its bias), against function_graph's measure of the same
 #   cnt-ftctl   `ftctl count vfs_read -- W` (a probe point and a hist trigger)
 #   cnt-fstream `ftctl count vfs_read --method stream -- W` (the function tracer's events; not in
 #               the default CONDS: on 6.12 it ran 600 s with soft lockups for a 1 s workload)
@@ -52,14 +56,20 @@ trap 'rm -f "$guest"' EXIT
 cat >"$guest" <<EOF
 T=/sys/kernel/tracing
 N=${CALLS:-200000}
-W="readloop -file /proc/version -bytes 1 -count \$N"
+W1="readloop -file /proc/version -bytes 1 -count \$N"
+W0="readloop -getppid -count \$N"
+W=\$W1
 cd \$T
+# getppid's kernel function where ftrace can attach to it (6.12 lists no __x64_sys_getppid in
+# available_filter_functions), else the pid lookup it calls: either does next to nothing
+F0=\$(for f in __x64_sys_getppid __task_pid_nr_ns; do grep -qx \$f available_filter_functions && { echo \$f; break; }; done)
+echo "BENCHINFO near-zero function \$F0"
 echo "BENCHINFO kernel \$(uname -r) cpus \$(nproc) calls \$N fprobe \$(grep -c 'f\[:\[<group>' README) perf \$(perf version 2>&1)"
 perf probe -q -a vfs_read > /tmp/pp 2>&1 || { echo "BENCHERR perf probe:"; sed 's/^/STDERR /' /tmp/pp; }
 perf ftrace latency -b -T vfs_read -- true > /tmp/pb 2>&1; echo "BENCHINFO perf-latency-b rc \$? \$(head -c 300 /tmp/pb | tr '\n' ' ')"
 sw() { # sw COND ROUND COMMAND: time COMMAND, report wall, CPU, and the workload's own line
-	rm -f /tmp/pt; stopwatch "\$1" "\$3" > /tmp/sw 2>/tmp/out
-	b=\$(grep '^BENCH ' /tmp/sw); r=\$(cat /tmp/out /tmp/pt 2>/dev/null | grep -a '^READS ')
+	rm -f /tmp/pt /tmp/pt1; stopwatch "\$1" "\$3" > /tmp/sw 2>/tmp/out
+	b=\$(grep '^BENCH ' /tmp/sw); r=\$(cat /tmp/out /tmp/pt1 2>/dev/null | grep -a '^READS ')
 	echo "BENCHRUN \$1 \$2 wall \$(echo \$b | cut -d' ' -f3) rc \$(echo \$b | cut -d' ' -f4) cpuall \$(echo \$b | cut -d' ' -f5-) \$r"
 }
 tcpu() { awk '{ print (\$14 + \$15) / 100 }' /proc/\$1/stat; } # a live process's CPU seconds
@@ -70,26 +80,28 @@ ready() { # ready GLOB: wait up to 30 s for a hist trigger in a file matching GL
 }
 bkt() { sed "s/^/BENCHB \$1 \$2 /"; } # bkt COND ROUND: "LE COUNT" lines, bucket (LE/2, LE] µs
 run() { # run COND ROUND
+	F=vfs_read; W=\$W1
+	case \$1 in *0|*0-*) F=\$F0; W=\$W0 ;; esac
 	case \$1 in
-	none) sw \$1 \$2 "\$W" ;;
-	graph) echo 0 > tracing_on; echo nop > current_tracer; : > trace; echo 32768 > buffer_size_kb
-		echo vfs_read > set_ftrace_filter; echo vfs_read > set_graph_function; echo 1 > max_graph_depth
+	none|none0) sw \$1 \$2 "\$W" ;;
+	graph|graph0) echo 0 > tracing_on; echo nop > current_tracer; : > trace; echo 32768 > buffer_size_kb
+		echo \$F > set_ftrace_filter; echo \$F > set_graph_function; echo 1 > max_graph_depth
 		echo function_graph > current_tracer
 		sw \$1 \$2 "echo \\\$\\\$ > \$T/set_ftrace_pid; echo 1 > \$T/tracing_on; exec \$W"
 		echo 0 > tracing_on
-		echo "BENCHCALLS \$1 \$2 \$(grep -c 'vfs_read();' trace) overrun \$(cat per_cpu/cpu*/stats | awk '/^overrun:/ { s += \$2 } END { print s + 0 }')"
+		echo "BENCHCALLS \$1 \$2 \$(grep -c "\$F();" trace) overrun \$(cat per_cpu/cpu*/stats | awk '/^overrun:/ { s += \$2 } END { print s + 0 }')"
 		# the durations, binned by 0.05 µs: the reference's median, and its log2 buckets
-		awk '/vfs_read\(\);/ { for (i = 2; i <= NF; i++) if (\$i == "us") { v = \$(i - 1); break }
-				n++; f[int(v * 20)]++; le = 1; while (le < v) le *= 2; b[le]++ }
-			END { h = 0; for (k = 0; h < n / 2; k++) h += f[k]; printf "BENCHREF graph '\$2' median %.2f\n", (k - 0.5) / 20
-				for (le in b) print "BENCHB graph '\$2' " le, b[le] }' trace
+		awk -v f="\$F();" -v c=\$1 -v r=\$2 'index(\$0, f) { for (i = 2; i <= NF; i++) if (\$i == "us") { v = \$(i - 1); break }
+				n++; h[int(v * 20)]++; le = 1; while (le < v) le *= 2; b[le]++ }
+			END { s = 0; for (k = 0; s < n / 2; k++) s += h[k]; printf "BENCHREF %s %s median %.2f\n", c, r, (k - 0.5) / 20
+				for (le in b) print "BENCHB " c " " r " " le, b[le] }' trace
 		echo nop > current_tracer; echo > set_ftrace_pid; echo > set_ftrace_filter; echo > set_graph_function
 		echo 0 > max_graph_depth; : > trace; echo 1408 > buffer_size_kb; echo 1 > tracing_on ;;
-	lat-ftctl) sw \$1 \$2 "ftctl latency vfs_read -- \$W"
+	lat-ftctl|lat0-ftctl) sw \$1 \$2 "ftctl latency \$F -- \$W"
 		awk '\$2 == "->" { print \$3, \$5 }' /tmp/out | bkt \$1 \$2
-		echo "BENCHCALLS \$1 \$2 \$(grep -a '^vfs_read: ' /tmp/out | awk '{ print \$2 }')"
+		echo "BENCHCALLS \$1 \$2 \$(grep -a "^\$F: " /tmp/out | awk '{ print \$2 }')"
 		grep -a -i 'dropped' /tmp/out | sed 's/^/STDERR /' ;;
-	lat-perf) sw \$1 \$2 "perf ftrace latency -T vfs_read -- \$W"
+	lat-perf|lat0-perf) sw \$1 \$2 "perf ftrace latency -T \$F -- \$W"
 		# perf's bucket "A - B us" holds [A, B): the same label as ftctl's (A, B] up to one µs
 		awk -F'|' '/ us *\|/ { split(\$1, a, " "); le = (a[3] == "...") ? 2 * a[1] : a[3]; print le, \$2 + 0 }' /tmp/out | bkt \$1 \$2
 		echo "BENCHCALLS \$1 \$2 \$(awk -F'|' '/ us *\|/ { s += \$2 } END { print s + 0 }' /tmp/out)" ;;
@@ -100,7 +112,8 @@ run() { # run COND ROUND
 		grep -a -i 'lost\|overwr' /tmp/out | sed 's/^/STDERR /' ;;
 	cnt-perfstat) sw \$1 \$2 "perf stat -x, -e probe:vfs_read -- \$W"
 		echo "BENCHCALLS \$1 \$2 \$(grep -a 'probe:vfs_read' /tmp/out | cut -d, -f1)" ;;
-	cnt-perftrace) sw \$1 \$2 "perf ftrace -t function -T vfs_read -- \$W > /tmp/pt"
+	cnt-perftrace) # the workload's line to a file of its own: perf's output is not line-aligned
+		sw \$1 \$2 "perf ftrace -t function -T vfs_read -- sh -c 'exec \$W > /tmp/pt1' > /tmp/pt"
 		echo "BENCHCALLS \$1 \$2 \$(grep -c 'vfs_read' /tmp/pt)" ;;
 	cnt-tracecmd) sw \$1 \$2 "trace-cmd record -q -p function -l vfs_read -o /tmp/t.dat -F \$W"
 		echo "BENCHCALLS \$1 \$2 \$(trace-cmd report /tmp/t.dat 2>/dev/null | grep -c ' vfs_read')"; rm -f /tmp/t.dat ;;
@@ -122,7 +135,7 @@ run() { # run COND ROUND
 # meanwhile) until the CRNG is ready. Wait for it here, once, outside the rounds; say how long.
 stopwatch crng "head -c 1 /dev/random > /dev/null" 2>/dev/null | sed 's/^BENCH /BENCHINFO /'
 for n in \$(seq ${RUNS:-5}); do
-	for c in ${CONDS:-none graph lat-ftctl lat-perf cnt-ftctl cnt-perfstat cnt-perftrace cnt-tracecmd hist-ftctl hist-tracecmd hist-raw}; do
+	for c in ${CONDS:-none graph lat-ftctl lat-perf none0 graph0 lat0-ftctl lat0-perf cnt-ftctl cnt-perfstat cnt-perftrace cnt-tracecmd hist-ftctl hist-tracecmd hist-raw}; do
 		run \$c \$n; echo "BENCHLOAD \$c \$n \$(cat /proc/loadavg)"
 	done
 done

@@ -6,6 +6,10 @@
 //
 //	readloop -file /tmp/small -seconds 5
 //	readloop -file /proc/version -bytes 1 -count 200000
+//	readloop -getppid -count 200000
+//
+// -getppid makes getppid(2) calls instead of reads: a system call whose kernel function
+// (__x64_sys_getppid) does next to nothing, to measure what a latency tool adds to a call.
 package main
 
 import (
@@ -26,7 +30,11 @@ func main() {
 	seconds := flag.Float64("seconds", 5, "how long to read")
 	count := flag.Int("count", 0, "read exactly `N` times (then -seconds is ignored)")
 	bytes := flag.Int("bytes", 16, "bytes per read (1 to 16)")
+	getppid := flag.Bool("getppid", false, "call getppid(2) instead of reading (with -count)")
 	flag.Parse()
+	if *getppid && *count > 0 {
+		*file = os.DevNull
+	}
 	f, err := os.Open(*file)
 	if *file == "" || err != nil || *seconds <= 0 || *count < 0 || *bytes < 1 || *bytes > 16 {
 		fmt.Fprintln(os.Stderr, "usage: readloop -file FILE [-seconds S | -count N] [-bytes B]", err)
@@ -38,6 +46,10 @@ func main() {
 	if *count > 0 {
 		start := time.Now()
 		for i := 0; i < *count; i++ {
+			if *getppid {
+				syscall.Getppid()
+				continue
+			}
 			if _, err := syscall.Pread(fd, b, 0); err != nil {
 				fmt.Fprintln(os.Stderr, "readloop:", err)
 				os.Exit(1)
