@@ -68,6 +68,14 @@ END {
 			(Z == "" ? "-" : sprintf("%.2f %s", med(Z), spread(Z, "%.2f"))),
 			(c == g ? sprintf("median duration %s µs %s", med(refs(g)), spread(refs(g), "%.2f")) : (LE == "" ? "" : sprintf("LE %s %s, buckets above graph's: %s %s", med(LE), spread(LE, "%d"), med(D), spread(D, "%d"))))
 	}
+	# ftctl against each peer, round by round (the two ran a few seconds apart: less of the
+	# host's drift than in two ratios to none): the workload's loop time under ftctl / under the peer
+	np = split("lat-ftctl/lat-perf lat0-ftctl/lat0-perf cnt-ftctl/cnt-perfstat cnt-ftctl/cnt-tracecmd cnt-ftctl/cnt-perftrace hist-ftctl/hist-tracecmd hist-ftctl/hist-raw", PR, " ")
+	for (i = 1; i <= np; i++) {
+		split(PR[i], ab, "/"); Q = ""
+		for (r in rounds) if ((ab[1], r) in secs && (ab[2], r) in secs && secs[ab[2], r] > 0) Q = Q " " secs[ab[1], r] / secs[ab[2], r]
+		if (Q != "") printf "workload time under %s / under %s: %.2f %s\n", ab[1], ab[2], med(Q), spread(Q, "%.2f")
+	}
 	for (k in over) if (over[k] > 0) { split(k, K, SUBSEP); printf "%s round %s: the kernel overwrote %s events\n", K[1], K[2], over[k] }
 	for (c in load) if (c == "hist-raw" || c == "none") printf "guest load after %s:%s\n", c, load[c]
 }

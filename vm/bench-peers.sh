@@ -14,8 +14,8 @@
 #   lat-perf    `perf ftrace latency -T vfs_read -- W` (Debian's perf 6.1: function_graph read
 #               from trace_pipe and bucketed in user space); -b (BPF) is tried once, reported
 #   none0 graph0 lat0-ftctl lat0-perf   the same on `readloop -getppid -count CALLS` and its
-#               kernel function __x64_sys_getppid (6.1) or __task_pid_nr_ns (6.12, which lists
-#               no __x64_sys_getppid as traceable), which do next to nothing: what each latency
+#               kernel function __x64_sys_getppid, or where ftrace cannot attach to it (both
+#               Debian kernels) __task_pid_nr_ns, which getppid calls once: next to nothing; what each latency
 #               method adds to a call (its bias), against function_graph's measure of the same
 #   cnt-ftctl   `ftctl count vfs_read -- W` (a probe point and a hist trigger)
 #   cnt-fstream `ftctl count vfs_read --method stream -- W` (the function tracer's events; not in
@@ -60,8 +60,9 @@ W1="readloop -file /proc/version -bytes 1 -count \$N"
 W0="readloop -getppid -count \$N"
 W=\$W1
 cd \$T
-# getppid's kernel function where ftrace can attach to it (6.12 lists no __x64_sys_getppid in
-# available_filter_functions), else the pid lookup it calls: either does next to nothing
+# getppid's kernel function where ftrace can attach to it, else the pid lookup it calls (seen:
+# neither Debian kernel lists __x64_sys_getppid in available_filter_functions; both take
+# __task_pid_nr_ns): either does next to nothing
 F0=\$(for f in __x64_sys_getppid __task_pid_nr_ns; do grep -qx \$f available_filter_functions && { echo \$f; break; }; done)
 echo "BENCHINFO near-zero function \$F0"
 echo "BENCHINFO kernel \$(uname -r) cpus \$(nproc) calls \$N fprobe \$(grep -c 'f\[:\[<group>' README) perf \$(perf version 2>&1)"
@@ -110,7 +111,9 @@ run() { # run COND ROUND
 	cnt-fstream) sw \$1 \$2 "ftctl count vfs_read --method stream -- \$W"
 		echo "BENCHCALLS \$1 \$2 \$(grep -a '^vfs_read ' /tmp/out | awk '{ print \$2 }')"
 		grep -a -i 'lost\|overwr' /tmp/out | sed 's/^/STDERR /' ;;
-	cnt-perfstat) sw \$1 \$2 "perf stat -x, -e probe:vfs_read -- \$W"
+	cnt-perfstat) # trace-cmd reset (hist-tracecmd) removes every dynamic event: the probe made again
+		perf probe -q -a vfs_read > /dev/null 2>&1
+		sw \$1 \$2 "perf stat -x, -e probe:vfs_read -- \$W"
 		echo "BENCHCALLS \$1 \$2 \$(grep -a 'probe:vfs_read' /tmp/out | cut -d, -f1)" ;;
 	cnt-perftrace) # the workload's line to a file of its own: perf's output is not line-aligned
 		sw \$1 \$2 "perf ftrace -t function -T vfs_read -- sh -c 'exec \$W > /tmp/pt1' > /tmp/pt"
