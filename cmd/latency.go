@@ -237,6 +237,18 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	if err != nil {
 		return err
 	}
+	// The entry's and the return's tables hold one entry per task that called FUNC, and the
+	// kernel never removes one: once they are full (2048 tasks by default), the calls of any new
+	// task are dropped there, before the synthetic event, and counted only in those tables' own
+	// hist files. A call dropped at its entry is in general dropped at its return too (the two
+	// tables fill with the same tasks), so the larger of the two counts is the calls lost.
+	var lost uint64
+	for _, ev := range []string{plan.entry, plan.ret} {
+		if t, err := readTable(s, s.Group, ev); err == nil {
+			lost = max(lost, t.Dropped)
+		}
+	}
+	table.Dropped += lost
 	if err := printLatency(g, opts.Func, opts.By, table); err != nil {
 		return err
 	}

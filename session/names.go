@@ -1,8 +1,9 @@
 package session
 
 import (
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 )
@@ -28,10 +29,16 @@ type ID struct {
 	Nonce string `json:"id,omitempty"` // "" for the names of earlier versions
 }
 
-// NewID makes the identity of a new session run by process pid.
+// NewID makes the identity of a new session run by process pid. The nonce needs to be unique,
+// not secret (names are only made by root): it comes from math/rand/v2, which the Go runtime
+// seeds from the 16 random bytes the kernel hands every new program (AT_RANDOM), and never
+// blocks. crypto/rand's getrandom(2) blocks until the kernel's CRNG is ready, and a kernel
+// without an entropy source (a VM under TCG, seen on 6.12) spins jitter entropy meanwhile:
+// `ftctl latency` run early after boot spent 3.5 s of CPU and ~10 s of wall time there before
+// arming anything (vm/bench-peers.sh, 2026-11-27).
 func NewID(pid int) ID {
 	var b [nonceLen / 2]byte
-	rand.Read(b[:]) // never fails (crypto/rand)
+	binary.LittleEndian.PutUint32(b[:], rand.Uint32())
 	return ID{PID: pid, Nonce: hex.EncodeToString(b[:])}
 }
 

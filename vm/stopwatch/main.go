@@ -1,6 +1,8 @@
 // Command stopwatch times shell commands inside the benchmark VM, where busybox's time has
 // only 10 ms resolution: stopwatch LABEL 'COMMAND' runs COMMAND with /bin/sh -c and prints
-// "BENCH LABEL SECONDS EXIT" with microsecond resolution.
+// "BENCH LABEL SECONDS EXIT CPU" with microsecond resolution; CPU is the user+system seconds of
+// the shell and every descendant it (or they) waited for, as wait4 reports them; then "start S
+// end E", the wall clock in Unix nanoseconds before the start and after the end.
 package main
 
 import (
@@ -26,5 +28,10 @@ func main() {
 	} else if err != nil {
 		code = -1
 	}
-	fmt.Printf("BENCH %s %.6f %d\n", os.Args[1], elapsed.Seconds(), code)
+	var cpu float64
+	if cmd.ProcessState != nil {
+		cpu = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	}
+	fmt.Printf("BENCH %s %.6f %d %.3f start %d end %d\n", os.Args[1], elapsed.Seconds(), code, cpu,
+		start.UnixNano(), start.Add(elapsed).UnixNano())
 }
