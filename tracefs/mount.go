@@ -108,13 +108,18 @@ var discover = sync.OnceValues(func() (Mount, error) {
 	return discoverIn(MountInfoPath)
 })
 
-func discoverIn(mountinfo string) (Mount, error) {
-	f, err := os.Open(mountinfo)
+// readMountInfo reads and parses a mountinfo file: the one door to it for discovery and mount.
+func readMountInfo(path string) ([]mountEntry, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return Mount{}, &Error{Op: "read", Path: mountinfo, Class: ErrIO, Errno: err}
+		return nil, err
 	}
 	defer f.Close()
-	entries, err := parseMountInfo(f)
+	return parseMountInfo(f)
+}
+
+func discoverIn(mountinfo string) (Mount, error) {
+	entries, err := readMountInfo(mountinfo)
 	if err != nil {
 		return Mount{}, &Error{Op: "read", Path: mountinfo, Class: ErrIO, Errno: err}
 	}
@@ -264,12 +269,7 @@ func MountedElsewhere(dir string) string {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
-	f, err := os.Open(MountInfoPath)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	entries, err := parseMountInfo(f)
+	entries, err := readMountInfo(MountInfoPath)
 	if err != nil {
 		return ""
 	}
@@ -286,12 +286,7 @@ func tracefsMountOf(dir string) (at, real string, ok bool) {
 	if r, err := filepath.EvalSymlinks(dir); err == nil {
 		real = r
 	}
-	f, err := os.Open(MountInfoPath)
-	if err != nil {
-		return "", real, false
-	}
-	defer f.Close()
-	entries, err := parseMountInfo(f)
+	entries, err := readMountInfo(MountInfoPath)
 	if err != nil {
 		return "", real, false
 	}
