@@ -180,12 +180,21 @@ func countRun(ctx context.Context, opts *CountOptions) error {
 		return err
 	}
 	var command *session.Command
-	if argv0 != "" {
+	switch {
+	case argv0 != "" && g.DryRun:
+		counter.SetPID(plannedCommandPID(fs))
+	case argv0 != "":
 		if command, err = startCommand(g, argv0, opts.Command); err != nil {
 			return err
 		}
 	}
 	err = armCounter(ctx, g, counter, command)
+	if g.DryRun {
+		if err == nil {
+			g.Notice("counting %s by %s: %s", plural(len(counter.Choice.Funcs), "function"), counter.Choice.Method, safe(counter.Choice.Why))
+		}
+		return err
+	}
 	if refused := (*count.ProbeRefusedError)(nil); errors.As(err, &refused) && method == count.Auto {
 		// The hist method's session is gone (histSetup tore it down): the stream counts
 		// instead, in a session of its own.

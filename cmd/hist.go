@@ -164,7 +164,7 @@ func histRun(ctx context.Context, opts *HistOptions) error {
 			return histRejected(hist.Rejected(system, event, text, err))
 		}
 		return nil
-	}); err != nil {
+	}); err != nil || g.DryRun {
 		return err
 	}
 	defer traceTeardown(g, fs, s)
@@ -251,14 +251,12 @@ func readTable(s *session.Session, system, event string) (hist.Table, error) {
 	return tables[0], nil
 }
 
-// ownSession checks the global flags a command that runs in a session of its own cannot take
-// (-B, --dry-run), and its --duration.
+// ownSession checks the global flag a command that runs in a session of its own cannot take
+// (-B), and its --duration.
 func ownSession(g *Globals, name string, d time.Duration) error {
 	switch {
 	case g.Instance != "":
 		return InvalidInput(fmt.Errorf("ftctl %s runs in its own instance; -B is not for %s", name, name))
-	case g.DryRun:
-		return InvalidInput(fmt.Errorf("ftctl %s has no --dry-run: what it sets up lives in its own instance and is removed at the end", name))
 	case d < 0:
 		return InvalidInput(errors.New("--duration must not be negative"))
 	}
@@ -266,7 +264,8 @@ func ownSession(g *Globals, name string, d time.Duration) error {
 }
 
 // histSetup starts the session and adds what add adds, under the lock; on failure the session
-// is torn down. A signal during it ends the command right after.
+// is torn down. A signal during it ends the command right after. In a dry run the writes are
+// printed (tracefs.FS.DryRun) and nothing is left to tear down: the caller stops there.
 func histSetup(ctx context.Context, g *Globals, s *session.Session, add func() error) error {
 	_, lock, err := g.BeginWrite(ctx)
 	if err != nil {
@@ -277,10 +276,15 @@ func histSetup(ctx context.Context, g *Globals, s *session.Session, add func() e
 		return sessionError(err)
 	}
 	if err := add(); err != nil {
-		for _, e := range s.Teardown() {
-			fmt.Fprintf(g.Err, "ftctl: teardown: %v\n", e)
+		if !g.DryRun {
+			for _, e := range s.Teardown() {
+				fmt.Fprintf(g.Err, "ftctl: teardown: %v\n", e)
+			}
 		}
 		return err
+	}
+	if g.DryRun {
+		dryRunDone(g, s)
 	}
 	return nil
 }

@@ -161,7 +161,10 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	}
 	s.Notice = g.Notice
 	var command *session.Command
-	if argv0 != "" {
+	switch {
+	case argv0 != "" && g.DryRun:
+		opts.PID = plannedCommandPID(fs)
+	case argv0 != "":
 		if command, err = startCommand(g, argv0, opts.Command); err != nil {
 			return err
 		}
@@ -198,6 +201,9 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 			command.Abort()
 		}
 		return err
+	}
+	if g.DryRun {
+		return nil
 	}
 	defer traceTeardown(g, fs, s)
 	what := "kprobe and kretprobe"

@@ -127,12 +127,12 @@ func recordRun(ctx context.Context, opts *RecordOptions) error {
 			return err
 		}
 	}
-	if g.DryRun {
-		return InvalidInput(errors.New("ftctl record has no --dry-run: everything it sets up lives in its own instance and is removed at the end"))
-	}
 	mode, err := recordMode(opts.Mode)
 	if err != nil {
 		return err
+	}
+	if g.DryRun {
+		return recordDryRun(ctx, g, opts, spec, argv0)
 	}
 	rd, err := recordDir(opts.File)
 	if err != nil {
@@ -217,16 +217,38 @@ func recordRun(ctx context.Context, opts *RecordOptions) error {
 	return err
 }
 
+// recordDryRun prints what record would write to tracefs, and creates no file: not FILE, not
+// its working directory (whose checks, made as it is created, the run makes).
+func recordDryRun(ctx context.Context, g *Globals, opts *RecordOptions, spec session.Spec, argv0 string) error {
+	if err := checkRecordName(opts.File); err != nil {
+		return err
+	}
+	fs, err := g.FS()
+	if err != nil {
+		return err
+	}
+	if g.Instance != "" {
+		in, err := g.ReadInstance(fs)
+		if err != nil {
+			return err
+		}
+		g.Notice("dry run: record -B writes nothing to tracefs; it would record %s, as it is set up, into %s", in.Label(), safe(opts.File))
+		return nil
+	}
+	s, err := newSession(g, fs, spec)
+	if err != nil {
+		return err
+	}
+	g.Notice("dry run: the recording would go to %s", safe(opts.File))
+	return runSession(ctx, g, fs, s, argv0, opts.Command, nil, nil)
+}
+
 // recordDir makes FILE.tmp-PID beside FILE, after checking that FILE can be written there: a
 // directory that does not exist or that another user can write, a FILE that is a directory,
 // are exit 2 before anything is set up.
 func recordDir(file string) (*stream.RecordDir, error) {
-	if file == "" {
-		return nil, InvalidInput(errors.New("-o: a file name is needed"))
-	}
-	if file == "json" || file == "text" {
-		// -o is the output format everywhere else: 'ftctl -o json record' means that, not a file
-		return nil, InvalidInput(fmt.Errorf("-o %s: for ftctl record, -o names the file to write (default trace.dat), not an output format; name a file such as ./%s.dat", file, file))
+	if err := checkRecordName(file); err != nil {
+		return nil, err
 	}
 	// the user who asked owns their directory: the real user, or the one sudo names
 	owners := []int{os.Getuid()}
@@ -238,6 +260,18 @@ func recordDir(file string) (*stream.RecordDir, error) {
 		return nil, InvalidInput(fmt.Errorf("-o %s: %s", safe(file), safe(err.Error())))
 	}
 	return rd, nil
+}
+
+// checkRecordName refuses a -o that names no file, or names an output format.
+func checkRecordName(file string) error {
+	if file == "" {
+		return InvalidInput(errors.New("-o: a file name is needed"))
+	}
+	if file == "json" || file == "text" {
+		// -o is the output format everywhere else: 'ftctl -o json record' means that, not a file
+		return InvalidInput(fmt.Errorf("-o %s: for ftctl record, -o names the file to write (default trace.dat), not an output format; name a file such as ./%s.dat", file, file))
+	}
+	return nil
 }
 
 // recordMode parses --mode: octal, read and write bits only (a recording is not a program),

@@ -50,7 +50,6 @@ func TestRecordReportRefusals(t *testing.T) {
 		{[]string{"--tracefs", root, "-B", "x", "record", "--clock", "global"}, "with -B, ftctl record reads the instance"},
 		{[]string{"--tracefs", root, "-B", "x", "record", "-O", "sym-offset"}, "with -B, ftctl record reads the instance"},
 		{[]string{"--tracefs", root, "record", "--count", "-1"}, "must not be negative"},
-		{[]string{"--tracefs", root, "record", "--dry-run"}, "no --dry-run"},
 		{[]string{"--tracefs", root, "-o", "json", "record"}, "names the file to write"},
 	} {
 		code, _, errs := run(t, c.args...)
@@ -94,5 +93,59 @@ func TestRecordTimer(t *testing.T) {
 		if i == 1 && (wall < 0.015 || cpu < 0.03) {
 			t.Errorf("30 ms of spinning timed as %.3f s wall, %.3f s CPU", wall, cpu)
 		}
+	}
+}
+
+// treeOf is every file of a directory tree and its content.
+func treeOf(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			out[p] = string(b)
+		} else if err == nil {
+			out[p+"/"] = ""
+		}
+		return nil
+	})
+	return out
+}
+
+// A session command's --dry-run prints its set-up, in order, and changes nothing: not the
+// (fake) tracefs, not the directory of record's -o, and starts no command.
+func TestSessionDryRunChangesNothing(t *testing.T) {
+	root := fakeRootWithFunctions(t)
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "ran")
+	before, beforeDir := treeOf(t, root), treeOf(t, dir)
+	for _, c := range []struct {
+		args []string
+		want []string // in this order
+	}{
+		{[]string{"trace", "-f", "vfs_read"}, []string{"dry-run: mkdir " + root + "/instances/ftctl-", "/tracing_on \"0\"", "set_ftrace_filter for writing", "/current_tracer \"function\""}},
+		{[]string{"trace", "-f", "vfs_read", "--", "touch", marker}, []string{"dry-run: mkdir", "/set_ftrace_pid \"$COMMAND_PID\\n\"", "/current_tracer \"function\""}},
+		{[]string{"record", "-f", "vfs_read", "-o", filepath.Join(dir, "x.dat"), "--", "touch", marker}, []string{"dry-run: mkdir", "set_ftrace_filter for writing", "/current_tracer \"function\""}},
+	} {
+		code, out, errs := run(t, append([]string{"--tracefs", root, "--dry-run"}, c.args...)...)
+		if code != 0 || !strings.Contains(errs, "dry run: nothing was changed") {
+			t.Errorf("%q: exit %d, stderr %q", c.args, code, errs)
+			continue
+		}
+		at := 0
+		for _, w := range c.want {
+			i := strings.Index(out[at:], w)
+			if i < 0 {
+				t.Errorf("%q: the plan lacks %q after byte %d:\n%s", c.args, w, at, out)
+				break
+			}
+			at += i + len(w)
+		}
+	}
+	if after := treeOf(t, root); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("the dry runs changed the tracefs tree")
+	}
+	if after := treeOf(t, dir); fmt.Sprint(after) != fmt.Sprint(beforeDir) {
+		t.Errorf("the dry runs made files: %v", after)
 	}
 }

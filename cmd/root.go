@@ -34,6 +34,7 @@ type Globals struct {
 	Instance    string        // -B/--instance
 	Output      string        // -o text|json
 	DryRun      bool          // --dry-run
+	ShowWrites  bool          // --show-writes
 	Quiet       bool          // -q
 	LockTimeout time.Duration // --lock-timeout
 	Color       string        // --color auto|always|never (colorFor)
@@ -93,6 +94,9 @@ func (g *Globals) FS() (*tracefs.FS, error) {
 	kernelFiles(fs)
 	if err := fs.CheckStateDir(); err != nil {
 		return nil, err
+	}
+	if g.ShowWrites {
+		fs.Log = g.Err
 	}
 	if g.DryRun {
 		// The plan is the output of a dry run, except with -o json, where stdout is one JSON
@@ -218,6 +222,7 @@ colours even then, and into a pipe; --color never does not.`,
 	pf.StringVarP(&g.Instance, "instance", "B", "", "trace instance `NAME` (default: the top-level trace array)")
 	pf.StringVarP(&g.Output, "output", "o", "text", "output `FORMAT`: text or json")
 	pf.BoolVar(&g.DryRun, "dry-run", false, "print each write that would happen, in order, and change nothing")
+	pf.BoolVar(&g.ShowWrites, "show-writes", false, "print each write, mkdir and rmdir on stderr as it is made, as --dry-run prints them (with \"+ \")")
 	pf.BoolVarP(&g.Quiet, "quiet", "q", false, "print no notices on stderr (errors still are)")
 	pf.DurationVar(&g.LockTimeout, "lock-timeout", 5*time.Second, "give up (exit 5) after `D` waiting for another ftctl's lock without it changing hands")
 	pf.StringVar(&g.Color, "color", "auto", "colour output `WHEN`: auto (a terminal, NO_COLOR unset, TERM not dumb), always or never")

@@ -173,9 +173,6 @@ func traceRun(ctx context.Context, opts *TraceOptions) error {
 	if err != nil {
 		return err
 	}
-	if g.DryRun {
-		return InvalidInput(errors.New("ftctl trace has no --dry-run: everything it sets up lives in its own instance and is removed at the end"))
-	}
 	return runSession(ctx, g, fs, s, argv0, opts.Command, nil, func(command *session.Command) error {
 		return traceStream(ctx, g, opts, s, command)
 	})
@@ -205,6 +202,16 @@ func newSession(g *Globals, fs *tracefs.FS, spec session.Spec) (*session.Session
 // (never released) on every failure before body, a signal during the set-up included.
 func runSession(ctx context.Context, g *Globals, fs *tracefs.FS, s *session.Session, argv0 string, argv []string,
 	ready func() (cleanup func(), err error), body func(*session.Command) error) error {
+	if g.DryRun {
+		if argv0 != "" {
+			s.TraceCommand(plannedCommandPID(fs))
+		}
+		if err := traceSetup(ctx, g, s); err != nil {
+			return err
+		}
+		dryRunDone(g, s)
+		return nil
+	}
 	var command *session.Command
 	if argv0 != "" {
 		var err error
@@ -237,6 +244,19 @@ func runSession(ctx context.Context, g *Globals, fs *tracefs.FS, s *session.Sess
 		return abort(err)
 	}
 	return body(command)
+}
+
+// plannedCommandPID is the pid a dry run plans with for the command it does not start: no
+// process can have it (above PID_MAX_LIMIT), and the plan shows it as $COMMAND_PID.
+func plannedCommandPID(fs *tracefs.FS) int {
+	fs.Placeholders = strings.NewReplacer(strconv.Itoa(session.PlannedPID), "$COMMAND_PID")
+	return session.PlannedPID
+}
+
+// dryRunDone ends a session command's dry run: what was printed is the whole set-up; nothing
+// was changed, no command started, nothing read.
+func dryRunDone(g *Globals, s *session.Session) {
+	g.Notice("dry run: nothing was changed; the run then turns tracing on in %s, and at its end undoes everything listed above, newest first", s.Instance.Label())
 }
 
 // startCommand starts the command of -- COMMAND held at its gate, with ftctl's standard

@@ -180,12 +180,16 @@ func (c *Counter) Arm() error {
 	if err != nil {
 		return err
 	}
+	// a dry run defines no probe, whose fields the run checks once the kernel has defined it
 	format, err := s.Instance.EventFormat(s.Group, probeEvent)
-	if err != nil {
+	switch {
+	case errors.Is(err, tracefs.ErrPlanned):
+	case err != nil:
 		return err
-	}
-	if err := t.Check(format, hist.KernelOf(c.hist)); err != nil {
-		return err
+	default:
+		if err := t.Check(format, hist.KernelOf(c.hist)); err != nil {
+			return err
+		}
 	}
 	text := t.String()
 	if err := s.AddTrigger(s.Group, probeEvent, text); err != nil {

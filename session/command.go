@@ -141,3 +141,8 @@ func Gate(args []string) int {
 	}
 	return 126
 }
+
+// PlannedPID stands for the pid of a command a dry run does not start: above PID_MAX_LIMIT
+// (4194304), so no process has it, and above --buffer-kb's bound, so no other value of a plan
+// is it either.
+const PlannedPID = 4194305

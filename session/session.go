@@ -292,6 +292,11 @@ func (s *Session) setEventFilter(in *tracefs.Instance) error {
 	}
 	for _, ev := range s.Probes {
 		f, err := in.EventFormat(s.Group, ev)
+		if errors.Is(err, tracefs.ErrPlanned) {
+			// a dry run defines no probe: its fields are checked when the run has defined it
+			targets = append(targets, target{"events/" + s.Group + "/" + ev, "probe " + s.Group + "/" + ev})
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -480,10 +485,12 @@ func (s *Session) Start(ctx context.Context) (err error) {
 		// An instance lists only the tracers it can run: function_graph in instances came
 		// with Linux 6.11 (seen: 6.1 lists "function nop" there, and refuses with EINVAL).
 		b, err := in.ReadFile("available_tracers")
-		if err != nil {
+		switch {
+		case errors.Is(err, tracefs.ErrPlanned):
+			s.Notice("dry run: whether instances offer the %s tracer is known once one exists; the run checks it before writing", s.tracer)
+		case err != nil:
 			return err
-		}
-		if !slices.Contains(strings.Fields(string(b)), s.tracer) {
+		case !slices.Contains(strings.Fields(string(b)), s.tracer):
 			return &tracefs.Error{Op: "write", Path: in.Path("current_tracer"), Data: s.tracer, Class: tracefs.ErrUnavailable,
 				Reason: fmt.Sprintf("this kernel cannot run the %s tracer in an instance (its instances offer: %s)", s.tracer, strings.TrimSpace(string(b)))}
 		}
@@ -680,7 +687,7 @@ func (s *Session) AddTrigger(system, event, text string) error {
 	if _, err := eventDir(system + ":" + event); err != nil {
 		return err
 	}
-	if !s.Instance.Has(dir + "/trigger") {
+	if !s.Instance.Has(dir+"/trigger") && !(s.Instance.Planned() && s.defines(system, event)) {
 		return fmt.Errorf("%w: no event %s:%s in this kernel", ErrInvalid, system, event)
 	}
 	if err := s.Instance.Write(dir+"/trigger", text+"\n"); err != nil {
@@ -688,6 +695,17 @@ func (s *Session) AddTrigger(system, event, text string) error {
 	}
 	s.triggers = append(s.triggers, trigger{dir, text})
 	return nil
+}
+
+// defines says whether SYSTEM:EVENT is an event the session defined (a probe of its group, a
+// synthetic event of its): a dry run's plan has them, the kernel does not.
+func (s *Session) defines(system, event string) bool {
+	if system == s.Group {
+		return slices.Contains(s.Probes, event)
+	}
+	return system == "synthetic" && slices.ContainsFunc(s.dynamic, func(d dynamicEvent) bool {
+		return d.file == "synthetic_events" && d.remove == "!"+event+"\n"
+	})
 }
 
 // Synthetic is the name of the session's synthetic event called what: the group's name and

@@ -43,6 +43,9 @@ var (
 	// ErrReadOnly: EROFS, tracefs is mounted read-only here (a container's read-only bind mount,
 	// most often): reading works, writing cannot.
 	ErrReadOnly = errors.New("tracefs is mounted read-only")
+	// ErrPlanned: a dry run asked what only the kernel can say once the plan is applied (a
+	// file of an instance the plan makes: Instance.Planned).
+	ErrPlanned = errors.New("not known before the plan is applied")
 	// ErrIO: any other failure talking to the kernel.
 	ErrIO = errors.New("i/o error")
 )

@@ -21,6 +21,12 @@ type FS struct {
 	// DryRun, when set, receives a line for each write, mkdir or rmdir that would happen, in
 	// order, and the operation is not performed. Reads still happen.
 	DryRun io.Writer
+	// Placeholders, when set, rewrites the data of DryRun's lines: a value the plan cannot know
+	// (the pid of a command a dry run does not start) is written as a stand-in, shown by name.
+	Placeholders *strings.Replacer
+	// Log, when set, receives a line for each write, mkdir and rmdir made, once made, as DryRun
+	// would have printed it with "+ " for "dry-run: " (--show-writes).
+	Log io.Writer
 	// KallsymsFile replaces /proc/kallsyms for Kallsyms: a fixture in tests.
 	KallsymsFile string
 	// BTFDir replaces /sys/kernel/btf for BTF: fixtures in tests.
@@ -85,6 +91,30 @@ type Instance struct {
 	fs   *FS
 	Name string
 	dir  string
+	// planned: a dry run's Ensure "made" it; the directory does not exist (see Planned).
+	planned bool
+}
+
+// Planned says whether the instance exists only in a dry run's plan: Ensure would have made
+// it. The kernel fills a new instance with the files of a trace array, empty, so a plan reads
+// it as such: Has answers from the top level (its per-array files are an instance's too);
+// ReadFile gives a new instance's empty lists (the function and pid filters, an event's filter)
+// and an event's format (formats are the kernel's, not an array's); anything else cannot be
+// known before the instance exists, and is ErrPlanned: a plan says it is checked when applied.
+func (i *Instance) Planned() bool { return i.planned }
+
+// plannedLists are the files of a new instance a plan may read, and what the kernel lists
+// in them then (seen on 6.1 and 6.12; internal/fixture's fresh instance holds the same).
+var plannedLists = map[string]string{
+	"set_ftrace_filter":      "#### all functions enabled ####\n",
+	"set_ftrace_notrace":     "",
+	"set_graph_function":     "#### all functions enabled ####\n",
+	"set_graph_notrace":      "",
+	"set_ftrace_pid":         "no pid\n",
+	"set_event_pid":          "",
+	"set_ftrace_notrace_pid": "no pid\n",
+	"set_event_notrace_pid":  "",
+	"set_event":              "",
 }
 
 // Dir is the instance's directory.
@@ -107,7 +137,39 @@ func (i *Instance) FS() *FS { return i.fs }
 // ReadFile reads a whole control file. Never use it on trace_pipe (it blocks) or trace
 // (reading it pauses tracing while open).
 func (i *Instance) ReadFile(file string) ([]byte, error) {
+	if i.planned {
+		return i.plannedRead(file)
+	}
 	return i.fs.readFile(i.Path(file))
+}
+
+// plannedRead is ReadFile of a Planned instance.
+func (i *Instance) plannedRead(file string) ([]byte, error) {
+	if text, ok := plannedLists[file]; ok {
+		return []byte(text), nil
+	}
+	if file == "available_tracers" {
+		// The kernel offers the same tracers in every instance (those it allows there): an
+		// existing instance says which.
+		if names, err := i.fs.Instances(); err == nil {
+			for _, n := range names {
+				if other, err := i.fs.Existing(n); err == nil && other.Has(file) {
+					return other.ReadFile(file)
+				}
+			}
+		}
+		return nil, &Error{Op: "open", Path: i.Path(file), Class: ErrPlanned, Reason: "no instance exists to say which tracers instances offer"}
+	}
+	if strings.HasPrefix(file, "events/") && (strings.HasSuffix(file, "/format") || strings.HasSuffix(file, "/filter")) {
+		if !i.fs.Top().Has(file) {
+			return nil, &Error{Op: "open", Path: i.Path(file), Class: ErrPlanned, Reason: "the event does not exist yet"}
+		}
+		if strings.HasSuffix(file, "/filter") {
+			return []byte("none\n"), nil
+		}
+		return i.fs.readFile(i.fs.Path(file))
+	}
+	return nil, &Error{Op: "open", Path: i.Path(file), Class: ErrPlanned, Reason: "the instance does not exist yet"}
 }
 
 func (f *FS) readFile(path string) ([]byte, error) {
@@ -147,6 +209,9 @@ func (i *Instance) Stat(file string) (os.FileInfo, error) {
 
 // Has reports whether the file exists (whatever its permissions).
 func (i *Instance) Has(file string) bool {
+	if i.planned {
+		return i.fs.Top().Has(file)
+	}
 	_, err := os.Lstat(i.Path(file))
 	return err == nil
 }
@@ -169,17 +234,32 @@ func (i *Instance) Truncate(file string) error {
 	return i.write(file, "", unix.O_TRUNC)
 }
 
-func (i *Instance) write(file, data string, extra int) error {
+// logged prints line to Log, if set: a write, mkdir or rmdir made.
+func (f *FS) logged(line string) {
+	if f.Log != nil {
+		fmt.Fprintf(f.Log, "+ %s\n", line)
+	}
+}
+
+func (i *Instance) write(file, data string, extra int) (err error) {
 	path := i.Path(file)
 	f := i.fs
+	line := "truncate " + path
+	if extra&unix.O_TRUNC == 0 {
+		line = "write " + path + " " + strconv.Quote(data)
+	}
 	if f.DryRun != nil {
-		if extra&unix.O_TRUNC != 0 {
-			fmt.Fprintf(f.DryRun, "dry-run: truncate %s\n", path)
-		} else {
-			fmt.Fprintf(f.DryRun, "dry-run: write %s %s\n", path, quoteData(data))
+		if extra&unix.O_TRUNC == 0 && f.Placeholders != nil {
+			line = "write " + path + " " + f.Placeholders.Replace(strconv.Quote(data))
 		}
+		fmt.Fprintf(f.DryRun, "dry-run: %s\n", line)
 		return nil
 	}
+	defer func() {
+		if err == nil {
+			f.logged(line)
+		}
+	}()
 	var logs []*Instance
 	var before []uint64
 	if logsErrors(file) {
@@ -305,7 +385,7 @@ func (e *TokenError) Unwrap() error { return e.Err }
 //
 // A cancelled ctx stops the writing between tokens (the file is still closed, committing what
 // was written) and returns ctx.Err().
-func (i *Instance) WriteTokens(ctx context.Context, file string, toks []Token) error {
+func (i *Instance) WriteTokens(ctx context.Context, file string, toks []Token) (err error) {
 	path := i.Path(file)
 	f := i.fs
 	if f.DryRun != nil {
@@ -319,6 +399,17 @@ func (i *Instance) WriteTokens(ctx context.Context, file string, toks []Token) e
 		}
 		fmt.Fprintf(f.DryRun, "dry-run: close %s\n", path)
 		return nil
+	}
+	if f.Log != nil {
+		defer func() {
+			if err == nil {
+				f.logged("open " + path + " for writing (no O_TRUNC; the close commits)")
+				for _, t := range toks {
+					f.logged("  write " + strconv.Quote(t.Text+"\n"))
+				}
+				f.logged("close " + path)
+			}
+		}()
 	}
 	fd, err := os.OpenFile(path, os.O_WRONLY|unix.O_CLOEXEC, 0)
 	if err != nil {

@@ -94,6 +94,7 @@ func (f *FS) Ensure(name string) (in *Instance, created bool, err error) {
 	}
 	if f.DryRun != nil {
 		fmt.Fprintf(f.DryRun, "dry-run: mkdir %s\n", in.dir)
+		in.planned = true
 		return in, true, nil
 	}
 	if err := f.mkdir(in.dir); err != nil {
@@ -102,6 +103,7 @@ func (f *FS) Ensure(name string) (in *Instance, created bool, err error) {
 		}
 		return nil, false, f.opError("mkdir", in.dir, "", err)
 	}
+	f.logged("mkdir " + in.dir)
 	return in, true, nil
 }
 
@@ -135,7 +137,10 @@ func (i *Instance) Remove() error {
 		fmt.Fprintf(f.DryRun, "dry-run: rmdir %s\n", i.dir)
 		return nil
 	}
-	if err := f.rmdir(i.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	switch err := f.rmdir(i.dir); {
+	case err == nil:
+		f.logged("rmdir " + i.dir)
+	case !errors.Is(err, fs.ErrNotExist):
 		return f.opError("rmdir", i.dir, "", err)
 	}
 	return nil

@@ -71,6 +71,14 @@ for k in $kernels; do
 	fi
 	summary+=("$line")
 done
+# What failed, with its output, last: a CI log shows its end.
+for k in $kernels; do
+	if grep -a -q -E '^--- FAIL: |^panic: |test timed out after' "$build/vmtest-$k.log"; then
+		echo
+		echo "===== kernel $k: what failed ====="
+		awk -v max=80 -f "$here/failures.awk" "$build/vmtest-$k.log"
+	fi
+done
 echo
 printf '%s\n' "${summary[@]}"
 echo "vmtest: $passed passed, $failed failed, $skipped skipped"

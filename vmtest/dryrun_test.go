@@ -1,0 +1,168 @@
+//go:build vmtest
+
+package vmtest
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// controlState is what a dry run must leave byte-identical: every readable control file of the
+// top level and its options (not the buffers, pipes and statistics, which tracing itself
+// changes), the instances and, in each, its tracer, tracing_on, enabled events and function
+// and pid lists, and ftctl's journals.
+func controlState(t *testing.T) string {
+	t.Helper()
+	skip := regexp.MustCompile(`^(trace|trace_pipe|trace_marker.*|snapshot|free_buffer|saved_cmdlines.*|saved_tgids|` +
+		`available_filter_functions.*|enabled_functions|touched_functions|dyn_ftrace_total_info|printk_formats|` +
+		`per_cpu|instances|events|options|hwlat_detector|osnoise|rv|buffer_total_size_kb|error_log|timestamp_mode|` +
+		`stack_trace|stack_max_size|function_profile_enabled|trace_stat|.*_stats?)$`)
+	var b strings.Builder
+	dump := func(dir, prefix string, names []string) {
+		sort.Strings(names)
+		for _, n := range names {
+			if skip.MatchString(n) {
+				continue
+			}
+			st, err := os.Stat(filepath.Join(dir, n))
+			if err != nil || !st.Mode().IsRegular() {
+				continue
+			}
+			if c, err := os.ReadFile(filepath.Join(dir, n)); err == nil {
+				b.WriteString("== " + prefix + n + "\n" + string(c))
+			}
+		}
+	}
+	list := func(dir string) []string {
+		ents, _ := os.ReadDir(dir)
+		var out []string
+		for _, e := range ents {
+			out = append(out, e.Name())
+		}
+		return out
+	}
+	dump(tracing, "", list(tracing))
+	dump(filepath.Join(tracing, "options"), "options/", list(filepath.Join(tracing, "options")))
+	names := instanceNames(t)
+	sort.Strings(names)
+	for _, n := range names {
+		dir := filepath.Join(tracing, "instances", n)
+		dump(dir, "instances/"+n+"/", []string{"current_tracer", "tracing_on", "set_event", "set_ftrace_filter", "set_ftrace_notrace", "set_event_pid", "set_ftrace_pid", "buffer_size_kb", "trace_clock"})
+	}
+	b.WriteString("== /run/ftctl\n" + strings.Join(list("/run/ftctl"), "\n") + "\n")
+	return b.String()
+}
+
+// The names a session gives (instance ftctl-PID-NONCE, group ftctl_PID_NONCE), ftctl's own
+// thread ids, the padding and notes of a dry run's token lines: what differs between two runs
+// of the same set-up.
+var (
+	planNames  = regexp.MustCompile(`ftctl([-_])[0-9]+[-_][0-9a-f]+`)
+	planTIDs   = regexp.MustCompile(`common_pid != [0-9]+( && common_pid != [0-9]+)*`)
+	planNotPID = regexp.MustCompile(`(set_(ftrace|event)_notrace_pid) ".*"$`)
+	planNote   = regexp.MustCompile(`\s+# .*$`)
+)
+
+// planLines turns a dry run's stdout ("dry-run: " lines) or a run's --show-writes stderr ("+ "
+// lines) into one comparable list.
+func planLines(out, prefix string) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		l, ok := strings.CutPrefix(l, prefix)
+		if !ok {
+			continue
+		}
+		l = planNames.ReplaceAllString(l, "ftctl${1}ID")
+		l = planTIDs.ReplaceAllString(l, "common_pid != TIDS")
+		l = planNotPID.ReplaceAllString(l, `$1 "TIDS"`)
+		l = planNote.ReplaceAllString(l, "")
+		lines = append(lines, strings.TrimRight(l, " "))
+	}
+	return lines
+}
+
+// Every command that sets a session up takes --dry-run (issue 27): it prints the set-up's writes
+// in order and changes nothing, and what it prints is what the run then writes (--show-writes),
+// before it turns tracing on.
+func TestSessionDryRunIsTheRun(t *testing.T) {
+	// another instance (which says what tracers instances offer a new one) and another's probe;
+	// not a top-level filter, which would keep graph from the top level where 6.1 runs it
+	otherProbe(t)
+	if err := os.Mkdir(filepath.Join(tracing, "instances", "dryworld"), 0o755); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	removeInstanceLater(t, "dryworld")
+	dat := filepath.Join(t.TempDir(), "x.dat")
+	ft := topFS(t).DetectFeatures()
+	cases := [][]string{
+		{"trace", "-f", "vfs_read", "-n", "vfs_write", "-e", "sched:sched_switch", "--filter", "prev_pid != 0", "-O", "sym-offset", "--clock", "global"},
+		{"trace", "-p", "p:open do_sys_openat2", "-e", "sched:sched_process_exit"},
+		{"record", "-f", "vfs_read", "-o", dat},
+		{"graph", "-f", "vfs_read", "--depth", "3"},
+		{"count", "vfs_read", "vfs_write", "--method", "stream"},
+	}
+	if ft.HistTriggers {
+		cases = append(cases, []string{"hist", "sched:sched_switch", "--key", "prev_pid"},
+			[]string{"count", "vfs_read", "--method", "hist"})
+	}
+	if ft.HistTriggers && ft.SyntheticEvents {
+		cases = append(cases, []string{"latency", "vfs_read"})
+	}
+	for _, args := range cases {
+		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
+			before := controlState(t)
+			dry := ftctlRun(t, append([]string{"--dry-run"}, args...)...)
+			if dry.code != 0 || !strings.Contains(dry.stderr, "dry run: nothing was changed") {
+				t.Fatalf("dry run: %v", dry)
+			}
+			if after := controlState(t); after != before {
+				t.Fatalf("the dry run changed the kernel's state:\n%s", lineDiff(before, after))
+			}
+			if _, err := os.Stat(dat); err == nil {
+				t.Fatalf("the dry run made %s", dat)
+			}
+			plan := planLines(dry.stdout, "dry-run: ")
+			t.Logf("the plan:\n%s", strings.Join(plan, "\n"))
+			if len(plan) < 3 || !strings.HasPrefix(plan[0], "mkdir "+tracing+"/instances/ftctl-ID") {
+				t.Fatalf("no plan: %q", dry.stdout)
+			}
+			run := ftctlRun(t, append([]string{"--show-writes"}, append(args, "--duration", "1s")...)...)
+			if run.code != 0 {
+				t.Fatalf("the run: %v", run)
+			}
+			os.Remove(dat)
+			made := planLines(run.stderr, "+ ")
+			if len(made) < len(plan) || strings.Join(made[:len(plan)], "\n") != strings.Join(plan, "\n") {
+				t.Errorf("the plan is not what the run wrote first:\nplan:\n%s\nrun:\n%s", strings.Join(plan, "\n"), strings.Join(made, "\n"))
+			}
+		})
+	}
+}
+
+// lineDiff lists the lines of b not in a and of a not in b.
+func lineDiff(a, b string) string {
+	in := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	ina, inb := in(a), in(b)
+	var out []string
+	for _, l := range strings.Split(a, "\n") {
+		if !inb[l] {
+			out = append(out, "- "+l)
+		}
+	}
+	for _, l := range strings.Split(b, "\n") {
+		if !ina[l] {
+			out = append(out, "+ "+l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
