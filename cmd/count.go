@@ -101,39 +101,45 @@ COMMAND does. -o json prints one object per line, per function and interval:
 }
 
 // countInterval is what countRun prints at the end of each interval.
-// newCounter is count.New with its errors mapped to the exit table.
-func newCounter(fs *tracefs.FS, o count.Options) (*count.Counter, error) {
-	counter, err := count.New(fs, o)
+// countError maps a counter's errors to the exit table.
+func countError(err error) error {
 	switch {
+	case err == nil:
+		return nil
 	case errors.Is(err, count.ErrMethod):
-		return nil, InvalidInput(err)
-	case err != nil:
-		return nil, sessionError(err)
+		return InvalidInput(err)
+	case errors.As(err, new(*hist.RejectedError)):
+		return histRejected(err)
+	case errors.As(err, new(*count.ProbeRefusedError)):
+		return err
 	}
-	return counter, nil
+	return sessionError(err)
 }
 
-// armCounter sets the counter's session up under the lock and arms it (for the command,
-// when there is one); on failure nothing is left. The kernel's refusal of a probe point is
-// the *count.ProbeRefusedError (exit 3), for the caller to fall back on the stream.
-func armCounter(ctx context.Context, g *Globals, counter *count.Counter, command *session.Command) error {
-	counter.Session().Notice = g.Notice
-	if command != nil {
-		counter.SetPID(command.PID())
+// armCounter sets the session of first (count.New of o) up under the lock (for the command, when
+// there is one), the stream counting where the kernel refuses the hist method's probe points
+// (count.Arm); on failure nothing is left. In a dry run the set-up is printed.
+func armCounter(ctx context.Context, g *Globals, fs *tracefs.FS, first *count.Counter, o count.Options, pid int) (*count.Counter, error) {
+	fallback := func(refused *count.ProbeRefusedError) {
+		g.Notice("%s: counting by the stream instead", safe(refused.Error()))
 	}
-	return histSetup(ctx, g, counter.Session(), func() error {
-		err := counter.Arm()
-		if re := (*hist.RejectedError)(nil); errors.As(err, &re) {
-			return histRejected(err)
-		}
-		if refused := (*count.ProbeRefusedError)(nil); errors.As(err, &refused) {
+	c, err := count.Arm(first, fs, o, fallback, func(c *count.Counter) error {
+		c.Session().Notice = g.Notice
+		c.SetPID(pid)
+		_, lock, err := g.BeginWrite(ctx)
+		if err != nil {
 			return err
 		}
-		if err != nil {
-			return sessionError(err)
+		defer lock.Unlock()
+		if err := c.Start(context.WithoutCancel(ctx)); err != nil {
+			return err
+		}
+		if g.DryRun {
+			dryRunDone(g, c.Session())
 		}
 		return nil
 	})
+	return c, countError(err)
 }
 
 type countInterval struct {
@@ -175,38 +181,28 @@ func countRun(ctx context.Context, opts *CountOptions) error {
 		return err
 	}
 	co := count.Options{Patterns: patterns, Method: method, PID: opts.PID}
-	counter, err := newCounter(fs, co)
+	first, err := count.New(fs, co)
 	if err != nil {
-		return err
+		return countError(err)
 	}
 	var command *session.Command
+	pid := 0
 	switch {
 	case argv0 != "" && g.DryRun:
-		counter.SetPID(plannedCommandPID(fs))
+		pid = plannedCommandPID(fs)
 	case argv0 != "":
 		if command, err = startCommand(g, argv0, opts.Command); err != nil {
 			return err
 		}
+		pid = command.PID()
 	}
-	err = armCounter(ctx, g, counter, command)
-	if g.DryRun {
-		if err == nil {
-			g.Notice("counting %s by %s: %s", plural(len(counter.Choice.Funcs), "function"), counter.Choice.Method, safe(counter.Choice.Why))
-		}
-		return err
-	}
-	if refused := (*count.ProbeRefusedError)(nil); errors.As(err, &refused) && method == count.Auto {
-		// The hist method's session is gone (histSetup tore it down): the stream counts
-		// instead, in a session of its own.
-		g.Notice("%s: counting by the stream instead", safe(refused.Error()))
-		co.Method, co.Because = count.Stream, "the kernel refused a probe on "+refused.Func
-		if counter, err = newCounter(fs, co); err == nil {
-			err = armCounter(ctx, g, counter, command)
-		}
-	}
-	if err != nil {
+	counter, err := armCounter(ctx, g, fs, first, co, pid)
+	if err != nil || g.DryRun {
 		if command != nil {
 			command.Abort()
+		}
+		if err == nil {
+			g.Notice("counting %s by %s: %s", plural(len(counter.Choice.Funcs), "function"), counter.Choice.Method, safe(counter.Choice.Why))
 		}
 		return err
 	}

@@ -153,18 +153,12 @@ func histRun(ctx context.Context, opts *HistOptions) error {
 	if err := t.Check(format, hist.KernelOf(ft.Hist)); err != nil {
 		return histInvalid(err)
 	}
-	s, err := session.New(fs, session.NewID(os.Getpid()), session.Spec{})
+	s, err := session.New(fs, session.NewID(os.Getpid()), session.Spec{Triggers: []session.Trigger{{System: system, Event: event, Text: t.String()}}})
 	if err != nil {
 		return sessionError(err)
 	}
 	s.Notice = g.Notice
-	text := t.String()
-	if err := histSetup(ctx, g, s, func() error {
-		if err := s.AddTrigger(system, event, text); err != nil {
-			return histRejected(hist.Rejected(system, event, text, err))
-		}
-		return nil
-	}); err != nil || g.DryRun {
+	if err := histSetup(ctx, g, s, nil); err != nil || g.DryRun {
 		return err
 	}
 	defer traceTeardown(g, fs, s)
@@ -273,7 +267,16 @@ func histSetup(ctx context.Context, g *Globals, s *session.Session, add func() e
 	}
 	defer lock.Unlock()
 	if err := s.Start(context.WithoutCancel(ctx)); err != nil {
+		if te := (*session.TriggerError)(nil); errors.As(err, &te) {
+			return histRejected(hist.Rejected(te.Trigger.System, te.Trigger.Event, te.Trigger.Text, te.Err))
+		}
 		return sessionError(err)
+	}
+	if add == nil {
+		if g.DryRun {
+			dryRunDone(g, s)
+		}
+		return nil
 	}
 	if err := add(); err != nil {
 		if !g.DryRun {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ftctl/ftctl/count"
 	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/hist"
 	"github.com/ftctl/ftctl/session"
@@ -83,38 +84,6 @@ per task.`,
 	return c
 }
 
-// latencyPlan is what latency writes, in order; the session removes it in the reverse order.
-type latencyPlan struct {
-	kind               byte   // 'f' (fprobe) or 'p' (kprobe and kretprobe)
-	entry, ret         string // the events, in the session's group
-	retPlace, entPlace string
-	synth              string // the synthetic event
-	entTrig, retTrig   string // the triggers on the entry and the return
-	synthTrig          string // the .log2 hist trigger on the synthetic event
-}
-
-func planLatency(s *session.Session, fn string, fprobe bool, pid int, by string) latencyPlan {
-	p := latencyPlan{kind: 'p', entry: "lat_entry", ret: "lat_return", entPlace: fn, retPlace: fn, synth: s.Synthetic("lat")}
-	if fprobe {
-		p.kind = 'f'
-		p.retPlace = fn + "%return"
-	}
-	p.entTrig = "hist:keys=common_pid:ts0=common_timestamp.usecs"
-	if pid > 0 {
-		p.entTrig += " if common_pid == " + strconv.Itoa(pid)
-	}
-	p.retTrig = "hist:keys=common_pid:lat=common_timestamp.usecs-$ts0:onmatch(" + s.Group + "." + p.entry + ").trace(" + p.synth + ",$lat)"
-	switch by {
-	case "pid":
-		p.synthTrig = "hist:keys=common_pid,lat.log2:sort=common_pid,lat"
-	case "comm":
-		p.synthTrig = "hist:keys=common_pid.execname,lat.log2:sort=common_pid,lat"
-	default:
-		p.synthTrig = "hist:keys=lat.log2:sort=lat"
-	}
-	return p
-}
-
 func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	g := opts.G
 	if err := ownSession(g, "latency", opts.Duration); err != nil {
@@ -155,11 +124,6 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	if len(ix.Resolve(pat)) == 0 {
 		return InvalidInput(fmt.Errorf("%s is not a traceable function (not in available_filter_functions; 'ftctl functions' lists them)", safe(opts.Func)))
 	}
-	s, err := session.New(fs, session.NewID(os.Getpid()), session.Spec{})
-	if err != nil {
-		return sessionError(err)
-	}
-	s.Notice = g.Notice
 	var command *session.Command
 	switch {
 	case argv0 != "" && g.DryRun:
@@ -170,47 +134,27 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 		}
 		opts.PID = command.PID()
 	}
-	plan := planLatency(s, opts.Func, ft.Probe.Fprobe, opts.PID, opts.By)
-	err = histSetup(ctx, g, s, func() error {
-		if err := s.AddProbe(plan.kind, plan.entry, plan.entPlace); err != nil {
-			return sessionError(err)
-		}
-		retKind := plan.kind
-		if retKind == 'p' {
-			retKind = 'r'
-		}
-		if err := s.AddProbe(retKind, plan.ret, plan.retPlace); err != nil {
-			return sessionError(err)
-		}
-		if err := s.AddSynthetic(plan.synth, "u64 lat"); err != nil {
-			return err
-		}
-		for _, t := range []struct{ sys, ev, text string }{
-			{s.Group, plan.entry, plan.entTrig},
-			{s.Group, plan.ret, plan.retTrig},
-			{"synthetic", plan.synth, plan.synthTrig},
-		} {
-			if err := s.AddTrigger(t.sys, t.ev, t.text); err != nil {
-				return histRejected(hist.Rejected(t.sys, t.ev, t.text, err))
-			}
-		}
-		return nil
-	})
+	id := session.NewID(os.Getpid())
+	l := count.LatencySetup(id, opts.Func, ft.Probe.Fprobe, opts.PID, opts.By)
+	s, err := session.New(fs, id, session.Spec{Dynamic: l.Dynamic, Triggers: l.Triggers})
 	if err != nil {
+		err = sessionError(err)
+	} else {
+		s.Notice = g.Notice
+		err = histSetup(ctx, g, s, nil)
+	}
+	if err != nil || g.DryRun {
 		if command != nil {
 			command.Abort()
 		}
 		return err
 	}
-	if g.DryRun {
-		return nil
-	}
 	defer traceTeardown(g, fs, s)
 	what := "kprobe and kretprobe"
-	if plan.kind == 'f' {
+	if l.Kind == 'f' {
 		what = "fprobes"
 	}
-	g.Notice("%s: %s %s/%s and %s/%s, synthetic event %s", safe(opts.Func), what, s.Group, plan.entry, s.Group, plan.ret, plan.synth)
+	g.Notice("%s: %s %s/%s and %s/%s, synthetic event %s", safe(opts.Func), what, s.Group, l.Entry, s.Group, l.Return, l.Synthetic)
 	var commandErr error
 	if ctx.Err() != nil {
 		if command != nil {
@@ -239,7 +183,7 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	} else {
 		wait(ctx, opts.Duration)
 	}
-	table, err := readTable(s, "synthetic", plan.synth)
+	table, err := readTable(s, "synthetic", l.Synthetic)
 	if err != nil {
 		return err
 	}
@@ -249,7 +193,7 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	// hist files. A call dropped at its entry is in general dropped at its return too (the two
 	// tables fill with the same tasks), so the larger of the two counts is the calls lost.
 	var lost uint64
-	for _, ev := range []string{plan.entry, plan.ret} {
+	for _, ev := range []string{l.Entry, l.Return} {
 		if t, err := readTable(s, s.Group, ev); err == nil {
 			lost = max(lost, t.Dropped)
 		}

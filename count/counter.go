@@ -48,9 +48,9 @@ func (e *ProbeRefusedError) Error() string {
 func (e *ProbeRefusedError) Unwrap() error { return e.Err }
 
 // Counter counts calls per function in a session of ftctl's own. Use: New (nothing written),
-// SetPID if a command is started meanwhile, Session().Start and Arm under the tracefs lock,
-// Begin, Counts as often as wanted, Stop, Counts a last time, Close, then the session's
-// Teardown. Counts may be called from another goroutine than Begin's.
+// SetPID if a command is started meanwhile, Start under the tracefs lock (or Arm, which falls
+// back on the stream), Begin, Counts as often as wanted, Stop, Counts a last time, Close, then
+// the session's Teardown. Counts may be called from another goroutine than Begin's.
 type Counter struct {
 	Choice  Choice
 	fs      *tracefs.FS
@@ -140,29 +140,25 @@ func (c *Counter) Session() *session.Session { return c.s }
 // Trigger is the hist trigger written (Hist, Event), "" before Arm (Hist) or for Stream.
 func (c *Counter) Trigger() string { return c.trigger }
 
-// Arm adds what the method needs to the started session: for Hist the probe points and the
-// trigger, each owned by the session (removed by its Teardown). The caller holds the tracefs
-// lock. The kernel's refusal of the trigger is a *hist.RejectedError; of a probe point, the
-// tracefs error naming the function.
-func (c *Counter) Arm() error {
-	if c.Choice.Method == Event {
-		return c.armEvent()
-	}
-	if c.Choice.Method != Hist {
-		return nil
-	}
+// setup is what the method adds to the session's set-up (session.Spec.Dynamic and Triggers),
+// once the pid counted is known: for Hist a probe point per function and the trigger keyed by
+// the probed function; for Event the event's trigger.
+func (c *Counter) setup() (dyn []session.Dynamic, trig []session.Trigger, err error) {
 	s := c.s
+	switch c.Choice.Method {
+	case Event:
+		o := c.event
+		return nil, []session.Trigger{{System: o.System, Event: o.Event, Text: c.trigger}}, nil
+	case Hist:
+	default:
+		return nil, nil, nil
+	}
 	for _, f := range c.Choice.Funcs {
 		place := f.Name
 		if f.Module != "" {
 			place = f.Module + ":" + f.Name
 		}
-		if err := s.AddProbe(c.Choice.Probe, probeEvent, place); err != nil {
-			if errors.Is(err, tracefs.ErrRejected) {
-				return &ProbeRefusedError{Func: f.String(), Err: err}
-			}
-			return fmt.Errorf("probing %s: %w", f, err)
-		}
+		dyn = append(dyn, session.Dynamic{Kind: c.Choice.Probe, Event: probeEvent, Place: place})
 	}
 	filter := ""
 	if c.pid > 0 {
@@ -176,27 +172,73 @@ func (c *Counter) Arm() error {
 		}
 		filter = strings.Join(not, " && ")
 	}
+	// the probe's fields are the kernel's for every probe (__probe_ip): the keys need no
+	// check against a format, which exists only once the probe is defined
 	t, err := hist.Parse([]string{"__probe_ip.sym"}, nil, "", 0, filter)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.trigger = t.String()
+	return dyn, []session.Trigger{{System: s.Group, Event: probeEvent, Text: c.trigger}}, nil
+}
+
+// Start sets the counter's session up, what the method needs included, each piece owned by
+// the session (removed by its Teardown). The caller holds the tracefs lock. The kernel's
+// refusal of the trigger is a *hist.RejectedError; of a probe point, a *ProbeRefusedError
+// naming the function.
+func (c *Counter) Start(ctx context.Context) error {
+	dyn, trig, err := c.setup()
 	if err != nil {
 		return err
 	}
-	// a dry run defines no probe, whose fields the run checks once the kernel has defined it
-	format, err := s.Instance.EventFormat(s.Group, probeEvent)
-	switch {
-	case errors.Is(err, tracefs.ErrPlanned):
-	case err != nil:
+	if err := c.s.Extend(dyn, trig); err != nil {
 		return err
-	default:
-		if err := t.Check(format, hist.KernelOf(c.hist)); err != nil {
-			return err
+	}
+	err = c.s.Start(ctx)
+	var de *session.DynamicError
+	var te *session.TriggerError
+	switch {
+	case errors.As(err, &de) && errors.Is(de.Err, tracefs.ErrRejected):
+		return &ProbeRefusedError{Func: c.funcOf(de.Dynamic.Place), Err: de.Err}
+	case errors.As(err, &de):
+		return fmt.Errorf("probing %s: %w", c.funcOf(de.Dynamic.Place), de.Err)
+	case errors.As(err, &te):
+		return hist.Rejected(te.Trigger.System, te.Trigger.Event, te.Trigger.Text, te.Err)
+	}
+	return err
+}
+
+// funcOf names the function a probe point was put on.
+func (c *Counter) funcOf(place string) string {
+	for _, f := range c.Choice.Funcs {
+		if f.Name == place || f.Module+":"+f.Name == place {
+			return f.String()
 		}
 	}
-	text := t.String()
-	if err := s.AddTrigger(s.Group, probeEvent, text); err != nil {
-		return hist.Rejected(s.Group, probeEvent, text, err)
+	return place
+}
+
+// Arm starts c, made by New(fs, o), with start (which holds the tracefs lock, sets the pid
+// counted with SetPID, and calls Start): when Auto chose the hist method and the kernel
+// refuses one of its probe points (a function on the kprobe blacklist, say), the hist
+// method's session is gone and a stream counter, in a session of its own, counts instead;
+// fallback is told why first. A failed start leaves nothing.
+func Arm(c *Counter, fs *tracefs.FS, o Options, fallback func(*ProbeRefusedError), start func(*Counter) error) (*Counter, error) {
+	for {
+		err := start(c)
+		if refused := (*ProbeRefusedError)(nil); errors.As(err, &refused) && o.Method == Auto {
+			fallback(refused)
+			o.Method, o.Because = Stream, "the kernel refused a probe on "+refused.Func
+			if c, err = New(fs, o); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
 	}
-	c.trigger = text
-	return nil
 }
 
 // Begin turns tracing on; for Stream it starts reading the instance. The reader ends with Stop

@@ -56,15 +56,6 @@ func NewEvent(fs *tracefs.FS, o EventOptions) (*Counter, error) {
 	return c, nil
 }
 
-// armEvent writes the event's trigger.
-func (c *Counter) armEvent() error {
-	o := c.event
-	if err := c.s.AddTrigger(o.System, o.Event, c.trigger); err != nil {
-		return hist.Rejected(o.System, o.Event, c.trigger, err)
-	}
-	return nil
-}
-
 // eventCounts reads the event's table: the hits per key, the keys' texts joined by spaces (a
 // pid shown as a program name or a syscall by its name keeps its number, as ftctl hist prints
 // it).

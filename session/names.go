@@ -59,6 +59,11 @@ func (id ID) Instance() string { return instancePrefix + id.suffix("-") }
 // Group is the session's private probe group (a C identifier, at most 63 bytes: here 23).
 func (id ID) Group() string { return groupPrefix + id.suffix("_") }
 
+// Synthetic is the name of the session's synthetic event called what: the group's name and
+// what, so that `ftctl reset` and people see whose it is (synthetic events have one
+// namespace, the system "synthetic", shared by every instance).
+func (id ID) Synthetic(what string) string { return id.Group() + "_" + what }
+
 // InstanceID says whether an instance name is a session's, and whose.
 func InstanceID(name string) (ID, bool) { return parseID(name, instancePrefix, "-") }
 

@@ -61,9 +61,52 @@ type Spec struct {
 	// Graph makes a function_graph session (ftctl graph, graph.go): Tracer is then
 	// function_graph, and Filters may be empty (the graph's roots choose the calls).
 	Graph *GraphSpec
+	// Dynamic are events the session defines in its group for its triggers, in order, not
+	// enabled: probes (kinds p, r, f) and synthetic events (kind s). Start writes them after
+	// the tracer, and Teardown removes them after the triggers, newest first.
+	Dynamic []Dynamic
+	// Triggers are written into the session's instance after Dynamic, in order: a trigger
+	// whose action names an event (onmatch(), trace()) comes after that event's definition.
+	// Teardown removes them first, newest first.
+	Triggers []Trigger
 
 	options []optionSetting // Options, checked
 }
+
+// Dynamic is an event a session defines for its triggers (Spec.Dynamic).
+type Dynamic struct {
+	// Kind: 'p' (a kprobe), 'r' (a kretprobe), 'f' (an fprobe: Place "SYM" or "SYM%return",
+	// where the tracefs README announces them) or 's' (a synthetic event).
+	Kind byte
+	// Event: a probe's name in the session's group; a synthetic event's whole name, which
+	// must be the session's (ID.Synthetic).
+	Event string
+	// Place: where a probe attaches (SYM, MOD:SYM); a synthetic event's fields ("u64 lat").
+	Place string
+}
+
+// Trigger is an event trigger a session writes (Spec.Triggers): Text ("hist:keys=...")
+// into events/System/Event/trigger of its instance.
+type Trigger struct{ System, Event, Text string }
+
+// DynamicError is a refusal of one of Spec.Dynamic's definitions (the kernel's, a
+// tracefs.ErrRejected, or a missing feature).
+type DynamicError struct {
+	Dynamic Dynamic
+	Err     error
+}
+
+func (e *DynamicError) Error() string { return e.Err.Error() }
+func (e *DynamicError) Unwrap() error { return e.Err }
+
+// TriggerError is a refusal of one of Spec.Triggers.
+type TriggerError struct {
+	Trigger Trigger
+	Err     error
+}
+
+func (e *TriggerError) Error() string { return e.Err.Error() }
+func (e *TriggerError) Unwrap() error { return e.Err }
 
 // optionSetting is one -O, checked: options/Name gets On.
 type optionSetting struct {
@@ -203,6 +246,10 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 			s.defs = append(s.defs, d)
 		}
 	}
+	s.spec.Dynamic, s.spec.Triggers = nil, nil
+	if err := s.Extend(spec.Dynamic, spec.Triggers); err != nil {
+		return nil, err
+	}
 	var events []string
 	for _, e := range spec.Events {
 		if _, err := eventDir(e); err != nil {
@@ -232,6 +279,36 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 		return nil, &tracefs.Error{Op: "open", Path: fs.Path("set_ftrace_pid"), Class: tracefs.ErrUnavailable, Reason: "this kernel cannot filter functions by pid"}
 	}
 	return s, nil
+}
+
+// Extend adds events the session defines and triggers it writes (Spec.Dynamic and
+// Spec.Triggers) before Start, once what they depend on is known (the pid of a command started
+// after New). They are checked as New checks the spec; nothing is written.
+func (s *Session) Extend(dynamic []Dynamic, triggers []Trigger) error {
+	top := s.FS.Top()
+	for _, d := range dynamic {
+		file, ok := map[byte]string{'p': "kprobe_events", 'r': "kprobe_events", 'f': "dynamic_events", 's': "synthetic_events"}[d.Kind]
+		name := d.Event
+		if d.Kind == 's' {
+			name, ok = strings.CutPrefix(name, s.Group+"_")
+			ok = ok && name != ""
+		}
+		if !ok || !validEventName(name) || !validEventName(d.Event) || d.Place == "" || strings.ContainsAny(d.Place, "\n\x00") ||
+			(d.Kind != 's' && strings.ContainsAny(d.Place, " \t")) {
+			return fmt.Errorf("%w: dynamic event %c %q %q (a probe of the session's group, or a synthetic event %s_NAME)", ErrInvalid, d.Kind, d.Event, d.Place, s.Group)
+		}
+		if !top.Has(file) {
+			return &DynamicError{d, &tracefs.Error{Op: "open", Path: s.FS.Path(file), Class: tracefs.ErrUnavailable, Reason: "this kernel has no " + file}}
+		}
+	}
+	for _, t := range triggers {
+		if _, err := eventDir(t.System + ":" + t.Event); err != nil || t.Text == "" || strings.ContainsAny(t.Text, "\n\x00") {
+			return fmt.Errorf("%w: trigger %q on %s:%s", ErrInvalid, t.Text, t.System, t.Event)
+		}
+	}
+	s.spec.Dynamic = append(s.spec.Dynamic, dynamic...)
+	s.spec.Triggers = append(s.spec.Triggers, triggers...)
+	return nil
 }
 
 // checkEventFilter checks --filter against the fields of every tracepoint the session enables
@@ -546,11 +623,33 @@ func (s *Session) Start(ctx context.Context) (err error) {
 		}
 	}
 	if s.spec.Graph != nil {
-		return s.startGraph()
-	}
-	if s.tracer != "nop" {
+		if err := s.startGraph(); err != nil {
+			return err
+		}
+	} else if s.tracer != "nop" {
 		if err := in.Write("current_tracer", s.tracer); err != nil {
 			return err
+		}
+	}
+	return s.startDynamic()
+}
+
+// startDynamic defines Spec.Dynamic's events and writes Spec.Triggers, in order.
+func (s *Session) startDynamic() error {
+	for _, d := range s.spec.Dynamic {
+		var err error
+		if d.Kind == 's' {
+			err = s.AddSynthetic(d.Event, d.Place)
+		} else {
+			err = s.AddProbe(d.Kind, d.Event, d.Place)
+		}
+		if err != nil {
+			return &DynamicError{d, err}
+		}
+	}
+	for _, t := range s.spec.Triggers {
+		if err := s.AddTrigger(t.System, t.Event, t.Text); err != nil {
+			return &TriggerError{t, err}
 		}
 	}
 	return nil
@@ -711,7 +810,7 @@ func (s *Session) defines(system, event string) bool {
 // Synthetic is the name of the session's synthetic event called what: the group's name and
 // what, so that `ftctl reset` and people see whose it is (synthetic events have one
 // namespace, the system "synthetic", shared by every instance).
-func (s *Session) Synthetic(what string) string { return s.Group + "_" + what }
+func (s *Session) Synthetic(what string) string { return s.ID.Synthetic(what) }
 
 // AddSynthetic defines the synthetic event name (made by Synthetic) with fields ("u64 lat;
 // int pid") in synthetic_events, and owns it: Teardown removes it ("!name") after the

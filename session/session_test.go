@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -433,5 +434,67 @@ func TestSessionEventFilter(t *testing.T) {
 	s.Teardown()
 	if after := snapshot(t, fs.Root()); !mapsEqual(before, after) {
 		t.Errorf("the session left something:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// The events a session defines for its triggers and the triggers (Spec.Dynamic, Spec.Triggers)
+// are checked by New, which writes nothing, and written by Start after the tracer, in order,
+// each definition before the triggers; Teardown removes the triggers first, newest first, then
+// the definitions, newest first.
+func TestSpecDynamicAndTriggers(t *testing.T) {
+	fs, _ := fakeFS(t, map[string]string{"synthetic_events": ""})
+	id := ID{PID: 42, Nonce: "0123abcd"}
+	before := snapshot(t, fs.Root())
+	for _, c := range []struct {
+		name string
+		spec Spec
+	}{
+		{"unknown kind", Spec{Dynamic: []Dynamic{{Kind: 'u', Event: "x", Place: "vfs_read"}}}},
+		{"bad event name", Spec{Dynamic: []Dynamic{{Kind: 'p', Event: "a/b", Place: "vfs_read"}}}},
+		{"place with a space", Spec{Dynamic: []Dynamic{{Kind: 'p', Event: "x", Place: "vfs_read x=%di"}}}},
+		{"another's synthetic event", Spec{Dynamic: []Dynamic{{Kind: 's', Event: "lat", Place: "u64 lat"}}}},
+		{"trigger text with a newline", Spec{Triggers: []Trigger{{System: "sched", Event: "sched_switch", Text: "hist:keys=prev_pid\nx"}}}},
+		{"trigger on a bad event", Spec{Triggers: []Trigger{{System: "..", Event: "x", Text: "hist:keys=a"}}}},
+	} {
+		if _, err := New(fs, id, c.spec); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: New = %v, want ErrInvalid", c.name, err)
+		}
+	}
+	if after := snapshot(t, fs.Root()); !mapsEqual(before, after) {
+		t.Fatalf("New changed the tracing directory")
+	}
+	var log bytes.Buffer
+	fs.Log = &log
+	spec := Spec{
+		Dynamic:  []Dynamic{{Kind: 'p', Event: "e", Place: "vfs_read"}, {Kind: 's', Event: id.Synthetic("lat"), Place: "u64 lat"}},
+		Triggers: []Trigger{{System: "sched", Event: "sched_switch", Text: "hist:keys=prev_pid"}},
+	}
+	s, err := New(fs, id, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	in := fs.Path("instances/" + id.Instance())
+	want := []string{
+		"write " + fs.Path("kprobe_events") + ` "p:` + id.Group() + `/e vfs_read\n"`,
+		"write " + fs.Path("synthetic_events") + ` "` + id.Synthetic("lat") + ` u64 lat\n"`,
+		"write " + in + `/events/sched/sched_switch/trigger "hist:keys=prev_pid\n"`,
+	}
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	if len(lines) < len(want) || strings.Join(lines[len(lines)-3:], "\n") != "+ "+strings.Join(want, "\n+ ") {
+		t.Fatalf("Start wrote:\n%s\nwant it to end with:\n%s", log.String(), strings.Join(want, "\n"))
+	}
+	log.Reset()
+	s.Teardown()
+	lines = strings.Split(strings.TrimSpace(log.String()), "\n")
+	want = []string{
+		"write " + in + `/events/sched/sched_switch/trigger "!hist:keys=prev_pid\n"`,
+		"write " + fs.Path("synthetic_events") + ` "!` + id.Synthetic("lat") + `\n"`,
+		"write " + fs.Path("kprobe_events") + ` "-:` + id.Group() + `/e\n"`,
+	}
+	if len(lines) < 3 || strings.Join(lines[:3], "\n") != "+ "+strings.Join(want, "\n+ ") {
+		t.Fatalf("Teardown wrote:\n%s\nwant it to start with:\n%s", log.String(), strings.Join(want, "\n"))
 	}
 }

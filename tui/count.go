@@ -70,35 +70,20 @@ func (b *KernelBackend) StartCount(ctx context.Context, req CountRequest) (Count
 		ps = append(ps, p)
 	}
 	opts := count.Options{Patterns: ps}
-	for {
-		if req.Event != "" {
-			sys, ev, _ := strings.Cut(req.Event, ":")
-			c, err = count.NewEvent(b.FS, count.EventOptions{System: sys, Event: ev, Keys: req.Keys})
-		} else {
-			c, err = count.New(b.FS, opts)
-		}
-		if err != nil {
-			return CountInfo{}, err
-		}
-		s := c.Session()
-		err = b.lockedCtx(ctx, func() error {
-			if err := s.Start(context.WithoutCancel(ctx)); err != nil {
-				return err
-			}
-			if err := c.Arm(); err != nil {
-				s.Teardown()
-				return err
-			}
-			return nil
-		})
-		// The kernel refused a probe point (the hist method's session is gone): the stream
-		// counts instead, in a session of its own, as ftctl count does.
-		if refused := (*count.ProbeRefusedError)(nil); req.Event == "" && opts.Method == count.Auto && errors.As(err, &refused) {
-			opts.Method, opts.Because = count.Stream, "the kernel refused a probe on "+refused.Func
-			continue
-		}
-		break
+	if req.Event != "" {
+		sys, ev, _ := strings.Cut(req.Event, ":")
+		c, err = count.NewEvent(b.FS, count.EventOptions{System: sys, Event: ev, Keys: req.Keys})
+	} else {
+		c, err = count.New(b.FS, opts)
 	}
+	if err != nil {
+		return CountInfo{}, err
+	}
+	// The kernel refusing a probe point, the stream counts instead, in a session of its own,
+	// as ftctl count does (count.Arm).
+	c, err = count.Arm(c, b.FS, opts, func(*count.ProbeRefusedError) {}, func(c *count.Counter) error {
+		return b.lockedCtx(ctx, func() error { return c.Start(context.WithoutCancel(ctx)) })
+	})
 	if err != nil {
 		return CountInfo{}, err
 	}
