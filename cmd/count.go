@@ -282,7 +282,8 @@ loop:
 	if command != nil && !commandEnded {
 		commandErr = command.Stop(2 * time.Second)
 	}
-	if err := counter.Stop(2 * time.Second); err != nil && readErr == nil {
+	// ended by its command or duration, everything read is counted; by a signal, after 2 s
+	if err := counter.Stop(2*time.Second, ctx.Err() == nil); err != nil && readErr == nil {
 		readErr = err
 	}
 	if readErr == nil {

@@ -62,7 +62,7 @@ type Counter struct {
 
 	// Stream
 	src     *stream.Source
-	cancel  context.CancelFunc
+	cancel  context.CancelCauseFunc
 	mu      sync.Mutex
 	counts  map[string]*uint64
 	summary *stream.Summary
@@ -250,10 +250,10 @@ func (c *Counter) Begin(ctx context.Context) error {
 	if c.Choice.Method != Stream {
 		return nil
 	}
-	ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	ctx, c.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	src, err := stream.Open(ctx, c.s.Instance, stream.Options{})
 	if err != nil {
-		c.cancel()
+		c.cancel(nil)
 		return err
 	}
 	c.src, c.counts, c.summary, c.done = src, map[string]*uint64{}, src.Summary(), make(chan error, 1)
@@ -315,9 +315,12 @@ func (c *Counter) Counts() (Counts, error) {
 }
 
 // Stop ends the counting. Stream: tracing off, and what the ring buffer holds read and counted
-// (the kernel ends the stream once it is read; after wait at most, what is left is not).
-// Hist counts until its trigger is removed. It returns the reader's failure, if any.
-func (c *Counter) Stop(wait time.Duration) error {
+// (the kernel ends the stream once it is read); after wait, the reader is ended: whole (the
+// counting ended by its command or its duration, not by a person), it first decodes
+// everything it read, kallsyms waited for (under load, loading it can take seconds); else
+// what is left is not counted (Summary.Undecoded). Hist counts until its trigger is removed.
+// It returns the reader's failure, if any.
+func (c *Counter) Stop(wait time.Duration, whole bool) error {
 	if c.src == nil {
 		return nil
 	}
@@ -326,7 +329,11 @@ func (c *Counter) Stop(wait time.Duration) error {
 	select {
 	case err = <-c.done:
 	case <-time.After(wait):
-		c.cancel()
+		if whole {
+			c.cancel(stream.EndCause("stopped"))
+		} else {
+			c.cancel(nil)
+		}
 		err = <-c.done
 	}
 	c.done = nil
@@ -335,7 +342,7 @@ func (c *Counter) Stop(wait time.Duration) error {
 	c.mu.Unlock()
 	c.src.Close()
 	c.src = nil
-	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, tracefs.ErrPipeClosed) {
+	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || errors.Is(err, tracefs.ErrPipeClosed) || errors.As(err, new(stream.EndCause)) {
 		return nil
 	}
 	return err
@@ -348,7 +355,7 @@ func (c *Counter) Summary() *stream.Summary { return c.summary }
 // Close ends a reader still running (Stop not called), before the session's Teardown.
 func (c *Counter) Close() {
 	if c.src != nil {
-		c.cancel()
+		c.cancel(nil)
 		c.src.Close()
 		<-c.done
 		c.src = nil

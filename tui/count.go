@@ -120,7 +120,7 @@ func (b *KernelBackend) StopCount() error {
 	if c == nil {
 		return ErrNoCount
 	}
-	stopErr := c.Stop(2 * time.Second)
+	stopErr := c.Stop(2*time.Second, true)
 	c.Close()
 	var errs []error
 	teardown := func() error { errs = c.Session().Teardown(); return nil }

@@ -4,11 +4,14 @@ package vmtest
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // controlState is what a dry run must leave byte-identical: every readable control file of the
@@ -165,4 +168,54 @@ func lineDiff(a, b string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// A SIGKILL at any moment of a session's set-up or run leaves what `ftctl reset` takes back to
+// the state before, byte for byte (issue 27): kills spread over a whole run of each command
+// that sets up the most pieces: latency (probes, a synthetic event, three triggers), graph
+// (the kernel-wide graph files, journalled) and trace (a probe, filters, events).
+func TestSessionSIGKILLSoak(t *testing.T) {
+	otherProbe(t)
+	if err := os.Mkdir(filepath.Join(tracing, "instances", "soakworld"), 0o755); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	removeInstanceLater(t, "soakworld")
+	ft := topFS(t).DetectFeatures()
+	cases := [][]string{
+		{"graph", "-f", "vfs_read", "--depth", "2"},
+		{"trace", "-f", "vfs_*", "-p", "p:open do_sys_openat2", "-e", "sched:sched_switch"},
+	}
+	if ft.HistTriggers && ft.SyntheticEvents {
+		cases = append(cases, []string{"latency", "vfs_read"})
+	}
+	before := controlState(t)
+	for _, args := range cases {
+		t.Run(args[0], func(t *testing.T) {
+			start := time.Now()
+			if r := ftctlRun(t, append(args, "--duration", "1ms")...); r.code != 0 {
+				t.Fatalf("a whole run: %v", r)
+			}
+			whole := time.Since(start)
+			for k := 0; k < 8; k++ {
+				delay := whole * time.Duration(5+12*k) / 100 // from 5% to 89% of a whole run
+				c := exec.Command(ftctl, append(args, "--duration", "1ms")...)
+				if err := c.Start(); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(delay)
+				c.Process.Signal(syscall.SIGKILL)
+				c.Wait()
+				left := controlState(t) != before
+				r := ftctlRun(t, "reset")
+				if r.code != 0 {
+					t.Errorf("killed after %v: reset: %v", delay, r)
+				}
+				if after := controlState(t); after != before {
+					t.Fatalf("killed after %v of %v, then reset: the state is not the one before:\n%s\nreset: %v", delay, whole, lineDiff(before, after), r)
+				}
+				t.Logf("killed after %v of %v: %s", delay.Round(time.Millisecond), whole.Round(time.Millisecond),
+					map[bool]string{true: "left pieces, which reset removed", false: "nothing left"}[left])
+			}
+		})
+	}
 }

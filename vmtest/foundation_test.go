@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ftctl/ftctl/cmd"
+	"github.com/ftctl/ftctl/internal/fixture"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -447,10 +448,20 @@ func TestLockOnRealTracefs(t *testing.T) {
 		t.Errorf("dry run waited for the lock: %+v", r)
 	}
 
-	time.AfterFunc(400*time.Millisecond, release)
-	r = ftctlRun(t, "--lock-timeout", "10s", "instance", "create", "lk2")
-	if r.code != 0 || !strings.Contains(r.stderr, "waiting for the tracefs lock held by pid") {
-		t.Errorf("wait: %+v", r)
+	// released once the writer says it waits (on a loaded host, ftctl may take longer to
+	// start than any fixed delay: seen in CI, a release after 400 ms came before it asked)
+	waiter := exec.Command(ftctl, "--lock-timeout", "30s", "instance", "create", "lk2")
+	var werr fixture.SyncBuffer
+	waiter.Stderr = &werr
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(werr.String(), "waiting for the tracefs lock held by pid") && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	release()
+	if err := waiter.Wait(); err != nil || !strings.Contains(werr.String(), "waiting for the tracefs lock held by pid") || !slices.Contains(instanceNames(t), "lk2") {
+		t.Errorf("wait: %v; stderr %q", err, werr.String())
 	}
 
 	holder, _ = startLockHolder(t)
