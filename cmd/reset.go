@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -30,7 +31,11 @@ another actor's value, left alone; "failed"), "holds" (what it held when reset l
 'ftctl record's (FILE.tmp-PID) named in /run/ftctl: "dir", "file" (what it was to become),
 "pid", "state" ("running": the recording is alive; "left": its recorder was killed, and the
 directory holds its pages so far, for 'ftctl report --recover'; "removed", with
---remove-recordings) and "files" ({"name", "size"}).`
+--remove-recordings) and "files" ({"name", "size"}). "owners" lists the declared owners, which
+live with no process until they are deleted and which reset keeps (reset --all removes them):
+"name", "instance" (ftctl-owned-NAME), "group", "state" ("applied", or "applying" when their
+set-up was interrupted), "since", and what they set up ("dynamic", "triggers", "events",
+"probes", "filters").`
 
 // ResetOptions are the inputs of `ftctl reset`.
 type ResetOptions struct {
@@ -127,12 +132,26 @@ func resetRun(ctx context.Context, opts *ResetOptions) error {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	// declared owners live until deleted: named, never removed here
+	owners, err := session.Owners(fs)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if owners == nil {
+		owners = []*session.Owner{}
+	}
 	if g.JSON() {
-		if err := writeJSON(g.Out, map[string]any{"removed": removed, "left": kept, "recordings": recs}); err != nil {
+		if err := writeJSON(g.Out, map[string]any{"removed": removed, "left": kept, "recordings": recs, "owners": owners}); err != nil {
 			return err
 		}
-	} else if len(left) == 0 {
-		g.Notice("no leftovers of ftctl sessions")
+	} else {
+		if len(left) == 0 {
+			g.Notice("no leftovers of ftctl sessions")
+		}
+		for _, o := range owners {
+			fmt.Fprintf(g.Out, "kept declared owner %s: instance %s, %s since %s; it lives until it is deleted (reset --all removes it)\n",
+				safe(o.Name), safe(o.Instance), safe(o.State), o.Since.Format(time.RFC3339))
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("reset: %w", errors.Join(errs...))

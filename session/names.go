@@ -27,6 +27,8 @@ const SharedGroup = "ftctl"
 type ID struct {
 	PID   int    `json:"pid"`
 	Nonce string `json:"id,omitempty"` // "" for the names of earlier versions
+	// Owner, for a declared owner (owner.go), is its name: no process, no pid.
+	Owner string `json:"owner,omitempty"`
 }
 
 // NewID makes the identity of a new session run by process pid. The nonce needs to be unique,
@@ -43,6 +45,9 @@ func NewID(pid int) ID {
 }
 
 func (id ID) suffix(sep string) string {
+	if id.Owner != "" {
+		return ownedPrefix + sep + id.Owner
+	}
 	s := strconv.Itoa(id.PID)
 	if id.Nonce != "" {
 		s += sep + id.Nonce

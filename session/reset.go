@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 	"strings"
 
 	"github.com/ftctl/ftctl/probes"
@@ -20,12 +21,24 @@ import (
 // and tracing_thresh 0, every event disabled and its filter and triggers cleared, every probe
 // of every kind removed (disabled first, one by one: never an O_TRUNC of kprobe_events while
 // something is enabled), the buffer cleared, tracing on; then every session's journal
-// (journal.go) removed. Every step is attempted; the failures are returned.
+// (journal.go) removed. Declared owners (owner.go) go first, each deleted from its
+// declaration and named. Every step is attempted; the failures are returned.
 func ResetAll(fs *tracefs.FS, notice func(string, ...any)) []error {
 	var errs []error
 	step := func(what string, err error) {
 		if err != nil && !errors.Is(err, tracefs.ErrUnavailable) {
 			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+		}
+	}
+	owners, err := Owners(fs)
+	step("reading the declared owners", err)
+	for _, o := range owners {
+		if _, err := Undeclare(fs, o.Name); err != nil {
+			errs = append(errs, fmt.Errorf("declared owner %s: %w", o.Name, err))
+		} else if fs.DryRun == nil {
+			notice("removed declared owner %s (instance %s, %s since %s)", o.Name, o.Instance, o.State, o.Since.Format(time.RFC3339))
+		} else {
+			notice("would remove declared owner %s (instance %s, %s since %s)", o.Name, o.Instance, o.State, o.Since.Format(time.RFC3339))
 		}
 	}
 	names, _ := fs.Instances()

@@ -498,3 +498,59 @@ func TestSpecDynamicAndTriggers(t *testing.T) {
 		t.Fatalf("Teardown wrote:\n%s\nwant it to start with:\n%s", log.String(), strings.Join(want, "\n"))
 	}
 }
+
+// A declared owner: its declaration written before its set-up and marked applied after, its
+// pieces named after it (never a session's, so Leftovers does not list them), no hold kept;
+// Undeclare removes what it wrote and the declaration, and a second Undeclare says there is
+// no such owner. Bad names and graph set-ups are refused, with nothing written.
+func TestDeclaredOwner(t *testing.T) {
+	fs, _ := fakeFS(t, map[string]string{"synthetic_events": ""})
+	before := snapshot(t, fs.Root())
+	for _, name := range []string{"", "Bad", "a-b", "a_b", strings.Repeat("x", 33)} {
+		if _, err := Declare(fs, name, Spec{}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Declare(%q) = %v, want ErrInvalid", name, err)
+		}
+	}
+	if _, err := Declare(fs, "g", Spec{Graph: &GraphSpec{Roots: mustCompile(t, "vfs_read")}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a graph: %v", err)
+	}
+	if after := snapshot(t, fs.Root()); !mapsEqual(before, after) {
+		t.Fatal("refused declarations changed the tracing directory")
+	}
+	spec := Spec{Events: []string{"sched:sched_switch"},
+		Dynamic:  []Dynamic{{Kind: 'p', Event: "e", Place: "vfs_read"}},
+		Triggers: []Trigger{{System: "sched", Event: "sched_switch", Text: "hist:keys=common_pid"}}} // the fake defines no probe's events
+	o, err := Declare(fs, "rec1", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Instance != "ftctl-owned-rec1" || o.Group != "ftctl_owned_rec1" || o.State != "applied" {
+		t.Errorf("owner %+v", o)
+	}
+	if got := read(t, fs, "instances/ftctl-owned-rec1/tracing_on"); got != "1" {
+		t.Errorf("tracing_on %q, want 1: a declared owner traces once applied", got)
+	}
+	if _, err := Declare(fs, "rec1", spec); !errors.Is(err, ErrOwnerExists) {
+		t.Errorf("declared twice: %v", err)
+	}
+	left, err := Leftovers(fs, ID{})
+	if err != nil || len(left) != 0 {
+		t.Errorf("Leftovers lists a declared owner's pieces: %v %v", left, err)
+	}
+	owners, err := Owners(fs)
+	if err != nil || len(owners) != 1 || owners[0].Name != "rec1" || len(owners[0].Triggers) != 1 {
+		t.Fatalf("Owners = %+v, %v", owners, err)
+	}
+	if _, err := Undeclare(fs, "rec1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(fs.Path("instances/ftctl-owned-rec1")); !os.IsNotExist(err) {
+		t.Errorf("the instance is still there: %v", err)
+	}
+	if owners, _ := Owners(fs); len(owners) != 0 {
+		t.Errorf("declarations left: %+v", owners)
+	}
+	if _, err := Undeclare(fs, "rec1"); !errors.Is(err, ErrNoOwner) {
+		t.Errorf("second Undeclare: %v", err)
+	}
+}

@@ -3,15 +3,22 @@
 package vmtest
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ftctl/ftctl/count"
+	"github.com/ftctl/ftctl/session"
+	"github.com/ftctl/ftctl/tracefs"
 )
 
 // controlState is what a dry run must leave byte-identical: every readable control file of the
@@ -217,5 +224,60 @@ func TestSessionSIGKILLSoak(t *testing.T) {
 					map[bool]string{true: "left pieces, which reset removed", false: "nothing left"}[left])
 			}
 		})
+	}
+}
+
+// A declared owner (issue 27) keeps tracing with no process: latency's set-up (probes, a
+// synthetic event, triggers with variables, which hold a reference on their instance) declared
+// as an owner records the workload's calls after the declaring call returned; `ftctl reset`
+// keeps it and names it (text and JSON); `ftctl reset --all` removes it from its declaration,
+// naming it; nothing of it is left.
+func TestDeclaredOwnerKeptByReset(t *testing.T) {
+	fs := topFS(t)
+	ft := fs.DetectFeatures()
+	if !ft.HistTriggers || !ft.SyntheticEvents {
+		t.Skip("no hist triggers or synthetic events on this kernel")
+	}
+	l := count.LatencySetup(session.OwnerID("vmrec"), "vfs_read", ft.Probe.Fprobe, 0, "")
+	lock, err := fs.Lock(context.Background(), 10*time.Second, func(tracefs.Holder) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := session.Declare(fs, "vmrec", session.Spec{Dynamic: l.Dynamic, Triggers: l.Triggers})
+	lock.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { session.Undeclare(topFS(t), "vmrec") })
+	for i := 0; i < 50; i++ {
+		os.ReadFile("/proc/version")
+	}
+	hist := read(t, "instances/"+o.Instance+"/events/synthetic/"+l.Synthetic+"/hist")
+	if !strings.Contains(hist, "Hits:") || strings.Contains(hist, "Hits: 0\n") {
+		t.Errorf("the declared owner recorded nothing:\n%s", hist)
+	}
+	r := ftctlRun(t, "reset")
+	if r.code != 0 || !strings.Contains(r.stdout, "kept declared owner vmrec: instance ftctl-owned-vmrec, applied") {
+		t.Errorf("reset: %v", r)
+	}
+	if !slices.Contains(instanceNames(t), o.Instance) {
+		t.Fatalf("reset removed the declared owner's instance")
+	}
+	r = ftctlRun(t, "reset", "-o", "json")
+	var doc struct {
+		Owners []session.Owner `json:"owners"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != 0 || len(doc.Owners) != 1 || doc.Owners[0].Name != "vmrec" || len(doc.Owners[0].Triggers) != 3 {
+		t.Errorf("reset -o json: %v %+v %v", err, doc, r)
+	}
+	r = ftctlRun(t, "reset", "--all", "--yes")
+	if r.code != 0 || !strings.Contains(r.stderr, "removed declared owner vmrec (instance ftctl-owned-vmrec, applied since") {
+		t.Errorf("reset --all: %v", r)
+	}
+	if slices.Contains(instanceNames(t), o.Instance) || strings.Contains(read(t, "kprobe_events")+read(t, "dynamic_events"), "ftctl_owned_vmrec") {
+		t.Errorf("reset --all left the owner's pieces: instances %v\n%s%s", instanceNames(t), read(t, "kprobe_events"), read(t, "dynamic_events"))
+	}
+	if owners, _ := session.Owners(topFS(t)); len(owners) != 0 {
+		t.Errorf("declarations left: %+v", owners)
 	}
 }
