@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 	"strings"
+	"time"
 
 	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/tracefs"
