@@ -374,77 +374,69 @@ func TestStreamInterruptLatency(t *testing.T) {
 		{"binary", true, 200 * time.Millisecond, 450 * time.Millisecond},
 	} {
 		busy := c.busy
-		var took, ref []time.Duration
-		for i := 0; i < 5; i++ {
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			if busy {
-				wg.Add(1)
-				go func() { // a steady flow of events for the stream to be reading
-					defer wg.Done()
-					f, _ := os.OpenFile(filepath.Join(tracing, inst, "trace_marker"), os.O_WRONLY, 0)
-					defer f.Close()
-					for {
-						select {
-						case <-stop:
-							return
-						default:
-							for j := 0; j < 50; j++ {
-								f.WriteString("busy\n")
+		// A second round of 5 when the first misses a limit: a load spike of the host (two VMs
+		// on two cores in CI, CPU-bound builds beside) lasts seconds and lifts every try of a
+		// round; a slow interrupt path lifts both rounds.
+		for round := 1; round <= 2; round++ {
+			var took []time.Duration
+			for i := 0; i < 5; i++ {
+				stop := make(chan struct{})
+				var wg sync.WaitGroup
+				if busy {
+					wg.Add(1)
+					go func() { // a steady flow of events for the stream to be reading
+						defer wg.Done()
+						f, _ := os.OpenFile(filepath.Join(tracing, inst, "trace_marker"), os.O_WRONLY, 0)
+						defer f.Close()
+						for {
+							select {
+							case <-stop:
+								return
+							default:
+								for j := 0; j < 50; j++ {
+									f.WriteString("busy\n")
+								}
+								time.Sleep(2 * time.Millisecond)
 							}
-							time.Sleep(2 * time.Millisecond)
 						}
-					}
-				}()
+					}()
+				}
+				p := startStream(t, nil, "-B", "st_int", "stream", "--reader", c.reader)
+				time.Sleep(c.settle)
+				// busy: until it is printing (the binary reader loads kallsyms first, ~0.3 s
+				// under TCG)
+				for deadline := time.Now().Add(10 * time.Second); busy && p.out.String() == "" && time.Now().Before(deadline); {
+					time.Sleep(10 * time.Millisecond)
+				}
+				start := time.Now()
+				p.cmd.Process.Signal(syscall.SIGINT)
+				code := p.wait(t)
+				d := time.Since(start)
+				close(stop)
+				wg.Wait()
+				took = append(took, d)
+				if code != 130 {
+					t.Errorf("%s, busy %v: exit %d after SIGINT; stderr:\n%s", c.reader, busy, code, p.errb)
+				}
+				var n int
+				fmt.Sscanf(p.errb.String()[strings.Index(p.errb.String(), "stream: ")+len("stream: "):], "%d events", &n)
+				if busy && n == 0 {
+					t.Errorf("busy: the stream read nothing before the interrupt; stderr:\n%s", p.errb)
+				}
 			}
-			// the reference: how long an idle process (busybox sleep) takes to end after SIGINT
-			// here and now, the host's scheduling delay, which ftctl's time includes too
-			sl := exec.Command("/bin/sleep", "60")
-			if err := sl.Start(); err != nil {
-				t.Fatal(err)
+			// The median of 5 is held to the limit; the worst to a second more, since a vCPU of a
+			// loaded host can lose hundreds of milliseconds to the host's scheduler (473-493 ms were
+			// seen on 6.1 while three other VMs ran on the 2 host cores).
+			slices.Sort(took)
+			median, worst := took[len(took)/2], took[len(took)-1]
+			t.Logf("%s, busy %v, SIGINT %v after the start: to exit, median of 5 %v, worst %v (round %d)", c.reader, busy, c.settle, median, worst, round)
+			if median <= c.limit && worst <= c.limit+time.Second {
+				break
 			}
-			time.Sleep(c.settle)
-			refStart := time.Now()
-			sl.Process.Signal(syscall.SIGINT)
-			sl.Wait()
-			ref = append(ref, time.Since(refStart))
-			p := startStream(t, nil, "-B", "st_int", "stream", "--reader", c.reader)
-			time.Sleep(c.settle)
-			// busy: until it is printing (the binary reader loads kallsyms first, ~0.3 s
-			// under TCG)
-			for deadline := time.Now().Add(10 * time.Second); busy && p.out.String() == "" && time.Now().Before(deadline); {
-				time.Sleep(10 * time.Millisecond)
+			if round == 2 {
+				t.Errorf("%s, busy %v, SIGINT %v after the start: ftctl stream took %v (median) and %v (worst) to end after SIGINT in both rounds (limits %v and %v)",
+					c.reader, busy, c.settle, median, worst, c.limit, c.limit+time.Second)
 			}
-			start := time.Now()
-			p.cmd.Process.Signal(syscall.SIGINT)
-			code := p.wait(t)
-			d := time.Since(start)
-			close(stop)
-			wg.Wait()
-			took = append(took, d)
-			if code != 130 {
-				t.Errorf("%s, busy %v: exit %d after SIGINT; stderr:\n%s", c.reader, busy, code, p.errb)
-			}
-			var n int
-			fmt.Sscanf(p.errb.String()[strings.Index(p.errb.String(), "stream: ")+len("stream: "):], "%d events", &n)
-			if busy && n == 0 {
-				t.Errorf("busy: the stream read nothing before the interrupt; stderr:\n%s", p.errb)
-			}
-		}
-		// The median of 5 is held to the limit; the worst to a second more, since a vCPU of a
-		// loaded host can lose hundreds of milliseconds to the host's scheduler (473-493 ms were
-		// seen on 6.1 while three other VMs ran on the 2 host cores). Both limits are raised by
-		// what the reference process took (median and worst): on a loaded host (two VMs on
-		// two cores, as in CI), an idle process's exit alone has been seen to take 50-250 ms.
-		slices.Sort(took)
-		slices.Sort(ref)
-		median, worst := took[len(took)/2], took[len(took)-1]
-		refMedian, refWorst := ref[len(ref)/2], ref[len(ref)-1]
-		t.Logf("%s, busy %v, SIGINT %v after the start: to exit, median of 5 %v, worst %v (an idle sleep: median %v, worst %v)",
-			c.reader, busy, c.settle, median, worst, refMedian, refWorst)
-		if median > c.limit+refMedian || worst > c.limit+time.Second+refWorst {
-			t.Errorf("%s, busy %v, SIGINT %v after the start: ftctl stream took %v (median) and %v (worst) to end after SIGINT (limits %v and %v: %v and %v, plus an idle sleep's %v and %v)",
-				c.reader, busy, c.settle, median, worst, c.limit+refMedian, c.limit+time.Second+refWorst, c.limit, c.limit+time.Second, refMedian, refWorst)
 		}
 	}
 }
