@@ -61,6 +61,7 @@ type Counter struct {
 	event   *EventOptions // Event: the event counted
 
 	// Stream
+	symbols *stream.SymbolLoader // kallsyms, loading from New on, waited for by Begin
 	src     *stream.Source
 	cancel  context.CancelCauseFunc
 	mu      sync.Mutex
@@ -119,6 +120,13 @@ func New(fs *tracefs.FS, o Options) (*Counter, error) {
 		return nil, err
 	}
 	c := &Counter{Choice: choice, fs: fs, s: s, hist: ft.Hist}
+	if choice.Method == Stream {
+		// the names counted are kallsyms': loaded while the session is set up, and waited for
+		// before tracing starts (Begin), so that nothing read waits for it (under load it
+		// took seconds, and a stream ended meanwhile counted nothing)
+		c.symbols = stream.NewSymbolLoader(fs)
+		c.symbols.Loaded()
+	}
 	c.SetPID(o.PID)
 	return c, nil
 }
@@ -244,6 +252,9 @@ func Arm(c *Counter, fs *tracefs.FS, o Options, fallback func(*ProbeRefusedError
 // Begin turns tracing on; for Stream it starts reading the instance. The reader ends with Stop
 // (everything recorded read) or Close, not with ctx: a signal ends the counting through Stop.
 func (c *Counter) Begin(ctx context.Context) error {
+	if c.Choice.Method == Stream {
+		<-c.symbols.Loaded()
+	}
 	if err := c.s.Begin(); err != nil {
 		return err
 	}
@@ -251,7 +262,7 @@ func (c *Counter) Begin(ctx context.Context) error {
 		return nil
 	}
 	ctx, c.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
-	src, err := stream.Open(ctx, c.s.Instance, stream.Options{})
+	src, err := stream.Open(ctx, c.s.Instance, stream.Options{Symbols: c.symbols})
 	if err != nil {
 		c.cancel(nil)
 		return err
@@ -359,6 +370,9 @@ func (c *Counter) Close() {
 		c.src.Close()
 		<-c.done
 		c.src = nil
+	}
+	if c.symbols != nil {
+		c.symbols.Close()
 	}
 }
 

@@ -174,6 +174,11 @@ func (l *SymbolLoader) start() <-chan struct{} {
 	return l.done
 }
 
+// Loaded starts the load (once) and returns a channel closed when it is done: a caller that
+// must decode what it reads from the start (ftctl count, whose counts are names) waits for it
+// before tracing starts, while nothing waits to be decoded.
+func (l *SymbolLoader) Loaded() <-chan struct{} { return l.start() }
+
 // Close stops a load in progress and waits for it.
 func (l *SymbolLoader) Close() {
 	l.stop()
