@@ -1,4 +1,4 @@
-package probes
+package eventfilter
 
 import (
 	"errors"
