@@ -303,7 +303,7 @@ func wait(ctx context.Context, d time.Duration) {
 // histInvalid renders a trigger refused before it was written: the flag, a caret, a hint.
 func histInvalid(err error) error {
 	var he *hist.Error
-	var fe *eventfilter.FilterError
+	var fe *eventfilter.Error
 	switch {
 	case errors.As(err, &he):
 		msg := "invalid " + he.Flag

@@ -222,7 +222,7 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 		return &tracefs.Error{Op: "open", Path: fs.Path(file), Class: tracefs.ErrUnavailable, Reason: reason}
 	}
 	if opts.Filter != "" { // its syntax before anything is written; its fields once the event exists
-		if _, err := eventfilter.ParseEventFilter(opts.Filter); err != nil {
+		if _, err := eventfilter.Parse(opts.Filter); err != nil {
 			return InvalidInput(filterError(err))
 		}
 	}
@@ -241,7 +241,7 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 	if err != nil {
 		var re *probes.RejectedError
 		var ee *probes.ExistsError
-		var fe *eventfilter.FilterError
+		var fe *eventfilter.Error
 		switch {
 		case errors.Is(err, probes.ErrSyntax): // the line as written, with its group, is too long
 			return syntaxError(err)

@@ -312,7 +312,7 @@ func (opts *TraceOptions) eventFilter() (string, error) {
 			safe(strings.Join(quoteAll(opts.EventFilter), ", "))))
 	}
 	expr := opts.EventFilter[0]
-	if _, err := eventfilter.ParseEventFilter(expr); err != nil {
+	if _, err := eventfilter.Parse(expr); err != nil {
 		if looksLikeFunctionPattern(expr) {
 			return "", InvalidInput(fmt.Errorf("--filter %s is not an event filter (FIELD OP VALUE, e.g. 'common_pid == 42'); did you mean -f/--function %s?",
 				safe(strconv.Quote(expr)), safe(expr)))
@@ -486,8 +486,8 @@ func compileAll(texts []string) ([]*filters.Pattern, error) {
 // diagnosis, a caret); the exit code comes from the error's class, in ExitCode.
 func sessionError(err error) error {
 	var re *probes.RejectedError
-	var fre *eventfilter.FilterRejectedError
-	var fe *eventfilter.FilterError
+	var fre *eventfilter.RejectedError
+	var fe *eventfilter.Error
 	switch {
 	case errors.As(err, &re):
 		return rejectedError(re)
@@ -502,7 +502,7 @@ func sessionError(err error) error {
 // filterError renders a refused --filter: the kernel's words and ftctl's, the filter with a
 // caret under the mistake, and what to do.
 func filterError(err error) error {
-	var fe *eventfilter.FilterError
+	var fe *eventfilter.Error
 	if !errors.As(err, &fe) {
 		return err
 	}
@@ -525,7 +525,7 @@ func filterError(err error) error {
 
 // filterRejectedError renders the kernel refusing a --filter ftctl's checks passed (exit 3):
 // its error_log entry, with the caret under the user's text.
-func filterRejectedError(re *eventfilter.FilterRejectedError) error {
+func filterRejectedError(re *eventfilter.RejectedError) error {
 	var b strings.Builder
 	writeKernelRefusal(&b, "the kernel rejected the --filter for "+safe(re.Event), re.Err, re.Diagnosis)
 	if re.Diagnosis == nil {

@@ -1,9 +1,9 @@
 // Package eventfilter is the grammar of event filters: what is written to
 // events/SYSTEM/EVENT/filter (Documentation/trace/events.rst, "5. Event filtering"), and the
 // text after "if" of an event probe (probes/) or a trigger (hist/). It checks a filter's syntax
-// alone (ParseEventFilter) or against an event's fields (FieldsOf, CheckEventFilter), and
-// explains the kernel's refusal of one that passed (FilterRejected). It reads no kernel file:
-// its callers hand it the event's format (tracefs.Format).
+// alone (Parse) or against an event's fields (FieldsOf, Check), and explains the kernel's
+// refusal of one that passed (Rejected). It reads no kernel file: its callers hand it the
+// event's format (tracefs.Format).
 //
 // The parser is a port of the kernel's (kernel/trace/trace_events_filter.c
 // calc_stack, predicate_parse and parse_pred, as in Debian's 6.1.192 and 6.12.117), with the
@@ -26,5 +26,5 @@
 // What only the kernel can judge is left to it: whether a .function symbol exists, whether a
 // CPUS{} list fits this machine, and whether the running kernel knows .function and CPUS{} at
 // all (6.1 knows neither; it refuses them with "Invalid operator" and "Invalid value"). Its
-// error_log entry is then shown under the user's text (FilterRejectedError).
+// error_log entry is then shown under the user's text (RejectedError).
 package eventfilter

@@ -25,8 +25,8 @@ const (
 	FieldAny
 )
 
-// FilterField is what the filter parser knows of a field.
-type FilterField struct {
+// Field is what the filter parser knows of a field.
+type Field struct {
 	Name   string
 	Type   string // as the format file declares it ("char[16]", "__data_loc char[]", "pid_t")
 	Kind   FieldKind
@@ -55,7 +55,7 @@ func filterKind(decl string) FieldKind {
 // trace_define_generic_fields), found after an event's own fields and before the common ones.
 // 6.12 also has stacktrace/STACKTRACE, which a filter cannot usefully compare (the kernel
 // picks no comparison for a field of size 0): ftctl does not offer them.
-var genericFields = []FilterField{
+var genericFields = []Field{
 	{Name: "CPU", Type: "int", Kind: FieldCPU, Signed: true},
 	{Name: "cpu", Type: "int", Kind: FieldCPU, Signed: true},
 	{Name: "common_cpu", Type: "int", Kind: FieldCPU, Signed: true},
@@ -63,20 +63,20 @@ var genericFields = []FilterField{
 	{Name: "comm", Type: "char *", Kind: FieldString},
 }
 
-// FilterFields is the fields a filter on an event can name, in the kernel's order of lookup:
+// Fields is the fields a filter on an event can name, in the kernel's order of lookup:
 // the event's own, the generic ones, the common ones.
-type FilterFields struct {
+type Fields struct {
 	Event  string // "SYSTEM:EVENT", for messages
-	Own    []FilterField
-	Common []FilterField // common_* of the format file
+	Own    []Field
+	Common []Field // common_* of the format file
 }
 
 // FieldsOf lists the fields of an event's format for its filter.
-func FieldsOf(f *tracefs.Format) *FilterFields {
-	ff := &FilterFields{Event: f.System + ":" + f.Name}
-	conv := func(fl tracefs.Field) FilterField {
+func FieldsOf(f *tracefs.Format) *Fields {
+	ff := &Fields{Event: f.System + ":" + f.Name}
+	conv := func(fl tracefs.Field) Field {
 		decl := fl.Decl()
-		return FilterField{Name: fl.Name, Type: decl, Kind: filterKind(decl), Size: fl.Size, Signed: fl.Signed}
+		return Field{Name: fl.Name, Type: decl, Kind: filterKind(decl), Size: fl.Size, Signed: fl.Signed}
 	}
 	for _, fl := range f.Fields {
 		ff.Own = append(ff.Own, conv(fl))
@@ -88,19 +88,19 @@ func FieldsOf(f *tracefs.Format) *FilterFields {
 }
 
 // Lookup is the kernel's trace_find_event_field(): own fields, generic, common.
-func (ff *FilterFields) Lookup(name string) (FilterField, bool) {
-	for _, list := range [][]FilterField{ff.Own, genericFields, ff.Common} {
+func (ff *Fields) Lookup(name string) (Field, bool) {
+	for _, list := range [][]Field{ff.Own, genericFields, ff.Common} {
 		for _, f := range list {
 			if f.Name == name {
 				return f, true
 			}
 		}
 	}
-	return FilterField{}, false
+	return Field{}, false
 }
 
 // names lists the field names for a message: own first, then the rest.
-func (ff *FilterFields) names() (own, other []string) {
+func (ff *Fields) names() (own, other []string) {
 	for _, f := range ff.Own {
 		own = append(own, f.Name)
 	}

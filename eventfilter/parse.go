@@ -36,9 +36,9 @@ const (
 const (
 	maxFilterStrVal = 256 // MAX_FILTER_STR_VAL: a quoted value is shorter
 	maxFilterNumLen = 24  // sizeof(num_buf): a number (or .function address) is shorter
-	// MaxFilterLen: event_filter_write() refuses a write of PAGE_SIZE bytes or more; ftctl
-	// writes the filter and a newline.
-	MaxFilterLen = 4096 - 2
+	// MaxLen: event_filter_write() refuses a write of PAGE_SIZE bytes or more; ftctl writes
+	// the filter and a newline.
+	MaxLen = 4096 - 2
 )
 
 // Predicate is one FIELD OP VALUE of a parsed filter.
@@ -52,14 +52,14 @@ type Predicate struct {
 	End      int
 }
 
-// EventFilter is a filter expression that passed the checks.
-type EventFilter struct {
+// Filter is a filter expression that passed the checks.
+type Filter struct {
 	Source string
 	Preds  []Predicate
 }
 
-// FilterError is a filter refused before it reaches the kernel.
-type FilterError struct {
+// Error is a filter refused before it reaches the kernel.
+type Error struct {
 	Source string
 	Pos    int    // byte offset in Source where ftctl's caret goes (may equal len(Source))
 	Msg    string // the kernel's words where it has some
@@ -71,7 +71,7 @@ type FilterError struct {
 	KernelPos int
 }
 
-func (e *FilterError) Error() string {
+func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("invalid event filter")
 	if e.Event != "" {
@@ -85,15 +85,15 @@ func (e *FilterError) Error() string {
 	return b.String()
 }
 
-// ParseEventFilter checks a filter's syntax alone, for any event: field names and their types
-// are not checked (CheckEventFilter does, per event).
-func ParseEventFilter(src string) (*EventFilter, error) {
+// Parse checks a filter's syntax alone, for any event: field names and their types are not
+// checked (Check does, per event).
+func Parse(src string) (*Filter, error) {
 	return parseEventFilter(src, nil)
 }
 
-// CheckEventFilter checks a filter against an event's fields, as the kernel will when it is
-// written to the event's filter file. Errors are *FilterError.
-func CheckEventFilter(src string, fields *FilterFields) (*EventFilter, error) {
+// Check checks a filter against an event's fields, as the kernel will when it is written to
+// the event's filter file. Errors are *Error.
+func Check(src string, fields *Fields) (*Filter, error) {
 	return parseEventFilter(src, fields)
 }
 
@@ -103,23 +103,23 @@ const longSize = strconv.IntSize / 8
 
 type filterParser struct {
 	src    string // as the kernel parses it: without trailing white space
-	fields *FilterFields
+	fields *Fields
 	preds  []Predicate
 	// lastJoin is where the last && or || starts, for a filter that ends with one.
 	lastJoin int
 }
 
-func parseEventFilter(src string, fields *FilterFields) (*EventFilter, error) {
+func parseEventFilter(src string, fields *Fields) (*Filter, error) {
 	p := &filterParser{fields: fields, lastJoin: -1}
 	fail := func(pos int, msg, detail, hint string) error {
-		return &FilterError{Source: src, Pos: pos, Msg: msg, Detail: detail, Hint: hint, KernelPos: -1}
+		return &Error{Source: src, Pos: pos, Msg: msg, Detail: detail, Hint: hint, KernelPos: -1}
 	}
 	// What the kernel never parses: event_filter_write() and apply_event_filter().
 	if i := strings.IndexAny(src, "\n\x00"); i >= 0 {
 		return nil, fail(i, "a filter is a single line", "", "")
 	}
-	if len(src) > MaxFilterLen {
-		return nil, fail(MaxFilterLen, fmt.Sprintf("filter is too long: the kernel takes at most %d bytes", MaxFilterLen), "", "")
+	if len(src) > MaxLen {
+		return nil, fail(MaxLen, fmt.Sprintf("filter is too long: the kernel takes at most %d bytes", MaxLen), "", "")
 	}
 	// apply_event_filter() strips trailing white space (strstrip) before it parses.
 	p.src = trimSpaceRight(src)
@@ -140,7 +140,7 @@ func parseEventFilter(src string, fields *FilterFields) (*EventFilter, error) {
 		}
 		return nil, err
 	}
-	return &EventFilter{Source: src, Preds: p.preds}, nil
+	return &Filter{Source: src, Preds: p.preds}, nil
 }
 
 // trimSpaceRight drops trailing white space as the kernel's strstrip() does, byte by byte
@@ -172,13 +172,13 @@ func (p *filterParser) at(i int) byte {
 func isalnum(c byte) bool { return kstr.IsDigit(c) || kstr.IsAlpha(c) }
 
 // errAt builds an error: pos is where ftctl's caret goes, kpos where the kernel's would.
-func (p *filterParser) errAt(pos, kpos int, msg, detail, hint string) *FilterError {
-	return &FilterError{Pos: min(pos, len(p.src)), KernelPos: kpos, Msg: msg, Detail: detail, Hint: hint}
+func (p *filterParser) errAt(pos, kpos int, msg, detail, hint string) *Error {
+	return &Error{Pos: min(pos, len(p.src)), KernelPos: kpos, Msg: msg, Detail: detail, Hint: hint}
 }
 
 // calcStack is the kernel's calc_stack(): quotes and parentheses balanced, and an upper bound
 // of the parentheses' depth and of the number of predicates.
-func (p *filterParser) calcStack() (parens, preds int, err *FilterError) {
+func (p *filterParser) calcStack() (parens, preds int, err *Error) {
 	s := p.src
 	isPred := false
 	open, maxOpen := 1, 1 // the expression counts as "(E)"
@@ -252,7 +252,7 @@ func (p *filterParser) calcStack() (parens, preds int, err *FilterError) {
 }
 
 // parse is the kernel's process_preds() and predicate_parse(), without building the program.
-func (p *filterParser) parse() *FilterError {
+func (p *filterParser) parse() *Error {
 	nrParens, nrPreds, err := p.calcStack()
 	if err != nil {
 		return err
@@ -351,7 +351,7 @@ var filterOps = []string{"~", "!=", "==", "<=", "<", ">=", ">", "&"}
 
 // parsePred is the kernel's parse_pred() on the predicate starting at start: its length, or
 // the error. The kernel reports positions one past ftctl's (its pos is start+1).
-func (p *filterParser) parsePred(start int) (int, *FilterError) {
+func (p *filterParser) parsePred(start int) (int, *Error) {
 	s := p.src
 	i := start
 	for i < len(s) && kstr.IsSpace(s[i]) {
@@ -367,7 +367,7 @@ func (p *filterParser) parsePred(start int) (int, *FilterError) {
 		return 0, p.errAt(nameStart, 0, filtErrno, "expected a field name", "a predicate is FIELD OP VALUE, e.g. common_pid == 42")
 	}
 	pred := Predicate{Field: s[nameStart:i], Start: start}
-	field := FilterField{Name: pred.Field, Kind: FieldAny}
+	field := Field{Name: pred.Field, Kind: FieldAny}
 	if p.fields != nil {
 		f, ok := p.fields.Lookup(pred.Field)
 		if !ok {
@@ -521,7 +521,7 @@ func (p *filterParser) parsePred(start int) (int, *FilterError) {
 }
 
 // notFound explains a field the event does not have.
-func (p *filterParser) notFound(start, end int) *FilterError {
+func (p *filterParser) notFound(start, end int) *Error {
 	name := p.src[start:end]
 	ff := p.fields
 	e := p.errAt(start, end+1, filtFieldNotFound, fmt.Sprintf("no field %q", name), "")

@@ -6,16 +6,16 @@ import (
 	"github.com/ftctl/ftctl/tracefs"
 )
 
-// FilterRejectedError is the kernel refusing a filter that ftctl's checks passed, with its
+// RejectedError is the kernel refusing a filter that ftctl's checks passed, with its
 // error_log entry under the user's text.
-type FilterRejectedError struct {
+type RejectedError struct {
 	Event     string // SYSTEM:EVENT whose filter file refused it
 	Filter    string // the user's text
 	Diagnosis *tracefs.KernelDiagnosis
 	Err       error // the tracefs error
 }
 
-func (e *FilterRejectedError) Error() string {
+func (e *RejectedError) Error() string {
 	msg := "the kernel rejected the event filter for " + e.Event
 	if e.Diagnosis != nil {
 		return msg + ": " + e.Diagnosis.Message
@@ -25,13 +25,13 @@ func (e *FilterRejectedError) Error() string {
 
 // Unwrap makes a rejection of the filter text a tracefs.ErrRejected (exit 3) whatever errno
 // the kernel chose: for some mistakes it returns EPERM (-1) or ENOENT (-2) rather than EINVAL.
-func (e *FilterRejectedError) Unwrap() []error { return []error{tracefs.ErrRejected, e.Err} }
+func (e *RejectedError) Unwrap() []error { return []error{tracefs.ErrRejected, e.Err} }
 
-// FilterRejected explains a failed write of filter to event's filter file: the kernel's
+// Rejected explains a failed write of filter to event's filter file: the kernel's
 // error_log entry about that text ("event filter parse error"), its caret moved onto the
 // user's text. Errors that are not the kernel refusing the text (permission, a missing
 // event) come back as they are.
-func FilterRejected(event, filter string, err error) error {
+func Rejected(event, filter string, err error) error {
 	var te *tracefs.Error
 	if !errors.As(err, &te) {
 		return err
@@ -48,10 +48,10 @@ func FilterRejected(event, filter string, err error) error {
 		if le.Pos >= 0 {
 			kd.Pos = le.Pos
 		}
-		return &FilterRejectedError{Event: event, Filter: filter, Diagnosis: &kd, Err: err}
+		return &RejectedError{Event: event, Filter: filter, Diagnosis: &kd, Err: err}
 	}
 	if errors.Is(err, tracefs.ErrRejected) {
-		return &FilterRejectedError{Event: event, Filter: filter, Err: err}
+		return &RejectedError{Event: event, Filter: filter, Err: err}
 	}
 	return err
 }

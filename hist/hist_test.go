@@ -152,7 +152,7 @@ func TestCheck(t *testing.T) {
 		}
 		// the filter is the event filter checker's
 		tr, _ = Parse([]string{"dfd"}, nil, "", 0, "nosuch > 1")
-		var fe *eventfilter.FilterError
+		var fe *eventfilter.Error
 		if err := tr.Check(read, kern); !errors.As(err, &fe) {
 			t.Errorf("%s: filter on a missing field: %v", k, err)
 		}

@@ -172,7 +172,7 @@ func Parse(keys, values []string, sort string, size int, filter string) (*Trigge
 		return nil, &Error{Flag: "--size", Source: strconv.Itoa(size), Msg: fmt.Sprintf("the table holds between %d and %d entries", minSize, maxSize)}
 	}
 	if filter != "" {
-		if _, err := eventfilter.ParseEventFilter(filter); err != nil {
+		if _, err := eventfilter.Parse(filter); err != nil {
 			return nil, err
 		}
 	}
@@ -239,13 +239,13 @@ func parseFields(flag, src string) ([]Field, error) {
 
 // Check checks the trigger against an event's format and the kernel's announced modifiers, as
 // the kernel's parser will (each README rule); a filter is checked against the event's fields
-// (eventfilter.CheckEventFilter). Errors are *Error or *eventfilter.FilterError.
+// (eventfilter.Check). Errors are *Error or *eventfilter.Error.
 func (t *Trigger) Check(f *tracefs.Format, k Kernel) error {
 	fields := eventfilter.FieldsOf(f)
-	lookup := func(name string) (eventfilter.FilterField, bool) {
+	lookup := func(name string) (eventfilter.Field, bool) {
 		switch name {
 		case commonTimestamp, commonCPU:
-			return eventfilter.FilterField{Name: name, Type: "u64"}, true
+			return eventfilter.Field{Name: name, Type: "u64"}, true
 		}
 		return fields.Lookup(name)
 	}
@@ -308,7 +308,7 @@ func (t *Trigger) Check(f *tracefs.Format, k Kernel) error {
 			Hint: "sort by hitcount or one of: " + strings.Join(names, ", ")}
 	}
 	if t.Filter != "" {
-		if _, err := eventfilter.CheckEventFilter(t.Filter, fields); err != nil {
+		if _, err := eventfilter.Check(t.Filter, fields); err != nil {
 			return err
 		}
 	}
@@ -328,7 +328,7 @@ func fieldSource(srcs []string, f Field) string {
 	return f.String()
 }
 
-func notFound(flag, src string, f Field, fields *eventfilter.FilterFields, k Kernel, isKey bool) error {
+func notFound(flag, src string, f Field, fields *eventfilter.Fields, k Kernel, isKey bool) error {
 	var names []string
 	for _, ff := range fields.Own {
 		names = append(names, ff.Name)

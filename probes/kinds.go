@@ -250,11 +250,11 @@ func (st *state) parseEprobe() error {
 		if f != nil {
 			ff := eventfilter.FieldsOf(f)
 			ff.Event = d.AttachSystem + ":" + d.AttachEvent
-			_, ferr = eventfilter.CheckEventFilter(d.Filter, ff)
+			_, ferr = eventfilter.Check(d.Filter, ff)
 		} else {
-			_, ferr = eventfilter.ParseEventFilter(d.Filter)
+			_, ferr = eventfilter.Parse(d.Filter)
 		}
-		var fe *eventfilter.FilterError
+		var fe *eventfilter.Error
 		if errors.As(ferr, &fe) {
 			hint := fe.Detail
 			if fe.Hint != "" {

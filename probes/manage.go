@@ -494,7 +494,7 @@ func (m *Manager) configure(ctx context.Context, a *Added, opt AddOptions) error
 		}
 		ff := eventfilter.FieldsOf(f)
 		ff.Event = "probe " + name
-		if _, err := eventfilter.CheckEventFilter(opt.Filter, ff); err != nil {
+		if _, err := eventfilter.Check(opt.Filter, ff); err != nil {
 			return fail("checking the filter of", err)
 		}
 		if a.Appended {

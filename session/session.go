@@ -115,7 +115,7 @@ type trigger struct{ dir, text string }
 
 // New validates spec against the running kernel and returns a session ready to Start. Nothing
 // is changed: a refused spec (ErrInvalid, filters.ErrPattern, probe syntax errors, an event
-// filter's *eventfilter.FilterError) leaves the system as it was.
+// filter's *eventfilter.Error) leaves the system as it was.
 func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 	s := &Session{FS: fs, ID: id, Group: id.Group(), spec: spec, Notice: func(string, ...any) {}}
 	top := fs.Top()
@@ -245,7 +245,7 @@ func (s *Session) checkEventFilter() error {
 	if len(s.spec.Events) == 0 && len(s.spec.Probes) == 0 {
 		return fmt.Errorf("%w: --filter applies to the events of -e and -p, and this session enables none", ErrInvalid)
 	}
-	if _, err := eventfilter.ParseEventFilter(expr); err != nil {
+	if _, err := eventfilter.Parse(expr); err != nil {
 		return err
 	}
 	top := s.FS.Top()
@@ -268,7 +268,7 @@ func (s *Session) checkEventFilter() error {
 			if err != nil {
 				return err
 			}
-			if _, err := eventfilter.CheckEventFilter(expr, eventfilter.FieldsOf(f)); err != nil {
+			if _, err := eventfilter.Check(expr, eventfilter.FieldsOf(f)); err != nil {
 				return err
 			}
 			s.filtered = append(s.filtered, sys+":"+ev)
@@ -298,14 +298,14 @@ func (s *Session) setEventFilter(in *tracefs.Instance) error {
 		}
 		ff := eventfilter.FieldsOf(f)
 		ff.Event = "probe " + s.Group + "/" + ev
-		if _, err := eventfilter.CheckEventFilter(expr, ff); err != nil {
+		if _, err := eventfilter.Check(expr, ff); err != nil {
 			return err
 		}
 		targets = append(targets, target{"events/" + s.Group + "/" + ev, ff.Event})
 	}
 	for _, t := range targets {
 		if err := in.Write(t.dir+"/filter", expr+"\n"); err != nil {
-			return eventfilter.FilterRejected(t.name, expr, err)
+			return eventfilter.Rejected(t.name, expr, err)
 		}
 	}
 	return nil
@@ -452,8 +452,8 @@ func (s *Session) Tracer() string { return s.tracer }
 
 // Start sets the session up: instance, probes, filters (the swap protocol), pid filters,
 // event filters, events, tracer. On failure everything done so far is torn down and the error
-// returned: a probe's fields refusing the event filter (*eventfilter.FilterError), the kernel
-// refusing it (*eventfilter.FilterRejectedError), among others.
+// returned: a probe's fields refusing the event filter (*eventfilter.Error), the kernel
+// refusing it (*eventfilter.RejectedError), among others.
 // The caller holds the tracefs lock.
 func (s *Session) Start(ctx context.Context) (err error) {
 	defer func() {

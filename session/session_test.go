@@ -403,7 +403,7 @@ func TestSessionEventFilter(t *testing.T) {
 		{Spec{Events: []string{"sched:sched_wakeup"}, EventFilter: "pid == 1 &&"}, ""},
 	} {
 		_, err := New(fs, id, c.spec)
-		var fe *eventfilter.FilterError
+		var fe *eventfilter.Error
 		switch {
 		case c.event == "" && c.spec.Events == nil && !errors.Is(err, ErrInvalid):
 			t.Errorf("%+v: %v, want invalid", c.spec, err)
