@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ftctl/ftctl/eventfilter"
 	"github.com/ftctl/ftctl/hist"
 	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/session"
@@ -309,7 +310,7 @@ func wait(ctx context.Context, d time.Duration) {
 // histInvalid renders a trigger refused before it was written: the flag, a caret, a hint.
 func histInvalid(err error) error {
 	var he *hist.Error
-	var fe *probes.FilterError
+	var fe *eventfilter.Error
 	switch {
 	case errors.As(err, &he):
 		msg := "invalid " + he.Flag

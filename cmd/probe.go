@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ftctl/ftctl/eventfilter"
 	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/session"
 	"github.com/ftctl/ftctl/tracefs"
@@ -221,7 +222,7 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 		return &tracefs.Error{Op: "open", Path: fs.Path(file), Class: tracefs.ErrUnavailable, Reason: reason}
 	}
 	if opts.Filter != "" { // its syntax before anything is written; its fields once the event exists
-		if _, err := probes.ParseEventFilter(opts.Filter); err != nil {
+		if _, err := eventfilter.Parse(opts.Filter); err != nil {
 			return InvalidInput(filterError(err))
 		}
 	}
@@ -240,7 +241,7 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 	if err != nil {
 		var re *probes.RejectedError
 		var ee *probes.ExistsError
-		var fe *probes.FilterError
+		var fe *eventfilter.Error
 		switch {
 		case errors.Is(err, probes.ErrSyntax): // the line as written, with its group, is too long
 			return syntaxError(err)
@@ -337,7 +338,7 @@ func (e *explained) Unwrap() error { return e.err }
 
 // writeKernelRefusal writes what the kernel refused: the headline with the errno, and its
 // error_log entry with the caret moved under the user's text.
-func writeKernelRefusal(b *strings.Builder, headline string, err error, d *probes.KernelDiagnosis) {
+func writeKernelRefusal(b *strings.Builder, headline string, err error, d *tracefs.KernelDiagnosis) {
 	b.WriteString(headline)
 	var te *tracefs.Error
 	if errors.As(err, &te) && te.Errno != nil {

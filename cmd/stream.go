@@ -220,8 +220,7 @@ func printStream(ctx context.Context, g *Globals, in *tracefs.Instance, so strea
 	// them (waking the idle P, preempted goroutines through the global queue, the collector's
 	// stops), which spins on the scheduler's lock whenever the thread holding it is preempted:
 	// on a CPU shared with a busy workload that was most of ftctl's time (6.12 in the VM under a
-	// hot function filter, vm/bench-hot.sh: 26-70 % of cat's events delivered with two Ps,
-	// 118-125 % with one; BENCHMARKS.md).
+	// hot function filter, vm/bench-hot.sh: BENCHMARKS.md, "Under a hot function filter").
 	if os.Getenv("GOMAXPROCS") == "" {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ftctl/ftctl/eventfilter"
 	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/session"
@@ -331,7 +332,7 @@ func (opts *TraceOptions) eventFilter() (string, error) {
 			safe(strings.Join(quoteAll(opts.EventFilter), ", "))))
 	}
 	expr := opts.EventFilter[0]
-	if _, err := probes.ParseEventFilter(expr); err != nil {
+	if _, err := eventfilter.Parse(expr); err != nil {
 		if looksLikeFunctionPattern(expr) {
 			return "", InvalidInput(fmt.Errorf("--filter %s is not an event filter (FIELD OP VALUE, e.g. 'common_pid == 42'); did you mean -f/--function %s?",
 				safe(strconv.Quote(expr)), safe(expr)))
@@ -505,8 +506,8 @@ func compileAll(texts []string) ([]*filters.Pattern, error) {
 // diagnosis, a caret); the exit code comes from the error's class, in ExitCode.
 func sessionError(err error) error {
 	var re *probes.RejectedError
-	var fre *probes.FilterRejectedError
-	var fe *probes.FilterError
+	var fre *eventfilter.RejectedError
+	var fe *eventfilter.Error
 	switch {
 	case errors.As(err, &re):
 		return rejectedError(re)
@@ -521,7 +522,7 @@ func sessionError(err error) error {
 // filterError renders a refused --filter: the kernel's words and ftctl's, the filter with a
 // caret under the mistake, and what to do.
 func filterError(err error) error {
-	var fe *probes.FilterError
+	var fe *eventfilter.Error
 	if !errors.As(err, &fe) {
 		return err
 	}
@@ -544,7 +545,7 @@ func filterError(err error) error {
 
 // filterRejectedError renders the kernel refusing a --filter ftctl's checks passed (exit 3):
 // its error_log entry, with the caret under the user's text.
-func filterRejectedError(re *probes.FilterRejectedError) error {
+func filterRejectedError(re *eventfilter.RejectedError) error {
 	var b strings.Builder
 	writeKernelRefusal(&b, "the kernel rejected the --filter for "+safe(re.Event), re.Err, re.Diagnosis)
 	if re.Diagnosis == nil {

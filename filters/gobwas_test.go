@@ -8,10 +8,11 @@ import (
 
 // A third, independent implementation of the kernel's glob semantics for differential tests:
 // the pattern translated into gobwas/glob syntax. ftctl first compiled patterns this way, as
-// planned; measured over a 70,000-name index, gobwas (v1.1.0, and v0.2.3 alike) took 25-40 ms
-// for a multi-star glob with classes, 5-8x the 5 ms per-keystroke budget, so production matching
-// uses kglob. The translation stays as a check: kglob, this translation and the line-by-line
-// port of lib/glob.c (refGlobMatch) must agree on every input the fuzzer finds.
+// planned; over a 70,000-name index, gobwas (v1.1.0, and v0.2.3 alike) took several times the
+// per-keystroke budget for a multi-star glob with classes (BENCHMARKS.md, "Pattern preview over
+// 70,000 functions"), so production matching uses kglob. The translation stays as a check:
+// kglob, this translation and the line-by-line port of lib/glob.c (refGlobMatch) must agree on
+// every input the fuzzer finds.
 
 // kernelGlobToGobwas translates a lib/glob.c pattern into gobwas/glob syntax that matches the
 // same ASCII strings (function and module names are ASCII; patterns are checked to be). ok is

@@ -378,7 +378,7 @@ func (pv *Previewer) Resolve(p *Pattern, within []int, stop func() bool) ([]int,
 
 // chunkPool keeps the chunks' result buffers from one resolve to the next: made anew, they were
 // most of a resolve's garbage, and the collections they brought made the slow tail of a pasted
-// glob's preview (p99 1.3 ms with the collector off, 2.4 ms with it, in one run each).
+// glob's preview (BENCHMARKS.md, "Preview per keystroke").
 var chunkPool = sync.Pool{New: func() any { return new([]int32) }}
 
 // chunkBuffer is an empty buffer for a chunk's result.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ftctl/ftctl/probes"
+	"github.com/ftctl/ftctl/eventfilter"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -152,7 +152,7 @@ func TestCheck(t *testing.T) {
 		}
 		// the filter is the event filter checker's
 		tr, _ = Parse([]string{"dfd"}, nil, "", 0, "nosuch > 1")
-		var fe *probes.FilterError
+		var fe *eventfilter.Error
 		if err := tr.Check(read, kern); !errors.As(err, &fe) {
 			t.Errorf("%s: filter on a missing field: %v", k, err)
 		}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -13,7 +12,7 @@ import (
 type RejectedError struct {
 	Event     string // SYSTEM:EVENT
 	Trigger   string // the text written
-	Diagnosis *probes.KernelDiagnosis
+	Diagnosis *tracefs.KernelDiagnosis
 	Err       error // the tracefs error
 }
 
@@ -43,7 +42,7 @@ func Rejected(system, event, trigger string, err error) error {
 	_, filter, hasFilter := strings.Cut(trigger, " if ")
 	for i := len(te.KernelLog) - 1; i >= 0; i-- {
 		le := te.KernelLog[i]
-		kd := probes.KernelDiagnosis{Message: le.Message, Source: trigger, Pos: -1, Command: le.Command}
+		kd := tracefs.KernelDiagnosis{Message: le.Message, Source: trigger, Pos: -1, Command: le.Command}
 		switch {
 		case le.Location == loc && le.Command == trigger:
 			kd.Pos = le.Pos

@@ -16,7 +16,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ftctl/ftctl/probes"
+	"github.com/ftctl/ftctl/eventfilter"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -172,7 +172,7 @@ func Parse(keys, values []string, sort string, size int, filter string) (*Trigge
 		return nil, &Error{Flag: "--size", Source: strconv.Itoa(size), Msg: fmt.Sprintf("the table holds between %d and %d entries", minSize, maxSize)}
 	}
 	if filter != "" {
-		if _, err := probes.ParseEventFilter(filter); err != nil {
+		if _, err := eventfilter.Parse(filter); err != nil {
 			return nil, err
 		}
 	}
@@ -239,13 +239,13 @@ func parseFields(flag, src string) ([]Field, error) {
 
 // Check checks the trigger against an event's format and the kernel's announced modifiers, as
 // the kernel's parser will (each README rule); a filter is checked against the event's fields
-// (probes.CheckEventFilter). Errors are *Error or *probes.FilterError.
+// (eventfilter.Check). Errors are *Error or *eventfilter.Error.
 func (t *Trigger) Check(f *tracefs.Format, k Kernel) error {
-	fields := probes.FieldsOf(f)
-	lookup := func(name string) (probes.FilterField, bool) {
+	fields := eventfilter.FieldsOf(f)
+	lookup := func(name string) (eventfilter.Field, bool) {
 		switch name {
 		case commonTimestamp, commonCPU:
-			return probes.FilterField{Name: name, Type: "u64"}, true
+			return eventfilter.Field{Name: name, Type: "u64"}, true
 		}
 		return fields.Lookup(name)
 	}
@@ -264,7 +264,7 @@ func (t *Trigger) Check(f *tracefs.Format, k Kernel) error {
 				if !ok {
 					return notFound(flag, src, fl, fields, k, isKey)
 				}
-				if !isKey && ff.Kind == probes.FieldString {
+				if !isKey && ff.Kind == eventfilter.FieldString {
 					return &Error{Flag: flag, Source: src, Pos: fl.pos, Msg: fmt.Sprintf("%s is a string (%s): values must be numeric fields", fl.Name, ff.Type),
 						Hint: "a string can be a key (--key " + fl.Name + ")"}
 				}
@@ -308,7 +308,7 @@ func (t *Trigger) Check(f *tracefs.Format, k Kernel) error {
 			Hint: "sort by hitcount or one of: " + strings.Join(names, ", ")}
 	}
 	if t.Filter != "" {
-		if _, err := probes.CheckEventFilter(t.Filter, fields); err != nil {
+		if _, err := eventfilter.Check(t.Filter, fields); err != nil {
 			return err
 		}
 	}
@@ -328,7 +328,7 @@ func fieldSource(srcs []string, f Field) string {
 	return f.String()
 }
 
-func notFound(flag, src string, f Field, fields *probes.FilterFields, k Kernel, isKey bool) error {
+func notFound(flag, src string, f Field, fields *eventfilter.Fields, k Kernel, isKey bool) error {
 	var names []string
 	for _, ff := range fields.Own {
 		names = append(names, ff.Name)

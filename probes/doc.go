@@ -1,6 +1,6 @@
 // Package probes is the dynamic-event grammar of every kind the kernel takes: kprobes (p,
 // r[MAXACTIVE], SYM%return, -:, [MOD:]SYM[+offs], MEMADDR), fprobes (f), tracepoint probes (t),
-// event probes (e, with their event filter: eventfilter.go) and uprobes (PATH:OFFSET; ELF
+// event probes (e, their filter checked by package eventfilter) and uprobes (PATH:OFFSET; ELF
 // symbols resolved to file offsets in elf.go), with every FETCHARG and TYPE: a parser and
 // validator gated on the features the running kernel's tracefs README announces, checks against
 // kallsyms and BTF (Kernel), a formatter, the Manager that adds, lists, enables and removes

@@ -223,30 +223,21 @@ func (w *Written) userHeadPos(off int) int {
 	return headEnd
 }
 
-// KernelDiagnosis is the kernel's error_log entry for a rejected definition, moved onto the
-// user's text.
-type KernelDiagnosis struct {
-	Message string // the kernel's words
-	Source  string // the user's definition
-	Pos     int    // caret position in Source, -1 when the kernel gave none
-	Command string // what the kernel saw
-}
-
 // Diagnose picks the entry about this write among error_log entries (the last one whose
 // command is ours) and realigns its caret.
-func (w *Written) Diagnose(entries []tracefs.LogEntry) (KernelDiagnosis, bool) {
+func (w *Written) Diagnose(entries []tracefs.LogEntry) (tracefs.KernelDiagnosis, bool) {
 	for i := len(entries) - 1; i >= 0; i-- {
 		e := entries[i]
 		if e.Command != w.Text {
 			continue
 		}
-		kd := KernelDiagnosis{Message: e.Message, Source: w.def.src, Pos: -1, Command: e.Command}
+		kd := tracefs.KernelDiagnosis{Message: e.Message, Source: w.def.src, Pos: -1, Command: e.Command}
 		if e.Pos >= 0 {
 			kd.Pos = w.UserPos(e.Pos)
 		}
 		return kd, true
 	}
-	return KernelDiagnosis{}, false
+	return tracefs.KernelDiagnosis{}, false
 }
 
 // Caret renders text and a caret under byte pos, each line prefixed by indent. Control

@@ -8,7 +8,9 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
+	"github.com/ftctl/ftctl/eventfilter"
 	"github.com/ftctl/ftctl/filters"
+	"github.com/ftctl/ftctl/internal/kstr"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -78,7 +80,7 @@ func (st *state) parseDynamic(head string) error {
 		end = evOff - 1
 	}
 	d.head.kind = span{0, end}
-	if d.Kind != Eprobe && len(head) > 1 && isdigit(head[1]) {
+	if d.Kind != Eprobe && len(head) > 1 && kstr.IsDigit(head[1]) {
 		if err := st.maxActive(head[1:end]); err != nil { // fprobe rethook instances
 			return err
 		}
@@ -120,7 +122,7 @@ func (st *state) parseDynamic(head string) error {
 	}
 	if d.Kind == Tprobe {
 		for i := 0; i < len(sym); i++ {
-			if c := sym[i]; !isalpha(c) && !isdigit(c) && c != '_' {
+			if c := sym[i]; !kstr.IsAlpha(c) && !kstr.IsDigit(c) && c != '_' {
 				e := st.err(i, "Invalid character in tracepoint name")
 				e.Hint = "a tracepoint is named without its system: sched_switch, not sched:sched_switch"
 				return e
@@ -133,7 +135,7 @@ func (st *state) parseDynamic(head string) error {
 	for i := 2; i < len(d.tokens) && !st.ret; i++ {
 		t := st.text(i)
 		j := strings.Index(t, "$retval")
-		if j < 0 || (j+7 < len(t) && (isalpha(t[j+7]) || isdigit(t[j+7]) || t[j+7] == '_')) {
+		if j < 0 || (j+7 < len(t) && (kstr.IsAlpha(t[j+7]) || kstr.IsDigit(t[j+7]) || t[j+7] == '_')) {
 			continue
 		}
 		if d.Kind == Tprobe {
@@ -246,13 +248,13 @@ func (st *state) parseEprobe() error {
 		d.Filter = strings.Join(parts, " ")
 		var ferr error
 		if f != nil {
-			ff := FieldsOf(f)
+			ff := eventfilter.FieldsOf(f)
 			ff.Event = d.AttachSystem + ":" + d.AttachEvent
-			_, ferr = CheckEventFilter(d.Filter, ff)
+			_, ferr = eventfilter.Check(d.Filter, ff)
 		} else {
-			_, ferr = ParseEventFilter(d.Filter)
+			_, ferr = eventfilter.Parse(d.Filter)
 		}
-		var fe *FilterError
+		var fe *eventfilter.Error
 		if errors.As(ferr, &fe) {
 			hint := fe.Detail
 			if fe.Hint != "" {
@@ -303,7 +305,7 @@ func (st *state) fetchDynamic(s string, off int) (f *Fetch, err error, done bool
 	case s[0] == '$':
 		f, err := st.eventVar(s[1:], off)
 		return f, err, true
-	case isalpha(s[0]) || s[0] == '_':
+	case kstr.IsAlpha(s[0]) || s[0] == '_':
 		msg := "Invalid fetch argument"
 		if st.p.Features.BTFArgs {
 			msg = "BTF is not available or not supported"

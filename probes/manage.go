@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ftctl/ftctl/eventfilter"
 	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/tracefs"
 )
@@ -322,7 +323,7 @@ type Added struct {
 type RejectedError struct {
 	Def         *Definition
 	Written     string
-	Diagnosis   *KernelDiagnosis
+	Diagnosis   *tracefs.KernelDiagnosis
 	Existing    []string // definitions of the probe that already exists (EEXIST)
 	Suggestions []string // close symbol names (unknown symbol)
 	// NotTraceable: the kernel could not register the probe and ftrace cannot trace the
@@ -491,9 +492,9 @@ func (m *Manager) configure(ctx context.Context, a *Added, opt AddOptions) error
 		if err != nil {
 			return fail("reading the format of", err)
 		}
-		ff := FieldsOf(f)
+		ff := eventfilter.FieldsOf(f)
 		ff.Event = "probe " + name
-		if _, err := CheckEventFilter(opt.Filter, ff); err != nil {
+		if _, err := eventfilter.Check(opt.Filter, ff); err != nil {
 			return fail("checking the filter of", err)
 		}
 		if a.Appended {

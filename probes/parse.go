@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
+	"github.com/ftctl/ftctl/internal/kstr"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -195,7 +196,7 @@ func (d *Definition) Place() string {
 	if d.Module != "" {
 		s = d.Module + ":" + s
 	}
-	if _, numeric := kstrtoull(s); d.Offset != 0 || numeric {
+	if _, numeric := kstr.Strtoull(s); d.Offset != 0 || numeric {
 		s += "+" + strconv.FormatInt(d.Offset, 10) // "+0" keeps a numeric symbol a symbol
 	}
 	if d.PercentReturn {
@@ -282,11 +283,11 @@ func (st *state) parse() error {
 		return &SyntaxError{Source: src, Pos: MaxLineLen, Msg: fmt.Sprintf("line is too long: the kernel takes at most %d bytes", MaxLineLen)}
 	}
 	for i := 0; i < len(line); {
-		for i < len(line) && isspace(line[i]) {
+		for i < len(line) && kstr.IsSpace(line[i]) {
 			i++
 		}
 		j := i
-		for j < len(line) && !isspace(line[j]) {
+		for j < len(line) && !kstr.IsSpace(line[j]) {
 			j++
 		}
 		if j > i {
@@ -322,7 +323,7 @@ func (st *state) parse() error {
 		evOff = i + 2
 		d.head.sep = true
 	}
-	if len(head) > 1 && isdigit(head[1]) {
+	if len(head) > 1 && kstr.IsDigit(head[1]) {
 		if d.Kind != Kretprobe {
 			if !fprobeSeries(st.p.Features) {
 				return st.err(1, "Maxactive is not for kprobe") // MAXACT_NO_KPROBE (seen: 6.1)
@@ -404,7 +405,7 @@ func fprobeSeries(ft tracefs.ProbeFeatures) bool {
 
 // maxActive reads r[N]'s (or f[N]'s) N as the kernel does: kstrtouint base 0, 1 to 4096.
 func (st *state) maxActive(n string) error {
-	v, ok := kstrtouint(n)
+	v, ok := kstr.Strtouint(n)
 	if len(n) > MaxEventNameLen-1 || !ok || v == 0 {
 		return st.err(1, "Invalid maxactive number")
 	}
@@ -486,7 +487,7 @@ func (st *state) parsePlace() error {
 	d := st.d
 	st.tok = 1
 	place := st.text(1)
-	if v, ok := kstrtoull(place); ok {
+	if v, ok := kstr.Strtoull(place); ok {
 		d.IsAddr, d.Addr = true, v
 		return nil
 	}
@@ -507,7 +508,7 @@ func (st *state) parsePlace() error {
 	}
 	var off int64
 	if i := strings.IndexAny(sym, "+-"); i >= 0 {
-		v, ok := kstrtol(sym[i:])
+		v, ok := kstr.Strtol(sym[i:])
 		if !ok || v < 0 || v > 1<<32-1 {
 			return st.err(0, "Invalid probed address or symbol")
 		}
@@ -583,7 +584,7 @@ func (st *state) parseArgs() error {
 			}
 			return st.err(0, "$arg* can be used only on function entry or exit")
 		}
-		if len(t) > 4 && isdigit(t[4]) {
+		if len(t) > 4 && kstr.IsDigit(t[4]) {
 			continue
 		}
 		if len(t) < 5 || t[4] != '*' {
@@ -642,7 +643,7 @@ func (st *state) expandArgs(args []span, varArgs int, n *int) error {
 				if !strings.HasPrefix(t, "$arg") || i == varArgs {
 					continue
 				}
-				num, _ := simpleStrtoul(t[4:])
+				num, _ := kstr.SimpleStrtoul(t[4:])
 				if num >= 1 && num > uint64(len(fn.Params)) {
 					return st.errAt(i+2, 0, "This variable is not found at this probe point")
 				}
@@ -658,7 +659,7 @@ func (st *state) expandArgs(args []span, varArgs int, n *int) error {
 // hasArgN: an argument is a whole "$argN" (what the kernel rewrites with BTF).
 func (st *state) hasArgN(args []span) bool {
 	for i := range args {
-		if t := st.text(i + 2); strings.HasPrefix(t, "$arg") && len(t) > 4 && isdigit(t[4]) {
+		if t := st.text(i + 2); strings.HasPrefix(t, "$arg") && len(t) > 4 && kstr.IsDigit(t[4]) {
 			return true
 		}
 	}
@@ -745,7 +746,7 @@ func (st *state) parseArg1(t string, i int) (Arg, string, error) {
 			name = ""
 			st.unnamedArgN = true
 			if fn, _ := st.proto(); fn != nil {
-				if n, _ := simpleStrtoul(t[4:]); n >= 1 && n <= uint64(len(fn.Params)) {
+				if n, _ := kstr.SimpleStrtoul(t[4:]); n >= 1 && n <= uint64(len(fn.Params)) {
 					st.argN = &fn.Params[n-1]
 				}
 			}
@@ -796,7 +797,7 @@ func (st *state) parseBody(a *Arg, body string, off int) error {
 			if e != len(num)-1 {
 				return st.err(off+typeOff+b+1+e+1, "Array has wrong suffix")
 			}
-			n, ok := kstrtouint(num[:e])
+			n, ok := kstr.Strtouint(num[:e])
 			if !ok || n == 0 {
 				return st.err(off+typeOff+b+1, "Invalid array size")
 			}
@@ -865,7 +866,7 @@ func (st *state) checkType(typ string, pos int) error {
 		if i < 0 {
 			return st.err(pos, "Unknown type is specified")
 		}
-		switch v, ok := kstrtoull(typ[i+1:]); {
+		switch v, ok := kstr.Strtoull(typ[i+1:]); {
 		case !ok:
 			return st.err(pos, "Unknown type is specified")
 		case v != 8 && v != 16 && v != 32 && v != 64:
@@ -938,8 +939,8 @@ func (st *state) parseFetch(s string, off int, ops *int) (*Fetch, error) {
 		}
 		return &Fetch{Kind: FetchReg, Text: s[1:]}, nil
 	case '@':
-		if len(s) > 1 && isdigit(s[1]) {
-			if _, ok := kstrtoull(s[1:]); !ok {
+		if len(s) > 1 && kstr.IsDigit(s[1]) {
+			if _, ok := kstr.Strtoull(s[1:]); !ok {
 				return nil, st.err(off, "Invalid memory address")
 			}
 			*ops++
@@ -971,7 +972,7 @@ func (st *state) parseFetch(s string, off int, ops *int) (*Fetch, error) {
 		if neg {
 			num = "-" + num
 		}
-		v, ok := kstrtol(num)
+		v, ok := kstr.Strtol(num)
 		if !ok {
 			return nil, st.err(off, "Invalid dereference offset")
 		}
@@ -1022,7 +1023,7 @@ func (st *state) parseFetch(s string, off int, ops *int) (*Fetch, error) {
 		}
 		return &Fetch{Kind: FetchImm, Text: s[1:]}, nil
 	}
-	if isalpha(s[0]) || s[0] == '_' {
+	if kstr.IsAlpha(s[0]) || s[0] == '_' {
 		if !ft.BTFArgs {
 			return nil, st.unsupported(off, "Invalid fetch argument", "BTF argument names")
 		}
@@ -1103,7 +1104,7 @@ func (st *state) parseVar(s string, off int) (*Fetch, error) {
 		if rest == "" {
 			return &Fetch{Kind: FetchStackPtr}, nil
 		}
-		if !isdigit(rest[0]) {
+		if !kstr.IsDigit(rest[0]) {
 			return nil, st.err(off, "Invalid $-variable specified")
 		}
 		n, err := strconv.ParseUint(rest, 10, 64)
@@ -1166,14 +1167,14 @@ func validImmediate(s string) bool {
 		return false
 	}
 	switch {
-	case isdigit(s[0]):
-		_, ok := kstrtoull(s)
+	case kstr.IsDigit(s[0]):
+		_, ok := kstr.Strtoull(s)
 		return ok
 	case s[0] == '-':
-		_, ok := kstrtol(s)
+		_, ok := kstr.Strtol(s)
 		return ok
 	case s[0] == '+':
-		_, ok := kstrtol(s[1:])
+		_, ok := kstr.Strtol(s[1:])
 		return ok
 	}
 	return false
@@ -1265,17 +1266,17 @@ func (st *state) finalize(a *Arg, typ string, f *Fetch, ops, tpos, off int) erro
 // bitfieldOK is __parse_bitfield_probe_arg(): b<width>@<offset>/<container>, width+offset
 // within the container.
 func bitfieldOK(typ string) bool {
-	bw, n := simpleStrtoul(typ[1:])
+	bw, n := kstr.SimpleStrtoul(typ[1:])
 	rest := typ[1+n:]
 	if bw == 0 || rest == "" || rest[0] != '@' {
 		return false
 	}
 	rest = rest[1:]
-	bo, n := simpleStrtoul(rest)
+	bo, n := kstr.SimpleStrtoul(rest)
 	if n == 0 || n >= len(rest) || rest[n] != '/' {
 		return false
 	}
-	size, _ := kstrtoull(rest[n+1:]) // 8/16/32/64, checked by checkType
+	size, _ := kstr.Strtoull(rest[n+1:]) // 8/16/32/64, checked by checkType
 	return bw+bo <= size
 }
 

@@ -192,23 +192,6 @@ func TestCaret(t *testing.T) {
 	}
 }
 
-func TestKstrtox(t *testing.T) {
-	for _, tc := range []struct {
-		s  string
-		v  int64
-		ok bool
-	}{
-		{"10", 10, true}, {"0x10", 16, true}, {"010", 8, true}, {"+5", 5, true}, {"-5", -5, true},
-		{"++5", 0, false}, {"-+5", 0, false}, {"0x", 0, false}, {"", 0, false}, {"08", 0, false},
-		{"9223372036854775808", 0, false}, {"-9223372036854775808", -9223372036854775808, true},
-	} {
-		v, ok := kstrtol(tc.s)
-		if ok != tc.ok || (ok && v != tc.v) {
-			t.Errorf("kstrtol(%q) = %d, %v; want %d, %v", tc.s, v, ok, tc.v, tc.ok)
-		}
-	}
-}
-
 // FuzzParse: no panics; whatever parses formats to text that parses to the same definition,
 // and what ftctl writes to the kernel (Line: the user's words with the group and event put in
 // the head) parses back to the definition that was typed, in the group and event written.

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ftctl/ftctl/internal/kstr"
 )
 
 // Uprobes (kernel/trace/trace_uprobe.c): `p|r[:[GRP/]EVENT] PATH:OFFSET[%return][(REF_CTR)]`
@@ -153,14 +155,14 @@ func (st *state) parseUprobePlace() error {
 	// (REF_CTR) at the end: a number in parentheses (a Go method's name has parentheses too).
 	if strings.HasSuffix(rest, ")") {
 		if i := strings.LastIndexByte(rest, '('); i >= 0 {
-			if v, ok := kstrtoull(rest[i+1 : len(rest)-1]); ok {
+			if v, ok := kstr.Strtoull(rest[i+1 : len(rest)-1]); ok {
 				u.RefCtr = &v
 				rest = rest[:i]
-			} else if isdigit(rest[0]) {
+			} else if kstr.IsDigit(rest[0]) {
 				return st.err(restOff+i+1, "Invalid reference counter offset")
 			}
 		}
-	} else if i := strings.IndexByte(rest, '('); i >= 0 && isdigit(rest[0]) {
+	} else if i := strings.IndexByte(rest, '('); i >= 0 && kstr.IsDigit(rest[0]) {
 		if !strings.Contains(rest[i:], ")") {
 			return st.err(restOff+len(rest), "Reference counter brace is not closed")
 		}
@@ -180,8 +182,8 @@ func (st *state) parseUprobePlace() error {
 	if rest == "" {
 		return st.err(restOff, "Invalid uprobe offset")
 	}
-	if isdigit(rest[0]) {
-		v, ok := kstrtoull(rest)
+	if kstr.IsDigit(rest[0]) {
+		v, ok := kstr.Strtoull(rest)
 		if !ok {
 			return st.err(restOff, "Invalid uprobe offset")
 		}
@@ -189,7 +191,7 @@ func (st *state) parseUprobePlace() error {
 	} else {
 		sym := rest
 		if i := strings.LastIndexByte(rest, '+'); i > 0 {
-			v, ok := kstrtoull(rest[i+1:])
+			v, ok := kstr.Strtoull(rest[i+1:])
 			if !ok {
 				return st.err(restOff+i+1, "Invalid uprobe offset")
 			}
@@ -339,15 +341,15 @@ func (st *state) unlessForced(e *SyntaxError, note string) error {
 func (st *state) uprobeFetch(s string, off int) (f *Fetch, err error, done bool) {
 	switch {
 	case strings.HasPrefix(s, "@+"):
-		if _, ok := kstrtol(s[2:]); !ok {
+		if _, ok := kstr.Strtol(s[2:]); !ok {
 			return nil, st.err(off, "Invalid file offset value"), true
 		}
 		return &Fetch{Kind: FetchFileOffset, Text: s[2:]}, nil, true
-	case strings.HasPrefix(s, "@") && (len(s) == 1 || !isdigit(s[1])):
+	case strings.HasPrefix(s, "@") && (len(s) == 1 || !kstr.IsDigit(s[1])):
 		e := st.err(off, "Symbol is not available with uprobe")
 		e.Hint = "a uprobe reads user memory: @ADDR, @+FILE_OFFSET, or +OFFS(FETCHARG)"
 		return nil, e, true
-	case strings.HasPrefix(s, "$stack") && len(s) > 6 && isdigit(s[6]):
+	case strings.HasPrefix(s, "$stack") && len(s) > 6 && kstr.IsDigit(s[6]):
 		// PARAM_MAX_STACK bounds kernel stacks only (parse_probe_vars: TPARG_FL_KERNEL); a
 		// user stack's $stackN is any unsigned long (seen: 6.1 and 6.12 take $stack9999).
 		if _, err := strconv.ParseUint(s[6:], 10, 64); err != nil {
@@ -383,7 +385,7 @@ func (st *state) uprobeFetch(s string, off int) (f *Fetch, err error, done bool)
 			return nil, err, true
 		}
 		return &Fetch{Kind: FetchRetval, Text: s[len("$retval"):]}, nil, true
-	case s != "" && (isalpha(s[0]) || s[0] == '_'):
+	case s != "" && (kstr.IsAlpha(s[0]) || s[0] == '_'):
 		msg := "Invalid fetch argument"
 		if st.p.Features.BTFArgs {
 			msg = "BTF is not available or not supported"

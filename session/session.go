@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ftctl/ftctl/eventfilter"
 	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/tracefs"
@@ -157,7 +158,7 @@ type trigger struct{ dir, text string }
 
 // New validates spec against the running kernel and returns a session ready to Start. Nothing
 // is changed: a refused spec (ErrInvalid, filters.ErrPattern, probe syntax errors, an event
-// filter's *probes.FilterError) leaves the system as it was.
+// filter's *eventfilter.Error) leaves the system as it was.
 func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 	s := &Session{FS: fs, ID: id, Group: id.Group(), spec: spec, Notice: func(string, ...any) {}}
 	top := fs.Top()
@@ -321,7 +322,7 @@ func (s *Session) checkEventFilter() error {
 	if len(s.spec.Events) == 0 && len(s.spec.Probes) == 0 {
 		return fmt.Errorf("%w: --filter applies to the events of -e and -p, and this session enables none", ErrInvalid)
 	}
-	if _, err := probes.ParseEventFilter(expr); err != nil {
+	if _, err := eventfilter.Parse(expr); err != nil {
 		return err
 	}
 	top := s.FS.Top()
@@ -344,7 +345,7 @@ func (s *Session) checkEventFilter() error {
 			if err != nil {
 				return err
 			}
-			if _, err := probes.CheckEventFilter(expr, probes.FieldsOf(f)); err != nil {
+			if _, err := eventfilter.Check(expr, eventfilter.FieldsOf(f)); err != nil {
 				return err
 			}
 			s.filtered = append(s.filtered, sys+":"+ev)
@@ -377,16 +378,16 @@ func (s *Session) setEventFilter(in *tracefs.Instance) error {
 		if err != nil {
 			return err
 		}
-		ff := probes.FieldsOf(f)
+		ff := eventfilter.FieldsOf(f)
 		ff.Event = "probe " + s.Group + "/" + ev
-		if _, err := probes.CheckEventFilter(expr, ff); err != nil {
+		if _, err := eventfilter.Check(expr, ff); err != nil {
 			return err
 		}
 		targets = append(targets, target{"events/" + s.Group + "/" + ev, ff.Event})
 	}
 	for _, t := range targets {
 		if err := in.Write(t.dir+"/filter", expr+"\n"); err != nil {
-			return probes.FilterRejected(t.name, expr, err)
+			return eventfilter.Rejected(t.name, expr, err)
 		}
 	}
 	return nil
@@ -533,8 +534,8 @@ func (s *Session) Tracer() string { return s.tracer }
 
 // Start sets the session up: instance, probes, filters (the swap protocol), pid filters,
 // event filters, events, tracer. On failure everything done so far is torn down and the error
-// returned: a probe's fields refusing the event filter (*probes.FilterError), the kernel
-// refusing it (*probes.FilterRejectedError), among others.
+// returned: a probe's fields refusing the event filter (*eventfilter.Error), the kernel
+// refusing it (*eventfilter.RejectedError), among others.
 // The caller holds the tracefs lock.
 func (s *Session) Start(ctx context.Context) (err error) {
 	defer func() {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ftctl/ftctl/eventfilter"
 	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/internal/fixture"
 	"github.com/ftctl/ftctl/probes"
@@ -403,7 +404,7 @@ func TestSessionEventFilter(t *testing.T) {
 		{Spec{Events: []string{"sched:sched_wakeup"}, EventFilter: "pid == 1 &&"}, ""},
 	} {
 		_, err := New(fs, id, c.spec)
-		var fe *probes.FilterError
+		var fe *eventfilter.Error
 		switch {
 		case c.event == "" && c.spec.Events == nil && !errors.Is(err, ErrInvalid):
 			t.Errorf("%+v: %v, want invalid", c.spec, err)

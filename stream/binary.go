@@ -95,7 +95,7 @@ const (
 	binKprobe
 	binKretprobe
 	binEprobe     // trace_eprobe.c print_eprobe_event: "(SYSTEM.EVENT)" and the arguments
-	binTracepoint // printed by its print fmt (printfmt.go)
+	binTracepoint // printed by its print fmt (printfmt*.go)
 	binSysEnter   // syscalls:sys_enter_*: print_syscall_enter's "sys_NAME(arg: %lx, ...)"
 	binSysExit    // syscalls:sys_exit_*: print_syscall_exit's "sys_NAME -> 0x%lx"
 	binGraphEntry // ftrace:funcgraph_entry: a call of function_graph

@@ -376,15 +376,16 @@ func (s *binarySetup) close() {
 //
 // pidRefresh bounds how long a new process shows as "<...>", and what the reads cost: under a
 // hot function filter with a workload forking all the time (70 new pids a second in the VM),
-// reading the file every 20 ms took 11 % of ftctl's CPU time (an in-VM profile, 6.1).
+// reading the file every 20 ms showed in ftctl's in-VM profiles (BENCHMARKS.md, "Under a hot
+// function filter").
 type pidTable struct {
 	read func() (map[int][]byte, error)
 	vals map[int][]byte // a nil value: not in the file when last read
 	at   time.Time      // when the file was last read
 	t    time.Time      // the current chunk's time
 	now  *pidTable      // the table whose tick gives the time, when not this one
-	// the last pid found and its value: events come in runs of a pid (66 on average under a
-	// hot function filter in the VM), and a map lookup per event showed in profiles
+	// the last pid found and its value: events come in runs of a pid (under a hot function
+	// filter in the VM: BENCHMARKS.md), and a map lookup per event showed in profiles
 	lastPid int
 	lastVal []byte
 }

@@ -7,7 +7,7 @@
 // client-side filters, and the loss accounting. And the binary side: the ring-buffer pages of
 // per_cpu/cpuN/trace_pipe_raw (ring.go: page and event headers, event formats) decoded into the
 // same events, formatted as the kernel formats trace_pipe (binary.go, symbols.go; tracepoints
-// by their print fmt, interpreted by printfmt.go), so that ftctl can read the buffer without
+// by their print fmt, interpreted by printfmt*.go), so that ftctl can read the buffer without
 // the kernel's text formatting.
 //
 // Nothing here reads a kernel file: tracefs opens trace_pipe, trace_pipe_raw and the per-CPU

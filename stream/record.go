@@ -483,7 +483,7 @@ const (
 	// paceMaxEarly is paceMax when a CPU past buffer_percent ends the wait early
 	// (Splicer.WakesEarly): a slow trickle then wakes the recorder once a second, not ten
 	// times. Under emulation each wake costs Go's sysmon thread a burst of 20 µs polls around
-	// the timer that ends it (BENCHMARKS.md: 7.3 against 10.7 µs of CPU per event, 6.12).
+	// the timer that ends it (BENCHMARKS.md, "Record's idle pace").
 	paceMaxEarly = time.Second
 )
 

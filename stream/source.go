@@ -255,13 +255,13 @@ func (s *Source) feedText(c readChunk) error {
 //
 // One goroutine, not a reader goroutine beside the decoder: under a busy workload the two
 // handed the one P back and forth (every poll, every preemption) through the Go scheduler's
-// lock, and whenever the thread holding it was preempted the other spun (8-18 % of ftctl's
-// samples in in-VM profiles, 6.12, vm/bench-hot.sh), and runs of one build in one boot
-// printed from 35,000 to 363,000 events in 5 s; reading in Next, 225,000-262,000.
+// lock, and whenever the thread holding it was preempted the other spun, and runs of one build
+// in one boot printed numbers of events far apart; reading in Next, close together (in-VM
+// profiles, 6.12, vm/bench-hot.sh: BENCHMARKS.md, "Under a hot function filter").
 //
-// kallsyms takes the kernel 0.1-0.7 s to format under emulation (40-50 ms on the development
-// host); 6.12's 163,000 symbols (a __pfx_ symbol before each function) take 3-5 times as long
-// as 6.1's 94,000, and seconds with a busy workload beside.
+// kallsyms takes the kernel a long time to format under emulation; 6.12's 163,000 symbols (a
+// __pfx_ symbol before each function) several times as long as 6.1's 94,000, and seconds with
+// a busy workload beside (BENCHMARKS.md, the same section).
 func (s *Source) nextBinary() error {
 	b := s.bin
 	if err := s.stopped(); err != nil {

@@ -22,6 +22,17 @@ type LogEntry struct {
 	Pos      int    `json:"pos"`       // byte offset of the caret in Command, -1 when absent
 }
 
+// KernelDiagnosis is the kernel's error_log entry about a rejected write (a probe definition,
+// an event filter, a hist trigger), its caret moved onto the user's text. It lives beside
+// LogEntry so that every grammar that writes to the kernel (probes/, eventfilter/, hist/) can
+// report the kernel's refusal the same way without importing one another.
+type KernelDiagnosis struct {
+	Message string // the kernel's words
+	Source  string // the user's text (a definition, a filter, a trigger)
+	Pos     int    // caret position in Source, -1 when the kernel gave none
+	Command string // what the kernel saw
+}
+
 const errorLogCmdPrefix = "  Command: "
 
 // ParseErrorLog parses error_log text. Lines it cannot place are ignored: the log is advisory.

@@ -144,8 +144,8 @@ func (f *FS) Lock(ctx context.Context, timeout time.Duration, onWait func(Holder
 		case <-time.After(min(delay, time.Until(deadline))):
 		}
 		// A waiter polls at least every 10 ms: flock has no queue, so a long backoff let
-		// newcomers take the lock ahead of those waiting longest (32 concurrent writers: the
-		// slowest waited 3.3 s of the 5 s timeout with a 50 ms cap).
+		// newcomers take the lock ahead of those waiting longest (32 concurrent writers with a
+		// 50 ms cap: BENCHMARKS.md, "Concurrent writers").
 		delay = min(delay*2, 10*time.Millisecond)
 	}
 }

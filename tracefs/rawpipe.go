@@ -31,9 +31,9 @@ import (
 // Why not read until the kernel has nothing: the reader is traced like anyone else. Under a
 // hot function filter (_raw_spin_lock*: every read takes the CPU buffer's reader_lock) each
 // read records an event on the CPU it runs on, so that CPU is never empty at the next read:
-// read until EAGAIN, a reader spins on pages of its own events (seen in the VM, 6.1: 168,547
-// reads in 5 s, 70 bytes of events each on average, not one wait), taking the CPU the traced
-// workload and the kernel's recording need, and making more events than it reads.
+// read until EAGAIN, a reader spins on pages of its own events (seen in the VM, 6.1:
+// BENCHMARKS.md, "Under a hot function filter"), taking the CPU the traced workload and the
+// kernel's recording need, and making more events than it reads.
 type RawPipe struct {
 	dir      string
 	fs       *FS

@@ -115,7 +115,8 @@ func (i *Instance) OpenSplicer() (*Splicer, error) {
 // waits parked, its P idle, rather than in poll(2). A P in a long system call keeps Go's
 // sysmon thread out of its deep sleep and wakes it to 20 µs polling each time the call
 // returns: under emulation, with a hot filter tracing the locks its wake-ups take, that alone
-// cost the recorder a quarter of a CPU (BENCHMARKS.md). Without it (an error), Wait polls.
+// cost the recorder more CPU than its splicing (BENCHMARKS.md, "Record's fixed costs cut").
+// Without it (an error), Wait polls.
 func (s *Splicer) openEpoll() {
 	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {

@@ -218,10 +218,10 @@ func (f *FS) Kallsyms(ctx context.Context) ([]byte, error) {
 			return nil, err
 		}
 		// raw reads (rawRead): each returns at most a page of lines the kernel formats on the
-		// way, a few hundred µs under emulation. Made the usual way, each is long enough for
-		// Go's sysmon to take the processor from the system call, and ~1,600 of them kept it
-		// polling: in the VM (6.1) ftctl's read cost a median 0.78 s where `cat /proc/kallsyms`
-		// cost 0.30-0.35; raw, a median 0.39 where cat's was 0.40 (BENCHMARKS.md)
+		// way. Made the usual way, each is long enough under emulation for Go's sysmon to take
+		// the processor from the system call, and the ~1,600 of kallsyms kept it polling: in
+		// the VM (6.1) ftctl's read cost far more than `cat /proc/kallsyms`'s, and raw about as
+		// much (BENCHMARKS.md, "Record's fixed costs measured apart")
 		m, err := rawRead(int(fd.Fd()), b[n:min(n+procReadSize, len(b))])
 		if err == unix.EINTR {
 			continue

@@ -151,7 +151,7 @@ func (f *fakeBackend) AddProbe(ctx context.Context, d *probes.Definition) (*prob
 	if d.Symbol == "vfs_raed" { // the kernel does not know it
 		w := d.Line("ftctl_4242", d.Event)
 		return nil, &probes.RejectedError{Def: d, Written: w.Text,
-			Diagnosis:   &probes.KernelDiagnosis{Message: "Invalid probed address or symbol", Source: d.Source(), Pos: strings.Index(d.Source(), "vfs_raed"), Command: w.Text},
+			Diagnosis:   &tracefs.KernelDiagnosis{Message: "Invalid probed address or symbol", Source: d.Source(), Pos: strings.Index(d.Source(), "vfs_raed"), Command: w.Text},
 			Suggestions: []string{"vfs_read", "vfs_readv"},
 			Err:         &tracefs.Error{Op: "write", Path: "/sys/kernel/tracing/kprobe_events", Class: tracefs.ErrRejected, Errno: syscall.ENOENT}}
 	}

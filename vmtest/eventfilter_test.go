@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ftctl/ftctl/probes"
+	"github.com/ftctl/ftctl/eventfilter"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -64,7 +64,7 @@ func TestEventFilterCorpus(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, lerr := probes.CheckEventFilter(filter, probes.FieldsOf(format))
+		_, lerr := eventfilter.Check(filter, eventfilter.FieldsOf(format))
 		kerr := in.Write("events/"+event+"/filter", filter+"\n")
 		if err := in.Write("events/"+event+"/filter", "0\n"); err != nil {
 			t.Fatal(err)
@@ -78,7 +78,7 @@ func TestEventFilterCorpus(t *testing.T) {
 				kmsg, kpos = le.Message, le.Pos
 			}
 		}
-		var fe *probes.FilterError
+		var fe *eventfilter.Error
 		if lerr != nil && !errors.As(lerr, &fe) {
 			t.Fatalf("%q: %v", line, lerr)
 		}

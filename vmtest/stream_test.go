@@ -352,9 +352,10 @@ func TestStreamOverrunReported(t *testing.T) {
 // reading a steady flow of events. The flow is paced (bursts, then 2 ms of sleep): under single-threaded TCG the two
 // vCPUs take turns on one host thread, and a vCPU that never idles keeps the other waiting for
 // up to qemu's round-robin kick period (100 ms) at each wake-up, which measures qemu, not ftctl.
-// The binary reader's start-up is such a vCPU: the kernel formats /proc/kallsyms for 0.3-0.4 s
-// (40-50 ms without emulation), so an interrupt during it is measured apart, against 1 s, and
-// the others after it (settle).
+// The binary reader's start-up is such a vCPU: the kernel formats /proc/kallsyms for a good
+// part of a second under emulation (BENCHMARKS.md, "The binary reader against cat
+// trace_pipe"), so an interrupt during it is measured apart, against 1 s, and the others after
+// it (settle).
 func TestStreamInterruptLatency(t *testing.T) {
 	inst := streamInstance(t, "st_int")
 	for _, c := range []struct {

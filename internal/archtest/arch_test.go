@@ -22,19 +22,22 @@ var allowed = map[string][]string{
 	".":                {"cmd", "session"}, // main: the root command, and the gate of trace -- COMMAND
 	"tracefs":          {},
 	"filters":          {"tracefs"},
-	"probes":           {"tracefs", "filters"},
+	"eventfilter":      {"tracefs", "filters", "internal/kstr"}, // the filter grammar probes/, hist/ and session/ share
+	"probes":           {"tracefs", "filters", "eventfilter", "internal/kstr"},
 	"stream":           {"tracefs", "tracedat", "internal/atdir"},
 	"tracedat":         {},
-	"hist":             {"tracefs", "probes"},
-	"session":          {"tracefs", "filters", "probes", "stream", "internal/atdir"},
+	"hist":             {"tracefs", "eventfilter"}, // never probes/: its filters are eventfilter/'s
+	"session":          {"tracefs", "filters", "probes", "eventfilter", "stream", "internal/atdir"},
 	"count":            {"tracefs", "filters", "probes", "stream", "session", "hist"},
 	"tui":              {"tracefs", "filters", "probes", "stream", "session", "count", "tracedat"},
-	"cmd":              {"tracefs", "filters", "probes", "stream", "session", "tui", "hist", "count", "tracedat", "internal/atdir"},
+	"cmd":              {"tracefs", "filters", "probes", "eventfilter", "stream", "session", "tui", "hist", "count", "tracedat", "internal/atdir"},
 	"internal/gendocs": {"cmd"},
 	"internal/fixture": {},
 	// a directory held by its descriptor: the files a root process makes in the user's directories
 	// (record's working directory, reset --remove-recordings), through package syscall
 	"internal/atdir": {},
+	// the kernel's number and character rules (lib/kstrtox.c, lib/ctype.c), for the grammars
+	"internal/kstr": {},
 	// writes trace-cmd's files with instances' buffers from ftctl's, for the readers' tests
 	"internal/tracedattest": {"tracedat", "internal/fixture"},
 	"internal/vtscreen":     {},
@@ -193,5 +196,8 @@ func TestChecksCatchViolations(t *testing.T) {
 	}
 	if slices.Contains(allowed["tracefs"], "cmd") || slices.Contains(allowed["stream"], "session") {
 		t.Error("the table lets a lower layer import an upper one")
+	}
+	if slices.Contains(allowed["hist"], "probes") || slices.Contains(allowed["eventfilter"], "probes") {
+		t.Error("the table lets hist/ or eventfilter/ import probes/: the event-filter grammar they share is eventfilter/'s")
 	}
 }

@@ -1,40 +1,14 @@
-package probes
+package eventfilter
 
 import (
-	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/ftctl/ftctl/filters"
-	"github.com/ftctl/ftctl/tracefs"
+	"github.com/ftctl/ftctl/internal/kstr"
 )
-
-// Event filters: what is written to events/SYSTEM/EVENT/filter (Documentation/trace/events.rst,
-// "5. Event filtering"). The parser is a port of the kernel's (kernel/trace/trace_events_filter.c
-// calc_stack, predicate_parse and parse_pred, as in Debian's 6.1.192 and 6.12.117), with the
-// kernel's error messages, so that a filter ftctl refuses before writing is explained the way the
-// kernel would explain it, and so that ftctl refuses nothing the kernel takes:
-//
-//	FILTER := PRED | FILTER && FILTER | FILTER || FILTER | !FILTER | (FILTER)
-//	PRED   := FIELD[.ustring][.function] OP VALUE
-//	OP     := == != < <= > >= & ~
-//	VALUE  := NUMBER ("-"? then kstrtoll/kstrtoull base 0: 42, 0x2a, 052)
-//	        | "STRING" | 'STRING'   (no escapes; for ~ a glob)
-//	        | CPUS{CPULIST}         (6.6+)
-//	        | SYMBOL                (after .function, 6.2+)
-//
-// A field is one of the event's (its format file), then the generic ones (CPU, cpu,
-// common_cpu: the CPU the event is recorded on; COMM, comm: the current task's name), then the
-// common ones (common_pid...). String fields (char arrays, __data_loc char[], char pointers,
-// comm) take quoted values with ==, != and ~; the others numbers.
-//
-// What only the kernel can judge is left to it: whether a .function symbol exists, whether a
-// CPUS{} list fits this machine, and whether the running kernel knows .function and CPUS{} at
-// all (6.1 knows neither; it refuses them with "Invalid operator" and "Invalid value"). Its
-// error_log entry is then shown under the user's text (FilterRejectedError).
 
 // The kernel's error texts (trace_events_filter.c ERRORS).
 const (
@@ -62,118 +36,10 @@ const (
 const (
 	maxFilterStrVal = 256 // MAX_FILTER_STR_VAL: a quoted value is shorter
 	maxFilterNumLen = 24  // sizeof(num_buf): a number (or .function address) is shorter
-	// MaxFilterLen: event_filter_write() refuses a write of PAGE_SIZE bytes or more; ftctl
-	// writes the filter and a newline.
-	MaxFilterLen = 4096 - 2
+	// MaxLen: event_filter_write() refuses a write of PAGE_SIZE bytes or more; ftctl writes
+	// the filter and a newline.
+	MaxLen = 4096 - 2
 )
-
-// FieldKind is how the kernel's filter treats a field (its filter_type).
-type FieldKind int
-
-const (
-	// FieldNumber: any other field (FILTER_OTHER): numbers, CPUS{}.
-	FieldNumber FieldKind = iota
-	// FieldString: char arrays, __data_loc/__rel_loc char[], char pointers, comm: quoted
-	// strings with ==, != and ~.
-	FieldString
-	// FieldCPU: the generic cpu fields (FILTER_CPU): numbers, CPUS{}.
-	FieldCPU
-	// FieldCPUMask: __data_loc cpumask_t (FILTER_CPUMASK, 6.6+): numbers, CPUS{}.
-	FieldCPUMask
-	// FieldAny: a field of unknown type (the syntax check without an event): every value
-	// the grammar allows.
-	FieldAny
-)
-
-// FilterField is what the filter parser knows of a field.
-type FilterField struct {
-	Name   string
-	Type   string // as the format file declares it ("char[16]", "__data_loc char[]", "pid_t")
-	Kind   FieldKind
-	Size   int // bytes; 0 for the generic fields
-	Signed bool
-}
-
-// filterKind is the kernel's filter_assign_type() of a declared type.
-func filterKind(decl string) FieldKind {
-	switch {
-	case strings.Contains(decl, "__data_loc") && strings.Contains(decl, "char"):
-		return FieldString
-	case strings.Contains(decl, "__data_loc") && strings.Contains(decl, "cpumask_t"):
-		return FieldCPUMask
-	case strings.Contains(decl, "__rel_loc") && strings.Contains(decl, "char"):
-		return FieldString
-	case strings.Contains(decl, "[") && strings.Contains(decl, "char"):
-		return FieldString
-	case decl == "char *" || decl == "const char *":
-		return FieldString
-	}
-	return FieldNumber
-}
-
-// genericFields are the kernel's ftrace_generic_fields (trace_events.c
-// trace_define_generic_fields), found after an event's own fields and before the common ones.
-// 6.12 also has stacktrace/STACKTRACE, which a filter cannot usefully compare (the kernel
-// picks no comparison for a field of size 0): ftctl does not offer them.
-var genericFields = []FilterField{
-	{Name: "CPU", Type: "int", Kind: FieldCPU, Signed: true},
-	{Name: "cpu", Type: "int", Kind: FieldCPU, Signed: true},
-	{Name: "common_cpu", Type: "int", Kind: FieldCPU, Signed: true},
-	{Name: "COMM", Type: "char *", Kind: FieldString},
-	{Name: "comm", Type: "char *", Kind: FieldString},
-}
-
-// FilterFields is the fields a filter on an event can name, in the kernel's order of lookup:
-// the event's own, the generic ones, the common ones.
-type FilterFields struct {
-	Event  string // "SYSTEM:EVENT", for messages
-	Own    []FilterField
-	Common []FilterField // common_* of the format file
-}
-
-// FieldsOf lists the fields of an event's format for its filter.
-func FieldsOf(f *tracefs.Format) *FilterFields {
-	ff := &FilterFields{Event: f.System + ":" + f.Name}
-	conv := func(fl tracefs.Field) FilterField {
-		decl := fl.Decl()
-		return FilterField{Name: fl.Name, Type: decl, Kind: filterKind(decl), Size: fl.Size, Signed: fl.Signed}
-	}
-	for _, fl := range f.Fields {
-		ff.Own = append(ff.Own, conv(fl))
-	}
-	for _, fl := range f.Common {
-		ff.Common = append(ff.Common, conv(fl))
-	}
-	return ff
-}
-
-// Lookup is the kernel's trace_find_event_field(): own fields, generic, common.
-func (ff *FilterFields) Lookup(name string) (FilterField, bool) {
-	for _, list := range [][]FilterField{ff.Own, genericFields, ff.Common} {
-		for _, f := range list {
-			if f.Name == name {
-				return f, true
-			}
-		}
-	}
-	return FilterField{}, false
-}
-
-// names lists the field names for a message: own first, then the rest.
-func (ff *FilterFields) names() (own, other []string) {
-	for _, f := range ff.Own {
-		own = append(own, f.Name)
-	}
-	for _, f := range ff.Common {
-		other = append(other, f.Name)
-	}
-	for _, f := range genericFields {
-		if (f.Name == "cpu" || f.Name == "comm") && !slices.Contains(own, f.Name) {
-			other = append(other, f.Name)
-		}
-	}
-	return own, other
-}
 
 // Predicate is one FIELD OP VALUE of a parsed filter.
 type Predicate struct {
@@ -186,14 +52,14 @@ type Predicate struct {
 	End      int
 }
 
-// EventFilter is a filter expression that passed the checks.
-type EventFilter struct {
+// Filter is a filter expression that passed the checks.
+type Filter struct {
 	Source string
 	Preds  []Predicate
 }
 
-// FilterError is a filter refused before it reaches the kernel.
-type FilterError struct {
+// Error is a filter refused before it reaches the kernel.
+type Error struct {
 	Source string
 	Pos    int    // byte offset in Source where ftctl's caret goes (may equal len(Source))
 	Msg    string // the kernel's words where it has some
@@ -205,7 +71,7 @@ type FilterError struct {
 	KernelPos int
 }
 
-func (e *FilterError) Error() string {
+func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("invalid event filter")
 	if e.Event != "" {
@@ -219,15 +85,15 @@ func (e *FilterError) Error() string {
 	return b.String()
 }
 
-// ParseEventFilter checks a filter's syntax alone, for any event: field names and their types
-// are not checked (CheckEventFilter does, per event).
-func ParseEventFilter(src string) (*EventFilter, error) {
+// Parse checks a filter's syntax alone, for any event: field names and their types are not
+// checked (Check does, per event).
+func Parse(src string) (*Filter, error) {
 	return parseEventFilter(src, nil)
 }
 
-// CheckEventFilter checks a filter against an event's fields, as the kernel will when it is
-// written to the event's filter file. Errors are *FilterError.
-func CheckEventFilter(src string, fields *FilterFields) (*EventFilter, error) {
+// Check checks a filter against an event's fields, as the kernel will when it is written to
+// the event's filter file. Errors are *Error.
+func Check(src string, fields *Fields) (*Filter, error) {
 	return parseEventFilter(src, fields)
 }
 
@@ -237,28 +103,28 @@ const longSize = strconv.IntSize / 8
 
 type filterParser struct {
 	src    string // as the kernel parses it: without trailing white space
-	fields *FilterFields
+	fields *Fields
 	preds  []Predicate
 	// lastJoin is where the last && or || starts, for a filter that ends with one.
 	lastJoin int
 }
 
-func parseEventFilter(src string, fields *FilterFields) (*EventFilter, error) {
+func parseEventFilter(src string, fields *Fields) (*Filter, error) {
 	p := &filterParser{fields: fields, lastJoin: -1}
 	fail := func(pos int, msg, detail, hint string) error {
-		return &FilterError{Source: src, Pos: pos, Msg: msg, Detail: detail, Hint: hint, KernelPos: -1}
+		return &Error{Source: src, Pos: pos, Msg: msg, Detail: detail, Hint: hint, KernelPos: -1}
 	}
 	// What the kernel never parses: event_filter_write() and apply_event_filter().
 	if i := strings.IndexAny(src, "\n\x00"); i >= 0 {
 		return nil, fail(i, "a filter is a single line", "", "")
 	}
-	if len(src) > MaxFilterLen {
-		return nil, fail(MaxFilterLen, fmt.Sprintf("filter is too long: the kernel takes at most %d bytes", MaxFilterLen), "", "")
+	if len(src) > MaxLen {
+		return nil, fail(MaxLen, fmt.Sprintf("filter is too long: the kernel takes at most %d bytes", MaxLen), "", "")
 	}
 	// apply_event_filter() strips trailing white space (strstrip) before it parses.
 	p.src = trimSpaceRight(src)
 	lead := 0
-	for lead < len(p.src) && isspace(p.src[lead]) {
+	for lead < len(p.src) && kstr.IsSpace(p.src[lead]) {
 		lead++
 	}
 	switch p.src[lead:] {
@@ -274,14 +140,14 @@ func parseEventFilter(src string, fields *FilterFields) (*EventFilter, error) {
 		}
 		return nil, err
 	}
-	return &EventFilter{Source: src, Preds: p.preds}, nil
+	return &Filter{Source: src, Preds: p.preds}, nil
 }
 
 // trimSpaceRight drops trailing white space as the kernel's strstrip() does, byte by byte
 // with the kernel's isspace (so a Latin-1 NBSP too).
 func trimSpaceRight(s string) string {
 	end := len(s)
-	for end > 0 && isspace(s[end-1]) {
+	for end > 0 && kstr.IsSpace(s[end-1]) {
 		end--
 	}
 	return s[:end]
@@ -303,16 +169,16 @@ func (p *filterParser) at(i int) byte {
 	return 0
 }
 
-func isalnum(c byte) bool { return isdigit(c) || isalpha(c) }
+func isalnum(c byte) bool { return kstr.IsDigit(c) || kstr.IsAlpha(c) }
 
 // errAt builds an error: pos is where ftctl's caret goes, kpos where the kernel's would.
-func (p *filterParser) errAt(pos, kpos int, msg, detail, hint string) *FilterError {
-	return &FilterError{Pos: min(pos, len(p.src)), KernelPos: kpos, Msg: msg, Detail: detail, Hint: hint}
+func (p *filterParser) errAt(pos, kpos int, msg, detail, hint string) *Error {
+	return &Error{Pos: min(pos, len(p.src)), KernelPos: kpos, Msg: msg, Detail: detail, Hint: hint}
 }
 
 // calcStack is the kernel's calc_stack(): quotes and parentheses balanced, and an upper bound
 // of the parentheses' depth and of the number of predicates.
-func (p *filterParser) calcStack() (parens, preds int, err *FilterError) {
+func (p *filterParser) calcStack() (parens, preds int, err *Error) {
 	s := p.src
 	isPred := false
 	open, maxOpen := 1, 1 // the expression counts as "(E)"
@@ -321,7 +187,7 @@ func (p *filterParser) calcStack() (parens, preds int, err *FilterError) {
 	i := 0
 	for ; i < len(s); i++ {
 		c := s[i]
-		if isspace(c) {
+		if kstr.IsSpace(c) {
 			continue
 		}
 		if quote != 0 {
@@ -386,7 +252,7 @@ func (p *filterParser) calcStack() (parens, preds int, err *FilterError) {
 }
 
 // parse is the kernel's process_preds() and predicate_parse(), without building the program.
-func (p *filterParser) parse() *FilterError {
+func (p *filterParser) parse() *Error {
 	nrParens, nrPreds, err := p.calcStack()
 	if err != nil {
 		return err
@@ -403,7 +269,7 @@ func (p *filterParser) parse() *FilterError {
 		next := ptr
 		ptr++
 		c := s[next]
-		if isspace(c) {
+		if kstr.IsSpace(c) {
 			continue
 		}
 		switch c {
@@ -431,7 +297,7 @@ func (p *filterParser) parse() *FilterError {
 			next = ptr
 			ptr++
 			c := p.at(next)
-			if next < len(s) && isspace(c) {
+			if next < len(s) && kstr.IsSpace(c) {
 				continue
 			}
 			switch c {
@@ -485,10 +351,10 @@ var filterOps = []string{"~", "!=", "==", "<=", "<", ">=", ">", "&"}
 
 // parsePred is the kernel's parse_pred() on the predicate starting at start: its length, or
 // the error. The kernel reports positions one past ftctl's (its pos is start+1).
-func (p *filterParser) parsePred(start int) (int, *FilterError) {
+func (p *filterParser) parsePred(start int) (int, *Error) {
 	s := p.src
 	i := start
-	for i < len(s) && isspace(s[i]) {
+	for i < len(s) && kstr.IsSpace(s[i]) {
 		i++
 	}
 	nameStart := i
@@ -501,7 +367,7 @@ func (p *filterParser) parsePred(start int) (int, *FilterError) {
 		return 0, p.errAt(nameStart, 0, filtErrno, "expected a field name", "a predicate is FIELD OP VALUE, e.g. common_pid == 42")
 	}
 	pred := Predicate{Field: s[nameStart:i], Start: start}
-	field := FilterField{Name: pred.Field, Kind: FieldAny}
+	field := Field{Name: pred.Field, Kind: FieldAny}
 	if p.fields != nil {
 		f, ok := p.fields.Lookup(pred.Field)
 		if !ok {
@@ -517,7 +383,7 @@ func (p *filterParser) parsePred(start int) (int, *FilterError) {
 		pred.Function = true
 		i += len(".function")
 	}
-	for i < len(s) && isspace(s[i]) {
+	for i < len(s) && kstr.IsSpace(s[i]) {
 		i++
 	}
 	opStart := i
@@ -535,7 +401,7 @@ func (p *filterParser) parsePred(start int) (int, *FilterError) {
 		return 0, p.errAt(i, i+1, filtInvalidOp, "", hint)
 	}
 	i += len(pred.Op)
-	for i < len(s) && isspace(s[i]) {
+	for i < len(s) && kstr.IsSpace(s[i]) {
 		i++
 	}
 	vs := i // the value's start
@@ -549,20 +415,20 @@ func (p *filterParser) parsePred(start int) (int, *FilterError) {
 		if pred.Op != "==" && pred.Op != "!=" {
 			return 0, p.errAt(opStart, kernel(i), filtInvalidOp, "FIELD.function takes == or != only", recentSyntax)
 		}
-		if isdigit(p.at(i)) {
+		if kstr.IsDigit(p.at(i)) {
 			for i < len(s) && isalnum(s[i]) {
 				i++
 			}
 			if i-vs >= maxFilterNumLen {
 				return 0, p.errAt(vs, kernel(i), filtOperandTooLong, "", recentSyntax)
 			}
-			if _, ok := kstrtoull(s[vs:i]); !ok {
+			if _, ok := kstr.Strtoull(s[vs:i]); !ok {
 				return 0, p.errAt(vs, kernel(i), filtInvalidValue, "not an address", recentSyntax)
 			}
 		} else {
 			// The symbol runs to the next white space; whether it exists only the
 			// kernel knows (kallsyms).
-			for i < len(s) && !isspace(s[i]) {
+			for i < len(s) && !kstr.IsSpace(s[i]) {
 				i++
 			}
 		}
@@ -611,7 +477,7 @@ func (p *filterParser) parsePred(start int) (int, *FilterError) {
 			return 0, p.errAt(vs, kernel(i), filtOperandTooLong, fmt.Sprintf("a string is at most %d bytes", maxFilterStrVal-1), "")
 		}
 		i++
-	case isdigit(p.at(i)) || p.at(i) == '-':
+	case kstr.IsDigit(p.at(i)) || p.at(i) == '-':
 		if field.Kind == FieldString {
 			return 0, p.errAt(vs, kernel(i), filtExpectString,
 				fmt.Sprintf("%s (%s) is a string, not a number", pred.Field, field.Type), "compare it with a quoted string, e.g. "+pred.Field+` == "bash"`)
@@ -629,8 +495,8 @@ func (p *filterParser) parsePred(start int) (int, *FilterError) {
 			return 0, p.errAt(vs, kernel(i), filtOperandTooLong, "", "")
 		}
 		num := s[vs:i]
-		_, sok := kstrtol(num)
-		_, uok := kstrtoull(num)
+		_, sok := kstr.Strtol(num)
+		_, uok := kstr.Strtoull(num)
 		ok := uok
 		switch {
 		case field.Kind == FieldAny:
@@ -655,7 +521,7 @@ func (p *filterParser) parsePred(start int) (int, *FilterError) {
 }
 
 // notFound explains a field the event does not have.
-func (p *filterParser) notFound(start, end int) *FilterError {
+func (p *filterParser) notFound(start, end int) *Error {
 	name := p.src[start:end]
 	ff := p.fields
 	e := p.errAt(start, end+1, filtFieldNotFound, fmt.Sprintf("no field %q", name), "")
@@ -687,54 +553,4 @@ func closest(name string, names []string) string {
 		}
 	}
 	return best
-}
-
-// FilterRejectedError is the kernel refusing a filter that ftctl's checks passed, with its
-// error_log entry under the user's text.
-type FilterRejectedError struct {
-	Event     string // SYSTEM:EVENT whose filter file refused it
-	Filter    string // the user's text
-	Diagnosis *KernelDiagnosis
-	Err       error // the tracefs error
-}
-
-func (e *FilterRejectedError) Error() string {
-	msg := "the kernel rejected the event filter for " + e.Event
-	if e.Diagnosis != nil {
-		return msg + ": " + e.Diagnosis.Message
-	}
-	return msg + ": " + e.Err.Error()
-}
-
-// Unwrap makes a rejection of the filter text a tracefs.ErrRejected (exit 3) whatever errno
-// the kernel chose: for some mistakes it returns EPERM (-1) or ENOENT (-2) rather than EINVAL.
-func (e *FilterRejectedError) Unwrap() []error { return []error{tracefs.ErrRejected, e.Err} }
-
-// FilterRejected explains a failed write of filter to event's filter file: the kernel's
-// error_log entry about that text ("event filter parse error"), its caret moved onto the
-// user's text. Errors that are not the kernel refusing the text (permission, a missing
-// event) come back as they are.
-func FilterRejected(event, filter string, err error) error {
-	var te *tracefs.Error
-	if !errors.As(err, &te) {
-		return err
-	}
-	written := trimSpaceRight(filter)
-	for i := len(te.KernelLog) - 1; i >= 0; i-- {
-		le := te.KernelLog[i]
-		if le.Location != "event filter parse error" || le.Command != written {
-			continue
-		}
-		// ftctl writes the user's text as it is (and a newline, which the kernel strips), so
-		// the kernel's offsets are the user's.
-		kd := KernelDiagnosis{Message: le.Message, Source: filter, Pos: -1, Command: le.Command}
-		if le.Pos >= 0 {
-			kd.Pos = le.Pos
-		}
-		return &FilterRejectedError{Event: event, Filter: filter, Diagnosis: &kd, Err: err}
-	}
-	if errors.Is(err, tracefs.ErrRejected) {
-		return &FilterRejectedError{Event: event, Filter: filter, Err: err}
-	}
-	return err
 }

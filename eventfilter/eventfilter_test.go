@@ -1,4 +1,4 @@
-package probes
+package eventfilter
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 )
 
 // formatFixture reads an event's format captured from a VM kernel (vm/fixtures.sh).
-func formatFixture(t testing.TB, kernel, system, event string) *FilterFields {
+func formatFixture(t testing.TB, kernel, system, event string) *Fields {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "tracefs", "testdata", kernel, "format."+system+"."+event))
 	if err != nil {
@@ -56,10 +56,10 @@ func TestFieldKinds(t *testing.T) {
 	}
 }
 
-// TestCheckEventFilter: the checker's verdicts and the kernel's words and carets. The kernel
+// TestCheck: the checker's verdicts and the kernel's words and carets. The kernel
 // positions were seen in the error_log of both VM kernels (vmtest TestEventFilterCorpus runs
 // the same kind of corpus there).
-func TestCheckEventFilter(t *testing.T) {
+func TestCheck(t *testing.T) {
 	for _, tc := range []struct {
 		event  string // SYSTEM.EVENT of a fixture
 		filter string
@@ -142,16 +142,16 @@ func TestCheckEventFilter(t *testing.T) {
 			if _, err := os.Stat(filepath.Join("..", "tracefs", "testdata", kernel, "format."+tc.event)); err != nil {
 				continue // ipi_send_cpumask came with 6.4
 			}
-			_, err := CheckEventFilter(tc.filter, formatFixture(t, kernel, sys, ev))
+			_, err := Check(tc.filter, formatFixture(t, kernel, sys, ev))
 			if tc.msg == "" {
 				if err != nil {
 					t.Errorf("%s %s %q: %v", kernel, tc.event, tc.filter, err)
 				}
 				continue
 			}
-			var fe *FilterError
+			var fe *Error
 			if !errors.As(err, &fe) {
-				t.Errorf("%s %s %q: %v, want a FilterError %q", kernel, tc.event, tc.filter, err, tc.msg)
+				t.Errorf("%s %s %q: %v, want an Error %q", kernel, tc.event, tc.filter, err, tc.msg)
 				continue
 			}
 			if fe.Msg != tc.msg || fe.Pos != tc.pos || fe.KernelPos != tc.kpos || fe.Source != tc.filter ||
@@ -163,9 +163,9 @@ func TestCheckEventFilter(t *testing.T) {
 	}
 }
 
-// TestParseEventFilter: the syntax alone, before any event is known; what depends on a field's
+// TestParse: the syntax alone, before any event is known; what depends on a field's
 // type passes.
-func TestParseEventFilter(t *testing.T) {
+func TestParse(t *testing.T) {
 	for _, tc := range []struct {
 		filter string
 		msg    string
@@ -186,10 +186,10 @@ func TestParseEventFilter(t *testing.T) {
 		{"a == 1 \xa0 ", ""},
 		{"a == 1\nb == 2", "a filter is a single line"},
 		{"a == \x00", "a filter is a single line"},
-		{"a == " + strings.Repeat("1", MaxFilterLen), "filter is too long: the kernel takes at most 4094 bytes"},
+		{"a == " + strings.Repeat("1", MaxLen), "filter is too long: the kernel takes at most 4094 bytes"},
 	} {
-		f, err := ParseEventFilter(tc.filter)
-		var fe *FilterError
+		f, err := Parse(tc.filter)
+		var fe *Error
 		switch {
 		case tc.msg == "" && err != nil:
 			t.Errorf("%q: %v", tc.filter, err)
@@ -203,7 +203,7 @@ func TestParseEventFilter(t *testing.T) {
 			t.Errorf("%q: a syntax error names event %q", tc.filter, fe.Event)
 		}
 	}
-	f, err := ParseEventFilter(`prev_pid == 1 || (prev_comm.ustring ~ "sh*" && x.function != 0x10)`)
+	f, err := Parse(`prev_pid == 1 || (prev_comm.ustring ~ "sh*" && x.function != 0x10)`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,14 +222,14 @@ func TestParseEventFilter(t *testing.T) {
 	}
 }
 
-func TestFilterRejected(t *testing.T) {
+func TestRejected(t *testing.T) {
 	log := tracefs.ParseErrorLog(`[   15.258504] event filter parse error: error: Function not found
   Command: __probe_ip.function == do_sys_openat3
                                                  ^
 `)
 	terr := &tracefs.Error{Op: "write", Path: "/t/instances/x/events/ftctl/fo/filter", Class: tracefs.ErrForbidden, KernelLog: log}
-	err := FilterRejected("ftctl:fo", "__probe_ip.function == do_sys_openat3  ", terr)
-	var re *FilterRejectedError
+	err := Rejected("ftctl:fo", "__probe_ip.function == do_sys_openat3  ", terr)
+	var re *RejectedError
 	if !errors.As(err, &re) || re.Diagnosis == nil {
 		t.Fatalf("%#v", err)
 	}
@@ -241,11 +241,11 @@ func TestFilterRejected(t *testing.T) {
 	}
 	// Another text's entry is not this one's; a permission error stays one.
 	other := &tracefs.Error{Op: "write", Class: tracefs.ErrRejected, KernelLog: log}
-	if err := FilterRejected("ftctl:fo", "x == 1", other); !errors.As(err, &re) || re.Diagnosis != nil {
+	if err := Rejected("ftctl:fo", "x == 1", other); !errors.As(err, &re) || re.Diagnosis != nil {
 		t.Errorf("%#v", err)
 	}
 	perm := &tracefs.Error{Op: "open", Class: tracefs.ErrPermission}
-	if err := FilterRejected("ftctl:fo", "x == 1", perm); err != error(perm) {
+	if err := Rejected("ftctl:fo", "x == 1", perm); err != error(perm) {
 		t.Errorf("%#v", err)
 	}
 }
@@ -263,13 +263,13 @@ func FuzzEventFilter(f *testing.F) {
 	}
 	fields := formatFixture(f, "6.12", "sched", "sched_switch")
 	f.Fuzz(func(t *testing.T, src string) {
-		checked, cerr := CheckEventFilter(src, fields)
-		parsed, perr := ParseEventFilter(src)
+		checked, cerr := Check(src, fields)
+		parsed, perr := Parse(src)
 		for _, err := range []error{cerr, perr} {
 			if err == nil {
 				continue
 			}
-			var fe *FilterError
+			var fe *Error
 			if !errors.As(err, &fe) || fe.Pos < 0 || fe.Pos > len(src) || fe.Source != src || fe.Msg == "" {
 				t.Fatalf("%q: bad error %#v", src, err)
 			}
