@@ -98,30 +98,39 @@ func (j *journal) save() error {
 	if len(j.Entries) == 0 {
 		return j.remove()
 	}
-	dir := filepath.Dir(j.path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("making the journal directory %s: %w", dir, err)
+	if err := saveState(j.path, j); err != nil {
+		return fmt.Errorf("writing the journal %s: %w", j.path, err)
 	}
-	if err := tracefs.CheckStateDir(dir); err != nil { // made by someone else first?
+	return nil
+}
+
+// saveState writes v as JSON to path, in a root-only directory of the state directory (made if
+// missing, checked: made by someone else first?), durably: a temporary file fsynced, renamed
+// over path, the directory fsynced.
+func saveState(path string, v any) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(j, "", "  ")
+	if err := tracefs.CheckStateDir(dir); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := j.path + ".tmp"
+	tmp := path + ".tmp"
 	err = writeSynced(tmp, append(b, '\n'))
 	if err == nil {
-		err = os.Rename(tmp, j.path)
+		err = os.Rename(tmp, path)
 	}
 	if err == nil {
 		err = syncDir(dir)
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("writing the journal %s: %w", j.path, err)
 	}
-	return nil
+	return err
 }
 
 func writeSynced(path string, b []byte) error {

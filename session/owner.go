@@ -89,31 +89,14 @@ func (o *Owner) save(fs *tracefs.FS) error {
 	if fs.DryRun != nil {
 		return nil
 	}
-	dir := ownersDir(fs)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("making the owners' directory %s: %w", dir, err)
+	if err := os.MkdirAll(stateDir(fs), 0o700); err != nil {
+		return err
 	}
 	if err := tracefs.CheckStateDir(stateDir(fs)); err != nil {
 		return err
 	}
-	if err := tracefs.CheckStateDir(dir); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(o, "", "  ")
-	if err != nil {
-		return err
-	}
 	path := ownerPath(fs, o.Name)
-	tmp := path + ".tmp"
-	err = writeSynced(tmp, append(b, '\n'))
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(dir)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := saveState(path, o); err != nil {
 		return fmt.Errorf("writing the declaration %s: %w", path, err)
 	}
 	return nil
