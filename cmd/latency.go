@@ -155,50 +155,14 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 		what = "fprobes"
 	}
 	g.Notice("%s: %s %s/%s and %s/%s, synthetic event %s", safe(opts.Func), what, s.Group, l.Entry, s.Group, l.Return, l.Synthetic)
-	var commandErr error
-	if ctx.Err() != nil {
-		if command != nil {
-			command.Abort()
-		}
-	} else if err := s.Begin(); err != nil {
-		if command != nil {
-			command.Abort()
-		}
-		return err
-	} else if command != nil {
-		command.Release()
-		var timeout <-chan time.Time
-		if opts.Duration > 0 {
-			tm := time.NewTimer(opts.Duration)
-			defer tm.Stop()
-			timeout = tm.C
-		}
-		select {
-		case commandErr = <-command.Done():
-		case <-ctx.Done():
-			commandErr = command.Stop(2 * time.Second)
-		case <-timeout:
-			commandErr = command.Stop(2 * time.Second)
-		}
-	} else {
-		wait(ctx, opts.Duration)
-	}
-	table, err := readTable(s, "synthetic", l.Synthetic)
+	commandErr, err := measureFor(ctx, s, command, opts.Duration)
 	if err != nil {
 		return err
 	}
-	// The entry's and the return's tables hold one entry per task that called FUNC, and the
-	// kernel never removes one: once they are full (2048 tasks by default), the calls of any new
-	// task are dropped there, before the synthetic event, and counted only in those tables' own
-	// hist files. A call dropped at its entry is in general dropped at its return too (the two
-	// tables fill with the same tasks), so the larger of the two counts is the calls lost.
-	var lost uint64
-	for _, ev := range []string{l.Entry, l.Return} {
-		if t, err := readTable(s, s.Group, ev); err == nil {
-			lost = max(lost, t.Dropped)
-		}
+	table, err := latencyTable(s, l)
+	if err != nil {
+		return err
 	}
-	table.Dropped += lost
 	if err := printLatency(g, opts.Func, opts.By, table); err != nil {
 		return err
 	}
@@ -206,6 +170,61 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 		return ErrInterrupted
 	}
 	return commandStatus(command, commandErr)
+}
+
+// measureFor turns tracing on and waits for the end of the measure: the command's exit (it is
+// released first, and stopped at the other ends), d (0: none) or ctx's end (a signal). A
+// signal before tracing is on aborts the command. It returns the command's end.
+func measureFor(ctx context.Context, s *session.Session, command *session.Command, d time.Duration) (commandErr, err error) {
+	if ctx.Err() == nil {
+		err = s.Begin()
+	}
+	if ctx.Err() != nil || err != nil {
+		if command != nil {
+			command.Abort()
+		}
+		return nil, err
+	}
+	if command == nil {
+		wait(ctx, d)
+		return nil, nil
+	}
+	command.Release()
+	var timeout <-chan time.Time
+	if d > 0 {
+		tm := time.NewTimer(d)
+		defer tm.Stop()
+		timeout = tm.C
+	}
+	select {
+	case commandErr = <-command.Done():
+	case <-ctx.Done():
+		commandErr = command.Stop(2 * time.Second)
+	case <-timeout:
+		commandErr = command.Stop(2 * time.Second)
+	}
+	return commandErr, nil
+}
+
+// latencyTable reads the histogram: the synthetic event's table, with the calls the entry's and
+// the return's tables dropped. Those hold one entry per task that called FUNC, and the kernel
+// never removes one: once they are full (2048 tasks by default), the calls of any new task are
+// dropped there, before the synthetic event, and counted only in those tables' own hist files.
+// A call dropped at its entry is in general dropped at its return too (the two tables fill
+// with the same tasks), so the larger of the two counts is the calls lost.
+func latencyTable(s *session.Session, l count.Latency) (hist.Table, error) {
+	table, err := readTable(s, "synthetic", l.Synthetic)
+	if err != nil {
+		return table, err
+	}
+	var lost uint64
+	for _, ev := range []string{l.Entry, l.Return} {
+		if t, err := readTable(s, s.Group, ev); err == nil {
+			lost = max(lost, t.Dropped)
+		}
+	}
+	table.Dropped += lost
+	return table, nil
 }
 
 // latencyBucket is one log2 bucket: durations in (le_us/2, le_us] µs (the kernel's .log2 key
