@@ -88,6 +88,9 @@ func startCount(t *testing.T, method string, args ...string) (*exec.Cmd, *bytes.
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// a count that never shows its session within sessionOf's time (a loaded host) is ended
+	// with the test: left running, it set up later, under the next subtests' checks
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	instance, group := sessionOf(t, cmd.Process.Pid)
 	dir := filepath.Join(tracing, "instances", instance)
 	deadline := time.Now().Add(30 * time.Second)
