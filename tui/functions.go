@@ -521,9 +521,9 @@ func (v *FunctionsView) View() string {
 	// The preview line.
 	switch {
 	case v.loading && v.ix == nil:
-		top = append(top, s.Dim.Render("reading available_filter_functions…"))
+		top = append(top, s.Dim.Render("reading "+filters.IndexFile+"…"))
 	case v.ixErr != nil:
-		top = append(top, wrapLines(s.Err, "", describeErr("available_filter_functions", v.ixErr), w)...)
+		top = append(top, wrapLines(s.Err, "", describeErr(filters.IndexFile, v.ixErr), w)...)
 	case v.patErr != nil:
 		top = append(top, wrapLines(s.Err, "", v.patErr.Error(), w)...)
 	case v.pending:
