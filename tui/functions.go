@@ -258,7 +258,7 @@ func (v *FunctionsView) Update(msg tea.Msg) tea.Cmd {
 	case indexMsg:
 		cmd := v.SetIndex(msg)
 		if msg.err != nil {
-			return notice(describeErr("reading available_filter_functions", msg.err), true)
+			return notice(describeErr("reading "+filters.IndexFile, msg.err), true)
 		}
 		return cmd
 	case previewMsg:
