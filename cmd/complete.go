@@ -323,13 +323,12 @@ func completeProbeNames(g *Globals) cobra.CompletionFunc {
 		if err != nil {
 			return nil, noFiles
 		}
-		kb, kerr := fs.Top().ReadFile("kprobe_events")
-		ub, uerr := fs.Top().ReadFile("uprobe_events")
-		if kerr != nil && uerr != nil {
+		listed, err := fs.KprobesAndUprobes()
+		if err != nil {
 			return nil, noFiles
 		}
 		var out []cobra.Completion
-		for _, p := range tracefs.ParseProbeList(string(kb) + "\n" + string(ub)) {
+		for _, p := range listed {
 			name := p.Group + "/" + p.Event
 			if strings.HasPrefix(name, toComplete) && safe(name) == name {
 				out = append(out, cobra.CompletionWithDesc(name, safe(p.Definition)))
@@ -369,12 +368,12 @@ func completeClocks(g *Globals) cobra.CompletionFunc {
 		if err != nil {
 			return nil, noFiles
 		}
-		b, err := in.ReadFile("trace_clock")
+		clocks, err := in.Clocks()
 		if err != nil {
 			return nil, noFiles
 		}
 		var out []cobra.Completion
-		for _, c := range strings.Fields(strings.NewReplacer("[", "", "]", "").Replace(string(b))) {
+		for _, c := range clocks {
 			if strings.HasPrefix(c, toComplete) {
 				out = append(out, c)
 			}

@@ -327,11 +327,11 @@ func listClearRun(ctx context.Context, opts *ListClearOptions) error {
 		if file != filters.FilterFile || opts.Force {
 			return nil
 		}
-		b, err := in.ReadFile("current_tracer")
+		t, err := in.Tracer()
 		if err != nil {
 			return err
 		}
-		if t := strings.TrimSpace(string(b)); t == "function" || t == "function_graph" {
+		if t == "function" || t == "function_graph" {
 			return InvalidInput(fmt.Errorf("refusing to clear %s while the %s tracer is active in the %s: "+
 				"an empty filter traces every function; set the tracer to nop first, or use --force", file, t, in.Label()))
 		}
@@ -415,16 +415,9 @@ func applyChanges(ctx context.Context, g *Globals, changes []filters.Change, che
 		} else if r.Empty {
 			after = "empty"
 		}
-		fmt.Fprintf(g.Out, "%s%s: %s (+%d -%d), %s\n", instancePrefix(in), r.File, after, r.Added, r.Removed, state)
+		fmt.Fprintf(g.Out, "%s: %s (+%d -%d), %s\n", safe(in.Rel(r.File)), after, r.Added, r.Removed, state)
 	}
 	return nil
-}
-
-func instancePrefix(in *tracefs.Instance) string {
-	if in.Name == "" {
-		return ""
-	}
-	return "instances/" + safe(in.Name) + "/"
 }
 
 // phaseTimer prints how long a phase took when FTCTL_TIMING is set (for benchmarks), and does

@@ -17,7 +17,6 @@ import (
 	"github.com/ftctl/ftctl/hist"
 	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/session"
-	"github.com/ftctl/ftctl/tracefs"
 )
 
 // HistOptions are the inputs of `ftctl hist`.
@@ -139,13 +138,12 @@ func histRun(ctx context.Context, opts *HistOptions) error {
 		return err
 	}
 	top := fs.Top()
-	if !top.Has("events/" + system + "/" + event + "/format") {
+	if !top.HasEvent(system, event) {
 		return InvalidInput(fmt.Errorf("no event %s:%s (events/%s/%s does not exist; 'ftctl list events' lists them)", safe(system), safe(event), safe(system), safe(event)))
 	}
 	ft := fs.DetectFeatures()
-	if !top.Has("events/"+system+"/"+event+"/hist") || !ft.HistTriggers {
-		return &tracefs.Error{Op: "open", Path: fs.Path("events/" + system + "/" + event + "/hist"), Class: tracefs.ErrUnavailable,
-			Reason: "this kernel has no hist triggers (CONFIG_HIST_TRIGGERS)"}
+	if err := top.CheckHist(system, event, ft); err != nil {
+		return err
 	}
 	format, err := top.EventFormat(system, event)
 	if err != nil {
@@ -232,7 +230,7 @@ type histStamp struct {
 // readTable reads the table of the session's hist trigger on SYSTEM:EVENT (the only one there:
 // the instance is the session's).
 func readTable(s *session.Session, system, event string) (hist.Table, error) {
-	b, err := s.Instance.ReadFile("events/" + system + "/" + event + "/hist")
+	b, err := s.Instance.EventHist(system, event)
 	if err != nil {
 		return hist.Table{}, err
 	}

@@ -163,7 +163,7 @@ func instanceRemoveRun(ctx context.Context, opts *InstanceRemoveOptions) error {
 	defer lock.Unlock()
 	var done []map[string]any
 	for _, n := range opts.Names {
-		existed := fs.Top().Has("instances/" + n)
+		existed := fs.HasInstance(n)
 		if err := fs.Remove(n); err != nil {
 			return err
 		}

@@ -17,7 +17,6 @@ import (
 	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/hist"
 	"github.com/ftctl/ftctl/session"
-	"github.com/ftctl/ftctl/tracefs"
 )
 
 // LatencyOptions are the inputs of `ftctl latency`.
@@ -105,12 +104,8 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	}
 	top := fs.Top()
 	ft := fs.DetectFeatures()
-	switch {
-	case !ft.SyntheticEvents || !ft.HistTriggers:
-		return &tracefs.Error{Op: "open", Path: fs.Path("synthetic_events"), Class: tracefs.ErrUnavailable,
-			Reason: "this kernel has no hist triggers or synthetic events (CONFIG_HIST_TRIGGERS, CONFIG_SYNTH_EVENTS), which latency is computed with"}
-	case !ft.Probe.Fprobe && !ft.KprobeEvents:
-		return &tracefs.Error{Op: "open", Path: fs.Path("kprobe_events"), Class: tracefs.ErrUnavailable, Reason: "this kernel has neither fprobe nor kprobe events"}
+	if err := session.CheckLatency(fs, ft); err != nil {
+		return err
 	}
 	// FUNC must be a function ftrace (fprobes) and kprobes can attach to.
 	pat, err := filters.Compile(opts.Func)

@@ -211,15 +211,8 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 		return InvalidInput(fmt.Errorf("%q removes a probe: use ftctl probe remove", opts.Definition))
 	}
 	noticeForced(g, d)
-	if file := d.EventsFile(); !fs.Top().Has(file) {
-		reason := "this kernel has no kprobe events (CONFIG_KPROBE_EVENTS)"
-		switch {
-		case d.IsUprobe():
-			reason = "this kernel has no uprobe events (CONFIG_UPROBE_EVENTS)"
-		case file == "dynamic_events":
-			reason = "this kernel has no dynamic_events (CONFIG_DYNAMIC_EVENTS, 5.0)"
-		}
-		return &tracefs.Error{Op: "open", Path: fs.Path(file), Class: tracefs.ErrUnavailable, Reason: reason}
+	if err := m.CheckFile(d); err != nil {
+		return err
 	}
 	if opts.Filter != "" { // its syntax before anything is written; its fields once the event exists
 		if _, err := eventfilter.Parse(opts.Filter); err != nil {

@@ -318,7 +318,7 @@ func recordTo(ctx context.Context, g *Globals, opts *RecordOptions, rec *stream.
 	if own != nil {
 		// Flush reads everything the CPUs hold only once tracing is off; otherwise (the write
 		// failed) no more than their buffers held: a kernel still writing would feed it forever
-		if err := own.Write("tracing_on", "0"); err != nil {
+		if err := own.SetTracingOn(false); err != nil {
 			fmt.Fprintf(g.Err, "ftctl: record: stopping tracing: %s; the pages are read up to what the buffers held\n", safe(err.Error()))
 		} else {
 			stopped = true

@@ -245,12 +245,12 @@ func printStream(ctx context.Context, g *Globals, in *tracefs.Instance, so strea
 
 // warnIfIdle says on stderr when nothing will come: tracing off, or nothing enabled.
 func warnIfIdle(g *Globals, in *tracefs.Instance) {
-	if b, err := in.ReadFile("tracing_on"); err == nil && strings.TrimSpace(string(b)) == "0" {
+	if on, err := in.TracingOn(); err == nil && !on {
 		g.Notice("tracing is off in the %s (tracing_on is 0): waiting until it is turned on", in.Label())
 	}
-	tracer, err1 := in.ReadFile("current_tracer")
-	events, err2 := in.ReadFile("set_event")
-	if err1 == nil && err2 == nil && strings.TrimSpace(string(tracer)) == "nop" && strings.TrimSpace(string(events)) == "" {
+	tracer, err1 := in.Tracer()
+	events, err2 := in.EnabledEvents()
+	if err1 == nil && err2 == nil && tracer == "nop" && len(events) == 0 {
 		g.Notice("the %s has the nop tracer and no event enabled: only trace_marker writes will show", in.Label())
 	}
 }

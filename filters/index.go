@@ -60,6 +60,10 @@ type Index struct {
 	modules string // tracefs.ModulesFingerprint() just before the file was read
 }
 
+// IndexFile is the kernel's list of the functions ftrace can trace, which the index is read
+// from: its line numbers are what set_ftrace_filter takes as indices.
+const IndexFile = "available_filter_functions"
+
 // LoadIndex reads and parses available_filter_functions (a top-level file: top is the top-level
 // trace array), noting which modules were loaded when it did (see Stale). It is the one way
 // ftctl reads the index: the commands, the console and sessions all load it here.
@@ -67,13 +71,13 @@ func LoadIndex(top *tracefs.Instance) (*Index, error) {
 	// The fingerprint first: a module that comes or goes while the file is read makes the index
 	// stale, never the fingerprint newer than the index.
 	modules := tracefs.ModulesFingerprint()
-	b, err := top.ReadFile("available_filter_functions")
+	b, err := top.ReadFile(IndexFile)
 	if err != nil {
 		return nil, err
 	}
 	ix, err := ParseIndex(string(b))
 	if err != nil {
-		return nil, fmt.Errorf("parsing %s: %w", top.Path("available_filter_functions"), err)
+		return nil, fmt.Errorf("parsing %s: %w", top.Path(IndexFile), err)
 	}
 	ix.loaded, ix.modules = true, modules
 	return ix, nil

@@ -180,6 +180,35 @@ func (d *Definition) EventsFile() string {
 	return kprobeEvents
 }
 
+// CheckFile says whether this kernel takes the definition: the file it is written to
+// (EventsFile) exists. Otherwise ErrUnavailable, naming the file and the kernel option behind
+// it.
+func (m *Manager) CheckFile(d *Definition) error {
+	file := d.EventsFile()
+	if m.FS.Top().Has(file) {
+		return nil
+	}
+	reason := "this kernel has no kprobe events (CONFIG_KPROBE_EVENTS)"
+	switch {
+	case d.IsUprobe():
+		reason = "this kernel has no uprobe events (CONFIG_UPROBE_EVENTS)"
+	case file == dynamicEvents:
+		reason = "this kernel has no dynamic_events (CONFIG_DYNAMIC_EVENTS, 5.0)"
+	}
+	return &tracefs.Error{Op: "open", Path: m.FS.Path(file), Class: tracefs.ErrUnavailable, Reason: reason}
+}
+
+// CheckKernel says whether this kernel has probes at all: kprobe_events or uprobe_events.
+// Otherwise ErrUnavailable, naming kprobe_events.
+func (m *Manager) CheckKernel() error {
+	top := m.FS.Top()
+	if top.Has(kprobeEvents) || top.Has(uprobeEvents) {
+		return nil
+	}
+	return &tracefs.Error{Op: "open", Path: m.FS.Path(kprobeEvents), Class: tracefs.ErrUnavailable,
+		Reason: "this kernel has no kprobe or uprobe events (CONFIG_KPROBE_EVENTS, CONFIG_UPROBE_EVENTS)"}
+}
+
 // dynamicOnly: the kinds that exist only in dynamic_events.
 func (k Kind) dynamicOnly() bool { return k == Fprobe || k == Tprobe || k == Eprobe }
 

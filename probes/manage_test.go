@@ -113,3 +113,49 @@ func TestAddRefusesKprobeOverFprobe(t *testing.T) {
 		t.Errorf("wrote kprobe_events: %q", b)
 	}
 }
+
+// CheckFile names the file a definition goes to when the kernel lacks it, and the option
+// behind it; CheckKernel refuses only a kernel with neither kprobe nor uprobe events.
+func TestCheckFileAndKernel(t *testing.T) {
+	fs, root := listFS(t, map[string]string{"kprobe_events": ""})
+	m := &Manager{FS: fs, Parser: Parser{Features: AllFeatures, Arch: "amd64", Force: true}}
+	parse := func(def string) *Definition {
+		d, err := m.Parser.Parse(def)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if err := m.CheckFile(parse("p:g/e vfs_read")); err != nil {
+		t.Errorf("kprobe with kprobe_events: %v", err)
+	}
+	if err := m.CheckKernel(); err != nil {
+		t.Errorf("CheckKernel with kprobe_events: %v", err)
+	}
+	for _, c := range []struct{ def, file, reason string }{
+		{"f:g/e vfs_read", "dynamic_events", "this kernel has no dynamic_events (CONFIG_DYNAMIC_EVENTS, 5.0)"},
+		{"p:g/e /bin/true:0x10", "uprobe_events", "this kernel has no uprobe events (CONFIG_UPROBE_EVENTS)"},
+	} {
+		err := m.CheckFile(parse(c.def))
+		var e *tracefs.Error
+		if !errors.As(err, &e) || !errors.Is(err, tracefs.ErrUnavailable) || e.Path != filepath.Join(root, c.file) || e.Reason != c.reason {
+			t.Errorf("%s: %v", c.def, err)
+		}
+	}
+	os.Remove(filepath.Join(root, "kprobe_events"))
+	err := m.CheckFile(parse("p:g/e vfs_read"))
+	var e *tracefs.Error
+	if !errors.As(err, &e) || e.Path != filepath.Join(root, "kprobe_events") || e.Reason != "this kernel has no kprobe events (CONFIG_KPROBE_EVENTS)" {
+		t.Errorf("kprobe without kprobe_events: %v", err)
+	}
+	err = m.CheckKernel()
+	if !errors.As(err, &e) || !errors.Is(err, tracefs.ErrUnavailable) || e.Path != filepath.Join(root, "kprobe_events") {
+		t.Errorf("CheckKernel with neither file: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "uprobe_events"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.CheckKernel(); err != nil {
+		t.Errorf("CheckKernel with uprobe_events alone: %v", err)
+	}
+}

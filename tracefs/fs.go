@@ -123,6 +123,15 @@ func (i *Instance) Dir() string { return i.dir }
 // Path of a file of this instance.
 func (i *Instance) Path(file string) string { return filepath.Join(i.dir, file) }
 
+// Rel is a file of the trace array as people read its name: relative to the tracing
+// directory (file at the top level, instances/NAME/file in an instance).
+func (i *Instance) Rel(file string) string {
+	if i.Name == "" {
+		return file
+	}
+	return "instances/" + i.Name + "/" + file
+}
+
 // Label names the instance for people: "top level" or "instance NAME".
 func (i *Instance) Label() string {
 	if i.Name == "" {

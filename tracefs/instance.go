@@ -107,6 +107,9 @@ func (f *FS) Ensure(name string) (in *Instance, created bool, err error) {
 	return in, true, nil
 }
 
+// HasInstance says whether the instance called name exists (a directory under instances/).
+func (f *FS) HasInstance(name string) bool { return f.Top().Has("instances/" + name) }
+
 // Remove deletes an instance (rmdir). A missing instance is not an error: removal is idempotent.
 func (f *FS) Remove(name string) error {
 	in, err := f.Instance(name)

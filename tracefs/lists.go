@@ -78,6 +78,19 @@ func ParseProbeList(text string) []ProbeListEntry {
 	return out
 }
 
+// KprobesAndUprobes lists the probes of kprobe_events and uprobe_events, not the other kinds
+// dynamic_events holds (probes.Manager.List lists every kind, and more about each). A kernel
+// may lack either file; the error, kprobe_events', comes only when neither can be read.
+func (f *FS) KprobesAndUprobes() ([]ProbeListEntry, error) {
+	top := f.Top()
+	kb, kerr := top.ReadFile("kprobe_events")
+	ub, uerr := top.ReadFile("uprobe_events")
+	if kerr != nil && uerr != nil {
+		return nil, kerr
+	}
+	return ParseProbeList(string(kb) + "\n" + string(ub)), nil
+}
+
 // OwnedGroup says whether a probe group belongs to ftctl: "ftctl" (probe add) or a session's
 // "ftctl_PID_NONCE" ("ftctl_PID" before November 2026). session.OwnedGroup is the rule; this
 // copy serves tracefs.Status and probes.Manager.List until they take it from there.

@@ -192,11 +192,7 @@ func (f *FS) Status(only string) (*Status, error) {
 func (in *Instance) status() InstanceStatus {
 	s := InstanceStatus{Name: in.Name, Events: []string{}, CPUs: []CPUStats{}, Unavailable: []Unavailable{}}
 	fail := func(file string, err error) {
-		rel := file
-		if in.Name != "" {
-			rel = filepath.Join("instances", in.Name, file)
-		}
-		s.Unavailable = append(s.Unavailable, unavailableFrom(rel, err))
+		s.Unavailable = append(s.Unavailable, unavailableFrom(in.Rel(file), err))
 	}
 	read := func(file string) (string, bool) {
 		b, err := in.ReadFile(file)

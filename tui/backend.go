@@ -148,27 +148,19 @@ func (b *KernelBackend) lockedCtx(ctx context.Context, f func() error) error {
 	return f()
 }
 
-func (b *KernelBackend) read(file string) (string, error) {
-	v, err := b.In.ReadFile(file)
-	return strings.TrimSpace(string(v)), err
-}
-
 // Status implements Backend.
 func (b *KernelBackend) Status() (Status, error) {
 	st := Status{Tracefs: b.FS.Root(), Instance: b.In.Name}
-	t, err := b.read("current_tracer")
+	t, err := b.In.Tracer()
 	if err != nil {
 		return st, err
 	}
 	st.Tracer = t
-	if v, err := b.read("tracing_on"); err == nil {
-		on := v == "1"
+	if on, err := b.In.TracingOn(); err == nil {
 		st.TracingOn = &on
 	}
-	if v, err := b.read("buffer_size_kb"); err == nil {
-		if kb, _, ok := tracefs.BufferSize(v); ok {
-			st.BufferKB = &kb
-		}
+	if kb, _, ok := b.In.BufferSizeKB(); ok {
+		st.BufferKB = &kb
 	}
 	if cpus, err := b.In.CPUStats(); err == nil {
 		var over, drop int64
@@ -275,17 +267,13 @@ func (b *KernelBackend) SetTracer(tracer string) error {
 				return ErrEmptyFilter
 			}
 		}
-		return b.In.Write("current_tracer", tracer)
+		return b.In.SetTracer(tracer)
 	})
 }
 
 // SetTracing implements Backend.
 func (b *KernelBackend) SetTracing(on bool) error {
-	v := "0"
-	if on {
-		v = "1"
-	}
-	return b.locked(func() error { return b.In.Write("tracing_on", v) })
+	return b.locked(func() error { return b.In.SetTracingOn(on) })
 }
 
 // Parser implements Backend.
@@ -297,9 +285,8 @@ func (b *KernelBackend) SetForce(on bool) { b.manager.Parser.Force = on }
 
 // Probes implements Backend.
 func (b *KernelBackend) Probes() ([]probes.Probe, error) {
-	if !b.FS.Top().Has("kprobe_events") && !b.FS.Top().Has("uprobe_events") {
-		return nil, &tracefs.Error{Op: "open", Path: b.FS.Path("kprobe_events"), Class: tracefs.ErrUnavailable,
-			Reason: "this kernel has no kprobe or uprobe events (CONFIG_KPROBE_EVENTS, CONFIG_UPROBE_EVENTS)"}
+	if err := b.manager.CheckKernel(); err != nil {
+		return nil, err
 	}
 	return b.manager.List()
 }

@@ -258,7 +258,7 @@ func (v *FunctionsView) Update(msg tea.Msg) tea.Cmd {
 	case indexMsg:
 		cmd := v.SetIndex(msg)
 		if msg.err != nil {
-			return notice(describeErr("reading available_filter_functions", msg.err), true)
+			return notice(describeErr("reading "+filters.IndexFile, msg.err), true)
 		}
 		return cmd
 	case previewMsg:
@@ -521,9 +521,9 @@ func (v *FunctionsView) View() string {
 	// The preview line.
 	switch {
 	case v.loading && v.ix == nil:
-		top = append(top, s.Dim.Render("reading available_filter_functions…"))
+		top = append(top, s.Dim.Render("reading "+filters.IndexFile+"…"))
 	case v.ixErr != nil:
-		top = append(top, wrapLines(s.Err, "", describeErr("available_filter_functions", v.ixErr), w)...)
+		top = append(top, wrapLines(s.Err, "", describeErr(filters.IndexFile, v.ixErr), w)...)
 	case v.patErr != nil:
 		top = append(top, wrapLines(s.Err, "", v.patErr.Error(), w)...)
 	case v.pending:
