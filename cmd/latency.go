@@ -104,7 +104,7 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	}
 	top := fs.Top()
 	ft := fs.DetectFeatures()
-	if err := session.CheckLatency(fs, ft); err != nil {
+	if err := count.CheckLatency(fs, ft); err != nil {
 		return err
 	}
 	// FUNC must be a function ftrace (fprobes) and kprobes can attach to.

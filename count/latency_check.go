@@ -1,4 +1,4 @@
-package session
+package count
 
 import "github.com/ftctl/ftctl/tracefs"
 
