@@ -117,6 +117,9 @@ func Declare(fs *tracefs.FS, name string, spec Spec) (*Owner, error) {
 	if _, err := os.Lstat(ownerPath(fs, name)); err == nil {
 		return nil, fmt.Errorf("%w: %s (%s)", ErrOwnerExists, name, ownerPath(fs, name))
 	}
+	// The declaring process goes away, and its thread ids are reused by others: none is left
+	// out of the owner's instance (Spec.IncludeSelf).
+	spec.IncludeSelf = true
 	id := OwnerID(name)
 	if in, err := fs.Existing(id.Instance()); err == nil && in.Has("tracing_on") {
 		return nil, fmt.Errorf("%w: %s: instance %s exists without a declaration ('ftctl reset --all' removes it)", ErrOwnerExists, name, id.Instance())

@@ -531,6 +531,9 @@ func TestDeclaredOwner(t *testing.T) {
 	if got := read(t, fs, "instances/ftctl-owned-rec1/tracing_on"); got != "1" {
 		t.Errorf("tracing_on %q, want 1: a declared owner traces once applied", got)
 	}
+	if got := read(t, fs, "instances/ftctl-owned-rec1/set_event_notrace_pid"); got != "" {
+		t.Errorf("set_event_notrace_pid %q: the declaring process's threads, whose ids others will have, are left out of the owner's instance", got)
+	}
 	if _, err := Declare(fs, "rec1", spec); !errors.Is(err, ErrOwnerExists) {
 		t.Errorf("declared twice: %v", err)
 	}

@@ -108,6 +108,10 @@ func TestSessionDryRunIsTheRun(t *testing.T) {
 	removeInstanceLater(t, "dryworld")
 	dat := filepath.Join(t.TempDir(), "x.dat")
 	ft := topFS(t).DetectFeatures()
+	// what an earlier test left (a session killed on a timeout) is not this test's before
+	if r := ftctlRun(t, "reset"); r.code != 0 {
+		t.Fatalf("reset: %v", r)
+	}
 	cases := [][]string{
 		{"trace", "-f", "vfs_read", "-n", "vfs_write", "-e", "sched:sched_switch", "--filter", "prev_pid != 0", "-O", "sym-offset", "--clock", "global"},
 		{"trace", "-p", "p:open do_sys_openat2", "-e", "sched:sched_process_exit"},
@@ -140,7 +144,7 @@ func TestSessionDryRunIsTheRun(t *testing.T) {
 			if len(plan) < 3 || !strings.HasPrefix(plan[0], "mkdir "+tracing+"/instances/ftctl-ID") {
 				t.Fatalf("no plan: %q", dry.stdout)
 			}
-			run := ftctlRun(t, append([]string{"--show-writes"}, append(args, "--duration", "1s")...)...)
+			run := ftctlRunFor(t, 5*time.Minute, nil, append([]string{"--show-writes"}, append(args, "--duration", "1s")...)...)
 			if run.code != 0 {
 				t.Fatalf("the run: %v", run)
 			}

@@ -69,7 +69,15 @@ func ftctlRun(t *testing.T, args ...string) result {
 
 func ftctlRunAs(t *testing.T, cred *syscall.Credential, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	return ftctlRunFor(t, 60*time.Second, cred, args...)
+}
+
+// ftctlRunFor is ftctlRunAs with a time limit of its own: a graph switches function_graph on
+// and off, which patches every traceable function twice (more than a minute under TCG on a
+// loaded host).
+func ftctlRunFor(t *testing.T, limit time.Duration, cred *syscall.Credential, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, ftctl, args...)
 	var out, errb bytes.Buffer
