@@ -3,8 +3,10 @@
 package vmtest
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,12 +183,15 @@ func lineDiff(a, b string) string {
 	return strings.Join(out, "\n")
 }
 
-// A SIGKILL at any moment of a session's set-up or run leaves what `ftctl reset` takes back to
-// the state before, byte for byte (issue 27): kills spread over a whole run of the commands
-// that set up the most pieces: latency (probes, a synthetic event, three triggers with
-// variables) and trace (a probe, filters, events). graph is left to TestGraphKilledThenReset:
-// a whole graph run switches function_graph on and off, which under TCG took more than the
-// minute ftctlRun allows on a loaded host (6.1, 2026-11-27).
+// A SIGKILL at any step of a session's set-up or run leaves what `ftctl reset` takes back to
+// the state before, byte for byte (issue 27). The steps are the run's own writes: each run
+// prints them as it makes them (--show-writes), and is killed once it has printed the k-th, for
+// twelve k spread over a whole run's set-up and teardown (the kill lands after that write,
+// before or during a later one), on the commands that set up the most pieces: latency (probes, a
+// synthetic event, three triggers with variables, which hold a reference on their instance)
+// and trace (a probe, the filter swap, events). graph's kill is TestGraphKilledThenReset's: a
+// whole graph run switches function_graph on and off, more than a minute under TCG on a
+// loaded host.
 func TestSessionSIGKILLSoak(t *testing.T) {
 	otherProbe(t)
 	if err := os.Mkdir(filepath.Join(tracing, "instances", "soakworld"), 0o755); err != nil && !os.IsExist(err) {
@@ -200,33 +205,55 @@ func TestSessionSIGKILLSoak(t *testing.T) {
 	if ft.HistTriggers && ft.SyntheticEvents {
 		cases = append(cases, []string{"latency", "vfs_read"})
 	}
+	if r := ftctlRun(t, "reset"); r.code != 0 { // an earlier test's leftovers are not this one's before
+		t.Fatalf("reset: %v", r)
+	}
 	before := controlState(t)
 	for _, args := range cases {
 		t.Run(args[0], func(t *testing.T) {
-			start := time.Now()
-			if r := ftctlRun(t, append(args, "--duration", "1ms")...); r.code != 0 {
-				t.Fatalf("a whole run: %v", r)
+			args := append([]string{"--show-writes"}, append(args, "--duration", "1ms")...)
+			whole := ftctlRun(t, args...)
+			if whole.code != 0 {
+				t.Fatalf("a whole run: %v", whole)
 			}
-			whole := time.Since(start)
-			for k := 0; k < 8; k++ {
-				delay := whole * time.Duration(5+12*k) / 100 // from 5% to 89% of a whole run
-				c := exec.Command(ftctl, append(args, "--duration", "1ms")...)
+			steps := len(planLines(whole.stderr, "+ "))
+			if steps < 5 {
+				t.Fatalf("a whole run made %d writes:\n%s", steps, whole.stderr)
+			}
+			// at most 12 kills a command, spread over the steps (a filter swap's tokens are
+			// steps too: trace's vfs_* makes about a hundred)
+			ks := map[int]bool{}
+			for i := 0; i < 12; i++ {
+				ks[1+i*(steps-2)/11] = true
+			}
+			for k := 1; k < steps; k++ {
+				if !ks[k] {
+					continue
+				}
+				c := exec.Command(ftctl, args...)
+				stderr, _ := c.StderrPipe()
 				if err := c.Start(); err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(delay)
+				sc, seen, last := bufio.NewScanner(stderr), 0, ""
+				for seen < k && sc.Scan() {
+					if l, ok := strings.CutPrefix(sc.Text(), "+ "); ok {
+						seen, last = seen+1, l
+					}
+				}
 				c.Process.Signal(syscall.SIGKILL)
+				io.Copy(io.Discard, stderr)
 				c.Wait()
 				left := controlState(t) != before
 				r := ftctlRun(t, "reset")
 				if r.code != 0 {
-					t.Errorf("killed after %v: reset: %v", delay, r)
+					t.Errorf("killed after write %d of %d: reset: %v", k, steps, r)
 				}
 				if after := controlState(t); after != before {
-					t.Fatalf("killed after %v of %v, then reset: the state is not the one before:\n%s\nreset: %v", delay, whole, lineDiff(before, after), r)
+					t.Fatalf("killed after write %d of %d (%s), then reset: the state is not the one before:\n%s\nreset: %v", k, steps, last, lineDiff(before, after), r)
 				}
-				t.Logf("killed after %v of %v: %s", delay.Round(time.Millisecond), whole.Round(time.Millisecond),
-					map[bool]string{true: "left pieces, which reset removed", false: "nothing left"}[left])
+				what := map[bool]string{true: "left pieces, which reset removed", false: "nothing left"}[left]
+				t.Logf("killed after write %d of %d (%s): %s", k, steps, planNames.ReplaceAllString(last, "ftctl${1}ID"), what)
 			}
 		})
 	}
