@@ -47,8 +47,9 @@ build:
 $(BUILD)/ftctl: $(GOFILES) go.mod go.sum
 	$(GOBUILD) -o $@ .
 
-# Regenerate man/, completions/ and the README's exit-code table from the command tree (a unit
-# test fails until this is run after a command, flag or help text changed).
+# Regenerate man/, completions/, the README's exit-code table and the generated sections of
+# docs/reference.md from the command tree (a unit test fails until this is run after a command,
+# flag or help text changed).
 docs:
 	$(GO) run ./internal/gendocs
 

@@ -19,9 +19,10 @@ import (
 // repo is the repository's root, from this package's directory (where go test runs).
 const repo = "../.."
 
-// TestCheckedInCopiesAreCurrent regenerates the man pages, the completion scripts and the
-// README's exit-code table, and compares them with what is checked in. Adding or changing a
-// command (its help, flags or JSON format) makes it fail until `make docs` is run.
+// TestCheckedInCopiesAreCurrent regenerates the man pages, the completion scripts, the
+// README's exit-code table and the reference's generated sections, and compares them with what
+// is checked in. Adding or changing a command (its help, flags or JSON format) makes it fail
+// until `make docs` is run.
 func TestCheckedInCopiesAreCurrent(t *testing.T) {
 	in, err := readInputs(repo, time.Now())
 	if err != nil {
@@ -68,7 +69,7 @@ func firstDifference(a, b []byte) int {
 
 // Rendering twice gives the same bytes: no map order, and the date is an input.
 func TestRenderIsDeterministic(t *testing.T) {
-	in := inputs{readme: []byte("x\n" + exitCodesBegin + exitCodesEnd), version: "1.2.3", today: "2026-01-02"}
+	in := inputs{readme: []byte("x\n" + exitCodesBegin + exitCodesEnd), reference: bareReference(), version: "1.2.3", today: "2026-01-02"}
 	a, err := render(in)
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +239,7 @@ func TestPagesFormatCleanly(t *testing.T) {
 // A page's .TH says the release and the date of its last change: a page otherwise unchanged
 // keeps the checked-in copy's date, a changed one gets today's.
 func TestPageDates(t *testing.T) {
-	in := inputs{readme: []byte("x\n" + exitCodesBegin + exitCodesEnd), version: "1.2.3", today: "2026-01-02",
+	in := inputs{readme: []byte("x\n" + exitCodesBegin + exitCodesEnd), reference: bareReference(), version: "1.2.3", today: "2026-01-02",
 		existing: map[string][]byte{}}
 	first, err := render(in)
 	if err != nil {

@@ -1,7 +1,9 @@
 // Command gendocs renders what is generated from ftctl's command tree: the man pages in man/
 // (ftctl.1 and one page per command), the bash, zsh and fish completion scripts in completions/,
-// and the exit-code table of README.md (from cmd.ExitStatuses). `make docs` runs it from the
-// repository's root; its test fails when the checked-in copies differ from what it would write.
+// the exit-code table of README.md (from cmd.ExitStatuses), and the generated sections of
+// docs/reference.md (the global flags, exit codes, environment, files and JSON formats, from the
+// same sources as ftctl(1)'s). `make docs` runs it from the repository's root; its test fails
+// when the checked-in copies differ from what it would write.
 //
 // It is a separate program rather than a hidden ftctl command so that the shipped binary
 // carries no documentation generator. The output depends on nothing but the source: a page's
@@ -47,6 +49,7 @@ const (
 	manDir         = "man"
 	completionsDir = "completions"
 	readmeFile     = "README.md"
+	referenceFile  = "docs/reference.md"
 	versionFile    = "VERSION"
 )
 
@@ -57,10 +60,11 @@ func newRoot() *cobra.Command {
 
 // inputs are what render reads besides the command tree.
 type inputs struct {
-	readme   []byte            // README.md, whose exit-code table is replaced
-	version  string            // the release, from VERSION
-	today    string            // YYYY-MM-DD, the date of a page that changed
-	existing map[string][]byte // the checked-in man pages, by name: their dates are kept
+	readme    []byte            // README.md, whose exit-code table is replaced
+	reference []byte            // docs/reference.md, whose generated sections are replaced
+	version   string            // the release, from VERSION
+	today     string            // YYYY-MM-DD, the date of a page that changed
+	existing  map[string][]byte // the checked-in man pages, by name: their dates are kept
 }
 
 // readInputs reads the inputs from the repository at repo.
@@ -68,6 +72,9 @@ func readInputs(repo string, today time.Time) (inputs, error) {
 	in := inputs{today: today.UTC().Format(time.DateOnly), existing: map[string][]byte{}}
 	var err error
 	if in.readme, err = os.ReadFile(filepath.Join(repo, readmeFile)); err != nil {
+		return in, err
+	}
+	if in.reference, err = os.ReadFile(filepath.Join(repo, filepath.FromSlash(referenceFile))); err != nil {
 		return in, err
 	}
 	v, err := os.ReadFile(filepath.Join(repo, versionFile))
@@ -102,6 +109,9 @@ func render(in inputs) (map[string][]byte, error) {
 		out[completionsDir+"/"+name] = s
 	}
 	if out[readmeFile], err = readmeWithExitCodes(in.readme); err != nil {
+		return nil, err
+	}
+	if out[referenceFile], err = regenerate(referenceFile, in.reference, referenceMarkdown, newRoot()); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -3,15 +3,60 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
+	"unicode"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ftctl/ftctl/cmd"
 )
 
-// The README's exit-code table sits between these lines (HTML comments: invisible once rendered).
-const (
-	exitCodesBegin = "<!-- exit codes: generated from cmd.ExitStatuses (cmd/exit.go) by make docs -->\n"
-	exitCodesEnd   = "<!-- end of the generated exit codes -->\n"
+// The generated parts of the Markdown documents: README.md's exit-code table, and the
+// reference's global flags, exit codes, environment, files and JSON formats. Each sits between
+// two HTML comment lines (invisible once rendered) that name it and its source; the rest of
+// the document is written by hand and left as it is.
+
+// section is one generated part of a Markdown document.
+type section struct {
+	name   string                           // "exit codes": what the marker lines name
+	source string                           // where it comes from, for the reader of the Markdown
+	body   func(root *cobra.Command) string // the Markdown between the markers
+}
+
+// begin is the marker line before the section.
+func (s section) begin() string {
+	return "<!-- " + s.name + ": generated from " + s.source + " by make docs -->\n"
+}
+
+// end is the marker line after the section.
+func (s section) end() string { return "<!-- end of the generated " + s.name + " -->\n" }
+
+var (
+	exitCodesSection = section{"exit codes", "cmd.ExitStatuses (cmd/exit.go)",
+		func(*cobra.Command) string { return exitCodesMarkdown() }}
+	globalFlagsSection = section{"global flags", "the root command's persistent flags (cmd/root.go)",
+		globalFlagsMarkdown}
+	environmentSection = section{"environment", "cmd.Environment (cmd/docs.go)",
+		func(*cobra.Command) string { return itemsMarkdown(cmd.Environment) }}
+	filesSection = section{"files", "cmd.Files (tracefs.KernelFiles)",
+		func(*cobra.Command) string { return itemsMarkdown(cmd.Files) }}
+	jsonSection = section{"JSON formats", "the commands' JSON annotations (cmd.AnnotationJSON)",
+		jsonFormatsMarkdown}
+)
+
+// The README's exit-code table sits between these lines.
+var (
+	exitCodesBegin = exitCodesSection.begin()
+	exitCodesEnd   = exitCodesSection.end()
+)
+
+// readmeSections and referenceMarkdown are what README.md and docs/reference.md hold, in any
+// order.
+var (
+	readmeSections    = []section{exitCodesSection}
+	referenceMarkdown = []section{globalFlagsSection, exitCodesSection, environmentSection, filesSection, jsonSection}
 )
 
 // exitCodesMarkdown renders cmd.ExitStatuses as a Markdown table.
@@ -26,15 +71,195 @@ func exitCodesMarkdown() string {
 
 // readmeWithExitCodes returns the README with the table between the markers regenerated.
 func readmeWithExitCodes(readme []byte) ([]byte, error) {
-	begin := bytes.Index(readme, []byte(exitCodesBegin))
-	end := bytes.Index(readme, []byte(exitCodesEnd))
-	if begin < 0 || end < begin {
-		return nil, fmt.Errorf("%s lacks the lines %q and %q around its exit-code table",
-			readmeFile, strings.TrimSpace(exitCodesBegin), strings.TrimSpace(exitCodesEnd))
+	return regenerate(readmeFile, readme, readmeSections, newRoot())
+}
+
+// regenerate returns doc with each section's text between its markers rendered anew. Every
+// section must be there, once.
+func regenerate(file string, doc []byte, sections []section, root *cobra.Command) ([]byte, error) {
+	for _, s := range sections {
+		begin, end := []byte(s.begin()), []byte(s.end())
+		b := bytes.Index(doc, begin)
+		e := bytes.Index(doc, end)
+		if b < 0 || e < b || bytes.Count(doc, begin) != 1 || bytes.Count(doc, end) != 1 {
+			return nil, fmt.Errorf("%s lacks the lines %q and %q around its %s (once each, in that order)",
+				file, strings.TrimSpace(s.begin()), strings.TrimSpace(s.end()), s.name)
+		}
+		var out bytes.Buffer
+		out.Write(doc[:b+len(begin)])
+		out.WriteString(s.body(root))
+		out.Write(doc[e:])
+		doc = out.Bytes()
 	}
-	var out bytes.Buffer
-	out.Write(readme[:begin+len(exitCodesBegin)])
-	out.WriteString(exitCodesMarkdown())
-	out.Write(readme[end:])
-	return out.Bytes(), nil
+	return doc, nil
+}
+
+// globalFlagsMarkdown is a table of the flags every command takes, as --help shows them.
+func globalFlagsMarkdown(root *cobra.Command) string {
+	var b strings.Builder
+	b.WriteString("| flag | meaning |\n|---|---|\n")
+	for _, f := range visibleFlags(root.PersistentFlags()) {
+		varname, usage := pflag.UnquoteUsage(f)
+		name := "--" + f.Name
+		if f.Shorthand != "" && f.ShorthandDeprecated == "" {
+			name = "-" + f.Shorthand + ", " + name
+		}
+		if varname != "" {
+			name += " " + varname
+		}
+		if d := defaultText(f); d != "" {
+			usage += " (default " + d + ")"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s |\n", name, cell(usage))
+	}
+	return b.String()
+}
+
+// itemsMarkdown is a list of terms and their explanations.
+func itemsMarkdown(items []cmd.DocItem) string {
+	var b strings.Builder
+	for _, it := range items {
+		fmt.Fprintf(&b, "- `%s`: %s\n", it.Term, markdownInline(it.Text))
+	}
+	return b.String()
+}
+
+// jsonFormatsMarkdown is one subsection per distinct JSON format, naming every command that
+// prints it, as ftctl(1)'s JSON FORMATS section has them.
+func jsonFormatsMarkdown(root *cobra.Command) string {
+	type format struct {
+		text     string
+		commands []*cobra.Command
+	}
+	var formats []*format
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if j := c.Annotations[cmd.AnnotationJSON]; j != "" {
+			i := slices.IndexFunc(formats, func(f *format) bool { return f.text == j })
+			if i < 0 {
+				formats = append(formats, &format{text: j})
+				i = len(formats) - 1
+			}
+			formats[i].commands = append(formats[i].commands, c)
+		}
+		for _, s := range subcommands(c) {
+			walk(s)
+		}
+	}
+	walk(root)
+	var b strings.Builder
+	for _, f := range formats {
+		b.WriteString("\n### `" + commandList(f.commands) + "`\n\n")
+		b.WriteString(markdownText(f.text))
+	}
+	return b.String()
+}
+
+// cell is text for a table cell: inline Markdown with its pipes escaped.
+func cell(s string) string { return strings.ReplaceAll(markdownInline(s), "|", `\|`) }
+
+// markdownText renders help text as Markdown: paragraphs (separated by blank lines) each on one
+// line, indented lines as a fenced block, dedented (json when it starts with { or [).
+func markdownText(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	indented := func(l string) bool { return strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t") }
+	var blocks []string
+	for i := 0; i < len(lines); {
+		switch {
+		case strings.TrimSpace(lines[i]) == "":
+			i++
+		case indented(lines[i]):
+			j := i
+			for j < len(lines) && (indented(lines[j]) || strings.TrimSpace(lines[j]) == "" && j+1 < len(lines) && indented(lines[j+1])) {
+				j++
+			}
+			blocks = append(blocks, fenced(lines[i:j]))
+			i = j
+		default:
+			var para []string
+			for ; i < len(lines) && strings.TrimSpace(lines[i]) != "" && !indented(lines[i]); i++ {
+				para = append(para, strings.TrimSpace(lines[i]))
+			}
+			blocks = append(blocks, markdownInline(strings.Join(para, " "))+"\n")
+		}
+	}
+	return strings.Join(blocks, "\n")
+}
+
+// fenced renders literal lines as a fenced code block, dedented.
+func fenced(lines []string) string {
+	indent := -1
+	for _, l := range lines {
+		l = strings.ReplaceAll(l, "\t", "    ")
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		if n := len(l) - len(strings.TrimLeft(l, " ")); indent < 0 || n < indent {
+			indent = n
+		}
+	}
+	var b strings.Builder
+	lang := ""
+	if first := strings.TrimSpace(lines[0]); strings.HasPrefix(first, "{") || strings.HasPrefix(first, "[") {
+		lang = "json"
+	}
+	b.WriteString("```" + lang + "\n")
+	for _, l := range lines {
+		l = strings.ReplaceAll(l, "\t", "    ")
+		if len(l) >= indent {
+			l = l[indent:]
+		}
+		b.WriteString(strings.TrimRight(l, " ") + "\n")
+	}
+	b.WriteString("```\n")
+	return b.String()
+}
+
+// wordRune is a letter or digit: what GitHub's Markdown takes as the inside of a word.
+func wordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// markdownInline makes a line of help text safe as Markdown: `code` spans are kept as they
+// are; elsewhere what would start emphasis, HTML or a link is escaped, and a line start that
+// would open a block (a heading, a list) too.
+func markdownInline(s string) string {
+	parts := strings.Split(s, "`")
+	if len(parts)%2 == 0 { // an unpaired backquote: no code span, the backquotes escaped
+		parts = []string{s}
+	}
+	// A bracket starts a link only as [text](url) or [text][ref] (the documents define no
+	// shortcut references).
+	linkLike := strings.Contains(s, "](") || strings.Contains(s, "][")
+	var b strings.Builder
+	for i, part := range parts {
+		if i%2 == 1 {
+			b.WriteString("`" + part + "`")
+			continue
+		}
+		rs := []rune(part)
+		for j, r := range rs {
+			next := rune(0)
+			if j+1 < len(rs) {
+				next = rs[j+1]
+			}
+			switch {
+			case r == '\\' || r == '*' || r == '`':
+				b.WriteByte('\\')
+			case r == '[' && linkLike: // else a bracket is only a bracket
+				b.WriteByte('\\')
+			case r == '<' && (unicode.IsLetter(next) || next == '/' || next == '!' || next == '?'): // HTML
+				b.WriteByte('\\')
+			case r == '_' && !(j > 0 && wordRune(rs[j-1]) && j+1 < len(rs) && wordRune(rs[j+1])):
+				b.WriteByte('\\') // within a word an underscore is only an underscore
+			}
+			b.WriteRune(r)
+		}
+	}
+	out := b.String()
+	if len(out) > 0 && strings.ContainsRune("#-+=", rune(out[0])) {
+		out = "\\" + out
+	}
+	if i := strings.IndexFunc(out, func(r rune) bool { return r < '0' || r > '9' }); i > 0 && (out[i] == '.' || out[i] == ')') {
+		out = out[:i] + "\\" + out[i:]
+	}
+	return out
 }
