@@ -39,7 +39,7 @@ for k in $kernels; do
 		start=$(date +%s%N)
 		"$here/run.sh" --kernel "$k" --mode test --timeout "${VMTEST_VM_SECONDS:-3900}" --log "$build/vmtest-$k.log" \
 			--file "$build/ftctl:/bin/ftctl" --file "$build/vmtest.test:/bin/vmtest.test" \
-			--file "$top/README.md:/etc/ftctl-README.md" \
+			--file "$top/README.md:/etc/ftctl-README.md" --file "$top/docs/guide.md:/etc/ftctl-guide.md" \
 			--file "$build/uprobetarget:/bin/uprobetarget" --file "$build/uprobetarget-pie:/bin/uprobetarget-pie" \
 			--module drivers/net/dummy --module fs/nls/nls_utf8 --module lib/crc16 --module fs/mbcache --module fs/jbd2/jbd2 --module fs/ext4/ext4 "${extra[@]+"${extra[@]}"}" \
 			>/dev/null 2>"$build/vmtest-$k.runner"

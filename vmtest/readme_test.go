@@ -12,7 +12,8 @@ import (
 	"time"
 )
 
-// readmeCommand is one ftctl command of the README with the exit status it documents.
+// readmeCommand is one ftctl command of a document (README.md, docs/guide.md) with the exit
+// status it documents.
 type readmeCommand struct {
 	line int
 	cmd  string
@@ -29,7 +30,7 @@ var (
 	tableExit    = regexp.MustCompile(`\(exit (\d+)`)
 )
 
-// readmeCommands extracts the README's example commands, in order.
+// readmeCommands extracts a document's example commands, in order.
 func readmeCommands(t *testing.T, text string) []readmeCommand {
 	var out []readmeCommand
 	inBlock := false
@@ -64,18 +65,53 @@ func readmeCommands(t *testing.T, text string) []readmeCommand {
 	return out
 }
 
-// TestReadmeExamples runs every ftctl command the README shows, as written (without sudo: the
-// VM runs as root), in order, and checks the exit status it documents (0 unless an "(exit N)"
-// line follows it, or its table cell says "(exit N").
+// The documents whose ftctl commands run, where vm/suite.sh puts them in the initramfs, and the
+// fewest commands each must yield (fewer: the extraction broke, or the examples were lost).
+var exampleDocuments = []struct {
+	name, path string
+	min        int
+}{
+	{"README.md", "/etc/ftctl-README.md", 8},
+	{"guide.md", "/etc/ftctl-guide.md", 40},
+}
+
+// TestReadmeExamples runs every ftctl command that README.md and docs/guide.md show, as written
+// (without sudo: the VM runs as root), in order, one document after the other, each from a
+// clean state, and checks the exit status it documents (0 unless an "(exit N)" line follows it,
+// or its table cell says "(exit N").
 func TestReadmeExamples(t *testing.T) {
-	b, err := os.ReadFile("/etc/ftctl-README.md")
-	if err != nil {
-		t.Skip("the README is not in this initramfs (vm/suite.sh puts it in /etc)")
+	var missing []string
+	for _, d := range exampleDocuments {
+		if _, err := os.Stat(d.path); err != nil {
+			missing = append(missing, d.path)
+		}
 	}
-	cmds := readmeCommands(t, string(b))
-	if len(cmds) < 30 {
-		t.Fatalf("only %d commands found in the README", len(cmds))
+	if len(missing) == len(exampleDocuments) {
+		t.Skip("the documents are not in this initramfs (vm/suite.sh puts them in /etc)")
 	}
+	if len(missing) > 0 {
+		t.Fatalf("%s missing from the initramfs: vm/suite.sh copies every document of exampleDocuments", strings.Join(missing, ", "))
+	}
+	for _, d := range exampleDocuments {
+		t.Run(d.name, func(t *testing.T) {
+			b, err := os.ReadFile(d.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmds := readmeCommands(t, string(b))
+			if len(cmds) < d.min {
+				t.Fatalf("only %d commands found in %s", len(cmds), d.name)
+			}
+			start := time.Now()
+			runDocumentCommands(t, d.name, cmds)
+			t.Logf("%s: %d commands in %.1fs", d.name, len(cmds), time.Since(start).Seconds())
+		})
+	}
+}
+
+// runDocumentCommands runs a document's commands in a directory of their own and checks each
+// one's exit status; everything they left is reset at the end.
+func runDocumentCommands(t *testing.T, doc string, cmds []readmeCommand) {
 	dir := t.TempDir()
 	// What the examples refer to: a file of function names for --from-file.
 	os.WriteFile(dir+"/names", []byte("vfs_read\nvfs_write\nksys_read\n"), 0o644)
@@ -100,7 +136,7 @@ func TestReadmeExamples(t *testing.T) {
 		case <-time.After(90 * time.Second):
 			cmd.Process.Kill()
 			werr = <-done
-			t.Errorf("README line %d: %s: still running after 90 s", c.line, c.cmd)
+			t.Errorf("%s line %d: %s: still running after 90 s", doc, c.line, c.cmd)
 		}
 		code := 0
 		if ee, ok := werr.(*exec.ExitError); ok {
@@ -112,21 +148,21 @@ func TestReadmeExamples(t *testing.T) {
 		// The console needs a terminal, which this harness does not give it (its pty tests,
 		// tui_test.go, run it): refused before it reads anything.
 		if code == 2 && strings.HasPrefix(c.cmd, "ftctl tui") && strings.Contains(string(stderr), "needs a terminal") {
-			t.Logf("README line %d: exit 2 without a terminal, as expected: %s", c.line, c.cmd)
+			t.Logf("%s line %d: exit 2 without a terminal, as expected: %s", doc, c.line, c.cmd)
 			continue
 		}
 		if code == 4 && strings.Contains(c.cmd, "function_graph") && strings.Contains(string(stderr), "cannot run the function_graph tracer in an instance") {
-			t.Logf("README line %d: exit 4 on this kernel, as the README says (function_graph in instances needs 6.11+): %s", c.line, c.cmd)
+			t.Logf("%s line %d: exit 4 on this kernel, as documented (function_graph in instances needs 6.11+): %s", doc, c.line, c.cmd)
 			continue
 		}
 		if code == 2 && c.exit == 0 && strings.Contains(string(stderr), "this kernel does not announce") && (strings.Contains(c.cmd, "'f:") || strings.Contains(c.cmd, "'t:")) {
-			t.Logf("README line %d: exit 2 on this kernel, as the README's requirements say (fprobes and tracepoint probes need CONFIG_FPROBE_EVENTS): %s", c.line, c.cmd)
+			t.Logf("%s line %d: exit 2 on this kernel, as documented (fprobes and tracepoint probes need CONFIG_FPROBE_EVENTS): %s", doc, c.line, c.cmd)
 			continue
 		}
 		if code != c.exit {
-			t.Errorf("README line %d: %s: exit %d, the README says %d; stderr:\n%s", c.line, c.cmd, code, c.exit, stderr)
+			t.Errorf("%s line %d: %s: exit %d, the document says %d; stderr:\n%s", doc, c.line, c.cmd, code, c.exit, stderr)
 		} else {
-			t.Logf("README line %d: exit %d in %.1fs: %s", c.line, code, time.Since(start).Seconds(), c.cmd)
+			t.Logf("%s line %d: exit %d in %.1fs: %s", doc, c.line, code, time.Since(start).Seconds(), c.cmd)
 		}
 	}
 }
