@@ -87,8 +87,34 @@ func (p *page) item(tag, body string) {
 // text renders help text: paragraphs separated by blank lines, filled by the formatter;
 // indented lines (examples, JSON) as literal displays, dedented and indented four columns.
 func (p *page) text(s string) {
+	for _, b := range helpBlocks(s) {
+		if b.literal {
+			p.literal(b.lines)
+			continue
+		}
+		if p.pp {
+			p.line(".PP")
+		}
+		for _, l := range b.lines {
+			p.line(inline(l))
+		}
+		p.pp = true
+	}
+}
+
+// helpBlock is a paragraph of help text (its lines, trimmed) or a literal block (its indented
+// lines as they are).
+type helpBlock struct {
+	literal bool
+	lines   []string
+}
+
+// helpBlocks splits help text into paragraphs, separated by blank lines, and literal blocks:
+// runs of indented lines (examples, JSON). ftctl(1) and the reference render the same blocks.
+func helpBlocks(s string) []helpBlock {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	indented := func(l string) bool { return strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t") }
+	var out []helpBlock
 	for i := 0; i < len(lines); {
 		switch {
 		case strings.TrimSpace(lines[i]) == "":
@@ -98,41 +124,49 @@ func (p *page) text(s string) {
 			for j < len(lines) && indented(lines[j]) {
 				j++
 			}
-			p.literal(lines[i:j])
+			out = append(out, helpBlock{literal: true, lines: lines[i:j]})
 			i = j
 		default:
-			if p.pp {
-				p.line(".PP")
-			}
+			b := helpBlock{}
 			for ; i < len(lines) && strings.TrimSpace(lines[i]) != "" && !indented(lines[i]); i++ {
-				p.line(inline(strings.TrimSpace(lines[i])))
+				b.lines = append(b.lines, strings.TrimSpace(lines[i]))
 			}
-			p.pp = true
+			out = append(out, b)
 		}
 	}
+	return out
 }
 
 // literal renders lines as they are, without filling.
 func (p *page) literal(lines []string) {
-	indent := -1
-	for _, l := range lines {
-		l = strings.ReplaceAll(l, "\t", "    ")
-		n := len(l) - len(strings.TrimLeft(l, " "))
-		if indent < 0 || n < indent {
-			indent = n
-		}
-	}
 	if p.pp {
 		p.line(".PP")
 	}
 	p.line(".RS 4")
 	p.line(".EX")
-	for _, l := range lines {
-		p.line(escape(strings.TrimRight(strings.ReplaceAll(l, "\t", "    ")[indent:], " ")))
+	for _, l := range dedent(lines) {
+		p.line(escape(l))
 	}
 	p.line(".EE")
 	p.line(".RE")
 	p.pp = true
+}
+
+// dedent removes the indentation the lines share (tabs counted as four spaces) and trailing
+// spaces.
+func dedent(lines []string) []string {
+	indent := -1
+	for _, l := range lines {
+		l = strings.ReplaceAll(l, "\t", "    ")
+		if n := len(l) - len(strings.TrimLeft(l, " ")); indent < 0 || n < indent {
+			indent = n
+		}
+	}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = strings.TrimRight(strings.ReplaceAll(l, "\t", "    ")[indent:], " ")
+	}
+	return out
 }
 
 // escape makes s safe as a roff text line: a leading dot or apostrophe (which would make it a
@@ -381,17 +415,33 @@ func referenceSections(p *page, root *cobra.Command) {
 	}
 
 	// JSON FORMATS: one subsection per distinct format, naming every command that prints it.
-	type format struct {
-		text     string
-		commands []*cobra.Command
+	if formats := jsonFormats(root); len(formats) > 0 {
+		p.section("JSON FORMATS")
+		p.text("With `-o json` a command prints one JSON document on stdout; field names are stable.")
+		for _, f := range formats {
+			p.subsection(commandList(f.commands))
+			p.text(f.text)
+		}
 	}
-	var formats []*format
+}
+
+// jsonFormat is one documented JSON format (a cmd.AnnotationJSON text) and the commands that
+// print it, in the order of the command tree.
+type jsonFormat struct {
+	text     string
+	commands []*cobra.Command
+}
+
+// jsonFormats are the distinct JSON formats of the command tree, in the order first met: what
+// ftctl(1)'s JSON FORMATS section and the reference's list.
+func jsonFormats(root *cobra.Command) []*jsonFormat {
+	var formats []*jsonFormat
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		if j := c.Annotations[cmd.AnnotationJSON]; j != "" {
-			i := slices.IndexFunc(formats, func(f *format) bool { return f.text == j })
+			i := slices.IndexFunc(formats, func(f *jsonFormat) bool { return f.text == j })
 			if i < 0 {
-				formats = append(formats, &format{text: j})
+				formats = append(formats, &jsonFormat{text: j})
 				i = len(formats) - 1
 			}
 			formats[i].commands = append(formats[i].commands, c)
@@ -401,14 +451,7 @@ func referenceSections(p *page, root *cobra.Command) {
 		}
 	}
 	walk(root)
-	if len(formats) > 0 {
-		p.section("JSON FORMATS")
-		p.text("With `-o json` a command prints one JSON document on stdout; field names are stable.")
-		for _, f := range formats {
-			p.subsection(commandList(f.commands))
-			p.text(f.text)
-		}
-	}
+	return formats
 }
 
 // exitStatus is the EXIT STATUS section: the one table, cmd.ExitStatuses.

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"slices"
 	"strings"
 	"unicode"
 
@@ -127,28 +126,8 @@ func itemsMarkdown(items []cmd.DocItem) string {
 // jsonFormatsMarkdown is one subsection per distinct JSON format, naming every command that
 // prints it, as ftctl(1)'s JSON FORMATS section has them.
 func jsonFormatsMarkdown(root *cobra.Command) string {
-	type format struct {
-		text     string
-		commands []*cobra.Command
-	}
-	var formats []*format
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		if j := c.Annotations[cmd.AnnotationJSON]; j != "" {
-			i := slices.IndexFunc(formats, func(f *format) bool { return f.text == j })
-			if i < 0 {
-				formats = append(formats, &format{text: j})
-				i = len(formats) - 1
-			}
-			formats[i].commands = append(formats[i].commands, c)
-		}
-		for _, s := range subcommands(c) {
-			walk(s)
-		}
-	}
-	walk(root)
 	var b strings.Builder
-	for _, f := range formats {
+	for _, f := range jsonFormats(root) {
 		b.WriteString("\n### `" + commandList(f.commands) + "`\n\n")
 		b.WriteString(markdownText(f.text))
 	}
@@ -158,61 +137,27 @@ func jsonFormatsMarkdown(root *cobra.Command) string {
 // cell is text for a table cell: inline Markdown with its pipes escaped.
 func cell(s string) string { return strings.ReplaceAll(markdownInline(s), "|", `\|`) }
 
-// markdownText renders help text as Markdown: paragraphs (separated by blank lines) each on one
-// line, indented lines as a fenced block, dedented (json when it starts with { or [).
+// markdownText renders help text as Markdown: each paragraph on one line, each literal block
+// fenced and dedented (json when it starts with { or [).
 func markdownText(s string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	indented := func(l string) bool { return strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t") }
-	var blocks []string
-	for i := 0; i < len(lines); {
-		switch {
-		case strings.TrimSpace(lines[i]) == "":
-			i++
-		case indented(lines[i]):
-			j := i
-			for j < len(lines) && (indented(lines[j]) || strings.TrimSpace(lines[j]) == "" && j+1 < len(lines) && indented(lines[j+1])) {
-				j++
-			}
-			blocks = append(blocks, fenced(lines[i:j]))
-			i = j
-		default:
-			var para []string
-			for ; i < len(lines) && strings.TrimSpace(lines[i]) != "" && !indented(lines[i]); i++ {
-				para = append(para, strings.TrimSpace(lines[i]))
-			}
-			blocks = append(blocks, markdownInline(strings.Join(para, " "))+"\n")
+	var out []string
+	for _, b := range helpBlocks(s) {
+		if b.literal {
+			out = append(out, fenced(b.lines))
+		} else {
+			out = append(out, markdownInline(strings.Join(b.lines, " "))+"\n")
 		}
 	}
-	return strings.Join(blocks, "\n")
+	return strings.Join(out, "\n")
 }
 
 // fenced renders literal lines as a fenced code block, dedented.
 func fenced(lines []string) string {
-	indent := -1
-	for _, l := range lines {
-		l = strings.ReplaceAll(l, "\t", "    ")
-		if strings.TrimSpace(l) == "" {
-			continue
-		}
-		if n := len(l) - len(strings.TrimLeft(l, " ")); indent < 0 || n < indent {
-			indent = n
-		}
-	}
-	var b strings.Builder
 	lang := ""
 	if first := strings.TrimSpace(lines[0]); strings.HasPrefix(first, "{") || strings.HasPrefix(first, "[") {
 		lang = "json"
 	}
-	b.WriteString("```" + lang + "\n")
-	for _, l := range lines {
-		l = strings.ReplaceAll(l, "\t", "    ")
-		if len(l) >= indent {
-			l = l[indent:]
-		}
-		b.WriteString(strings.TrimRight(l, " ") + "\n")
-	}
-	b.WriteString("```\n")
-	return b.String()
+	return "```" + lang + "\n" + strings.Join(dedent(lines), "\n") + "\n```\n"
 }
 
 // wordRune is a letter or digit: what GitHub's Markdown takes as the inside of a word.
