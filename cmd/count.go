@@ -8,12 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ftctl/ftctl/count"
+	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/hist"
 	"github.com/ftctl/ftctl/session"
 	"github.com/ftctl/ftctl/tracefs"
@@ -58,13 +61,19 @@ kernel, over every function, and Debian's kernels lack it.
 At the end (--duration, COMMAND's exit, Ctrl-C, SIGTERM, SIGHUP) the counts are printed, most
 called first, then every piece is removed (the trigger, the probes, the instance), each by the
 exact text written. --interval prints the calls of each interval as it ends. --top keeps the N
-most called. Functions not called are not listed. With the stream method, events the ring
-buffer lost make the counts lower bounds: that is said.
+most called. Functions not called are not listed, but with -o json a function a PATTERN names
+exactly (no wildcard) always is, with its count, 0 included. With the stream method, events the
+ring buffer lost make the counts lower bounds: that is said.
 
 --pid PID counts the calls of task PID only (a thread id); with -- COMMAND, ftctl starts COMMAND
 and counts its own calls (not its children's), ending when it exits, and exits as trace --
 COMMAND does. -o json prints one object per line, per function and interval:
-{"interval":1,"time":"...","seconds":1.0,"func":"vfs_read","count":1234,"method":"hist"}.`,
+{"interval":1,"time":"...","seconds":1.0,"func":"vfs_read","count":1234,"method":"hist"},
+then, once the count ended, a summary (seconds: the whole count's; functions: how many the
+patterns selected, called: how many of them were called, calls: every call, --top aside;
+lower_bound: the stream lost events):
+{"summary":true,"intervals":1,"time":"...","seconds":1.0,"functions":2,"called":1,"calls":1234,
+"method":"hist","lower_bound":false}. No summary means the count did not end normally.`,
 		Example: `  # the vfs_ functions called in 5 seconds
   sudo ftctl count 'vfs_*' --duration 5s
   # the 10 most called, every second, until Ctrl-C
@@ -243,14 +252,9 @@ func countRun(ctx context.Context, opts *CountOptions) error {
 		defer tk.Stop()
 		tick = tk.C
 	}
-	var prev count.Counts
-	n, last := 0, time.Now()
-	emit := func(cur count.Counts, now time.Time) error {
-		n++
-		iv := countInterval{n: n, at: now, seconds: now.Sub(last).Seconds(), rows: count.Delta(prev, cur, opts.Top)}
-		prev, last = cur, now
-		return printCount(g, opts.Interval > 0, string(counter.Choice.Method), iv)
-	}
+	out := &countOutput{g: g, intervals: opts.Interval > 0, top: opts.Top, named: namedFuncs(patterns),
+		method: string(counter.Choice.Method), functions: len(counter.Choice.Funcs), start: time.Now()}
+	emit := out.interval
 	var commandErr, readErr error
 	commandEnded := false
 loop:
@@ -293,8 +297,13 @@ loop:
 		}
 		readErr = err
 	}
+	lost := false
 	if sum := counter.Summary(); sum != nil && sum.Lost() {
 		g.Notice("the ring buffer lost events: the counts are lower bounds (%s)", sum)
+		lost = true
+	}
+	if readErr == nil {
+		readErr = out.summary(end, lost)
 	}
 	switch {
 	case readErr != nil:
@@ -305,6 +314,95 @@ loop:
 	return commandStatus(command, commandErr)
 }
 
+// countOutput prints what count counted: each interval as it ends, and with -o json a last
+// record that sums them up, so that a script tells "0 calls" from "did not run".
+type countOutput struct {
+	g         *Globals
+	intervals bool     // --interval: each interval under its time
+	top       int      // --top
+	named     []string // the functions a pattern names exactly: a JSON record each, 0 included
+	method    string
+	functions int // how many the patterns selected
+	start     time.Time
+
+	prev   count.Counts
+	n      int
+	last   time.Time
+	calls  uint64          // over every interval, --top aside
+	called map[string]bool // the functions called at least once
+}
+
+// namedFuncs are the functions patterns name exactly (no wildcard), each once, in order.
+func namedFuncs(patterns []*filters.Pattern) []string {
+	var out []string
+	for _, p := range patterns {
+		if name, ok := p.ExactName(); ok && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// interval prints the calls counted since the last interval (cur: since the counting began).
+func (o *countOutput) interval(cur count.Counts, now time.Time) error {
+	if o.n == 0 {
+		o.last, o.called = o.start, map[string]bool{}
+	}
+	o.n++
+	all := count.Delta(o.prev, cur, 0)
+	for _, r := range all {
+		o.calls += r.Count
+		o.called[r.Func] = true
+	}
+	rows := all
+	if o.top > 0 && len(rows) > o.top {
+		rows = rows[:o.top]
+	}
+	iv := countInterval{n: o.n, at: now, seconds: now.Sub(o.last).Seconds(), rows: rows}
+	o.prev, o.last = cur, now
+	if o.g.JSON() {
+		iv.rows = withNamed(rows, all, o.named)
+	}
+	return printCount(o.g, o.intervals, o.method, iv)
+}
+
+// withNamed adds to rows a row for each function named that rows lack: its count in all (the
+// interval's rows, --top aside), 0 when it was not called. A kernel's key may add the module
+// ("name [module]": a hist key of a module's function).
+func withNamed(rows, all []count.Row, named []string) []count.Row {
+	of := func(rs []count.Row, name string) (count.Row, bool) {
+		for _, r := range rs {
+			if r.Func == name || strings.HasPrefix(r.Func, name+" [") {
+				return r, true
+			}
+		}
+		return count.Row{}, false
+	}
+	out := rows
+	for _, name := range named {
+		if _, ok := of(rows, name); ok {
+			continue
+		}
+		r, ok := of(all, name)
+		if !ok {
+			r = count.Row{Func: name}
+		}
+		out = append(out[:len(out):len(out)], r)
+	}
+	return out
+}
+
+// summary ends -o json with one record over the whole count (text has its totals per interval).
+func (o *countOutput) summary(end time.Time, lowerBound bool) error {
+	if !o.g.JSON() {
+		return nil
+	}
+	enc := json.NewEncoder(o.g.Out)
+	return enc.Encode(countSummaryJSON{Summary: true, Intervals: o.n, Time: end.UTC().Format(time.RFC3339Nano),
+		Seconds: float64(int64(end.Sub(o.start).Seconds()*1000)) / 1000, Functions: o.functions, Called: len(o.called),
+		Calls: o.calls, Method: o.method, LowerBound: lowerBound})
+}
+
 // countJSON is one row of `ftctl count -o json`.
 type countJSON struct {
 	Interval int     `json:"interval"`
@@ -313,6 +411,19 @@ type countJSON struct {
 	Func     string  `json:"func"`
 	Count    uint64  `json:"count"`
 	Method   string  `json:"method"`
+}
+
+// countSummaryJSON is the last record of `ftctl count -o json`.
+type countSummaryJSON struct {
+	Summary    bool    `json:"summary"` // always true: the record that is not a function's
+	Intervals  int     `json:"intervals"`
+	Time       string  `json:"time"`
+	Seconds    float64 `json:"seconds"`   // the whole count's
+	Functions  int     `json:"functions"` // the patterns selected
+	Called     int     `json:"called"`    // of them, called at least once
+	Calls      uint64  `json:"calls"`     // every call, --top aside
+	Method     string  `json:"method"`
+	LowerBound bool    `json:"lower_bound"` // the stream lost events: the counts are at least these
 }
 
 func printCount(g *Globals, intervals bool, method string, iv countInterval) error {

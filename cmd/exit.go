@@ -44,7 +44,7 @@ type ExitStatus struct {
 var ExitStatuses = []ExitStatus{
 	{ExitOK, "success"},
 	{ExitFailure, "any other failure (e.g. the kernel's list did not match the plan after a retry; the previous list was restored)"},
-	{ExitInvalid, "invalid input: a bad flag, argument, pattern (or one matching nothing) or instance name, a missing instance for a read, a --tracefs that is a file, a change that would leave the filter empty, a clear refused while tracing; nothing was changed"},
+	{ExitInvalid, "invalid input: a bad flag, argument, pattern (or one matching nothing) or instance name, a missing instance (for a write: without --create), a --tracefs that is a file, a change that would leave the filter empty, a clear refused while tracing; nothing was changed"},
 	{ExitRejected, "the kernel rejected what was written (its reason is shown, with error_log where it has one)"},
 	{ExitUnavailable, "permission denied, forbidden (lockdown, policy), tracefs not mounted or mounted read-only, or a control file or feature this kernel lacks"},
 	{ExitBusy, "busy: another ftctl holds the lock past `--lock-timeout`, or the kernel said EBUSY"},

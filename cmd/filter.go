@@ -211,6 +211,7 @@ type ListChangeOptions struct {
 	Op       filters.Op
 	Patterns PatternArgs
 	Except   []string // filter set --except: the notrace list's new patterns
+	Create   bool     // --create: make a missing -B instance
 }
 
 // listChangeExamples are each list command's own examples, by file and op (notrace has no
@@ -252,6 +253,7 @@ func NewCmdListChange(g *Globals, file string, op filters.Op, runF func(context.
 		},
 	}
 	opts.Patterns.register(c)
+	registerCreate(c, &opts.Create)
 	if op == filters.OpSet && file == filters.FilterFile {
 		c.Flags().StringArrayVar(&opts.Except, "except", nil, "also set the notrace list to `PATTERN`, in one safe transition (repeatable)")
 		registerFlagCompletion(c, "except", completeFunctionNames(g))
@@ -282,14 +284,15 @@ func listChangeRun(ctx context.Context, opts *ListChangeOptions) error {
 			{File: filters.NotraceFile, Op: filters.OpSet, Patterns: ex},
 		}
 	}
-	return applyChanges(ctx, g, changes, nil)
+	return applyChanges(ctx, g, changes, opts.Create, nil)
 }
 
 // ListClearOptions are the inputs of `ftctl filter|notrace clear`.
 type ListClearOptions struct {
-	G     *Globals
-	File  string // filters.FilterFile or filters.NotraceFile
-	Force bool   // clear the filter even while a function tracer runs
+	G      *Globals
+	File   string // filters.FilterFile or filters.NotraceFile
+	Force  bool   // clear the filter even while a function tracer runs
+	Create bool   // --create: make a missing -B instance
 }
 
 // clearHelp says what clearing each list does.
@@ -315,6 +318,7 @@ func NewCmdListClear(g *Globals, file string, runF func(context.Context, *ListCl
 			return runCmd(c, runF, listClearRun, opts)
 		},
 	}
+	registerCreate(c, &opts.Create)
 	if file == filters.FilterFile {
 		c.Flags().BoolVar(&opts.Force, "force", false, "clear even while a function tracer is active (it then traces every function)")
 	}
@@ -337,16 +341,17 @@ func listClearRun(ctx context.Context, opts *ListClearOptions) error {
 		}
 		return nil
 	}
-	return applyChanges(ctx, opts.G, []filters.Change{{File: file, Op: filters.OpClear}}, refuseWhileTracing)
+	return applyChanges(ctx, opts.G, []filters.Change{{File: file, Op: filters.OpClear}}, opts.Create, refuseWhileTracing)
 }
 
 // applyChanges carries the changes out with the swap protocol. The slow part, reading the
 // function index and resolving every pattern, comes first and without the lock (a pattern that
 // selects nothing fails here, exit 2, without waiting for anyone). Then it takes the lock,
-// finds (or creates) the instance, runs check (if any), and the Applier checks everything again
-// under the lock before the first write: the index is read again if a module came or went, and
-// each list is read and planned now, so that another writer's change in the meantime is kept.
-func applyChanges(ctx context.Context, g *Globals, changes []filters.Change, check func(*tracefs.Instance) error) error {
+// finds the instance (a missing one is refused, or made with create), runs check (if any),
+// and the Applier checks everything again under the lock before the first write: the index is
+// read again if a module came or went, and each list is read and planned now, so that another
+// writer's change in the meantime is kept.
+func applyChanges(ctx context.Context, g *Globals, changes []filters.Change, create bool, check func(*tracefs.Instance) error) error {
 	timing := phaseTimer(g)
 	fs, err := g.FS()
 	if err != nil {
@@ -378,7 +383,7 @@ func applyChanges(ctx context.Context, g *Globals, changes []filters.Change, che
 		lock.Unlock()
 		timing("locked", time.Since(lockedAt))
 	}()
-	in, err := g.WriteInstance(fs)
+	in, err := g.WriteInstance(fs, create)
 	if err != nil {
 		return err
 	}

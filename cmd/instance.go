@@ -17,8 +17,10 @@ func NewCmdInstance(g *Globals) *cobra.Command {
 		Short:   "List, create and remove trace instances",
 		Long: `A trace instance is a separate trace array under instances/: its own tracer, buffer,
 filters and events, so that one investigation does not disturb another (or the top level
-that other tools use). Every ftctl command takes -B NAME to work in one; write commands create
-it when missing and say so on stderr.`,
+that other tools use). Every ftctl command takes -B NAME to work in one. A command that writes
+to a missing one refuses (exit 2) and names the existing instances close to it, so that a typo
+does not set up tracing where nobody looks: create it here first, or give that command --create.
+(trace, record, count, hist, latency, graph and the console make instances of their own.)`,
 		Args: args(cobra.NoArgs),
 	}
 	c.AddCommand(NewCmdInstanceList(g, nil), NewCmdInstanceCreate(g, nil), NewCmdInstanceRemove(g, nil))

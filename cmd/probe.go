@@ -115,6 +115,7 @@ type ProbeAddOptions struct {
 	Enable     bool
 	Append     bool
 	Force      bool // pass what ftctl refuses as unsafe or misleading (probes.Parser.Force)
+	Create     bool // --create: make a missing -B instance (for --enable and --filter)
 }
 
 // NewCmdProbeAdd builds `ftctl probe add`.
@@ -173,6 +174,7 @@ The definition may be given as one quoted argument or as several words.`,
 	c.Flags().BoolVar(&opts.Enable, "enable", false, "enable the event (in the -B instance, else the top level)")
 	c.Flags().BoolVar(&opts.Append, "append", false, "add the probe point to the event when it exists (the kernel merges probes of one event name)")
 	c.Flags().BoolVar(&opts.Force, "force", false, forceUsage)
+	registerCreate(c, &opts.Create)
 	return c
 }
 
@@ -226,7 +228,7 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 	defer lock.Unlock()
 	aopt := probes.AddOptions{Filter: opts.Filter, Enable: opts.Enable, Append: opts.Append}
 	if opts.Filter != "" || opts.Enable {
-		if aopt.Instance, err = g.WriteInstance(fs); err != nil {
+		if aopt.Instance, err = g.WriteInstance(fs, opts.Create); err != nil {
 			return err
 		}
 	}
@@ -542,9 +544,10 @@ func probeRemoveRun(ctx context.Context, opts *ProbeRemoveOptions) error {
 
 // ProbeEnableOptions are the inputs of `ftctl probe enable` and `ftctl probe disable`.
 type ProbeEnableOptions struct {
-	G     *Globals
-	Names []string
-	On    bool // enable, else disable
+	G      *Globals
+	Names  []string
+	On     bool // enable, else disable
+	Create bool // enable --create: make a missing -B instance
 }
 
 // NewCmdProbeEnable builds `ftctl probe enable` (on) or `ftctl probe disable`.
@@ -554,7 +557,7 @@ func NewCmdProbeEnable(g *Globals, on bool, runF func(context.Context, *ProbeEna
 	if !on {
 		verb, short = "disable", "Disable a probe's event in the top level or the -B instance"
 	}
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:               verb + " NAME...",
 		Short:             short,
 		Example:           fmt.Sprintf("  sudo ftctl probe %s myopen\n  sudo ftctl probe %s ftctl/myopen -B incident", verb, verb),
@@ -565,6 +568,10 @@ func NewCmdProbeEnable(g *Globals, on bool, runF func(context.Context, *ProbeEna
 			return runCmd(c, runF, probeEnableRun, opts)
 		},
 	}
+	if on { // disable never creates: a missing instance has nothing enabled
+		registerCreate(c, &opts.Create)
+	}
+	return c
 }
 
 func probeEnableRun(ctx context.Context, opts *ProbeEnableOptions) error {
@@ -585,7 +592,7 @@ func probeEnableRun(ctx context.Context, opts *ProbeEnableOptions) error {
 	}
 	var in *tracefs.Instance
 	if opts.On {
-		in, err = g.WriteInstance(fs)
+		in, err = g.WriteInstance(fs, opts.Create)
 	} else {
 		in, err = g.ReadInstance(fs)
 	}

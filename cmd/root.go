@@ -126,9 +126,18 @@ func (g *Globals) BeginWrite(ctx context.Context) (*tracefs.FS, *tracefs.Lock, e
 	return fs, lock, nil
 }
 
-// WriteInstance is the instance a write command works on (-B), created when missing (and said
-// so on stderr).
-func (g *Globals) WriteInstance(fs *tracefs.FS) (*tracefs.Instance, error) {
+// WriteInstance is the instance a write command works on (-B). A missing one is refused (exit
+// 2) with the existing names close to it and how to create it, unless create (the command's
+// --create): a mistyped -B would otherwise set up tracing in a new instance nobody reads. With
+// create it is made (in a dry run, the mkdir is printed) and said so on stderr.
+func (g *Globals) WriteInstance(fs *tracefs.FS, create bool) (*tracefs.Instance, error) {
+	if !create {
+		in, err := fs.Lookup(g.Instance)
+		if errors.Is(err, tracefs.ErrNoInstance) {
+			return nil, missingInstance(fs, g.Instance)
+		}
+		return in, err
+	}
 	in, created, err := fs.Ensure(g.Instance)
 	if err != nil {
 		return nil, err
@@ -141,6 +150,37 @@ func (g *Globals) WriteInstance(fs *tracefs.FS) (*tracefs.Instance, error) {
 		}
 	}
 	return in, nil
+}
+
+// registerCreate gives a command that writes to the -B instance its --create.
+func registerCreate(c *cobra.Command, create *bool) {
+	c.Flags().BoolVar(create, "create", false, "with -B, create the instance when it does not exist (else a missing one is refused, exit 2)")
+}
+
+// missingInstance is the refusal of a write to an instance that does not exist: the name, the
+// existing instances close to it, and the two ways to create it.
+func missingInstance(fs *tracefs.FS, name string) error {
+	msg := fmt.Sprintf("no instance %s: a write does not create one", safe(strconv.Quote(name)))
+	names, _ := fs.Instances() // the suggestion is a help: a failure to list leaves it out
+	if s := filters.Suggest(name, names, 3); len(s) > 0 {
+		for i := range s {
+			s[i] = safe(s[i])
+		}
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	} else if len(names) > 0 {
+		msg += "; 'ftctl instance list' lists the existing ones"
+	}
+	msg += "\nto create it, add --create, or run first: ftctl instance create " + safe(shellWord(name))
+	return InvalidInput(errors.New(msg))
+}
+
+// shellWord is s as one word a shell reads back as s: as it is when it holds only characters
+// no shell treats specially, else in single quotes.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,:+@%=-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // ReadInstance is the instance a read command works on (-B); a missing one is an error.
@@ -169,6 +209,8 @@ kernel, and a typed live event stream.
 tracefs is found through /proc/self/mountinfo (tracefs, else debugfs/tracing), or given with
 --tracefs or FTCTL_TRACEFS. Commands that change tracing state take a lock so that concurrent
 ftctl writers never lose an update, and --dry-run prints each write instead of making it.
+-B NAME works in the instance NAME; a command that writes to it refuses a missing one (exit 2,
+with the close names) unless given --create, so that a typo sets nothing up where nobody looks.
 
 Colour (the stream's columns, the console): --color auto, the default, colours only a terminal,
 and not when NO_COLOR is set to anything but "" (no-color.org) or TERM is dumb; --color always

@@ -34,10 +34,11 @@ func NewCmdTUI(g *Globals, runF func(context.Context, *TUIOptions) error) *cobra
   1 Stream     the live events in coloured columns: space pauses, f follows,
                / searches (highlighted, n/N), e c p filter by event, comm, pid; the event rate
                and the lost-event counters (LOST lines, overruns, drops) always in view
-  2 Functions  type a pattern: each key shows how many functions match and which; enter marks
-               it for the filter (tab: the notrace list) and leaves the field (/ types another);
-               a or enter applies the marks with the swap protocol after a confirmation
-               showing +N/-M per list
+  2 Functions  / (or i) opens the pattern field: each key shows how many functions match and
+               which; enter marks it for the filter (tab: the notrace list) and leaves the
+               field, esc leaves it too (until then 1-5, T and q are typed, as in every
+               field); a or enter applies the marks with the swap protocol after a
+               confirmation showing +N/-M per list
   3 Probes     probes of every kind; a adds one, checked as you type (a caret under the
                mistake before anything reaches the kernel; the kernel's own error_log after),
                tab completes the function and BTF argument names; e enables or disables it

@@ -198,7 +198,7 @@ func (ix *Index) Count(k Key) int {
 
 // Resolve returns the 1-based indexes of the records the pattern selects, ascending.
 func (ix *Index) Resolve(p *Pattern) []int {
-	if name, ok := p.exactName(); ok {
+	if name, ok := p.ExactName(); ok {
 		// A plain name (the usual case for lists of thousands from a file): a lookup, not a scan.
 		ix.lookup()
 		var out []int

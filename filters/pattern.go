@@ -225,8 +225,9 @@ func CompileRegex(expr string) (*Pattern, error) {
 	return &Pattern{Text: expr, re: re}, nil
 }
 
-// exactName returns the name an exact (wildcard-free) pattern selects, with or without :mod:.
-func (p *Pattern) exactName() (string, bool) {
+// ExactName returns the name an exact (wildcard-free) pattern selects, with or without :mod:
+// (false for a glob or a regular expression): a function asked for by name.
+func (p *Pattern) ExactName() (string, bool) {
 	if p.re != nil || p.fn.typ != matchFull || p.fn.blank() {
 		return "", false
 	}

@@ -261,7 +261,7 @@ type candidateSet struct {
 // adjacent one-byte tokens, only names holding a pair of bytes they admit ("sched": the names
 // with "sc"; "_[rw]": those with "_r" or "_w").
 func (pv *Previewer) candidates(p *Pattern, within []int) candidateSet {
-	if _, ok := p.exactName(); ok {
+	if _, ok := p.ExactName(); ok {
 		return candidateSet{answered: true, answer: pv.ix.Resolve(p)} // a lookup
 	}
 	if p.re == nil && !p.hasMod && (p.fn.typ == matchEnd || p.fn.typ == matchMiddle) && p.fn.search == "" {

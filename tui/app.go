@@ -149,7 +149,7 @@ func New(o Options) *Model {
 	writes := newWriteTracker(o.Backend)
 	wctx, cancel := context.WithCancel(o.Context)
 	e := &env{backend: writes, styles: o.Styles, now: o.Now, instance: o.Instance, private: o.Private,
-		group: o.Group, ctx: wctx}
+		group: o.Group, ctx: wctx, recording: o.Backend != nil && o.Backend.Recording()}
 	m := &Model{env: e, opts: o, keys: newGlobalKeys(), help: newHelp(), writes: writes, cancelWrites: cancel,
 		done: make(chan struct{})}
 	m.stream = newStreamView(e, o.RingSize)
@@ -567,6 +567,7 @@ func (m *Model) helpView() string {
 	b.WriteString(s.Header.Render("everywhere") + "\n\n")
 	b.WriteString(m.help.FullHelpView(m.keys.FullHelp()) + "\n\n")
 	b.WriteString(s.Dim.Render(strings.Join([]string{
+		"A text field takes the keys only once a key opens it (Functions: / or i); enter, esc give them back.",
 		"Trace data is shown escaped (control characters as \\xNN). Writes take the ftctl lock;",
 		"function lists change through the swap protocol, after a confirmation.",
 		"Quitting (q, ctrl+c, SIGTERM, SIGHUP) tears the private instance down unless --keep, and",

@@ -55,11 +55,13 @@ type Backend interface {
 	StopCount() error
 	// StartGraph starts what the Graph view shows: a function_graph session of its own over
 	// the roots (ftctl graph's), its call trees built off the event loop and handed over
-	// through the feed; StopGraph removes it (Close does too). RecordedGraph (pure) says the
-	// trees are a recording's: the view starts them itself, with no roots (graph.go).
+	// through the feed; StopGraph removes it (Close does too).
 	StartGraph(ctx context.Context, req GraphRequest) (GraphInfo, *GraphFeed, error)
 	StopGraph() error
-	RecordedGraph() bool
+	// Recording (pure) says the console shows a recording (--file), not a kernel: the views
+	// that read or change a kernel say so instead of asking, and the Graph view starts the
+	// recording's trees itself, with no roots (graph.go).
+	Recording() bool
 }
 
 // Status is what the status bar shows.

@@ -21,6 +21,13 @@ import (
 // ErrRecording is what the views that change a kernel get when the console shows a recording.
 var ErrRecording = errors.New("the console shows a recording (--file): there is no kernel to read or change")
 
+// recordingNote is what a view that needs a kernel shows over a recording, in its own body and
+// calmly: a file having no kernel is no failure (the views that read one do not ask it).
+func recordingNote(lacks string) string {
+	return "this is a recording (--file): there is no kernel, so " + lacks +
+		" · the Stream, Top and Graph views show the recording; ftctl tui without --file drives a kernel"
+}
+
 // ErrEndOfRecording ends a recording's stream once every event was read.
 var ErrEndOfRecording = errors.New("end of the recording")
 

@@ -8,10 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/internal/tracedattest"
+	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/stream"
 	"github.com/ftctl/ftctl/tracedat"
 )
@@ -36,13 +39,32 @@ func openRecording(t *testing.T) *tracedat.File {
 	return file
 }
 
+// kernelAsked is a recording's backend that counts the calls that would read a kernel.
+type kernelAsked struct {
+	*FileBackend
+	n atomic.Int64
+}
+
+func (k *kernelAsked) Index() (*filters.Index, error) { k.n.Add(1); return k.FileBackend.Index() }
+func (k *kernelAsked) Lists() (Lists, error)          { k.n.Add(1); return k.FileBackend.Lists() }
+func (k *kernelAsked) Probes() ([]probes.Probe, error) {
+	k.n.Add(1)
+	return k.FileBackend.Probes()
+}
+
 // The console over a recording: every event, in time order, then the end with the count; the
-// Stream view's filters work on it; the views that change a kernel say there is none.
+// Stream view's filters work on it; the views that need a kernel ask none and say calmly, in
+// their own body, that there is none (issue 33: it opened with the error "reading
+// available_filter_functions: … there is no kernel").
 func TestFileConsole(t *testing.T) {
 	file := openRecording(t)
 	src := NewFileSource(context.Background(), file, 1000)
-	m := New(Options{Backend: &FileBackend{Name: "tp.dat", File: file}, Source: src, Now: fixedNow,
+	fb := &kernelAsked{FileBackend: &FileBackend{Name: "tp.dat", File: file}}
+	m := New(Options{Backend: fb, Source: src, Now: fixedNow,
 		StatusEvery: time.Hour, RingSize: 1000})
+	if s := screen(m); !strings.Contains(s, "reading the recording…") {
+		t.Errorf("before the first events:\n%s", s)
+	}
 	defer src.Close()
 	m.SetSize(160, 40)
 	var rows, dropped int
@@ -66,21 +88,38 @@ func TestFileConsole(t *testing.T) {
 		t.Fatalf("end %v after %d rows, %d dropped", end, rows, dropped)
 	}
 	runCmd(m, m.readStatus(), 0) // what Init does besides reading the stream
-	runCmd(m, m.funcs.Init(), 0)
-	runCmd(m, m.probes.Init(), 0)
+	for _, v := range m.views {
+		if v != m.stream && v != m.graph { // the graph reads the recording: TestGraphRecordingTrees
+			runCmd(m, v.Init(), 0)
+		}
+	}
 	s := screen(m)
 	for _, want := range []string{"end of the recording: 1600 events", "file tp.dat", "recording, clock local"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("no %q on the screen:\n%s", want, s)
 		}
 	}
+	if m.msg != "" || m.msgErr {
+		t.Errorf("a message at the start: %q", m.msg)
+	}
 	step(m, press("2"))
-	if s := screen(m); !strings.Contains(s, "there is no kernel to read or change") {
+	if s := screen(m); !shows(s, "this is a recording (--file): there is no kernel, so no function list to preview, no filter to change") ||
+		strings.Contains(s, "available_filter_functions") || strings.Contains(s, "pattern>") {
 		t.Errorf("Functions view over a recording:\n%s", s)
 	}
+	for _, k := range []string{"/", "a", "r"} { // what would read or change one: said calmly
+		step(m, press(k))
+		if m.funcs.Typing() || m.msgErr || !strings.Contains(m.msg, "there is no kernel") {
+			t.Errorf("%s in Functions over a recording: typing %v, message %q (error %v)", k, m.funcs.Typing(), m.msg, m.msgErr)
+		}
+	}
 	step(m, press("3"))
-	if s := screen(m); !strings.Contains(s, "there is no kernel to read or change") {
+	if s := screen(m); !shows(s, "there is no kernel, so no probes to list, define or enable") || strings.Contains(s, "kprobe_events") {
 		t.Errorf("Probes view over a recording:\n%s", s)
+	}
+	step(m, press("r"))
+	if n := fb.n.Load(); n != 0 {
+		t.Errorf("%d calls for a kernel's function list, lists or probes", n)
 	}
 }
 

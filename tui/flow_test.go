@@ -83,8 +83,8 @@ func TestFlowFunctionsApply(t *testing.T) {
 	fb := newFakeBackend(t)
 	tm := newFlow(t, testModel(t, fb, testTrace), 100, 30)
 	tm.Send(press("2"))
-	tm.waitFor("traceable functions")
-	tm.Type("vfs_rea*")
+	tm.waitFor("/ types a pattern")
+	tm.Type("/vfs_rea*")
 	tm.waitFor("3 functions match")
 	tm.Send(press("enter")) // marked; the keys go to the marks
 	tm.Type("/")            // another pattern
@@ -110,8 +110,8 @@ func TestFlowFunctionsApply(t *testing.T) {
 func TestFlowFunctionsConfirmation(t *testing.T) {
 	tm := newFlow(t, testModel(t, newFakeBackend(t), testTrace), 100, 24)
 	tm.Send(press("2"))
-	tm.waitFor("traceable functions")
-	tm.Type("tcp_v4_*")
+	tm.waitFor("/ types a pattern")
+	tm.Type("/tcp_v4_*")
 	tm.waitFor("functions match")
 	tm.Send(press("enter"))
 	tm.Type("/")

@@ -77,15 +77,20 @@ type FunctionsView struct {
 	applying bool
 }
 
+// newFunctionsView makes the view with the pattern field not focused: as the other views' fields
+// (the Stream view's search, the Probes view's definition), it takes the keys only after / (or
+// i) and gives them back on enter or esc, so that 1-5, T, O and q work on arrival.
 func newFunctionsView(e *env) *FunctionsView {
 	in := newInput("pattern> ", "a kernel glob: vfs_*, *sched*, tcp_v4_*:mod:!*, ext4_*:mod:ext4", 256)
-	in.Focus()
 	return &FunctionsView{env: e, keys: newFunctionsKeys(), ckeys: newConfirmKeys(), input: in,
 		target: filters.FilterFile, loading: true, seq: new(atomic.Uint64), inlineMost: inlineWithin}
 }
 
 // Keys implements the component contract: the keys of the field while typing, else the marks'.
 func (v *FunctionsView) Keys() help.KeyMap {
+	if v.env.recording {
+		return noKeys{}
+	}
 	if v.input.Focused() {
 		return functionsFieldKeys{v.keys}
 	}
@@ -101,8 +106,13 @@ func (v *FunctionsView) SetSize(w, h int) {
 // Typing says whether keys go to the pattern field.
 func (v *FunctionsView) Typing() bool { return v.input.Focused() && v.confirm == nil }
 
-// Init loads the index and the lists (IO: in commands).
+// Init loads the index and the lists (IO: in commands); over a recording, nothing: there is no
+// kernel to read them from, and the view says so.
 func (v *FunctionsView) Init() tea.Cmd {
+	if v.env.recording {
+		v.loading = false
+		return nil
+	}
 	return tea.Batch(v.loadIndex(), v.loadLists())
 }
 
@@ -328,6 +338,13 @@ func (v *FunctionsView) updateKey(km tea.KeyPressMsg) tea.Cmd {
 		}
 		return nil
 	}
+	if v.env.recording {
+		switch {
+		case key.Matches(km, k.Edit), key.Matches(km, k.Apply), key.Matches(km, k.Load):
+			return notice(recordingNote(noFunctions), false)
+		}
+		return nil
+	}
 	if v.input.Focused() {
 		switch {
 		case key.Matches(km, k.Leave):
@@ -443,7 +460,7 @@ func (v *FunctionsView) changes() []filters.Change {
 // plan reads the lists (a command) and computes each one's transition for the confirmation.
 func (v *FunctionsView) plan() tea.Cmd {
 	if len(v.marks) == 0 {
-		return notice("nothing marked: type a pattern and press enter to mark it", true)
+		return notice("nothing marked: / types a pattern, enter marks it", true)
 	}
 	if v.applying {
 		return nil
@@ -508,10 +525,16 @@ func listText(file string, n int, empty bool) string {
 	return plural(n, "function")
 }
 
+// noFunctions is what the Functions view lacks over a recording.
+const noFunctions = "no function list to preview, no filter to change"
+
 // View renders the view in exactly height lines.
 func (v *FunctionsView) View() string {
 	s := v.env.styles
 	w := v.width
+	if v.env.recording {
+		return strings.Join(block(strings.Join(wrapLines(s.Dim, "", recordingNote(noFunctions), w), "\n"), w, v.height), "\n")
+	}
 	var top []string
 	tgt := s.FilterMark.Render("[filter]")
 	if v.target == filters.NotraceFile {
@@ -529,8 +552,12 @@ func (v *FunctionsView) View() string {
 	case v.pending:
 		top = append(top, s.Dim.Render("counting…"))
 	case v.pat == nil:
-		top = append(top, s.Dim.Render(fmt.Sprintf("%s traceable functions · type a pattern: the count and the matches follow each key",
-			itoa(int64(v.ix.Len()-v.ix.Invalid)))))
+		what := "/ types a pattern"
+		if v.input.Focused() {
+			what = "type a pattern"
+		}
+		top = append(top, s.Dim.Render(fmt.Sprintf("%s traceable functions · %s: the count and the matches follow each key",
+			itoa(int64(v.ix.Len()-v.ix.Invalid)), what)))
 	case len(v.matches) == 0:
 		msg := s.Err.Render("0 functions match")
 		if len(v.suggest) > 0 {

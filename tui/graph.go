@@ -294,8 +294,8 @@ func buildTrees(feed *GraphFeed, read func(emit stream.Emit) error) {
 	feed.End(err)
 }
 
-// RecordedGraph implements Backend: a kernel's graphs are started by the user.
-func (b *KernelBackend) RecordedGraph() bool { return false }
+// Recording implements Backend: a kernel (its graphs are started by the user).
+func (b *KernelBackend) Recording() bool { return false }
 
 // StartGraph implements Backend: a function_graph session as ftctl graph makes it (its own
 // instance and journal, the global graph files taken only when free, under the lock), its
@@ -398,8 +398,8 @@ func (b *KernelBackend) teardownGraph(s *session.Session) error {
 	return errors.Join(errs...)
 }
 
-// RecordedGraph implements Backend: a recording's trees show from the start.
-func (b *FileBackend) RecordedGraph() bool { return true }
+// Recording implements Backend: a recording (its trees show from the start).
+func (b *FileBackend) Recording() bool { return true }
 
 // StartGraph implements Backend: the recording's function_graph events built into call trees
 // in a goroutine (stream.ReadFile, as the Stream view's reading: the CPUs merged in time

@@ -400,8 +400,8 @@ func (f *graphFake) StopGraph() error {
 func (f *fakeBackend) StartGraph(context.Context, GraphRequest) (GraphInfo, *GraphFeed, error) {
 	return GraphInfo{}, nil, errors.New("the fake has no graph")
 }
-func (f *fakeBackend) StopGraph() error    { return ErrNoGraph }
-func (f *fakeBackend) RecordedGraph() bool { return false }
+func (f *fakeBackend) StopGraph() error { return ErrNoGraph }
+func (f *fakeBackend) Recording() bool  { return false }
 
 // TestGraphView: 5 shows the view; g asks for roots, refuses one that does not compile before
 // anything reaches the backend, starts the graph; its trees show with their durations, the

@@ -73,7 +73,7 @@ func (v *GraphView) Typing() bool { return v.prompting }
 
 // Init shows a recording's call trees from the start; on a kernel, nothing runs until g.
 func (v *GraphView) Init() tea.Cmd {
-	if !v.env.backend.RecordedGraph() {
+	if !v.env.recording {
 		return nil
 	}
 	v.busy, v.doing = true, "reading…"

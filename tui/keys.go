@@ -207,6 +207,12 @@ func (k graphKeys) FullHelp() [][]key.Binding {
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End}}
 }
 
+// noKeys is the key map of a view that has none to offer (Functions over a recording).
+type noKeys struct{}
+
+func (noKeys) ShortHelp() []key.Binding  { return nil }
+func (noKeys) FullHelp() [][]key.Binding { return nil }
+
 // confirmKeys answer a confirmation.
 type confirmKeys struct{ Yes, No key.Binding }
 

@@ -27,6 +27,8 @@ type env struct {
 	private  bool
 	group    string
 	ctx      context.Context
+	// recording: the console shows a recording (--file), there is no kernel (Backend.Recording).
+	recording bool
 }
 
 // instanceLabel names the trace array for people.

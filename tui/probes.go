@@ -70,7 +70,12 @@ func (v *ProbesView) Typing() bool { return v.adding }
 // Init lists the probes.
 func (v *ProbesView) Init() tea.Cmd { return v.refresh() }
 
+// refresh reads the probes (a command); over a recording, nothing: the view says why.
 func (v *ProbesView) refresh() tea.Cmd {
+	if v.env.recording {
+		v.loaded = true
+		return nil
+	}
 	b := v.env.backend
 	return func() tea.Msg {
 		l, err := b.Probes()
@@ -205,6 +210,9 @@ func (v *ProbesView) updateKey(km tea.KeyPressMsg) tea.Cmd {
 				}
 				return notice("fix the definition first (nothing was sent to the kernel)", true)
 			}
+			if v.env.recording {
+				return notice("the definition parses; "+recordingNote(noProbes), false)
+			}
 			v.busy, v.sent = true, v.input.Value()
 			d, b, ctx := v.def, v.env.backend, v.env.ctx
 			return func() tea.Msg {
@@ -306,6 +314,9 @@ func caretWindow(text string, pos, room int) (string, int) {
 	return out, p
 }
 
+// noProbes is what the Probes view lacks over a recording.
+const noProbes = "no probes to list, define or enable"
+
 // View renders the view in exactly height lines.
 func (v *ProbesView) View() string {
 	s := v.env.styles
@@ -326,6 +337,8 @@ func (v *ProbesView) View() string {
 	}
 	var body []string
 	switch {
+	case v.env.recording:
+		body = append(body, wrapLines(s.Dim, " ", recordingNote(noProbes)+" · a checks a definition's syntax all the same", v.width)...)
 	case v.listErr != nil && errors.Is(v.listErr, tracefs.ErrUnavailable):
 		body = append(body, wrapLines(s.Err, " ", v.listErr.Error(), v.width)...)
 	case v.listErr != nil:

@@ -124,7 +124,7 @@ func (c *console) applying(b *blockingBackend) {
 	c.t.Helper()
 	c.keys("2")
 	c.waitFor("traceable functions")
-	c.keys("vfs_read")
+	c.keys("/vfs_read")
 	c.waitFor("1 function match")
 	c.keys("\r") // mark
 	c.keys("\r") // empty field: the confirmation

@@ -74,6 +74,11 @@ type StreamView struct {
 	overrun       int64 // their increase since
 	dropped       int64
 	ended         string // why the stream ended, "" while it runs
+
+	// What the status bar says of the trace array, for the hint of an empty stream: the
+	// tracer ("" until read) and tracing_on (nil until read, or unreadable).
+	tracer    string
+	tracingOn *bool
 }
 
 func newStreamView(e *env, ringSize int) *StreamView {
@@ -140,8 +145,37 @@ func (v *StreamView) Tick(now time.Time) {
 	v.rateAt, v.rateTotal = now, v.total
 }
 
-// SetStatus takes the kernel's loss counters (the first reading is the baseline).
+// emptyLines say why no row shows, and while the stream waits, how to get events: what the
+// trace array's state (the status bar's) leaves out, and the keys that change it. Each line
+// fits 80 columns.
+func (v *StreamView) emptyLines() []string {
+	const waiting = "waiting for events…"
+	switch {
+	case v.total > 0:
+		return []string{"no event matches the filter · x clears it"}
+	case v.ended != "":
+		return nil // the header says why
+	case v.env.recording:
+		return []string{"reading the recording…"}
+	case v.tracingOn != nil && !*v.tracingOn:
+		return []string{waiting, "tracing is off in the " + v.env.instanceLabel() + ": O turns it on"}
+	case v.tracer == "nop":
+		return []string{waiting,
+			"the tracer is nop: only enabled events show here",
+			"· functions: mark them in 2 (Functions), then T starts the function tracer",
+			"· a probe: 3 (Probes), a adds one, enabled here"}
+	case v.tracer != "":
+		return []string{waiting,
+			"the " + safe(v.tracer) + " tracer runs, but nothing it traces ran yet",
+			"· 2 (Functions) changes the functions it traces · 3 (Probes) adds a probe"}
+	}
+	return []string{waiting}
+}
+
+// SetStatus takes the kernel's loss counters (the first reading is the baseline), and the
+// tracer and tracing_on for the hint of an empty stream.
 func (v *StreamView) SetStatus(st Status) {
+	v.tracer, v.tracingOn = st.Tracer, st.TracingOn
 	if st.Overrun != nil {
 		if v.baseOverrun == nil {
 			o := *st.Overrun
@@ -591,15 +625,14 @@ func (v *StreamView) View() string {
 		buf = v.renderRow(buf[:0], r, i == cur, q)
 		lines = append(lines, fit(string(buf), v.width))
 	}
-	for len(lines) < head+rows {
-		if v.count() == 0 && len(lines) == head {
-			msg := "waiting for events…"
-			if v.total > 0 {
-				msg = "no event matches the filter"
+	if v.count() == 0 {
+		for _, msg := range v.emptyLines() {
+			if len(lines) < head+rows {
+				lines = append(lines, fit(s.Dim.Render(" "+msg), v.width))
 			}
-			lines = append(lines, fit(s.Dim.Render(" "+msg), v.width))
-			continue
 		}
+	}
+	for len(lines) < head+rows {
 		lines = append(lines, strings.Repeat(" ", v.width))
 	}
 	if v.pkind != promptNone {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/probes"
+	"github.com/ftctl/ftctl/stream"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -254,8 +255,8 @@ func TestRenderSegmentsHighlight(t *testing.T) {
 	}
 }
 
-// functionsModel is a console on the Functions view, its index and lists read.
-func functionsModel(t *testing.T) (*Model, *fakeBackend) {
+// functionsArrived is a console just switched to the Functions view, its index and lists read.
+func functionsArrived(t *testing.T) (*Model, *fakeBackend) {
 	fb := newFakeBackend(t)
 	m := testModel(t, fb, "")
 	m.SetSize(100, 30)
@@ -265,11 +266,70 @@ func functionsModel(t *testing.T) (*Model, *fakeBackend) {
 	return m, fb
 }
 
+// functionsModel is a console on the Functions view with the pattern field opened (/).
+func functionsModel(t *testing.T) (*Model, *fakeBackend) {
+	m, fb := functionsArrived(t)
+	step(m, press("/"))
+	return m, fb
+}
+
+// The pattern field takes the keys only after / (or i), and gives them back on enter and
+// esc: on arrival in Functions, 4 goes to Top and T cycles the tracer (issue 33); in the field
+// they are typed.
+func TestFunctionsFieldTakesKeysOnlyAfterSlash(t *testing.T) {
+	m, _ := functionsArrived(t)
+	if m.funcs.Typing() {
+		t.Fatal("the pattern field took the keys on arrival")
+	}
+	if s := screen(m); !strings.Contains(s, "/ types a pattern") {
+		t.Errorf("no hint that / types a pattern:\n%s", s)
+	}
+	step(m, press("4"))
+	if m.state != stateTop {
+		t.Fatalf("4 in Functions: state %v, want Top", m.state)
+	}
+	step(m, press("2"))
+	if _, cmd := m.Update(press("T")); cmd == nil || m.funcs.input.Value() != "" {
+		t.Errorf("T in Functions: typed %q, no tracer change asked", m.funcs.input.Value())
+	}
+	step(m, press("/"))
+	if !m.funcs.Typing() {
+		t.Fatal("/ did not open the pattern field")
+	}
+	typeText(m, "T4")
+	if v := m.funcs.input.Value(); v != "T4" || m.state != stateFunctions {
+		t.Errorf("in the field: %q, state %v", v, m.state)
+	}
+	step(m, press("esc"))
+	if m.funcs.Typing() {
+		t.Fatal("esc kept the focus")
+	}
+	step(m, press("4"))
+	if m.state != stateTop {
+		t.Errorf("4 after esc: state %v", m.state)
+	}
+	step(m, press("2"))
+	step(m, press("i"))
+	m.funcs.input.SetValue("")
+	typeText(m, "vfs_read")
+	step(m, press("enter")) // marked: the keys are the view's again
+	if m.funcs.Typing() || len(m.funcs.marks) != 1 {
+		t.Fatalf("after enter: typing %v, marks %+v", m.funcs.Typing(), m.funcs.marks)
+	}
+	step(m, press("1"))
+	if m.state != stateStream {
+		t.Errorf("1 after marking: state %v", m.state)
+	}
+	// The help screen says how the field takes and gives back the keys.
+	step(m, press("2"))
+	step(m, press("?"))
+	if s := screen(m); !shows(s, "/ or i") || !shows(s, "esc") || !shows(s, "takes the keys only once a key opens it") {
+		t.Errorf("help:\n%s", s)
+	}
+}
+
 func TestFunctionsPreviewMarkApply(t *testing.T) {
 	m, fb := functionsModel(t)
-	if !m.funcs.Typing() {
-		t.Fatal("the pattern field has the focus in the Functions view")
-	}
 	typeText(m, "vfs_rea*")
 	if s := screen(m); !strings.Contains(s, "3 functions match") || !strings.Contains(s, "13930  vfs_read") {
 		t.Fatalf("preview:\n%s", s)
@@ -396,7 +456,8 @@ func TestQuitAndAbort(t *testing.T) {
 		t.Error("q must quit")
 	}
 	m = testModel(t, newFakeBackend(t), "")
-	step(m, press("2")) // typing in the pattern field: q is a letter, ctrl+c still aborts
+	step(m, press("2"))
+	step(m, press("/")) // typing in the pattern field: q is a letter, ctrl+c still aborts
 	step(m, press("q"))
 	if m.Quit {
 		t.Error("q in a text field quit")
@@ -454,7 +515,7 @@ func TestNoIOInUpdate(t *testing.T) {
 	fb := &countingBackend{Backend: newFakeBackend(t)}
 	m := New(Options{Backend: fb, Source: NewTextSource(testTrace), Now: fixedNow, StatusEvery: 1 << 40})
 	cmds := []tea.Cmd{m.Init()}
-	for _, k := range []string{"2", "v", "f", "s", "_", "*", "enter", "enter", "y", "esc", "3", "a", "p", " ", "x", "esc", "T", "O", "1", "/", "x", "enter", "4", "m"} {
+	for _, k := range []string{"2", "/", "v", "f", "s", "_", "*", "enter", "enter", "y", "esc", "3", "a", "p", " ", "x", "esc", "T", "O", "1", "/", "x", "enter", "4", "m"} {
 		_, c := m.Update(press(k))
 		cmds = append(cmds, c)
 	}
@@ -524,7 +585,7 @@ func TestErrorLinesWrap(t *testing.T) {
 		{"the status line in Probes", "3", []tea.Msg{statusMsg{err: lockdownErr}}, cause, false},
 		{"the status line in Top", "4", []tea.Msg{statusMsg{err: lockdownErr}}, cause, false},
 		{"the index in Functions", "2", []tea.Msg{indexMsg{err: lockdownErr}}, cause, true},
-		{"the pattern in Functions", "2", []tea.Msg{indexMsg{ix: fixtureIndex(t)}, press("1"), press("a"), press("b"), press("c")}, "", true},
+		{"the pattern in Functions", "2", []tea.Msg{indexMsg{ix: fixtureIndex(t)}, press("/"), press("1"), press("a"), press("b"), press("c")}, "", true},
 		{"the list in Probes", "3", []tea.Msg{probesMsg{err: lockdownErr}}, cause, true},
 		{"adding a probe", "3", []tea.Msg{press("a"), probeAddedMsg{err: lockdownErr}}, cause, true},
 		{"the stream's end", "1", []tea.Msg{batchMsg{Err: lockdownErr}}, cause, true},
@@ -686,5 +747,45 @@ func TestProbesForced(t *testing.T) {
 	m.probes.validate()
 	if s := screen(m); !strings.Contains(s, "✓ uprobe on") || !strings.Contains(s, "--force: the symbol type of a uprobe") {
 		t.Errorf("--force, no warning:\n%s", s)
+	}
+}
+
+// An empty stream says how to get events, from the trace array's state (issue 33: "waiting for
+// events…" alone left a first user with nothing to do): tracing off, the nop tracer, a
+// function tracer whose functions did not run; and a filter that hides every event.
+func TestStreamSaysHowToGetEvents(t *testing.T) {
+	on, off := true, false
+	for _, c := range []struct {
+		name string
+		st   Status
+		want []string
+	}{
+		{"status unknown", Status{}, []string{"waiting for events…"}},
+		{"tracing off", Status{Tracer: "function", TracingOn: &off}, []string{"waiting for events…",
+			"tracing is off in the instance ftctl-4242 (private): O turns it on"}},
+		{"nop", Status{Tracer: "nop", TracingOn: &on}, []string{"waiting for events…",
+			"the tracer is nop: only enabled events show here", "mark them in 2 (Functions), then T starts the function tracer",
+			"3 (Probes), a adds one, enabled here"}},
+		{"function", Status{Tracer: "function", TracingOn: &on}, []string{"waiting for events…",
+			"the function tracer runs, but nothing it traces ran yet", "2 (Functions) changes the functions it traces"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := testModel(t, newFakeBackend(t), "")
+			m.SetSize(80, 24)
+			step(m, statusMsg{st: c.st})
+			s := screen(m)
+			for _, w := range c.want {
+				if !strings.Contains(s, w) {
+					t.Errorf("no %q on the screen:\n%s", w, s)
+				}
+			}
+		})
+	}
+	m := testModel(t, newFakeBackend(t), "")
+	m.SetSize(80, 24)
+	feed(m, "            bash-1234    [001] .....   100.000010: vfs_read <-ksys_read\n")
+	m.stream.setFilter(stream.Filter{Comm: "no-such-comm"})
+	if s := screen(m); !strings.Contains(s, "no event matches the filter · x clears it") || strings.Contains(s, "waiting for events") {
+		t.Errorf("every event filtered out:\n%s", s)
 	}
 }

@@ -19,6 +19,7 @@ run ftctl functions 'vfs_rea*'
 run ftctl functions --count '*sched*'
 run ftctl -B incident42 filter set 'vfs_rea*' ksys_read
 run ftctl -B incident42 filter set vfs_raed
+run ftctl -B incident24 filter set 'vfs_rea*' ksys_read
 run ftctl -B incident42 filter show
 run ftctl -B incident42 --dry-run filter set 'tcp_v4_*' --except 'tcp_v4_do_rcv'
 run ftctl -B incident42 filter set 'tcp_v4_*' --except 'tcp_v4_do_rcv'

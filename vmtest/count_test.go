@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -50,12 +51,51 @@ type countRow struct {
 	Method   string  `json:"method"`
 }
 
-// countRows reads count's NDJSON; each row's method must be method.
+// countSummaryRow is the last object of count's NDJSON.
+type countSummaryRow struct {
+	Summary    bool    `json:"summary"`
+	Intervals  int     `json:"intervals"`
+	Time       string  `json:"time"`
+	Seconds    float64 `json:"seconds"`
+	Functions  int     `json:"functions"`
+	Called     int     `json:"called"`
+	Calls      uint64  `json:"calls"`
+	Method     string  `json:"method"`
+	LowerBound bool    `json:"lower_bound"`
+}
+
+// countRows reads count's NDJSON; each row's method must be method, and the last object must
+// be the summary, which countSummary returns.
 func countRows(t *testing.T, out, method string) []countRow {
 	t.Helper()
+	rows, _ := countOutput(t, out, method)
+	return rows
+}
+
+func countSummary(t *testing.T, out, method string) countSummaryRow {
+	t.Helper()
+	_, sum := countOutput(t, out, method)
+	return sum
+}
+
+func countOutput(t *testing.T, out, method string) ([]countRow, countSummaryRow) {
+	t.Helper()
 	var rows []countRow
+	var sum countSummaryRow
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
+		if sum.Summary {
+			t.Errorf("an object after the summary: %q", sc.Text())
+		}
+		if err := json.Unmarshal(sc.Bytes(), &sum); err != nil {
+			t.Fatalf("%v: %q", err, sc.Text())
+		}
+		if sum.Summary {
+			if sum.Method != method || sum.Time == "" || sum.Intervals < 1 || sum.Functions < 1 {
+				t.Errorf("summary %+v: want method %s, a time, intervals and functions", sum, method)
+			}
+			continue
+		}
 		var r countRow
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("%v: %q", err, sc.Text())
@@ -65,7 +105,10 @@ func countRows(t *testing.T, out, method string) []countRow {
 		}
 		rows = append(rows, r)
 	}
-	return rows
+	if !sum.Summary {
+		t.Errorf("no summary at the end of:\n%s", out)
+	}
+	return rows, sum
 }
 
 func callsOf(rows []countRow, fn string) (n uint64) {
@@ -130,19 +173,27 @@ func TestCount(t *testing.T) {
 	fprobes := strings.Contains(read(t, "README"), "f[:[<group>/][<event>]]")
 	for _, method := range []string{"hist", "stream"} {
 		t.Run(method+"/command", func(t *testing.T) {
-			r := ftctlRun(t, append([]string{"count", "vfs_read", "ksys_read", "--method", method, "-o", "json", "--"}, dd...)...)
+			// vfs_fsync, named, is not called by dd: its record says 0 (issue 33: a script could
+			// not tell 0 calls from no run), and the summary ends the output
+			r := ftctlRun(t, append([]string{"count", "vfs_read", "ksys_read", "vfs_fsync", "--method", method, "-o", "json", "--"}, dd...)...)
 			if r.code != 0 {
 				t.Fatalf("%v", r)
 			}
-			t.Logf("%s", r.stderr)
-			rows := countRows(t, r.stdout, method)
+			t.Logf("%s%s", r.stderr, r.stdout)
+			rows, sum := countOutput(t, r.stdout, method)
 			if got := callsOf(rows, "vfs_read"); got < n {
 				t.Errorf("%d calls of vfs_read, want at least %d: %v", got, n, r)
 			}
 			if got := callsOf(rows, "ksys_read"); got < n {
 				t.Errorf("%d calls of ksys_read, want at least %d: %v", got, n, r)
 			}
-			want := "counting 2 functions by " + method
+			if !slices.ContainsFunc(rows, func(r countRow) bool { return r.Func == "vfs_fsync" && r.Count == 0 }) {
+				t.Errorf("no record of vfs_fsync with 0 calls:\n%s", r.stdout)
+			}
+			if all := callsOf(rows, "vfs_read") + callsOf(rows, "ksys_read"); sum.Functions != 3 || sum.Called != 2 || sum.Calls != all || sum.Intervals != 1 {
+				t.Errorf("summary %+v, want 3 functions, 2 called, %d calls, 1 interval", sum, all)
+			}
+			want := "counting 3 functions by " + method
 			if method == "hist" && fprobes {
 				want += ": one fprobe event"
 			} else if method == "hist" {
@@ -213,11 +264,14 @@ func TestCount(t *testing.T) {
 		t.Logf("%s", out)
 		rows := countRows(t, out.String(), "hist")
 		intervals := map[int]bool{}
-		for i, r := range rows {
+		for i, r := range rows { // one row per interval: vfs_read is named, 0 calls included
 			intervals[r.Interval] = true
-			if r.Func != "vfs_read" || r.Count == 0 || (i > 0 && r.Interval <= rows[i-1].Interval) {
+			if r.Func != "vfs_read" || (i > 0 && r.Interval != rows[i-1].Interval+1) || (i == 0 && r.Interval != 1) {
 				t.Errorf("row %d: %+v", i, r)
 			}
+		}
+		if sum := countSummary(t, out.String(), "hist"); sum.Intervals != len(rows) || sum.Calls != callsOf(rows, "vfs_read") {
+			t.Errorf("summary %+v after %d intervals", sum, len(rows))
 		}
 		if got := callsOf(rows, "vfs_read"); got < 4*n || len(intervals) < 2 {
 			t.Errorf("%d calls of vfs_read in %d intervals, want at least %d in 2 or more:\n%s", got, len(intervals), 4*n, out)

@@ -328,6 +328,49 @@ func TestInstanceCreateValidateRemove(t *testing.T) {
 	}
 }
 
+// A write to a mistyped -B instance is refused (exit 2) and creates nothing, naming the close
+// existing instance; --create makes it and the write goes there.
+func TestInstanceTypoRefusedForWrites(t *testing.T) {
+	if r := ftctlRun(t, "instance", "create", "vmincident"); r.code != 0 {
+		t.Fatalf("create: %+v", r)
+	}
+	removeInstanceLater(t, "vmincident")
+	removeInstanceLater(t, "vmincidnet")
+	before := instanceNames(t)
+	for _, args := range [][]string{
+		{"-B", "vmincidnet", "filter", "set", "vfs_read"},
+		{"-B", "vmincidnet", "--dry-run", "filter", "set", "vfs_read"},
+	} {
+		r := ftctlRun(t, args...)
+		if r.code != 2 || !strings.Contains(r.stderr, `no instance "vmincidnet"`) || !strings.Contains(r.stderr, "did you mean vmincident?") ||
+			!strings.Contains(r.stderr, "--create") || !strings.Contains(r.stderr, "ftctl instance create vmincidnet") {
+			t.Errorf("%q: %+v", args, r)
+		}
+		if after := instanceNames(t); !slices.Equal(before, after) {
+			t.Fatalf("%q changed the instances: %v -> %v", args, before, after)
+		}
+	}
+	// A dry run with --create shows the mkdir and the plan for the new instance, and makes nothing.
+	r := ftctlRun(t, "-B", "vmincidnet", "--dry-run", "filter", "set", "vfs_read", "--create")
+	if r.code != 0 || !strings.Contains(r.stdout, "dry-run: mkdir "+tracing+"/instances/vmincidnet") ||
+		!strings.Contains(r.stdout, "instances/vmincidnet/set_ftrace_filter: 1 function (+1 -0), dry run") {
+		t.Errorf("dry run with --create: %+v", r)
+	}
+	if after := instanceNames(t); !slices.Equal(before, after) {
+		t.Fatalf("the dry run changed the instances: %v -> %v", before, after)
+	}
+	r = ftctlRun(t, "-B", "vmincidnet", "filter", "set", "vfs_read", "--create")
+	if r.code != 0 || !strings.Contains(r.stderr, `created instance "vmincidnet"`) {
+		t.Fatalf("--create: %+v", r)
+	}
+	if got := strings.TrimSpace(read(t, "instances/vmincidnet/set_ftrace_filter")); got != "vfs_read" {
+		t.Errorf("the new instance's filter: %q", got)
+	}
+	if got := strings.TrimSpace(read(t, "instances/vmincident/set_ftrace_filter")); got != "#### all functions enabled ####" {
+		t.Errorf("the existing instance's filter changed: %q", got)
+	}
+}
+
 // Kernel errors come back typed, naming the file and the data, with error_log where it exists.
 func TestErrorTranslation(t *testing.T) {
 	f := topFS(t)

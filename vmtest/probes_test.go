@@ -251,7 +251,7 @@ func TestProbeLifecycle(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, `"name": "ftctl/vmopen"`) || !strings.Contains(r.stdout, `"owner": "other"`) {
 		t.Fatalf("list: %v", r)
 	}
-	r = ftctlRun(t, "probe", "enable", "vmopen", "-B", "vmprobe")
+	r = ftctlRun(t, "probe", "enable", "vmopen", "-B", "vmprobe", "--create")
 	if r.code != 0 || strings.TrimSpace(read(t, "instances/vmprobe/events/ftctl/vmopen/enable")) != "1" {
 		t.Fatalf("enable: %v", r)
 	}
@@ -291,7 +291,7 @@ func TestProbeRemoveEnabled(t *testing.T) {
 	if r := ftctlRun(t, "probe", "add", "p:busy vfs_read", "--enable"); r.code != 0 {
 		t.Fatalf("add: %v", r)
 	}
-	if r := ftctlRun(t, "probe", "enable", "busy", "-B", "vmbusy"); r.code != 0 {
+	if r := ftctlRun(t, "probe", "enable", "busy", "-B", "vmbusy", "--create"); r.code != 0 {
 		t.Fatalf("enable: %v", r)
 	}
 	// The naive way fails: the kernel refuses to delete an enabled probe.

@@ -204,8 +204,8 @@ func (r *tuiRun) applyPattern(pattern string) int {
 	t.Helper()
 	want := previewNames(t, pattern)
 	r.keys("2")
-	r.waitFor("traceable functions")
-	r.keys(pattern)
+	r.waitFor("/ types a pattern")
+	r.keys("/" + pattern)
 	r.waitFor("match ·")
 	m := matchCount.FindStringSubmatch(r.screen.String())
 	if m == nil {
@@ -247,8 +247,7 @@ func TestTUIAppliesFilterInPrivateInstanceAndTearsDown(t *testing.T) {
 	}
 	// Start the function tracer (refused over an empty filter; the filter is set now) and see
 	// the workload's reads arrive in the Stream view (the console's own are left out).
-	r.keys("\x1b") // leave the pattern field
-	r.keys("T")
+	r.keys("T") // the pattern field gave the keys back when the pattern was marked
 	r.waitFor("tracer function")
 	r.keys("1")
 	r.waitFor(" vfs_read <- ")
@@ -694,8 +693,8 @@ func TestTUIQuitDuringApply(t *testing.T) {
 			truncate(t, filter)
 			r := startTUI(t, "--lock-timeout", "60s", "-B", name, "tui")
 			r.keys("2")
-			r.waitFor("traceable functions")
-			r.keys("vfs_read")
+			r.waitFor("/ types a pattern")
+			r.keys("/vfs_read")
 			r.waitFor("match ·")
 			r.keys("\r")
 			r.waitFor("filter  vfs_read")
