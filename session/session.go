@@ -113,6 +113,11 @@ func (e *TriggerError) Unwrap() error { return e.Err }
 type optionSetting struct {
 	Name string
 	On   bool
+	// shared: the write changed the top level's option too, which held topBefore: the kernel
+	// keeps some options for every trace array at once (6.1: the function tracer's, such as
+	// func_stack_trace, in one set of flags), and Teardown puts the top level's back.
+	shared    bool
+	topBefore string
 }
 
 // maxBufferKB bounds --buffer-kb: 4 GiB per CPU is beyond any sane session, and the kernel
@@ -429,7 +434,7 @@ func (s *Session) checkBufferClockOptions() error {
 		if name == "function-fork" || name == "event-fork" {
 			return fmt.Errorf("%w: -O %q: ftctl sets %s itself (to follow --pid's children and keep its own threads out)", ErrInvalid, o, name)
 		}
-		s.spec.options = append(s.spec.options, optionSetting{name, on})
+		s.spec.options = append(s.spec.options, optionSetting{Name: name, On: on})
 	}
 	return nil
 }
@@ -446,7 +451,7 @@ func (s *Session) setBufferClockOptions(in *tracefs.Instance) error {
 			return err
 		}
 	}
-	for _, o := range s.spec.options {
+	for k, o := range s.spec.options {
 		if !in.Has("options/" + o.Name) {
 			// Some options are the top level's alone (record-cmd, printk, markers...: the
 			// kernel's TOP_LEVEL_TRACE_FLAGS); an instance lacks their files.
@@ -456,11 +461,39 @@ func (s *Session) setBufferClockOptions(in *tracefs.Instance) error {
 		if o.On {
 			v = "1"
 		}
+		before, berr := s.FS.Top().ReadFile("options/" + o.Name)
 		if err := in.Write("options/"+o.Name, v); err != nil {
 			return err
 		}
+		if in.Planned() || berr != nil {
+			continue
+		}
+		if after, err := s.FS.Top().ReadFile("options/" + o.Name); err == nil && strings.TrimSpace(string(after)) == v && strings.TrimSpace(string(before)) != v {
+			s.spec.options[k].shared, s.spec.options[k].topBefore = true, strings.TrimSpace(string(before))
+			s.Notice("-O %s: this kernel keeps the option for every trace array at once (the top level's changed too); it is put back at the end", o.Name)
+		}
 	}
 	return nil
+}
+
+// restoreSharedOptions puts back the top level's value of each -O option the kernel keeps for
+// every trace array at once, where it still holds what the session wrote.
+func (s *Session) restoreSharedOptions() []error {
+	var errs []error
+	for _, o := range s.spec.options {
+		if !o.shared {
+			continue
+		}
+		v := map[bool]string{true: "1", false: "0"}[o.On]
+		now, err := s.FS.Top().ReadFile("options/" + o.Name)
+		if err == nil && strings.TrimSpace(string(now)) == v {
+			err = s.FS.Top().Write("options/"+o.Name, o.topBefore)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("putting back options/%s of the top level: %w", o.Name, err))
+		}
+	}
+	return errs
 }
 
 // expandEvents resolves -e's globs as trace-cmd does: SYSTEM:* (or a system glob alone) is
@@ -760,6 +793,7 @@ func (s *Session) Teardown() []error {
 	if len(s.triggers) == 0 { // a trigger left would keep its events busy
 		errs = append(errs, s.removeDynamic()...)
 	}
+	errs = append(errs, s.restoreSharedOptions()...)
 	if s.graph != nil {
 		if !s.graph.top && in.Has("current_tracer") {
 			// the graph stops before its global filters go: emptied under a running

@@ -316,3 +316,22 @@ func TestDeclaredOwnerKeptByReset(t *testing.T) {
 		t.Errorf("declarations left: %+v", owners)
 	}
 }
+
+// -O of an option the kernel keeps for every trace array at once (6.1: the function tracer's
+// func_stack_trace, in one set of flags) changes the top level's too: the session puts it back
+// at its end, so it does not go on adding stacks to every instance made later (seen: the
+// guide's `trace -O func_stack_trace` example left it on, and the next test's recording held
+// kernel stacks nobody asked for).
+func TestSessionOptionsPutBack(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(tracing, "options", "func_stack_trace")); err != nil {
+		t.Skip("no func_stack_trace option on this kernel")
+	}
+	before := read(t, "options/func_stack_trace")
+	r := ftctlRun(t, "trace", "-f", "vfs_read", "-O", "func_stack_trace", "--duration", "1s")
+	if r.code != 0 {
+		t.Fatalf("%v", r)
+	}
+	if after := read(t, "options/func_stack_trace"); after != before {
+		t.Errorf("the top level's func_stack_trace is %q after the session, %q before; stderr:\n%s", after, before, r.stderr)
+	}
+}
