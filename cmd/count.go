@@ -241,12 +241,9 @@ func countRun(ctx context.Context, opts *CountOptions) error {
 		command.Release()
 		commandDone = command.Done()
 	}
-	var timeout, tick <-chan time.Time
-	if opts.Duration > 0 {
-		tm := time.NewTimer(opts.Duration)
-		defer tm.Stop()
-		timeout = tm.C
-	}
+	timeout, stop := after(opts.Duration)
+	defer stop()
+	var tick <-chan time.Time
 	if opts.Interval > 0 {
 		tk := time.NewTicker(opts.Interval)
 		defer tk.Stop()

@@ -194,12 +194,8 @@ func histIntervals(ctx context.Context, g *Globals, opts *HistOptions, s *sessio
 		wait(ctx, opts.Duration)
 		return 0, nil
 	}
-	var timeout <-chan time.Time
-	if opts.Duration > 0 {
-		tm := time.NewTimer(opts.Duration)
-		defer tm.Stop()
-		timeout = tm.C
-	}
+	timeout, stop := after(opts.Duration)
+	defer stop()
 	tk := time.NewTicker(opts.Interval)
 	defer tk.Stop()
 	for n := 1; ; n++ {
@@ -291,14 +287,19 @@ func histSetup(ctx context.Context, g *Globals, s *session.Session, add func() e
 	return nil
 }
 
+// after is a channel that fires once d has passed, nil (never) for d <= 0, and its stop.
+func after(d time.Duration) (<-chan time.Time, func()) {
+	if d <= 0 {
+		return nil, func() {}
+	}
+	tm := time.NewTimer(d)
+	return tm.C, func() { tm.Stop() }
+}
+
 // wait returns after d (0: never) or when ctx is done.
 func wait(ctx context.Context, d time.Duration) {
-	var timeout <-chan time.Time
-	if d > 0 {
-		tm := time.NewTimer(d)
-		defer tm.Stop()
-		timeout = tm.C
-	}
+	timeout, stop := after(d)
+	defer stop()
 	select {
 	case <-ctx.Done():
 	case <-timeout:

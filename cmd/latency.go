@@ -185,12 +185,8 @@ func measureFor(ctx context.Context, s *session.Session, command *session.Comman
 		return nil, nil
 	}
 	command.Release()
-	var timeout <-chan time.Time
-	if d > 0 {
-		tm := time.NewTimer(d)
-		defer tm.Stop()
-		timeout = tm.C
-	}
+	timeout, stop := after(d)
+	defer stop()
 	select {
 	case commandErr = <-command.Done():
 	case <-ctx.Done():
