@@ -1,0 +1,118 @@
+// Package profile is a tracing setup declared in a file: read and checked offline (load.go,
+// validate.go, schema.go), then planned against the running kernel, applied, compared for
+// drift, exported and deleted by the engine (engine.go) through session's declared owners.
+//
+// A profile owns what it creates, named after it: the instance ftctl-owned-NAME, the probe
+// group ftctl_owned_NAME and the synthetic events ftctl_owned_NAME_WHAT. `ftctl reset` never
+// removes them; `ftctl delete -f` does. In a profile, ${group} stands for the profile's probe
+// group (an event of its own probes is ${group}:EVENT, a synthetic event of its
+// synthetic:${group}_WHAT), so that the file does not depend on how ftctl names things.
+package profile
+
+// APIVersion and Kind head every profile: a later, incompatible schema gets another version.
+const (
+	APIVersion = "ftctl.dev/v1alpha1"
+	Kind       = "TracingProfile"
+)
+
+// GroupVar stands for the profile's probe group in event names, trigger texts and synthetic
+// event names.
+const GroupVar = "${group}"
+
+// Profile is one declared tracing setup.
+type Profile struct {
+	// APIVersion is the schema's version: ftctl.dev/v1alpha1.
+	APIVersion string `json:"apiVersion"`
+	// Kind is TracingProfile.
+	Kind     string   `json:"kind"`
+	Metadata Metadata `json:"metadata"`
+	Spec     Spec     `json:"spec"`
+}
+
+// Metadata names the profile.
+type Metadata struct {
+	// Name is the profile's owner name (1 to 32 lower-case letters and digits): its instance
+	// is ftctl-owned-NAME, its probe group ftctl_owned_NAME.
+	Name string `json:"name"`
+	// Description is for people.
+	Description string `json:"description,omitempty"`
+}
+
+// Spec is what the profile sets up, in its own instance.
+type Spec struct {
+	// Requires names kernel features the profile needs, refused up front when the kernel
+	// lacks one: function, function_graph, hist-triggers, kprobes, kretprobes, uprobes,
+	// fprobes, synthetic-events, btf.
+	Requires []string `json:"requires,omitempty"`
+	// Instance holds the instance's settings.
+	Instance Instance `json:"instance,omitempty"`
+	// Functions selects the functions the function tracers trace, as globs kept as written
+	// and resolved against the running kernel when the profile is planned.
+	Functions Functions `json:"functions,omitempty"`
+	// Events are the events enabled in the instance, each with an optional filter.
+	Events []Event `json:"events,omitempty"`
+	// Probes are dynamic events defined in the profile's group and enabled in its instance,
+	// written as for `ftctl probe add` ("p:NAME SYMBOL ARGS", "r:NAME SYMBOL", "f:NAME
+	// SYMBOL", "p:NAME /bin/FILE:SYMBOL"...); a group written in a definition is replaced by
+	// the profile's.
+	Probes []string `json:"probes,omitempty"`
+	// Synthetic are synthetic events the profile defines, for its triggers.
+	Synthetic []Synthetic `json:"synthetic,omitempty"`
+	// Triggers are event triggers written into the instance, in order (a trigger whose action
+	// names a synthetic event comes after the one that feeds it).
+	Triggers []Trigger `json:"triggers,omitempty"`
+}
+
+// Instance is the profile's instance's settings. A setting left out is not managed, except
+// Tracer and TracingOn, which have defaults.
+type Instance struct {
+	// BufferKB is the ring buffer's size per CPU, in KiB (buffer_size_kb).
+	BufferKB int `json:"bufferKB,omitempty"`
+	// Clock is the trace clock (trace_clock): local, global, mono, boot...
+	Clock string `json:"clock,omitempty"`
+	// Tracer is function, function_graph or nop; by default function when Functions.Filter
+	// is given, else nop.
+	Tracer string `json:"tracer,omitempty"`
+	// TracingOn is whether the instance records (tracing_on); true by default.
+	TracingOn *bool `json:"tracingOn,omitempty"`
+	// Options are trace options (options/NAME) turned on (true) or off (false); the ones not
+	// named are not managed.
+	Options map[string]bool `json:"options,omitempty"`
+}
+
+// Functions are the function filters of the instance, as kernel globs (set_ftrace_filter
+// syntax: "vfs_*", "*:mod:ext4", "!name" is not taken here: use Notrace).
+type Functions struct {
+	// Filter: the functions traced. Never empty while a function tracer runs.
+	Filter []string `json:"filter,omitempty"`
+	// Notrace: the functions never traced.
+	Notrace []string `json:"notrace,omitempty"`
+}
+
+// Event is an event enabled in the instance.
+type Event struct {
+	// Name is SYSTEM:EVENT, or SYSTEM for all its events; ${group}:EVENT is one of the
+	// profile's own probes (enabled anyway), named here to give it a filter.
+	Name string `json:"name"`
+	// Filter is the event's filter (events/SYSTEM/EVENT/filter), checked against its fields.
+	Filter string `json:"filter,omitempty"`
+}
+
+// Synthetic is a synthetic event the profile defines: its name is ${group}_Name.
+type Synthetic struct {
+	// Name: the event's own part of the name (a C identifier); the event is
+	// synthetic:${group}_NAME.
+	Name string `json:"name"`
+	// Fields, as synthetic_events takes them: "u64 lat; pid_t pid".
+	Fields string `json:"fields"`
+}
+
+// Trigger is an event trigger.
+type Trigger struct {
+	// Event is SYSTEM:EVENT the trigger is on (${group}:EVENT for the profile's probes,
+	// synthetic:${group}_NAME for its synthetic events).
+	Event string `json:"event"`
+	// Trigger is the trigger's text as the event's trigger file takes it: hist:...,
+	// snapshot, traceon, traceoff, stacktrace, enable_event:..., with an optional "if FILTER".
+	Trigger string `json:"trigger"`
+}
