@@ -375,3 +375,13 @@ func (a *Applier) result(st Step, verified, retried bool) Result {
 	}
 	return r
 }
+
+// Restore puts the list file back to want (a multiset read earlier with Current), with fresh
+// indexes, and verifies it: how a transaction of several writes (a profile's apply) undoes
+// its list change when a later write fails. Functions gone since are left out and said so; a
+// filter none of whose functions exists is left as it is (VanishedError), never emptied. The
+// caller holds the tracefs lock.
+func (a *Applier) Restore(ctx context.Context, file string, want Multiset) error {
+	a.dryRun = a.In.FS().DryRun != nil
+	return a.restore(ctx, file, want)
+}

@@ -74,6 +74,9 @@ type Owner struct {
 	Events  []string `json:"events,omitempty"`
 	Probes  []string `json:"probes,omitempty"`
 	Filters []string `json:"filters,omitempty"`
+	// Source is what the owner was declared from (Spec.Source: a profile, as JSON), for the
+	// next apply to compare with.
+	Source json.RawMessage `json:"source,omitempty"`
 }
 
 // ownersDir is where declarations live.
@@ -129,7 +132,8 @@ func Declare(fs *tracefs.FS, name string, spec Spec) (*Owner, error) {
 		return nil, err
 	}
 	o := &Owner{Name: name, Instance: id.Instance(), Group: id.Group(), Boot: fs.BootID(), Since: time.Now().UTC().Truncate(time.Second),
-		State: "applying", Dynamic: s.spec.Dynamic, Triggers: s.spec.Triggers, Events: s.spec.Events, Probes: spec.Probes}
+		State: "applying", Dynamic: s.spec.Dynamic, Triggers: s.spec.Triggers, Events: s.spec.Events, Probes: spec.Probes,
+		Source: spec.Source}
 	for _, p := range spec.Filters {
 		o.Filters = append(o.Filters, p.Text)
 	}
@@ -186,6 +190,25 @@ func Owners(fs *tracefs.FS) ([]*Owner, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, errors.Join(bad...)
+}
+
+// ReadOwner reads the declaration of the declared owner name (ErrNoOwner when there is none).
+func ReadOwner(fs *tracefs.FS, name string) (*Owner, error) {
+	if err := CheckOwnerName(name); err != nil {
+		return nil, err
+	}
+	if err := tracefs.CheckStateDir(stateDir(fs)); err != nil {
+		return nil, err
+	}
+	return readOwner(fs, name)
+}
+
+// MarkOwner rewrites the declaration of o with state ("applying" before a change to its
+// set-up's files, "applied" after) and source (what it is now declared from), durably, before
+// the caller writes or once it has.
+func MarkOwner(fs *tracefs.FS, o *Owner, state string, source []byte) error {
+	o.State, o.Source = state, source
+	return o.save(fs)
 }
 
 // readOwner reads the declaration of name, checked to be that owner's (its pieces' names
@@ -261,5 +284,12 @@ func removeDeclaration(fs *tracefs.FS, name string) error {
 	if err := os.Remove(ownerPath(fs, name)); err != nil && !errors.Is(err, iofs.ErrNotExist) {
 		return fmt.Errorf("removing the declaration of %s: %w", name, err)
 	}
-	return syncDir(ownersDir(fs))
+	if err := syncDir(ownersDir(fs)); err != nil {
+		return err
+	}
+	// the last one takes the directory with it (ENOTEMPTY while others are left)
+	if os.Remove(ownersDir(fs)) == nil {
+		return syncDir(stateDir(fs))
+	}
+	return nil
 }

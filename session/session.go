@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -59,6 +60,14 @@ type Spec struct {
 	// one) and each probe of Probes. It is checked against each event's fields before
 	// anything is written; "" sets none.
 	EventFilter string
+	// EventFilters are filters of single events, SYSTEM:EVENT to the expression (a profile's
+	// per-event filters): each an event the session enables (of Events, or a probe of Probes,
+	// GROUP:EVENT with the session's group), checked against its fields like EventFilter,
+	// written after it, before the event is enabled.
+	EventFilters map[string]string
+	// Source is what a declared owner was declared from (a profile), kept in its
+	// declaration (Owner.Source) for the next apply to compare with; a session ignores it.
+	Source []byte
 	// Graph makes a function_graph session (ftctl graph, graph.go): Tracer is then
 	// function_graph, and Filters may be empty (the graph's roots choose the calls).
 	Graph *GraphSpec
@@ -278,6 +287,9 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 	if err := s.checkEventFilter(); err != nil {
 		return nil, err
 	}
+	if err := s.checkEventFilters(); err != nil {
+		return nil, err
+	}
 	if err := s.checkBufferClockOptions(); err != nil {
 		return nil, err
 	}
@@ -393,6 +405,65 @@ func (s *Session) setEventFilter(in *tracefs.Instance) error {
 	for _, t := range targets {
 		if err := in.Write(t.dir+"/filter", expr+"\n"); err != nil {
 			return eventfilter.Rejected(t.name, expr, err)
+		}
+	}
+	return nil
+}
+
+// checkEventFilters checks Spec.EventFilters: each names an event the session enables, and a
+// tracepoint's filter is checked against its fields (a probe's once the kernel has defined it).
+func (s *Session) checkEventFilters() error {
+	top := s.FS.Top()
+	for _, key := range slices.Sorted(maps.Keys(s.spec.EventFilters)) {
+		expr := s.spec.EventFilters[key]
+		sys, ev, ok := strings.Cut(key, ":")
+		if !ok || expr == "" {
+			return fmt.Errorf("%w: event filter %q on %q: want SYSTEM:EVENT and an expression", ErrInvalid, expr, key)
+		}
+		if _, err := eventfilter.Parse(expr); err != nil {
+			return err
+		}
+		if sys == s.Group {
+			if !slices.ContainsFunc(s.defs, func(d *probes.Definition) bool { return d.Event == ev }) {
+				return fmt.Errorf("%w: event filter on %s: the session defines no probe %s", ErrInvalid, key, ev)
+			}
+			continue
+		}
+		if !slices.Contains(s.spec.Events, key) && !slices.Contains(s.spec.Events, sys) {
+			return fmt.Errorf("%w: event filter on %s: the session does not enable that event", ErrInvalid, key)
+		}
+		f, err := top.EventFormat(sys, ev)
+		if err != nil {
+			return err
+		}
+		if _, err := eventfilter.Check(expr, eventfilter.FieldsOf(f)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setEventFilters writes Spec.EventFilters, a probe's checked against its fields first.
+func (s *Session) setEventFilters(in *tracefs.Instance) error {
+	for _, key := range slices.Sorted(maps.Keys(s.spec.EventFilters)) {
+		expr := s.spec.EventFilters[key]
+		sys, ev, _ := strings.Cut(key, ":")
+		if sys == s.Group {
+			f, err := in.EventFormat(sys, ev)
+			switch {
+			case errors.Is(err, tracefs.ErrPlanned):
+			case err != nil:
+				return err
+			default:
+				ff := eventfilter.FieldsOf(f)
+				ff.Event = "probe " + sys + "/" + ev
+				if _, err := eventfilter.Check(expr, ff); err != nil {
+					return err
+				}
+			}
+		}
+		if err := in.Write("events/"+sys+"/"+ev+"/filter", expr+"\n"); err != nil {
+			return eventfilter.Rejected(key, expr, err)
 		}
 	}
 	return nil
@@ -643,6 +714,9 @@ func (s *Session) Start(ctx context.Context) (err error) {
 		}
 	}
 	if err := s.setEventFilter(in); err != nil {
+		return err
+	}
+	if err := s.setEventFilters(in); err != nil {
 		return err
 	}
 	for _, ev := range s.Probes {

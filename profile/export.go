@@ -1,0 +1,279 @@
+package profile
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/ftctl/ftctl/filters"
+	"github.com/ftctl/ftctl/session"
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// ExportName is the owner name an export of instance gets by default: a declared owner's
+// own name, else the instance's letters and digits ("top" for the top level).
+func ExportName(instance string) string {
+	if rest, ok := strings.CutPrefix(instance, "ftctl-owned-"); ok && session.CheckOwnerName(rest) == nil {
+		return rest
+	}
+	if instance == "" {
+		return "top"
+	}
+	var b strings.Builder
+	for _, c := range strings.ToLower(instance) {
+		if (c >= 'a' && c <= 'z' || c >= '0' && c <= '9') && b.Len() < 32 {
+			b.WriteRune(c)
+		}
+	}
+	if b.Len() == 0 {
+		return "exported"
+	}
+	return b.String()
+}
+
+// Export reads the state of an instance ("" the top level) as a profile named name: its
+// tracer, tracing_on, buffer size, clock, the options that differ from the top level's (those
+// a new instance starts with), its function lists as the functions they hold (a glob is
+// expanded by the kernel when written: what it was is lost), its enabled events with their
+// filters, the probes among them (and, for a declared owner's instance, its probes, synthetic
+// events and the triggers on its events). Nothing is written.
+func Export(fs *tracefs.FS, instance, name string) (*Profile, error) {
+	if err := session.CheckOwnerName(name); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	in, err := fs.Lookup(instance)
+	if err != nil {
+		return nil, err
+	}
+	p := &Profile{APIVersion: APIVersion, Kind: Kind, Metadata: Metadata{Name: name}}
+	x := exporter{fs: fs, in: in, p: p, group: p.Group()}
+	if id, ok := session.InstanceID(instance); ok || strings.HasPrefix(instance, "ftctl-owned-") {
+		x.srcGroup = id.Group()
+		if rest, ok := strings.CutPrefix(instance, "ftctl-owned-"); ok {
+			x.srcGroup = session.OwnerID(rest).Group()
+		}
+	}
+	for _, step := range []func() error{x.settings, x.functions, x.probes, x.events, x.synthetic, x.triggers} {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+type exporter struct {
+	fs       *tracefs.FS
+	in       *tracefs.Instance
+	p        *Profile
+	group    string // the exported profile's group
+	srcGroup string // the instance's owner's group, if ftctl's
+	probeDef map[string]string
+}
+
+// rename puts ${group} in for the source's group in a name or text.
+func (x *exporter) rename(s string) string {
+	if x.srcGroup == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, x.srcGroup, GroupVar)
+}
+
+func (x *exporter) settings() error {
+	inst := &x.p.Spec.Instance
+	tracer, err := readTrim(x.in, "current_tracer")
+	if err != nil {
+		return err
+	}
+	inst.Tracer = tracer
+	on, err := x.in.TracingOn()
+	if err != nil {
+		return err
+	}
+	if !on {
+		inst.TracingOn = &on
+	}
+	if kb, _, ok := x.in.BufferSizeKB(); ok {
+		inst.BufferKB = kb
+	}
+	if b, err := x.in.ReadFile("trace_clock"); err == nil {
+		if c := currentClock(string(b)); c != "local" {
+			inst.Clock = c
+		}
+	}
+	if x.in.Name == "" {
+		return nil
+	}
+	mine, err := x.in.Options()
+	if err != nil {
+		return err
+	}
+	theirs, err := x.fs.Top().Options()
+	if err != nil {
+		return err
+	}
+	top := map[string]bool{}
+	for _, o := range theirs {
+		top[o.Name] = o.Enabled
+	}
+	for _, o := range mine {
+		if o.Name == "function-fork" || o.Name == "event-fork" {
+			continue // ftctl's own, for pid filters
+		}
+		if t, ok := top[o.Name]; ok && t != o.Enabled {
+			if inst.Options == nil {
+				inst.Options = map[string]bool{}
+			}
+			inst.Options[o.Name] = o.Enabled
+		}
+	}
+	return nil
+}
+
+func (x *exporter) functions() error {
+	if x.p.Spec.Instance.Tracer == "nop" {
+		return nil
+	}
+	for _, l := range []struct {
+		file string
+		to   *[]string
+	}{{filters.FilterFile, &x.p.Spec.Functions.Filter}, {filters.NotraceFile, &x.p.Spec.Functions.Notrace}} {
+		if !x.in.Has(l.file) {
+			continue
+		}
+		b, err := x.in.ReadFile(l.file)
+		if err != nil {
+			return err
+		}
+		for _, n := range tracefs.ParseFunctionList(string(b)).Names {
+			k := filters.ParseKey(n)
+			text := k.Name
+			if k.Module != "" {
+				text += ":mod:" + k.Module
+			}
+			*l.to = append(*l.to, text)
+		}
+	}
+	return nil
+}
+
+// probes: the probes of the source's group, and the probes enabled in the instance.
+func (x *exporter) probes() error {
+	x.probeDef = map[string]string{}
+	var list []tracefs.ProbeListEntry
+	for _, f := range []string{"dynamic_events", "kprobe_events", "uprobe_events"} {
+		if b, err := x.fs.Top().ReadFile(f); err == nil {
+			list = append(list, tracefs.ParseProbeList(string(b))...)
+			if f == "dynamic_events" {
+				break // it lists every kind
+			}
+		}
+	}
+	enabled, err := x.in.EnabledEvents()
+	if err != nil {
+		return err
+	}
+	for _, e := range list {
+		if e.Type == "s" || e.Group == "synthetic" || x.probeDef[e.Group+":"+e.Event] != "" {
+			continue
+		}
+		on := false
+		for _, n := range enabled {
+			on = on || n.System == e.Group && n.Event == e.Event
+		}
+		if e.Group != x.srcGroup && !on {
+			continue
+		}
+		_, rest, _ := strings.Cut(e.Definition, " ")
+		def := e.Type + ":" + e.Event + " " + rest
+		x.probeDef[e.Group+":"+e.Event] = def
+		x.p.Spec.Probes = append(x.p.Spec.Probes, def)
+	}
+	return nil
+}
+
+func (x *exporter) events() error {
+	enabled, err := x.in.EnabledEvents()
+	if err != nil {
+		return err
+	}
+	for _, e := range enabled {
+		dir := "events/" + e.System + "/" + e.Event
+		v, err := readTrim(x.in, dir+"/enable")
+		if err != nil || !strings.HasPrefix(v, "1") {
+			continue
+		}
+		f, _ := readTrim(x.in, dir+"/filter")
+		if f == "none" {
+			f = ""
+		}
+		name := e.System + ":" + e.Event
+		if x.probeDef[name] != "" {
+			if f == "" {
+				continue // enabled with its definition
+			}
+			name = GroupVar + ":" + e.Event
+		}
+		x.p.Spec.Events = append(x.p.Spec.Events, Event{Name: name, Filter: f})
+	}
+	return nil
+}
+
+// synthetic: the synthetic events named after the source's group.
+func (x *exporter) synthetic() error {
+	if x.srcGroup == "" || !x.fs.Top().Has("synthetic_events") {
+		return nil
+	}
+	b, err := x.fs.Top().ReadFile("synthetic_events")
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, fields, ok := strings.Cut(strings.TrimSpace(line), "\t")
+		if !ok {
+			name, fields, ok = strings.Cut(strings.TrimSpace(line), " ")
+		}
+		if what, mine := strings.CutPrefix(name, x.srcGroup+"_"); ok && mine {
+			x.p.Spec.Synthetic = append(x.p.Spec.Synthetic, Synthetic{Name: what, Fields: strings.TrimSpace(fields)})
+		}
+	}
+	return nil
+}
+
+// sortModifier is a key's modifier in a hist trigger's sort=, which the kernel lists
+// ("sort=lat.log2") but refuses when written back (EINVAL, seen on 6.1 and 6.12).
+var sortModifier = regexp.MustCompile(`\.(log2|hex|sym|sym-offset|execname|syscall|buckets|usecs|percent|graph)\b`)
+
+// triggers: the triggers on the instance's events, in the order the kernel lists them (for
+// a declared owner's, which write onmatch() after what it names, the order they were made).
+func (x *exporter) triggers() error {
+	systems, err := x.fs.EventSystems()
+	if err != nil {
+		return err
+	}
+	for _, sys := range systems {
+		events, err := x.fs.Events(sys)
+		if err != nil {
+			return err
+		}
+		for _, ev := range events {
+			b, err := x.in.ReadFile("events/" + sys + "/" + ev + "/trigger")
+			if err != nil {
+				continue
+			}
+			for _, t := range triggerLines(string(b)) {
+				t = strings.TrimSuffix(strings.TrimSpace(strings.TrimSuffix(t, "[active]")), " ")
+				if strings.HasPrefix(t, "hist:") {
+					parts := strings.Split(t, ":")
+					for i, part := range parts {
+						if s, ok := strings.CutPrefix(part, "sort="); ok {
+							parts[i] = "sort=" + sortModifier.ReplaceAllString(s, "")
+						}
+					}
+					t = strings.Join(parts, ":")
+				}
+				x.p.Spec.Triggers = append(x.p.Spec.Triggers, Trigger{Event: x.rename(sys + ":" + ev), Trigger: x.rename(t)})
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,480 @@
+package profile
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ftctl/ftctl/filters"
+	"github.com/ftctl/ftctl/session"
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// Change is one difference between a profile and the kernel, per object: what `ftctl plan`
+// and `ftctl diff` show, and what apply changes.
+type Change struct {
+	// Object is what differs: "instance", "option func_stack_trace", "function filter",
+	// "event sched:sched_switch", "probe myopen", "trigger on sched:sched_switch"...
+	Object string `json:"object"`
+	// File is the control file, relative to the instance (or to tracefs for definitions).
+	File string `json:"file"`
+	// Op: "+" (the profile adds it), "-" (the profile removes it), "~" (it changes).
+	Op   string `json:"op"`
+	Have string `json:"have,omitempty"`
+	Want string `json:"want,omitempty"`
+	// Added and Removed are the functions a function list gains and loses.
+	Added   []string `json:"added,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+	// Recreate: apply makes this change by setting the profile's owner up again (its
+	// definitions: tracer's set-up, probes, synthetic events, triggers), losing what its
+	// ring held; the other changes are written in place.
+	Recreate bool `json:"recreate,omitempty"`
+
+	write, undo func(*applyCtx) error
+}
+
+// PatternMatch is a glob of the profile and what it selects in the running kernel.
+type PatternMatch struct {
+	File      string `json:"file"`
+	Pattern   string `json:"pattern"`
+	Functions int    `json:"functions"`
+}
+
+// Plan is what apply would change: the profile against the kernel.
+type Plan struct {
+	Profile  string `json:"profile"`
+	Instance string `json:"instance"`
+	// Declared: the profile's owner exists (it was applied); false, apply creates it.
+	Declared bool           `json:"declared"`
+	Changes  []Change       `json:"changes"`
+	Patterns []PatternMatch `json:"patterns"`
+
+	owner   *session.Owner
+	want    state
+	profile *Profile
+}
+
+// InSync says whether the kernel holds the profile.
+func (pl *Plan) InSync() bool { return pl.Declared && len(pl.Changes) == 0 }
+
+// Recreates says whether apply sets the owner up again.
+func (pl *Plan) Recreates() bool {
+	return slices.ContainsFunc(pl.Changes, func(c Change) bool { return c.Recreate })
+}
+
+// state is what a profile's instance holds, as far as the profile manages it.
+type state struct {
+	filter, notrace filters.Multiset
+	events          []string          // SYSTEM:EVENT enabled, sorted
+	eventFilters    map[string]string // per enabled event ("" none)
+}
+
+// wanted resolves the profile's globs and event systems against the running kernel.
+func (pl *Plan) wanted(fs *tracefs.FS, spec session.Spec) error {
+	p := pl.profile
+	if len(spec.Filters)+len(spec.Notrace) > 0 {
+		ix, err := filters.LoadIndex(fs.Top())
+		if err != nil {
+			return err
+		}
+		resolve := func(file string, ps []*filters.Pattern) (filters.Multiset, error) {
+			var recs []int
+			for _, pt := range ps {
+				r := ix.Resolve(pt)
+				if len(r) == 0 {
+					return nil, &filters.NoMatchError{Pattern: pt.Text, Suggestions: ix.Suggest(pt.Literal(), 3)}
+				}
+				pl.Patterns = append(pl.Patterns, PatternMatch{file, pt.Text, len(r)})
+				recs = append(recs, r...)
+			}
+			slices.Sort(recs)
+			return ix.SetOf(slices.Compact(recs)), nil
+		}
+		var err2 error
+		if pl.want.notrace, err2 = resolve(filters.NotraceFile, spec.Notrace); err2 != nil {
+			return err2
+		}
+		if pl.want.filter, err2 = resolve(filters.FilterFile, spec.Filters); err2 != nil {
+			return err2
+		}
+	}
+	pl.want.eventFilters = map[string]string{}
+	add := func(e string) {
+		if !slices.Contains(pl.want.events, e) {
+			pl.want.events = append(pl.want.events, e)
+			pl.want.eventFilters[e] = ""
+		}
+	}
+	for _, e := range spec.Events {
+		sys, ev, one := strings.Cut(e, ":")
+		if one {
+			add(sys + ":" + ev)
+			continue
+		}
+		names, err := fs.Events(sys)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			add(sys + ":" + n)
+		}
+	}
+	for _, d := range p.Spec.Probes {
+		if name := probeName(d); name != "" {
+			add(p.Group() + ":" + name)
+		}
+	}
+	for e, f := range spec.EventFilters {
+		if _, ok := pl.want.eventFilters[e]; ok {
+			pl.want.eventFilters[e] = f
+			continue
+		}
+		// a filter on a whole system: each of its events
+		if names, err := fs.Events(e); err == nil {
+			for _, n := range names {
+				pl.want.eventFilters[e+":"+n] = f
+			}
+		}
+	}
+	slices.Sort(pl.want.events)
+	return nil
+}
+
+// probeName is the event name a probe definition gives: "p:NAME SYM" and "p:GROUP/NAME SYM"
+// name NAME; "" when it names none.
+func probeName(def string) string {
+	head, _, _ := strings.Cut(strings.TrimSpace(def), " ")
+	_, name, ok := strings.Cut(head, ":")
+	if !ok {
+		return ""
+	}
+	if _, n, ok := strings.Cut(name, "/"); ok {
+		name = n
+	}
+	return name
+}
+
+// Compute plans the profile against the kernel: nothing is written. The caller holds the
+// tracefs lock when it goes on to apply the plan.
+func Compute(fs *tracefs.FS, p *Profile) (*Plan, error) {
+	if err := p.CheckRequires(fs.DetectFeatures()); err != nil {
+		return nil, err
+	}
+	spec, err := p.SessionSpec()
+	if err != nil {
+		return nil, err
+	}
+	pl := &Plan{Profile: p.Metadata.Name, Instance: p.InstanceName(), Changes: []Change{}, Patterns: []PatternMatch{}, profile: p}
+	o, err := session.ReadOwner(fs, p.Metadata.Name)
+	switch {
+	case errors.Is(err, session.ErrNoOwner):
+	case err != nil:
+		return nil, err
+	default:
+		pl.Declared, pl.owner = true, o
+	}
+	if err := pl.wanted(fs, spec); err != nil {
+		return nil, err
+	}
+	if !pl.Declared {
+		pl.Changes = append(pl.Changes, Change{Object: "owner " + p.Metadata.Name, File: "instances/" + pl.Instance, Op: "+",
+			Want: pl.summary(), Recreate: true})
+		return pl, nil
+	}
+	in, err := fs.Existing(pl.Instance)
+	if err != nil {
+		return nil, err
+	}
+	if !in.Has("tracing_on") {
+		pl.Changes = append(pl.Changes, Change{Object: "instance", File: "instances/" + pl.Instance, Op: "+", Have: "missing", Want: pl.Instance, Recreate: true})
+		return pl, nil
+	}
+	if err := pl.compareDefinitions(fs, in); err != nil {
+		return nil, err
+	}
+	if err := pl.compareSettings(in); err != nil {
+		return nil, err
+	}
+	if err := pl.compareFunctions(in, spec); err != nil {
+		return nil, err
+	}
+	if err := pl.compareEvents(in); err != nil {
+		return nil, err
+	}
+	pl.compareTail(in)
+	return pl, nil
+}
+
+// summary says in a line what a new owner would hold.
+func (pl *Plan) summary() string {
+	sp := pl.profile.Spec
+	return fmt.Sprintf("instance %s (tracer %s), %d function pattern(s), %d event(s), %d probe(s), %d synthetic event(s), %d trigger(s)",
+		pl.Instance, pl.profile.tracer(), len(sp.Functions.Filter), len(pl.want.events), len(sp.Probes), len(sp.Synthetic), len(sp.Triggers))
+}
+
+// declared is the profile the owner was last applied from (nil when it cannot be read).
+func (pl *Plan) declared() *Profile {
+	if pl.owner == nil || len(pl.owner.Source) == 0 {
+		return nil
+	}
+	var old Profile
+	if json.Unmarshal(pl.owner.Source, &old) != nil {
+		return nil
+	}
+	return &old
+}
+
+// compareDefinitions: the probes, synthetic events and triggers as declared against the
+// profile's, and whether the kernel still holds them.
+func (pl *Plan) compareDefinitions(fs *tracefs.FS, in *tracefs.Instance) error {
+	p, old := pl.profile, pl.declared()
+	recreate := func(object, file, have, want string) {
+		pl.Changes = append(pl.Changes, Change{Object: object, File: file, Op: "~", Have: have, Want: want, Recreate: true})
+	}
+	if old == nil {
+		recreate("owner "+p.Metadata.Name, "declaration", "unreadable declaration", "the profile")
+		return nil
+	}
+	if !slices.Equal(old.Spec.Probes, p.Spec.Probes) {
+		recreate("probes", "kprobe_events", strings.Join(old.Spec.Probes, "; "), strings.Join(p.Spec.Probes, "; "))
+	}
+	if !slices.Equal(old.Spec.Synthetic, p.Spec.Synthetic) {
+		recreate("synthetic events", "synthetic_events", fmt.Sprint(old.Spec.Synthetic), fmt.Sprint(p.Spec.Synthetic))
+	}
+	if !slices.Equal(old.Spec.Triggers, p.Spec.Triggers) {
+		recreate("triggers", "trigger", fmt.Sprint(old.Spec.Triggers), fmt.Sprint(p.Spec.Triggers))
+	}
+	if old.tracer() != p.tracer() {
+		recreate("tracer", "current_tracer", old.tracer(), p.tracer())
+	}
+	// what the kernel holds of them
+	have, _ := fs.Events(p.Group())
+	for _, d := range p.Spec.Probes {
+		if n := probeName(d); n != "" && !slices.Contains(have, n) {
+			recreate("probe "+n, "events/"+p.Group()+"/"+n, "missing", d)
+		}
+	}
+	for _, n := range have {
+		if !slices.ContainsFunc(p.Spec.Probes, func(d string) bool { return probeName(d) == n }) {
+			recreate("probe "+n, "events/"+p.Group()+"/"+n, "defined", "not in the profile")
+		}
+	}
+	id := session.OwnerID(p.Metadata.Name)
+	for _, s := range p.Spec.Synthetic {
+		if !fs.Top().HasEvent("synthetic", id.Synthetic(s.Name)) {
+			recreate("synthetic event "+id.Synthetic(s.Name), "synthetic_events", "missing", s.Fields)
+		}
+	}
+	counts := map[string]int{}
+	for _, t := range p.Spec.Triggers {
+		counts[p.expand(t.Event)]++
+	}
+	for _, e := range sortedKeys(counts) {
+		sys, ev, _ := strings.Cut(e, ":")
+		b, err := in.ReadFile("events/" + sys + "/" + ev + "/trigger")
+		if err != nil && !errors.Is(err, tracefs.ErrPlanned) {
+			recreate("triggers on "+e, "events/"+sys+"/"+ev+"/trigger", "unreadable", strconv.Itoa(counts[e]))
+			continue
+		}
+		if n := len(triggerLines(string(b))); n != counts[e] {
+			recreate("triggers on "+e, "events/"+sys+"/"+ev+"/trigger", strconv.Itoa(n)+" trigger(s)", strconv.Itoa(counts[e])+" trigger(s)")
+		}
+	}
+	return nil
+}
+
+// triggerLines are the triggers a trigger file lists (its comment lines left out).
+func triggerLines(text string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// inPlace adds a change apply writes in place: the file gets want, and back have on undo.
+func (pl *Plan) inPlace(object, file, have, want string) {
+	w := func(v string) func(*applyCtx) error {
+		return func(a *applyCtx) error { return a.in.Write(file, v) }
+	}
+	pl.Changes = append(pl.Changes, Change{Object: object, File: file, Op: "~", Have: have, Want: want, write: w(want), undo: w(have)})
+}
+
+func readTrim(in *tracefs.Instance, file string) (string, error) {
+	b, err := in.ReadFile(file)
+	return strings.TrimSpace(string(b)), err
+}
+
+// compareSettings: buffer size, clock and options, where the profile sets them.
+func (pl *Plan) compareSettings(in *tracefs.Instance) error {
+	inst := pl.profile.Spec.Instance
+	if inst.BufferKB > 0 {
+		if kb, _, ok := in.BufferSizeKB(); !ok || !bufferHolds(kb, inst.BufferKB) {
+			pl.inPlace("buffer size", "buffer_size_kb", strconv.Itoa(kb), strconv.Itoa(inst.BufferKB))
+		}
+	}
+	if inst.Clock != "" {
+		b, err := in.ReadFile("trace_clock")
+		if err != nil {
+			return err
+		}
+		cur := currentClock(string(b))
+		if cur != inst.Clock {
+			pl.inPlace("clock", "trace_clock", cur, inst.Clock)
+		}
+	}
+	for _, name := range sortedKeys(inst.Options) {
+		want := map[bool]string{true: "1", false: "0"}[inst.Options[name]]
+		have, err := readTrim(in, "options/"+name)
+		if err != nil {
+			return err
+		}
+		if have != want {
+			pl.inPlace("option "+name, "options/"+name, have, want)
+		}
+	}
+	return nil
+}
+
+// bufferHolds says whether a ring of have KiB per CPU is what writing want gave: the kernel
+// rounds up to whole pages of 4080 bytes of data each (kernel/trace/ring_buffer.c
+// BUF_PAGE_SIZE), and lists the result ("513" after writing 512, seen on 6.12).
+func bufferHolds(have, want int) bool {
+	pages := (want*1024 + 4079) / 4080
+	return have == want || have == pages*4080/1024
+}
+
+// currentClock is the bracketed clock of trace_clock's text.
+func currentClock(text string) string {
+	for _, f := range strings.Fields(text) {
+		if strings.HasPrefix(f, "[") && strings.HasSuffix(f, "]") {
+			return f[1 : len(f)-1]
+		}
+	}
+	return ""
+}
+
+// compareFunctions: the function lists, as multisets of records.
+func (pl *Plan) compareFunctions(in *tracefs.Instance, spec session.Spec) error {
+	for _, l := range []struct {
+		file, object string
+		want         filters.Multiset
+		patterns     []*filters.Pattern
+	}{{filters.NotraceFile, "function notrace", pl.want.notrace, spec.Notrace}, {filters.FilterFile, "function filter", pl.want.filter, spec.Filters}} {
+		if !in.Has(l.file) {
+			if len(l.patterns) > 0 {
+				return &tracefs.Error{Op: "open", Path: in.Path(l.file), Class: tracefs.ErrUnavailable, Reason: "this kernel cannot filter functions"}
+			}
+			continue
+		}
+		ap := &filters.Applier{In: in, Top: in.FS().Top(), ByName: !in.FS().IndexWrites()}
+		have, _, err := ap.Current(l.file)
+		if err != nil {
+			return err
+		}
+		want := l.want
+		if want == nil {
+			want = filters.Multiset{}
+		}
+		if have.Equal(want) {
+			continue
+		}
+		c := Change{Object: l.object, File: l.file, Op: "~", Have: fmt.Sprintf("%d function(s)", have.Total()), Want: fmt.Sprintf("%d function(s)", want.Total())}
+		for k, n := range want {
+			if have[k] < n {
+				c.Added = append(c.Added, k.String())
+			}
+		}
+		for k, n := range have {
+			if want[k] < n {
+				c.Removed = append(c.Removed, k.String())
+			}
+		}
+		slices.Sort(c.Added)
+		slices.Sort(c.Removed)
+		file, patterns := l.file, l.patterns
+		c.write = func(a *applyCtx) error {
+			ch := filters.Change{File: file, Op: filters.OpSet, Patterns: patterns}
+			if len(patterns) == 0 {
+				ch.Op = filters.OpClear
+			}
+			_, err := a.applier().Apply(a.ctx, []filters.Change{ch})
+			return err
+		}
+		c.undo = func(a *applyCtx) error { return a.applier().Restore(a.ctx, file, have) }
+		pl.Changes = append(pl.Changes, c)
+	}
+	return nil
+}
+
+// compareEvents: the events enabled and their filters.
+func (pl *Plan) compareEvents(in *tracefs.Instance) error {
+	listed, err := in.EnabledEvents()
+	if err != nil {
+		return err
+	}
+	var have []string
+	for _, e := range listed {
+		// set_event lists an event a trigger enabled "softly" too: its enable file says
+		// which (0* soft-disabled)
+		v, err := readTrim(in, "events/"+e.System+"/"+e.Event+"/enable")
+		if err == nil && strings.HasPrefix(v, "1") {
+			have = append(have, e.System+":"+e.Event)
+		}
+	}
+	for _, e := range pl.want.events {
+		sys, ev, _ := strings.Cut(e, ":")
+		file := "events/" + sys + "/" + ev
+		cur, err := readTrim(in, file+"/filter")
+		if err != nil {
+			return err
+		}
+		if cur == "none" {
+			cur = ""
+		}
+		if want := pl.want.eventFilters[e]; cur != want {
+			pl.inPlace("filter of event "+e, file+"/filter", cur, want)
+			c := &pl.Changes[len(pl.Changes)-1]
+			c.write, c.undo = filterWrite(file, want), filterWrite(file, cur)
+		}
+		if !slices.Contains(have, e) {
+			pl.inPlace("event "+e, file+"/enable", "0", "1")
+			pl.Changes[len(pl.Changes)-1].Op = "+"
+		}
+	}
+	for _, e := range have {
+		if !slices.Contains(pl.want.events, e) {
+			sys, ev, _ := strings.Cut(e, ":")
+			pl.inPlace("event "+e, "events/"+sys+"/"+ev+"/enable", "1", "0")
+			pl.Changes[len(pl.Changes)-1].Op = "-"
+		}
+	}
+	return nil
+}
+
+// filterWrite sets an event's filter ("" clears it: the kernel's "0").
+func filterWrite(dir, expr string) func(*applyCtx) error {
+	return func(a *applyCtx) error {
+		if expr == "" {
+			return a.in.Write(dir+"/filter", "0")
+		}
+		return a.in.Write(dir+"/filter", expr+"\n")
+	}
+}
+
+// compareTail: the tracer (when the declaration agrees and only the kernel differs) and
+// tracing_on, written last.
+func (pl *Plan) compareTail(in *tracefs.Instance) {
+	if cur, err := readTrim(in, "current_tracer"); err == nil && cur != pl.profile.tracer() && !pl.Recreates() {
+		pl.inPlace("tracer", "current_tracer", cur, pl.profile.tracer())
+	}
+	want := map[bool]string{true: "1", false: "0"}[pl.profile.tracingOn()]
+	if cur, err := readTrim(in, "tracing_on"); err == nil && cur != want {
+		pl.inPlace("tracing", "tracing_on", cur, want)
+	}
+}

@@ -1,0 +1,208 @@
+//go:build vmtest
+
+package vmtest
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// profileFile writes a profile into the test's directory.
+func profileFile(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// vmprof is a profile touching each kind of object this kernel has: settings, function lists,
+// events with filters, a probe with a filter, and (with hist triggers) a hist trigger on it.
+func vmprof(t *testing.T, withTrigger bool) string {
+	trig := ""
+	if withTrigger {
+		trig = `,
+    "triggers": [{"event": "${group}:myread", "trigger": "hist:keys=common_pid"}]`
+	}
+	return `{
+  "apiVersion": "ftctl.dev/v1alpha1",
+  "kind": "TracingProfile",
+  "metadata": {"name": "vmprof"},
+  "spec": {
+    "instance": {"bufferKB": 512, "clock": "mono", "options": {"sym-offset": true}},
+    "functions": {"filter": ["vfs_read*"], "notrace": ["vfs_readv"]},
+    "events": [
+      {"name": "sched:sched_process_exit", "filter": "comm == \"sh\""},
+      {"name": "sched:sched_process_fork"},
+      {"name": "${group}:myread", "filter": "common_pid != 1"}
+    ],
+    "probes": ["p:myread vfs_read"]` + trig + `
+  }
+}
+`
+}
+
+func hasHist(t *testing.T) bool {
+	ft := topFS(t).DetectFeatures()
+	return ft.HistTriggers
+}
+
+// A profile's life: planned, dry-run (nothing changed), applied, in sync, idempotent (a
+// second apply writes nothing), drifted by hand (diff exit 1 naming what), repaired, kept by
+// reset, exported and applied again from the export, deleted (the kernel as before).
+func TestProfileLifecycle(t *testing.T) {
+	before := controlState(t)
+	file := profileFile(t, "vmprof.json", vmprof(t, hasHist(t)))
+	t.Cleanup(func() { ftctlRun(t, "delete", "-f", file) })
+
+	r := ftctlRun(t, "plan", "-f", file)
+	if r.code != 0 || !strings.Contains(r.stdout, "profile vmprof: not applied") || !strings.Contains(r.stdout, "vfs_read*") {
+		t.Fatalf("plan before apply: %v", r)
+	}
+	r = ftctlRun(t, "--dry-run", "apply", "-f", file)
+	if r.code != 0 || !strings.Contains(r.stdout, "dry-run: mkdir "+tracing+"/instances/ftctl-owned-vmprof") {
+		t.Fatalf("dry-run apply: %v", r)
+	}
+	if after := controlState(t); after != before {
+		t.Fatalf("a dry-run apply changed the state:\n%s", lineDiff(before, after))
+	}
+	r = ftctlRun(t, "apply", "-f", file, "-o", "json")
+	var res struct {
+		Action  string `json:"action"`
+		Changed bool   `json:"changed"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &res) != nil || res.Action != "created" || !res.Changed {
+		t.Fatalf("apply: %+v %v", res, r)
+	}
+	inst := "instances/ftctl-owned-vmprof/"
+	if got := read(t, inst+"buffer_size_kb"); !strings.HasPrefix(got, "51") { // whole pages: 513 seen
+		t.Errorf("buffer_size_kb %q", got)
+	}
+	if got := read(t, inst+"events/sched/sched_process_exit/filter"); strings.TrimSpace(got) != `comm == "sh"` {
+		t.Errorf("event filter %q", got)
+	}
+	if got := read(t, inst+"events/ftctl_owned_vmprof/myread/enable"); !strings.HasPrefix(got, "1") { // 1* with a trigger
+		t.Errorf("probe enable %q", got)
+	}
+	if r := ftctlRun(t, "diff", "-f", file); r.code != 0 || !strings.Contains(r.stdout, "in sync") {
+		t.Fatalf("diff after apply: %v", r)
+	}
+	r = ftctlRun(t, "--show-writes", "apply", "-f", file, "-o", "json")
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &res) != nil || res.Action != "none" || res.Changed || strings.Contains(r.stderr, "+ write") {
+		t.Fatalf("a second apply: %+v %v", res, r)
+	}
+
+	// drift by hand: an event disabled, a function added to the filter, tracing off
+	write(t, inst+"events/sched/sched_process_fork/enable", "0")
+	write(t, inst+"set_ftrace_filter", "vfs_write\n")
+	write(t, inst+"tracing_on", "0")
+	r = ftctlRun(t, "diff", "-f", file)
+	for _, want := range []string{"+ event sched:sched_process_fork", "~ function filter (set_ftrace_filter)", "      - vfs_write", "~ tracing (tracing_on): 0 -> 1"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("diff after drift lacks %q", want)
+		}
+	}
+	if r.code != 1 {
+		t.Fatalf("diff after drift: %v", r)
+	}
+	r = ftctlRun(t, "apply", "-f", file, "-o", "json")
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &res) != nil || res.Action != "updated" {
+		t.Fatalf("repair: %+v %v", res, r)
+	}
+	if r := ftctlRun(t, "diff", "-f", file); r.code != 0 {
+		t.Fatalf("diff after repair: %v", r)
+	}
+
+	// reset keeps it
+	if r := ftctlRun(t, "reset"); r.code != 0 || !slices.Contains(instanceNames(t), "ftctl-owned-vmprof") {
+		t.Fatalf("reset: %v", r)
+	}
+
+	// export, delete, apply the export: in sync with it
+	r = ftctlRun(t, "export", "-B", "ftctl-owned-vmprof")
+	if r.code != 0 {
+		t.Fatalf("export: %v", r)
+	}
+	exported := profileFile(t, "exported.yaml", r.stdout)
+	if r := ftctlRun(t, "delete", "-f", file); r.code != 0 {
+		t.Fatalf("delete: %v", r)
+	}
+	if after := controlState(t); after != before {
+		t.Errorf("delete did not leave the state as before the apply:\n%s", lineDiff(before, after))
+	}
+	if r := ftctlRun(t, "apply", "-f", exported); r.code != 0 {
+		t.Fatalf("apply of the export: %v\n%s", r, read(t, "error_log"))
+	}
+	if r := ftctlRun(t, "diff", "-f", exported); r.code != 0 {
+		t.Errorf("diff of the applied export: %v\nexport:\n%s", r, readFile(t, exported))
+	}
+	if r := ftctlRun(t, "delete", "-f", exported); r.code != 0 {
+		t.Fatalf("delete of the export: %v", r)
+	}
+	if after := controlState(t); after != before {
+		t.Errorf("state after the round trip:\n%s", lineDiff(before, after))
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A profile the kernel refuses at its last step (a hist trigger on a field the event lacks)
+// is refused with exit 3, and the state is exactly as before; so is one asking for a feature
+// the kernel lacks (exit 4) and a malformed one (exit 2).
+func TestProfileRefusedWritesNothing(t *testing.T) {
+	if !hasHist(t) {
+		t.Skip("no hist triggers on this kernel")
+	}
+	before := controlState(t)
+	bad := strings.Replace(vmprof(t, true), "hist:keys=common_pid", "hist:keys=no_such_field", 1)
+	file := profileFile(t, "bad.json", bad)
+	t.Cleanup(func() { ftctlRun(t, "delete", "-f", file) })
+	r := ftctlRun(t, "apply", "-f", file)
+	if r.code != 3 {
+		t.Errorf("apply of a profile the kernel refuses: %v", r)
+	}
+	if after := controlState(t); after != before {
+		t.Errorf("a refused apply changed the state:\n%s", lineDiff(before, after))
+	}
+	unknown := profileFile(t, "unknown.json", strings.Replace(vmprof(t, false), `"bufferKB"`, `"bufferKiB"`, 1))
+	if r := ftctlRun(t, "apply", "-f", unknown); r.code != 2 {
+		t.Errorf("apply of a profile with an unknown field: %v", r)
+	}
+	if after := controlState(t); after != before {
+		t.Errorf("a malformed profile changed the state:\n%s", lineDiff(before, after))
+	}
+}
+
+// Apply and delete touch only what the profile owns: an instance and a probe of someone
+// else's are left as they are.
+func TestProfileOwnership(t *testing.T) {
+	newInstance(t, "someoneelse")
+	write(t, "kprobe_events", "p:theirs/theiropen do_sys_openat2\n")
+	removeProbeLater(t, "theirs", "theiropen")
+	write(t, "instances/someoneelse/events/sched/sched_process_fork/enable", "1")
+	before := controlState(t)
+	file := profileFile(t, "vmprof.json", vmprof(t, false))
+	if r := ftctlRun(t, "apply", "-f", file); r.code != 0 {
+		t.Fatalf("apply: %v", r)
+	}
+	if r := ftctlRun(t, "delete", "-f", file); r.code != 0 {
+		t.Fatalf("delete: %v", r)
+	}
+	if after := controlState(t); after != before {
+		t.Errorf("apply and delete changed what is not the profile's:\n%s", lineDiff(before, after))
+	}
+	if !strings.Contains(read(t, "kprobe_events"), "theirs/theiropen") {
+		t.Errorf("another owner's probe is gone")
+	}
+}
