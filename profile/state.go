@@ -195,6 +195,11 @@ func Compute(fs *tracefs.FS, p *Profile) (*Plan, error) {
 	if err := pl.compareDefinitions(fs, in); err != nil {
 		return nil, err
 	}
+	if pl.Recreates() {
+		// set up again whole: the rest follows the profile (and what the kernel lacks, a
+		// probe's directory, cannot be compared)
+		return pl, nil
+	}
 	if err := pl.compareSettings(in); err != nil {
 		return nil, err
 	}
@@ -236,6 +241,11 @@ func (pl *Plan) compareDefinitions(fs *tracefs.FS, in *tracefs.Instance) error {
 	}
 	if old == nil {
 		recreate("owner "+p.Metadata.Name, "declaration", "unreadable declaration", "the profile")
+		return nil
+	}
+	if pl.owner.State != "applied" {
+		// an apply was killed midway: what it left is set up again from the start
+		recreate("owner "+p.Metadata.Name, "declaration", pl.owner.State+" (interrupted)", "applied")
 		return nil
 	}
 	if !slices.Equal(old.Spec.Probes, p.Spec.Probes) {

@@ -32,7 +32,7 @@ func controlState(t *testing.T) string {
 	skip := regexp.MustCompile(`^(trace|trace_pipe|trace_marker.*|snapshot|free_buffer|saved_cmdlines.*|saved_tgids|` +
 		`available_filter_functions.*|enabled_functions|touched_functions|dyn_ftrace_total_info|printk_formats|` +
 		`per_cpu|instances|events|options|hwlat_detector|osnoise|rv|buffer_total_size_kb|error_log|timestamp_mode|` +
-		`stack_trace|stack_max_size|function_profile_enabled|trace_stat|.*_stats?)$`)
+		`stack_trace|stack_max_size|function_profile_enabled|trace_stat|.*_stats?|[ku]probe_profile)$`)
 	var b strings.Builder
 	dump := func(dir, prefix string, names []string) {
 		sort.Strings(names)

@@ -3,11 +3,15 @@
 package vmtest
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -56,9 +60,10 @@ func hasHist(t *testing.T) bool {
 // second apply writes nothing), drifted by hand (diff exit 1 naming what), repaired, kept by
 // reset, exported and applied again from the export, deleted (the kernel as before).
 func TestProfileLifecycle(t *testing.T) {
-	before := controlState(t)
 	file := profileFile(t, "vmprof.json", vmprof(t, hasHist(t)))
 	t.Cleanup(func() { ftctlRun(t, "delete", "-f", file) })
+	warmProfile(t, file)
+	before := controlState(t)
 
 	r := ftctlRun(t, "plan", "-f", file)
 	if r.code != 0 || !strings.Contains(r.stdout, "profile vmprof: not applied") || !strings.Contains(r.stdout, "vfs_read*") {
@@ -149,6 +154,19 @@ func TestProfileLifecycle(t *testing.T) {
 	}
 }
 
+// warmProfile applies and deletes a profile once: the first instance of a boot expands the
+// ring buffers for good (6.1's buffer_size_kb reads "7 (expanded: 1408)" until then), which no
+// delete undoes, so a test's before is taken after it.
+func warmProfile(t *testing.T, file string) {
+	t.Helper()
+	if r := ftctlRun(t, "apply", "-f", file); r.code != 0 {
+		t.Fatalf("apply: %v", r)
+	}
+	if r := ftctlRun(t, "delete", "-f", file); r.code != 0 {
+		t.Fatalf("delete: %v", r)
+	}
+}
+
 func readFile(t *testing.T, path string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -164,6 +182,7 @@ func TestProfileRefusedWritesNothing(t *testing.T) {
 	if !hasHist(t) {
 		t.Skip("no hist triggers on this kernel")
 	}
+	warmProfile(t, profileFile(t, "vmprof.json", vmprof(t, false)))
 	before := controlState(t)
 	bad := strings.Replace(vmprof(t, true), "hist:keys=common_pid", "hist:keys=no_such_field", 1)
 	file := profileFile(t, "bad.json", bad)
@@ -191,8 +210,9 @@ func TestProfileOwnership(t *testing.T) {
 	write(t, "kprobe_events", "p:theirs/theiropen do_sys_openat2\n")
 	removeProbeLater(t, "theirs", "theiropen")
 	write(t, "instances/someoneelse/events/sched/sched_process_fork/enable", "1")
-	before := controlState(t)
 	file := profileFile(t, "vmprof.json", vmprof(t, false))
+	warmProfile(t, file)
+	before := controlState(t)
 	if r := ftctlRun(t, "apply", "-f", file); r.code != 0 {
 		t.Fatalf("apply: %v", r)
 	}
@@ -204,5 +224,103 @@ func TestProfileOwnership(t *testing.T) {
 	}
 	if !strings.Contains(read(t, "kprobe_events"), "theirs/theiropen") {
 		t.Errorf("another owner's probe is gone")
+	}
+}
+
+// A changed definition (a probe added) sets the owner up again: plan says so, apply says
+// "recreated", and the kernel then holds the new profile.
+func TestProfileRecreate(t *testing.T) {
+	file := profileFile(t, "vmprof.json", vmprof(t, false))
+	t.Cleanup(func() { ftctlRun(t, "delete", "-f", file) })
+	warmProfile(t, file)
+	before := controlState(t)
+	if r := ftctlRun(t, "apply", "-f", file); r.code != 0 {
+		t.Fatalf("apply: %v", r)
+	}
+	changed := profileFile(t, "changed.json", strings.Replace(vmprof(t, false), `"probes": ["p:myread vfs_read"]`, `"probes": ["p:myread vfs_read", "r:myret vfs_read"]`, 1))
+	r := ftctlRun(t, "plan", "-f", changed)
+	if r.code != 0 || !strings.Contains(r.stdout, "apply sets the owner up again") {
+		t.Fatalf("plan of a changed definition: %v", r)
+	}
+	r = ftctlRun(t, "apply", "-f", changed, "-o", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"action": "recreated"`) {
+		t.Fatalf("apply of a changed definition: %v", r)
+	}
+	if r := ftctlRun(t, "diff", "-f", changed); r.code != 0 {
+		t.Errorf("diff after recreate: %v", r)
+	}
+	if !strings.Contains(read(t, "kprobe_events"), "ftctl_owned_vmprof/myret") {
+		t.Errorf("the new probe is not there:\n%s", read(t, "kprobe_events"))
+	}
+	if r := ftctlRun(t, "delete", "-f", changed); r.code != 0 {
+		t.Fatalf("delete: %v", r)
+	}
+	if after := controlState(t); after != before {
+		t.Errorf("state after delete:\n%s", lineDiff(before, after))
+	}
+}
+
+// SIGKILL anywhere in an apply: a later delete leaves the state as before the apply, a later
+// apply the state of a whole apply; never an empty function filter under the function tracer.
+func TestProfileSIGKILLSoak(t *testing.T) {
+	if r := ftctlRun(t, "reset"); r.code != 0 {
+		t.Fatalf("reset: %v", r)
+	}
+	file := profileFile(t, "vmprof.json", vmprof(t, hasHist(t)))
+	t.Cleanup(func() { ftctlRun(t, "delete", "-f", file) })
+	warmProfile(t, file)
+	before := controlState(t)
+	whole := ftctlRun(t, "--show-writes", "apply", "-f", file)
+	if whole.code != 0 {
+		t.Fatalf("apply: %v", whole)
+	}
+	applied := controlState(t)
+	if r := ftctlRun(t, "delete", "-f", file); r.code != 0 {
+		t.Fatalf("delete: %v", r)
+	}
+	steps := len(planLines(whole.stderr, "+ "))
+	if steps < 8 {
+		t.Fatalf("a whole apply made %d writes:\n%s", steps, whole.stderr)
+	}
+	inst := filepath.Join(tracing, "instances", "ftctl-owned-vmprof")
+	for i := 0; i < 10; i++ {
+		k := 1 + i*(steps-2)/9
+		c := exec.Command(ftctl, "--show-writes", "apply", "-f", file)
+		stderr, _ := c.StderrPipe()
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc, seen, last := bufio.NewScanner(stderr), 0, ""
+		for seen < k && sc.Scan() {
+			if l, ok := strings.CutPrefix(sc.Text(), "+ "); ok {
+				seen, last = seen+1, l
+			}
+		}
+		c.Process.Signal(syscall.SIGKILL)
+		io.Copy(io.Discard, stderr)
+		c.Wait()
+		tracer, _ := os.ReadFile(filepath.Join(inst, "current_tracer"))
+		filter, _ := os.ReadFile(filepath.Join(inst, "set_ftrace_filter"))
+		if strings.TrimSpace(string(tracer)) == "function" && strings.Contains(string(filter), "all functions enabled") {
+			t.Errorf("killed after write %d of %d (%s): the function tracer runs with an empty filter", k, steps, last)
+		}
+		if i%2 == 0 {
+			if r := ftctlRun(t, "delete", "-f", file); r.code != 0 {
+				t.Fatalf("killed after write %d: delete: %v", k, r)
+			}
+			if after := controlState(t); after != before {
+				t.Fatalf("killed after write %d of %d (%s), then delete: not the state before:\n%s", k, steps, last, lineDiff(before, after))
+			}
+			continue
+		}
+		if r := ftctlRun(t, "apply", "-f", file); r.code != 0 {
+			t.Fatalf("killed after write %d: apply: %v", k, r)
+		}
+		if after := controlState(t); after != applied {
+			t.Fatalf("killed after write %d of %d (%s), then apply: not the applied state:\n%s", k, steps, last, lineDiff(applied, after))
+		}
+		if r := ftctlRun(t, "delete", "-f", file); r.code != 0 {
+			t.Fatalf("delete: %v", r)
+		}
 	}
 }
