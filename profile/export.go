@@ -208,10 +208,7 @@ func (x *exporter) events() error {
 		}
 		name := e.System + ":" + e.Event
 		if x.probeDef[name] != "" {
-			if f == "" {
-				continue // enabled with its definition
-			}
-			name = GroupVar + ":" + e.Event
+			name = GroupVar + ":" + e.Event // one of the profile's probes, enabled
 		}
 		x.p.Spec.Events = append(x.p.Spec.Events, Event{Name: name, Filter: f})
 	}

@@ -64,6 +64,11 @@ func (p *Profile) SessionSpec() (session.Spec, error) {
 	for _, name := range sortedKeys(sp.Instance.Options) {
 		spec.Options = append(spec.Options, name+map[bool]string{true: "=1", false: "=0"}[sp.Instance.Options[name]])
 	}
+	for _, d := range sp.Probes {
+		if n := probeName(d); n != "" && !p.enables(n) {
+			spec.DefineOnly = append(spec.DefineOnly, n)
+		}
+	}
 	for _, e := range sp.Events {
 		name := p.expand(e.Name)
 		if !strings.HasPrefix(name, p.Group()+":") {
@@ -88,6 +93,16 @@ func (p *Profile) SessionSpec() (session.Spec, error) {
 		spec.Triggers = append(spec.Triggers, session.Trigger{System: sys, Event: ev, Text: p.expand(t.Trigger)})
 	}
 	return spec, nil
+}
+
+// enables says whether the profile enables its probe name (lists ${group}:NAME in Events).
+func (p *Profile) enables(name string) bool {
+	for _, e := range p.Spec.Events {
+		if p.expand(e.Name) == p.Group()+":"+name {
+			return true
+		}
+	}
+	return false
 }
 
 // CheckRequires refuses a profile whose Requires names a feature the kernel lacks, naming it.

@@ -123,7 +123,7 @@ func (pl *Plan) wanted(fs *tracefs.FS, spec session.Spec) error {
 		}
 	}
 	for _, d := range p.Spec.Probes {
-		if name := probeName(d); name != "" {
+		if name := probeName(d); name != "" && p.enables(name) {
 			add(p.Group() + ":" + name)
 		}
 	}

@@ -38,6 +38,10 @@ type Spec struct {
 	Filters []*filters.Pattern // function filter (set_ftrace_filter of the instance)
 	Notrace []*filters.Pattern // functions never traced (set_ftrace_notrace)
 	Probes  []string           // probe definitions (any kind); their group is replaced by the session's
+	// DefineOnly names events of Probes that are defined and not enabled: sources of
+	// triggers, whose every hit would otherwise fill the ring (a trigger fires on an event
+	// that is not enabled).
+	DefineOnly []string
 	// Force passes the probe definitions ftctl refuses as unsafe or misleading
 	// (probes.Parser.Force); Session.Forced says which.
 	Force  bool
@@ -720,6 +724,9 @@ func (s *Session) Start(ctx context.Context) (err error) {
 		return err
 	}
 	for _, ev := range s.Probes {
+		if slices.Contains(s.spec.DefineOnly, ev) {
+			continue
+		}
 		if err := in.Write("events/"+s.Group+"/"+ev+"/enable", "1"); err != nil {
 			return err
 		}
