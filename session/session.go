@@ -166,6 +166,15 @@ type Session struct {
 	graph *graphState
 	// graphIndex is the function index New checked Spec.Graph's patterns against.
 	graphIndex *filters.Index
+	// late are events of Spec.Events the session defines itself (its synthetic events):
+	// enabled, with their filters, once startDynamic has defined them.
+	late []string
+}
+
+// definesSynthetic says whether e (SYSTEM:EVENT) is a synthetic event of Spec.Dynamic.
+func (s *Session) definesSynthetic(e string) bool {
+	name, ok := strings.CutPrefix(e, "synthetic:")
+	return ok && slices.ContainsFunc(s.spec.Dynamic, func(d Dynamic) bool { return d.Kind == 's' && d.Event == name })
 }
 
 // dynamicEvent is a definition the session wrote and the line that removes it.
@@ -273,6 +282,10 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 	for _, e := range spec.Events {
 		if _, err := eventDir(e); err != nil {
 			return nil, err
+		}
+		if s.definesSynthetic(e) {
+			s.late = append(s.late, e) // enabled once defined (startDynamic)
+			continue
 		}
 		if strings.ContainsAny(e, "*?[") {
 			matched, err := expandEvents(fs, e)
@@ -427,6 +440,9 @@ func (s *Session) checkEventFilters() error {
 		if _, err := eventfilter.Parse(expr); err != nil {
 			return err
 		}
+		if slices.Contains(s.late, key) {
+			continue // checked once defined
+		}
 		if sys == s.Group {
 			if !slices.ContainsFunc(s.defs, func(d *probes.Definition) bool { return d.Event == ev }) {
 				return fmt.Errorf("%w: event filter on %s: the session defines no probe %s", ErrInvalid, key, ev)
@@ -450,25 +466,37 @@ func (s *Session) checkEventFilters() error {
 // setEventFilters writes Spec.EventFilters, a probe's checked against its fields first.
 func (s *Session) setEventFilters(in *tracefs.Instance) error {
 	for _, key := range slices.Sorted(maps.Keys(s.spec.EventFilters)) {
-		expr := s.spec.EventFilters[key]
-		sys, ev, _ := strings.Cut(key, ":")
-		if sys == s.Group {
-			f, err := in.EventFormat(sys, ev)
-			switch {
-			case errors.Is(err, tracefs.ErrPlanned):
-			case err != nil:
+		if slices.Contains(s.late, key) {
+			continue // set once defined
+		}
+		if err := s.setEventFilterOf(in, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setEventFilterOf writes the filter of Spec.EventFilters for the event key, checked against
+// the fields of an event the session defined (a probe, a synthetic event) first.
+func (s *Session) setEventFilterOf(in *tracefs.Instance, key string) error {
+	expr := s.spec.EventFilters[key]
+	sys, ev, _ := strings.Cut(key, ":")
+	if sys == s.Group || slices.Contains(s.late, key) {
+		f, err := in.EventFormat(sys, ev)
+		switch {
+		case errors.Is(err, tracefs.ErrPlanned): // a dry run defines nothing
+		case err != nil:
+			return err
+		default:
+			ff := eventfilter.FieldsOf(f)
+			ff.Event = map[bool]string{true: "probe ", false: "synthetic event "}[sys == s.Group] + sys + "/" + ev
+			if _, err := eventfilter.Check(expr, ff); err != nil {
 				return err
-			default:
-				ff := eventfilter.FieldsOf(f)
-				ff.Event = "probe " + sys + "/" + ev
-				if _, err := eventfilter.Check(expr, ff); err != nil {
-					return err
-				}
 			}
 		}
-		if err := in.Write("events/"+sys+"/"+ev+"/filter", expr+"\n"); err != nil {
-			return eventfilter.Rejected(key, expr, err)
-		}
+	}
+	if err := in.Write("events/"+sys+"/"+ev+"/filter", expr+"\n"); err != nil {
+		return eventfilter.Rejected(key, expr, err)
 	}
 	return nil
 }
@@ -767,6 +795,17 @@ func (s *Session) startDynamic() error {
 			return &TriggerError{t, err}
 		}
 	}
+	for _, e := range s.late {
+		if _, ok := s.spec.EventFilters[e]; ok {
+			if err := s.setEventFilterOf(s.Instance, e); err != nil {
+				return err
+			}
+		}
+		dir, _ := eventDir(e)
+		if err := s.Instance.Write(dir+"/enable", "1"); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -870,6 +909,13 @@ func (s *Session) Teardown() []error {
 	var errs []error
 	if s.Instance != nil && in.Has("tracing_on") {
 		errs = s.removeTriggers()
+	}
+	if len(s.dynamic) > 0 && in.Has("events/enable") {
+		// an event the session defined and enabled (a synthetic event of Spec.Events) cannot
+		// be removed while enabled (EBUSY)
+		if err := in.Write("events/enable", "0"); err != nil {
+			errs = append(errs, fmt.Errorf("disabling the instance's events: %w", err))
+		}
 	}
 	if len(s.triggers) == 0 { // a trigger left would keep its events busy
 		errs = append(errs, s.removeDynamic()...)
