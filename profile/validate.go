@@ -394,3 +394,23 @@ func sortedKeys(m map[string]bool) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// Summary counts what the profile sets up, for people: "3 function patterns, 4 events, 2
+// probes, 1 synthetic event, 0 triggers".
+func (p *Profile) Summary() string {
+	s := &p.Spec
+	return strings.Join([]string{
+		plural(len(s.Functions.Filter)+len(s.Functions.Notrace), "function pattern"),
+		plural(len(s.Events), "event"),
+		plural(len(s.Probes), "probe"),
+		plural(len(s.Synthetic), "synthetic event"),
+		plural(len(s.Triggers), "trigger"),
+	}, ", ")
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
