@@ -293,6 +293,7 @@ colours even then, and into a pipe; --color never does not.`,
 		NewCmdTUI(g, nil),
 		NewCmdReset(g, nil),
 		NewCmdList(g),
+		NewCmdProfile(g),
 		NewCmdVersion(g, nil),
 	)
 	groupsRefuseTypos(root)
