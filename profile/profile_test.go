@@ -43,6 +43,8 @@ func TestLoadErrors(t *testing.T) {
 		{"too deep, block", strings.Repeat("- ", maxDepth+1) + "x", "p.yaml:1:65: nested more than 32 deep: not a profile"},
 		{"too many keys", strings.Repeat("k: 1\n", maxKeys+1), "p.yaml:4097:2: more than 4096 keys: not a profile"},
 		{"too large", strings.Repeat("#", MaxFileSize+1), "p.yaml: larger than 1048576 bytes (1 MiB): not a profile"},
+		{"too many words", "a:\n" + strings.Repeat("- x\n", maxWords/2+1), "p.yaml:50001:3: more than 100000 words: not a profile"},
+		{"too many words, flow", "[" + strings.Repeat("1,", maxWords/2) + "1]", "p.yaml:1:100001: more than 100000 words: not a profile"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
