@@ -388,7 +388,10 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string) error {
 			v.SetString(n.Value)
 			return nil
 		case *ast.LiteralNode:
-			v.SetString(n.Value.Value)
+			// A block scalar (| or >) ends with the newline YAML keeps unless written |- or
+			// >-: no field of a profile is text with a final newline, and a long trigger
+			// folded with > is one line.
+			v.SetString(strings.TrimSuffix(n.Value.Value, "\n"))
 			return nil
 		}
 		return d.want(n, path, v.Type())

@@ -77,7 +77,20 @@ func TestExamples(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
-	p, err := LoadFile("testdata/full.yaml")
+	p, err := Load("folded.yaml", []byte(`apiVersion: ftctl.dev/v1alpha1
+kind: TracingProfile
+metadata: {name: folded}
+spec:
+  triggers:
+    - event: sched:sched_switch
+      trigger: >
+        hist:keys=next_pid
+        if next_pid != 0
+`))
+	if err != nil || p.Validate() != nil || p.Spec.Triggers[0].Trigger != "hist:keys=next_pid if next_pid != 0" {
+		t.Errorf("a trigger folded with >: %v %q", err, p.Spec.Triggers)
+	}
+	p, err = LoadFile("testdata/full.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,4 +270,20 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("%v is not ErrInvalid", err)
 		}
 	})
+}
+
+// A profile Load returned knows its file; a copy of it does not, and its errors name paths.
+func TestPositionsFollowTheProfile(t *testing.T) {
+	p, err := LoadFile("testdata/broken.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := *p
+	first := strings.Split(q.Validate().Error(), "\n")[0]
+	if first != `apiVersion: "ftctl.dev/v2" is not a version this ftctl reads; it reads ftctl.dev/v1alpha1` {
+		t.Errorf("a copy: %q", first)
+	}
+	if !strings.HasPrefix(p.Validate().Error(), "testdata/broken.yaml:3:13: ") {
+		t.Errorf("the original lost its positions")
+	}
 }
