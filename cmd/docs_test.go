@@ -73,7 +73,10 @@ func TestJSONFormatsAreDocumentedAsPrinted(t *testing.T) {
 		"ftctl instance remove": {"--dry-run", "instance", "remove", "x"},
 		"ftctl probe args":      {"probe", "args", "vfs_read"}, // FTCTL_BTF: the fixture, below
 		"ftctl probe syms":      {"probe", "syms", "../probes/testdata/elf/exec.elf"},
+		// (invalid, for its errors' fields: exit 2)
+		"ftctl profile validate": {"profile", "validate", "-f", "../profile/testdata/broken.yaml"},
 	}
+	exits := map[string]int{"ftctl profile validate": ExitInvalid}
 	// Fields that only appear in some states (omitempty): lockdown levels, or why it is unknown.
 	optional := map[string]bool{"levels": true, "note": true}
 
@@ -99,7 +102,7 @@ func TestJSONFormatsAreDocumentedAsPrinted(t *testing.T) {
 			return
 		}
 		code, out, errs := run(t, append([]string{"--tracefs", root, "-o", "json"}, args...)...)
-		if code != 0 {
+		if code != exits[path] {
 			t.Errorf("%s: exit %d: %s", path, code, errs)
 			return
 		}

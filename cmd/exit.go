@@ -8,6 +8,7 @@ import (
 
 	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/probes"
+	"github.com/ftctl/ftctl/profile"
 	"github.com/ftctl/ftctl/session"
 	"github.com/ftctl/ftctl/tracefs"
 )
@@ -44,7 +45,7 @@ type ExitStatus struct {
 var ExitStatuses = []ExitStatus{
 	{ExitOK, "success"},
 	{ExitFailure, "any other failure (e.g. the kernel's list did not match the plan after a retry; the previous list was restored)"},
-	{ExitInvalid, "invalid input: a bad flag, argument, pattern (or one matching nothing) or instance name, a missing instance (for a write: without --create), a --tracefs that is a file, a change that would leave the filter empty, a clear refused while tracing; nothing was changed"},
+	{ExitInvalid, "invalid input: a bad flag, argument, pattern (or one matching nothing) or instance name, an invalid profile, a missing instance (for a write: without --create), a --tracefs that is a file, a change that would leave the filter empty, a clear refused while tracing; nothing was changed"},
 	{ExitRejected, "the kernel rejected what was written (its reason is shown, with error_log where it has one)"},
 	{ExitUnavailable, "permission denied, forbidden (lockdown, policy), tracefs not mounted or mounted read-only, or a control file or feature this kernel lacks"},
 	{ExitBusy, "busy: another ftctl holds the lock past `--lock-timeout`, or the kernel said EBUSY"},
@@ -133,7 +134,8 @@ func ExitCode(err error) int {
 		return ExitCommandCannotRun
 	case errors.Is(err, ErrInvalid), errors.Is(err, tracefs.ErrBadInstance), errors.Is(err, tracefs.ErrNoInstance),
 		errors.Is(err, tracefs.ErrBadPath), errors.Is(err, probes.ErrSyntax), errors.Is(err, probes.ErrEventExists),
-		errors.Is(err, filters.ErrPattern), errors.Is(err, filters.ErrWouldEmpty), errors.Is(err, session.ErrInvalid):
+		errors.Is(err, filters.ErrPattern), errors.Is(err, filters.ErrWouldEmpty), errors.Is(err, session.ErrInvalid),
+		errors.Is(err, profile.ErrInvalid):
 		// (a journal reset cannot read, session.ErrJournal, is 1: reset went on with the rest)
 		return ExitInvalid
 	case errors.Is(err, tracefs.ErrBusy):

@@ -298,6 +298,7 @@ colours even then, and into a pipe; --color never does not.`,
 		NewCmdDiff(g, nil),
 		NewCmdDelete(g, nil),
 		NewCmdList(g),
+		NewCmdProfile(g),
 		NewCmdVersion(g, nil),
 	)
 	groupsRefuseTypos(root)

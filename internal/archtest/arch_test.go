@@ -19,18 +19,20 @@ const module = "github.com/ftctl/ftctl"
 // allowed lists, for each package of ftctl (its directory), the packages of ftctl its non-test
 // files may import. A package missing here fails the test: say where a new one sits.
 var allowed = map[string][]string{
-	".":                {"cmd", "session"}, // main: the root command, and the gate of trace -- COMMAND
-	"tracefs":          {},
-	"filters":          {"tracefs"},
-	"eventfilter":      {"tracefs", "filters", "internal/kstr"}, // the filter grammar probes/, hist/ and session/ share
-	"probes":           {"tracefs", "filters", "eventfilter", "internal/kstr"},
-	"stream":           {"tracefs", "tracedat", "internal/atdir"},
-	"tracedat":         {},
-	"hist":             {"tracefs", "eventfilter"}, // never probes/: its filters are eventfilter/'s
-	"session":          {"tracefs", "filters", "probes", "eventfilter", "stream", "internal/atdir"},
-	"count":            {"tracefs", "filters", "probes", "stream", "session", "hist"},
-	"tui":              {"tracefs", "filters", "probes", "stream", "session", "count", "tracedat"},
-	"cmd":              {"tracefs", "filters", "probes", "eventfilter", "stream", "session", "tui", "hist", "count", "tracedat", "internal/atdir"},
+	".":           {"cmd", "session"}, // main: the root command, and the gate of trace -- COMMAND
+	"tracefs":     {},
+	"filters":     {"tracefs"},
+	"eventfilter": {"tracefs", "filters", "internal/kstr"}, // the filter grammar probes/, hist/ and session/ share
+	"probes":      {"tracefs", "filters", "eventfilter", "internal/kstr"},
+	"stream":      {"tracefs", "tracedat", "internal/atdir"},
+	"tracedat":    {},
+	"hist":        {"tracefs", "eventfilter"}, // never probes/: its filters are eventfilter/'s
+	"session":     {"tracefs", "filters", "probes", "eventfilter", "stream", "internal/atdir"},
+	"count":       {"tracefs", "filters", "probes", "stream", "session", "hist"},
+	"tui":         {"tracefs", "filters", "probes", "stream", "session", "count", "tracedat"},
+	// a tracing setup declared in a file: read and checked offline with the grammars' own parsers
+	"profile":          {"filters", "probes", "eventfilter"},
+	"cmd":              {"tracefs", "filters", "probes", "eventfilter", "stream", "session", "tui", "hist", "count", "tracedat", "internal/atdir", "profile"},
 	"internal/gendocs": {"cmd"},
 	"internal/fixture": {},
 	// a directory held by its descriptor: the files a root process makes in the user's directories
@@ -59,6 +61,8 @@ var confined = []struct {
 	{"github.com/spf13/cobra", []string{"cmd", "internal/gendocs"}, "commands and flags are cmd/'s"},
 	{"charm.land/", []string{"tui", "cmd"}, "the console is tui/'s (cmd/tui.go starts it)"},
 	{"github.com/charmbracelet/", []string{"tui", "cmd"}, "the console is tui/'s (cmd/tui.go starts it)"},
+	{"github.com/goccy/go-yaml", []string{"profile"}, "profiles are read by profile/ alone, with its bounds"},
+	{"github.com/invopop/jsonschema", []string{"profile"}, "the profile's schema is profile/'s"},
 }
 
 // kernelPath matches a string literal that is a path to a kernel file (tracefs, sysfs, procfs)
