@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
+	iofs "io/fs"
 
 	"github.com/spf13/cobra"
 
@@ -19,32 +18,25 @@ type ProfileOptions struct {
 	File string // -f: the profile, "-" for stdin
 }
 
-// loadProfile reads and checks the profile of -f: a bad one is invalid input (exit 2), with
-// FILE:LINE:COLUMN.
+// loadProfile reads and checks the profile of -f for the commands that act on the kernel: a
+// bad one is invalid input (exit 2), each mistake as FILE:LINE:COLUMN: PATH: REASON.
 func loadProfile(g *Globals, file string) (*profile.Profile, error) {
 	if file == "" {
 		return nil, InvalidInput(errors.New("-f PROFILE is required (a YAML or JSON file, - for stdin)"))
 	}
-	var data []byte
-	var err error
-	name := file
-	if file == "-" {
-		name = "<stdin>"
-		data, err = io.ReadAll(io.LimitReader(g.In, 1<<20+1))
-	} else {
-		data, err = os.ReadFile(file)
-	}
-	if err != nil {
+	_, p, err := readProfile(g, file)
+	switch {
+	case err == nil:
+		return p, nil
+	case profileErrors(err) != nil:
+		for _, e := range profileErrors(err) {
+			fmt.Fprintln(g.Err, lineSafe(e.Error()))
+		}
+		return nil, fmt.Errorf("%s: %w (%s)", safe(file), profile.ErrInvalid, plural(len(profileErrors(err)), "error"))
+	case errors.Is(err, iofs.ErrNotExist):
 		return nil, InvalidInput(fmt.Errorf("reading the profile: %w", err))
 	}
-	p, err := profile.Load(name, data)
-	if err != nil {
-		return nil, InvalidInput(err)
-	}
-	if err := p.Validate(); err != nil {
-		return nil, InvalidInput(err)
-	}
-	return p, nil
+	return nil, fmt.Errorf("reading the profile: %w", err)
 }
 
 // newProfileCmd builds one of the profile commands around run.

@@ -97,21 +97,7 @@ func profileValidateRun(_ context.Context, opts *ProfileValidateOptions) error {
 	if opts.File == "" {
 		return InvalidInput(fmt.Errorf("-f FILE is required: the profile's file, or - for stdin\nsee '%s --help'", "ftctl profile validate"))
 	}
-	name := opts.File
-	var p *profile.Profile
-	var err error
-	if opts.File == "-" {
-		name = "<stdin>"
-		var data []byte
-		if data, err = profile.ReadBounded(g.In, name); err == nil {
-			p, err = profile.Load(name, data)
-		}
-	} else {
-		p, err = profile.LoadFile(opts.File)
-	}
-	if err == nil {
-		err = p.Validate()
-	}
+	name, p, err := readProfile(g, opts.File)
 	var found []*profile.Error
 	if err != nil {
 		if found = profileErrors(err); found == nil { // a file that cannot be read
@@ -143,6 +129,24 @@ func profileValidateRun(_ context.Context, opts *ProfileValidateOptions) error {
 		return fmt.Errorf("%s: %w (%s)", safe(name), profile.ErrInvalid, plural(len(found), "error"))
 	}
 	return nil
+}
+
+// readProfile reads the profile of -f FILE ("-": stdin, named <stdin>), and validates it.
+func readProfile(g *Globals, file string) (name string, p *profile.Profile, err error) {
+	name = file
+	if file == "-" {
+		name = "<stdin>"
+		var data []byte
+		if data, err = profile.ReadBounded(g.In, name); err == nil {
+			p, err = profile.Load(name, data)
+		}
+	} else {
+		p, err = profile.LoadFile(file)
+	}
+	if err == nil {
+		err = p.Validate()
+	}
+	return name, p, err
 }
 
 // profileErrors are the *profile.Error in err (one, or joined), nil when err holds none.

@@ -51,10 +51,11 @@ type Spec struct {
 	Functions Functions `json:"functions,omitempty"`
 	// Events are the events enabled in the instance, each with an optional filter.
 	Events []Event `json:"events,omitempty"`
-	// Probes are dynamic events defined in the profile's group and enabled in its instance,
-	// written as for `ftctl probe add` ("p:NAME SYMBOL ARGS", "r:NAME SYMBOL", "f:NAME
+	// Probes are dynamic events defined in the profile's group, written as for `ftctl probe add` ("p:NAME SYMBOL ARGS", "r:NAME SYMBOL", "f:NAME
 	// SYMBOL", "p:NAME /bin/FILE:SYMBOL"...); a group written in a definition is replaced by
-	// the profile's.
+	// the profile's. A probe is enabled in the instance when Events names it (${group}:NAME);
+	// otherwise it is only defined, as the source of triggers (a trigger fires on an event that
+	// is not enabled, and nothing fills the ring).
 	Probes []string `json:"probes,omitempty"`
 	// Synthetic are synthetic events the profile defines, for its triggers.
 	Synthetic []Synthetic `json:"synthetic,omitempty"`
@@ -92,7 +93,8 @@ type Functions struct {
 // Event is an event enabled in the instance.
 type Event struct {
 	// Name is SYSTEM:EVENT, or SYSTEM for all its events; ${group}:EVENT is one of the
-	// profile's own probes (enabled anyway), named here to give it a filter.
+	// profile's own probes, synthetic:${group}_NAME one of its synthetic events (enabled
+	// once defined).
 	Name string `json:"name"`
 	// Filter is the event's filter (events/SYSTEM/EVENT/filter), checked against its fields.
 	Filter string `json:"filter,omitempty"`

@@ -386,15 +386,6 @@ func swapped(a, b string) bool {
 	return i+1 < len(a) && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
 }
 
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // Summary counts what the profile sets up, for people: "3 function patterns, 4 events, 2
 // probes, 1 synthetic event, 0 triggers".
 func (p *Profile) Summary() string {

@@ -8,6 +8,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -132,7 +133,7 @@ func Declare(fs *tracefs.FS, name string, spec Spec) (*Owner, error) {
 		return nil, err
 	}
 	o := &Owner{Name: name, Instance: id.Instance(), Group: id.Group(), Boot: fs.BootID(), Since: time.Now().UTC().Truncate(time.Second),
-		State: "applying", Dynamic: s.spec.Dynamic, Triggers: s.spec.Triggers, Events: s.spec.Events, Probes: spec.Probes,
+		State: "applying", Dynamic: s.spec.Dynamic, Triggers: s.spec.Triggers, Events: append(slices.Clone(s.spec.Events), s.late...), Probes: spec.Probes,
 		Source: spec.Source}
 	for _, p := range spec.Filters {
 		o.Filters = append(o.Filters, p.Text)
@@ -269,6 +270,12 @@ func Undeclare(fs *tracefs.FS, name string) (*Owner, error) {
 			file, remove = "synthetic_events", "!"+d.Event+"\n"
 		}
 		s.dynamic = append(s.dynamic, dynamicEvent{file, remove})
+	}
+	s.spec.Dynamic = o.Dynamic
+	for _, e := range o.Events {
+		if s.definesSynthetic(e) {
+			s.late = append(s.late, e)
+		}
 	}
 	errs := s.Teardown()
 	if len(errs) > 0 {

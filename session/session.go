@@ -910,11 +910,13 @@ func (s *Session) Teardown() []error {
 	if s.Instance != nil && in.Has("tracing_on") {
 		errs = s.removeTriggers()
 	}
-	if len(s.dynamic) > 0 && in.Has("events/enable") {
+	for _, e := range s.late {
 		// an event the session defined and enabled (a synthetic event of Spec.Events) cannot
 		// be removed while enabled (EBUSY)
-		if err := in.Write("events/enable", "0"); err != nil {
-			errs = append(errs, fmt.Errorf("disabling the instance's events: %w", err))
+		if dir, _ := eventDir(e); in.Has(dir + "/enable") {
+			if err := in.Write(dir+"/enable", "0"); err != nil {
+				errs = append(errs, fmt.Errorf("disabling %s: %w", e, err))
+			}
 		}
 	}
 	if len(s.triggers) == 0 { // a trigger left would keep its events busy

@@ -20,6 +20,10 @@ if [ -n "${VMTEST_RUN:-}${VMTEST_TIMEOUT:-}" ]; then
 	[ -z "${VMTEST_TIMEOUT:-}" ] || printf -- '-test.timeout=%s\n' "$VMTEST_TIMEOUT" >>"$build/vmtest-args"
 	extra=(--file "$build/vmtest-args:/etc/ftctl-test-args")
 fi
+# The guide's runbook profiles, which vmtest/profile_test.go applies.
+for f in "$top"/docs/profiles/*.yaml; do
+	extra+=(--file "$f:/etc/ftctl-profiles/$(basename "$f")")
+done
 # Debian's trace-cmd (3.1.6) and its libraries, for the record/report interop tests (vmtest/
 # record_test.go), when the host has it (.ci/run installs it). Its plugins are left out: trace-cmd
 # report then prints every event by its print fmt, as the kernel does.

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // profileFile writes a profile into the test's directory.
@@ -323,4 +325,82 @@ func TestProfileSIGKILLSoak(t *testing.T) {
 			t.Fatalf("delete: %v", r)
 		}
 	}
+}
+
+// The guide's runbook profiles (docs/profiles/*.yaml) do what they say on both kernels: each
+// is valid, applies, is in sync, records its incident's events under a workload that makes
+// them, and is deleted without a trace.
+func TestProfileRunbooks(t *testing.T) {
+	files, _ := filepath.Glob("/etc/ftctl-profiles/*.yaml")
+	if len(files) != 3 {
+		t.Fatalf("runbook profiles in the VM: %v", files)
+	}
+	warmProfile(t, profileFile(t, "vmprof.json", vmprof(t, false)))
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			before := controlState(t)
+			t.Cleanup(func() { ftctlRun(t, "delete", "-f", file) })
+			if r := ftctlRun(t, "profile", "validate", "-f", file); r.code != 0 {
+				t.Fatalf("validate: %v", r)
+			}
+			if r := ftctlRun(t, "apply", "-f", file); r.code != 0 {
+				t.Fatalf("apply: %v\n%s", r, read(t, "error_log"))
+			}
+			if r := ftctlRun(t, "diff", "-f", file); r.code != 0 {
+				t.Fatalf("diff after apply: %v", r)
+			}
+			inst := "instances/ftctl-owned-" + name + "/"
+			var got, want string
+			switch name {
+			case "slowreads":
+				for i := 0; i < 200; i++ {
+					os.ReadFile("/proc/version")
+				}
+				got, want = read(t, inst+"events/synthetic/ftctl_owned_slowreads_lat/hist"), "lat: ~ 2^"
+			case "tcpreset":
+				tcpReset(t)
+				got, want = read(t, inst+"trace"), "tcp_send_reset:"
+				if h := read(t, inst+"events/tcp/tcp_send_reset/hist"); !strings.Contains(h, "hitcount:") {
+					t.Errorf("no count per state:\n%s", h)
+				}
+			case "procdeath":
+				c := exec.Command("/bin/sh", "-c", "kill -9 $$")
+				c.Run()
+				got, want = read(t, inst+"trace"), "sig=9"
+			}
+			if !strings.Contains(got, want) {
+				t.Errorf("%s recorded no %q:\n%s", name, want, got)
+			}
+			if r := ftctlRun(t, "delete", "-f", file); r.code != 0 {
+				t.Fatalf("delete: %v", r)
+			}
+			if after := controlState(t); after != before {
+				t.Errorf("state after delete:\n%s", lineDiff(before, after))
+			}
+		})
+	}
+}
+
+// tcpReset makes the kernel send a TCP reset on the loopback: a connection closed with
+// SO_LINGER 0.
+func tcpReset(t *testing.T) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c.(*net.TCPConn).SetLinger(0)
+	c.Close()
+	time.Sleep(100 * time.Millisecond)
 }

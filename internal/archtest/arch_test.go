@@ -31,7 +31,7 @@ var allowed = map[string][]string{
 	"count":       {"tracefs", "filters", "probes", "stream", "session", "hist"},
 	"tui":         {"tracefs", "filters", "probes", "stream", "session", "count", "tracedat"},
 	// a tracing setup declared in a file: read and checked offline with the grammars' own parsers
-	"profile":          {"filters", "probes", "eventfilter"},
+	"profile":          {"tracefs", "filters", "probes", "eventfilter", "session"},
 	"cmd":              {"tracefs", "filters", "probes", "eventfilter", "stream", "session", "tui", "hist", "count", "tracedat", "internal/atdir", "profile"},
 	"internal/gendocs": {"cmd"},
 	"internal/fixture": {},
