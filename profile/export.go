@@ -240,6 +240,25 @@ func (x *exporter) synthetic() error {
 // ("sort=lat.log2") but refuses when written back (EINVAL, seen on 6.1 and 6.12).
 var sortModifier = regexp.MustCompile(`\.(log2|hex|sym|sym-offset|execname|syscall|buckets|usecs|percent|graph)\b`)
 
+// writable turns a trigger as the kernel lists it into one it takes back: without the
+// listing's " [active]" / " [paused]", and without modifiers in a hist trigger's sort=.
+func writable(t string) string {
+	t = strings.TrimSpace(t)
+	for _, state := range []string{"[active]", "[paused]"} {
+		t = strings.TrimSpace(strings.TrimSuffix(t, state))
+	}
+	if !strings.HasPrefix(t, "hist:") {
+		return t
+	}
+	parts := strings.Split(t, ":")
+	for i, part := range parts {
+		if s, ok := strings.CutPrefix(part, "sort="); ok {
+			parts[i] = "sort=" + sortModifier.ReplaceAllString(s, "")
+		}
+	}
+	return strings.Join(parts, ":")
+}
+
 // triggers: the triggers on the instance's events, in the order the kernel lists them (for
 // a declared owner's, which write onmatch() after what it names, the order they were made).
 func (x *exporter) triggers() error {
@@ -258,16 +277,7 @@ func (x *exporter) triggers() error {
 				continue
 			}
 			for _, t := range triggerLines(string(b)) {
-				t = strings.TrimSuffix(strings.TrimSpace(strings.TrimSuffix(t, "[active]")), " ")
-				if strings.HasPrefix(t, "hist:") {
-					parts := strings.Split(t, ":")
-					for i, part := range parts {
-						if s, ok := strings.CutPrefix(part, "sort="); ok {
-							parts[i] = "sort=" + sortModifier.ReplaceAllString(s, "")
-						}
-					}
-					t = strings.Join(parts, ":")
-				}
+				t = writable(t)
 				x.p.Spec.Triggers = append(x.p.Spec.Triggers, Trigger{Event: x.rename(sys + ":" + ev), Trigger: x.rename(t)})
 			}
 		}

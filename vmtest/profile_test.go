@@ -104,6 +104,10 @@ func TestProfileLifecycle(t *testing.T) {
 		t.Fatalf("a second apply: %+v %v", res, r)
 	}
 
+	if r := ftctlRun(t, "--dry-run", "apply", "-f", file); r.code != 0 || strings.Contains(r.stdout, "dry-run:") {
+		t.Fatalf("a dry run of an applied profile plans writes: %v", r)
+	}
+
 	// drift by hand: an event disabled, a function added to the filter, tracing off
 	write(t, inst+"events/sched/sched_process_fork/enable", "0")
 	write(t, inst+"set_ftrace_filter", "vfs_write\n")
@@ -195,6 +199,17 @@ func TestProfileRefusedWritesNothing(t *testing.T) {
 	}
 	if after := controlState(t); after != before {
 		t.Errorf("a refused apply changed the state:\n%s", lineDiff(before, after))
+	}
+	ft := topFS(t).DetectFeatures()
+	lacking := map[bool]string{true: "", false: "fprobes"}[ft.Probe.Fprobe]
+	if lacking == "" && !ft.UprobeEvents {
+		lacking = "uprobes"
+	}
+	if lacking != "" {
+		needs := profileFile(t, "needs.json", strings.Replace(vmprof(t, false), `"spec": {`, `"spec": {"requires": ["`+lacking+`"],`, 1))
+		if r := ftctlRun(t, "apply", "-f", needs); r.code != 4 || !strings.Contains(r.stderr, "lacks what the profile requires: "+lacking) {
+			t.Errorf("apply of a profile requiring %s: %v", lacking, r)
+		}
 	}
 	unknown := profileFile(t, "unknown.json", strings.Replace(vmprof(t, false), `"bufferKB"`, `"bufferKiB"`, 1))
 	if r := ftctlRun(t, "apply", "-f", unknown); r.code != 2 {
