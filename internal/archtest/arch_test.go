@@ -30,9 +30,12 @@ var allowed = map[string][]string{
 	"session":     {"tracefs", "filters", "probes", "eventfilter", "stream", "internal/atdir"},
 	"count":       {"tracefs", "filters", "probes", "stream", "session", "hist"},
 	"tui":         {"tracefs", "filters", "probes", "stream", "session", "count", "tracedat"},
-	// a tracing setup declared in a file: read and checked offline with the grammars' own parsers
-	"profile":          {"tracefs", "filters", "probes", "eventfilter", "session"},
-	"cmd":              {"tracefs", "filters", "probes", "eventfilter", "stream", "session", "tui", "hist", "count", "tracedat", "internal/atdir", "profile"},
+	// a tracing setup declared in a file: read and checked offline with the grammars' own
+	// parsers, applied through session's declared owners
+	"profile": {"tracefs", "filters", "probes", "eventfilter", "session"},
+	// the flight recorder: a profile applied as a declared owner, its ring dumped by stream/
+	"flight":           {"tracefs", "session", "profile", "stream"},
+	"cmd":              {"tracefs", "filters", "probes", "eventfilter", "stream", "session", "tui", "hist", "count", "tracedat", "internal/atdir", "profile", "flight"},
 	"internal/gendocs": {"cmd"},
 	"internal/fixture": {},
 	// a directory held by its descriptor: the files a root process makes in the user's directories

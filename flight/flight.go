@@ -1,0 +1,193 @@
+// Package flight is the flight recorder: a profile applied as a declared owner whose instance
+// records into an overwrite ring with no process holding it, what a later dump needs of the
+// kernel (event formats, kallsyms) captured when it starts, and its ring dumped on demand into
+// a trace.dat without stopping it (the kernel's snapshot buffer: the live ring swapped out and
+// read while recording goes on into the other).
+//
+// A recorder's state lives beside its owner's declaration, in the state directory:
+// flight/NAME/header.dat, a trace.dat without CPUs written at start.
+package flight
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/ftctl/ftctl/profile"
+	"github.com/ftctl/ftctl/session"
+	"github.com/ftctl/ftctl/stream"
+	"github.com/ftctl/ftctl/tracefs"
+)
+
+// ErrNoRecorder: no flight recorder of that name.
+var ErrNoRecorder = errors.New("no such flight recorder")
+
+// headerFile is the capture a recorder's dumps are written with.
+const headerFile = "header.dat"
+
+// dir is the recorder's state directory.
+func dir(fs *tracefs.FS, name string) string { return filepath.Join(fs.StatePath(), "flight", name) }
+
+// Start applies p as the recorder p.Metadata.Name: its owner declared (profile.Plan.Apply, the
+// ring of the size p asks), the snapshot buffer allocated now (a dump at incident time then
+// needs no memory), and what its dumps need of the kernel captured (stream.SaveHeader). A
+// recorder that exists is refused (session.ErrOwnerExists). On failure nothing is left.
+// The caller holds the tracefs lock.
+func Start(ctx context.Context, fs *tracefs.FS, p *profile.Profile, notice func(string, ...any)) (*profile.Result, error) {
+	name := p.Metadata.Name
+	if _, err := session.ReadOwner(fs, name); err == nil {
+		return nil, fmt.Errorf("%w: %s ('ftctl flight stop %s' first)", session.ErrOwnerExists, name, name)
+	} else if !errors.Is(err, session.ErrNoOwner) {
+		return nil, err
+	}
+	pl, err := profile.Compute(fs, p)
+	if err != nil {
+		return nil, err
+	}
+	res, err := pl.Apply(ctx, fs, notice)
+	if err != nil || fs.DryRun != nil {
+		return res, err
+	}
+	fail := func(err error) (*profile.Result, error) {
+		if _, derr := Stop(fs, name); derr != nil {
+			err = errors.Join(err, derr)
+		}
+		return nil, err
+	}
+	in, err := fs.Existing(p.InstanceName())
+	if err != nil {
+		return fail(err)
+	}
+	if err := stream.PrepareSnapshot(in); err != nil {
+		notice("flight %s: no snapshot buffer (%v): a dump will read the ring itself, emptying it", name, err)
+	}
+	if err := os.MkdirAll(dir(fs, name), 0o700); err != nil {
+		return fail(err)
+	}
+	if err := stream.SaveHeader(in, filepath.Join(dir(fs, name), headerFile)); err != nil {
+		return fail(fmt.Errorf("capturing what a dump needs (formats, kallsyms): %w", err))
+	}
+	return res, nil
+}
+
+// Dump writes the ring of recorder name into the trace.dat out, without stopping it.
+func Dump(ctx context.Context, fs *tracefs.FS, name, out string) (*stream.DumpStats, error) {
+	in, err := recorder(fs, name)
+	if err != nil {
+		return nil, err
+	}
+	return stream.Dump(ctx, in, filepath.Join(dir(fs, name), headerFile), out)
+}
+
+// recorder is the instance of recorder name, checked to be one.
+func recorder(fs *tracefs.FS, name string) (*tracefs.Instance, error) {
+	if err := session.CheckOwnerName(name); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(dir(fs, name), headerFile)); err != nil {
+		return nil, fmt.Errorf("%w: %s ('ftctl flight status' lists them)", ErrNoRecorder, name)
+	}
+	return fs.Existing(session.OwnerID(name).Instance())
+}
+
+// Stop removes exactly what Start made: the snapshot buffer freed, the owner deleted
+// (session.Undeclare), the captured state removed. A recorder half gone is finished.
+func Stop(fs *tracefs.FS, name string) (*session.Owner, error) {
+	if err := session.CheckOwnerName(name); err != nil {
+		return nil, err
+	}
+	var errs []error
+	if in, err := fs.Existing(session.OwnerID(name).Instance()); err == nil && in.Has("snapshot") {
+		if err := stream.FreeSnapshot(in); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	o, err := session.Undeclare(fs, name)
+	if err != nil && !errors.Is(err, session.ErrNoOwner) {
+		errs = append(errs, err)
+	}
+	_, serr := os.Stat(dir(fs, name))
+	if errors.Is(err, session.ErrNoOwner) && errors.Is(serr, iofs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", ErrNoRecorder, name)
+	}
+	if fs.DryRun == nil {
+		if err := os.RemoveAll(dir(fs, name)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return o, errors.Join(errs...)
+}
+
+// Status is a recorder's state, for `ftctl flight status`.
+type Status struct {
+	Name     string `json:"name"`
+	Instance string `json:"instance"`
+	State    string `json:"state"` // the declaration's: applied, applying
+	Since    string `json:"since"`
+	// BufferKB is the ring's size per CPU; TracingOn whether it records.
+	BufferKB  int                `json:"buffer_kb"`
+	TracingOn bool               `json:"tracing_on"`
+	Snapshot  bool               `json:"snapshot"` // dumps swap the ring out (no gap)
+	CPUs      []tracefs.CPUStats `json:"cpus"`
+	// Events are the events enabled in the ring.
+	Events []string `json:"events"`
+}
+
+// Statuses lists the recorders (only name when given).
+func Statuses(fs *tracefs.FS, name string) ([]Status, error) {
+	names := []string{name}
+	if name == "" {
+		ents, err := os.ReadDir(filepath.Join(fs.StatePath(), "flight"))
+		if err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			return nil, err
+		}
+		names = nil
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		sort.Strings(names)
+	}
+	out := []Status{}
+	for _, n := range names {
+		in, err := recorder(fs, n)
+		if err != nil {
+			return nil, err
+		}
+		st := Status{Name: n, Instance: in.Name, Snapshot: in.Has("snapshot"), Events: []string{}}
+		if o, err := session.ReadOwner(fs, n); err == nil {
+			st.State, st.Since = o.State, o.Since.Format("2006-01-02T15:04:05Z")
+		} else {
+			st.State = "not declared"
+		}
+		if !in.Has("tracing_on") {
+			st.State = "instance missing"
+			out = append(out, st)
+			continue
+		}
+		st.BufferKB, _, _ = in.BufferSizeKB()
+		st.TracingOn, _ = in.TracingOn()
+		st.CPUs, _ = in.CPUStats()
+		if ev, err := in.EnabledEvents(); err == nil {
+			for _, e := range ev {
+				st.Events = append(st.Events, e.System+":"+e.Event)
+			}
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Summary of a status's CPUs: entries, overruns (events the ring overwrote) and bytes.
+func (s Status) Summary() string {
+	var entries, overrun, bytes int64
+	for _, c := range s.CPUs {
+		entries, overrun, bytes = entries+c.Entries, overrun+c.Overrun, bytes+c.BytesInBuffer
+	}
+	return fmt.Sprintf("%d events in the ring (%d KiB), %d overwritten", entries, bytes>>10, overrun) +
+		map[bool]string{true: "", false: "; not recording"}[s.TracingOn] +
+		map[bool]string{true: "", false: "; no snapshot buffer (a dump empties the ring)"}[s.Snapshot]
+}
