@@ -118,6 +118,7 @@ func Stop(fs *tracefs.FS, name string) (*session.Owner, error) {
 		if err := os.RemoveAll(dir(fs, name)); err != nil {
 			errs = append(errs, err)
 		}
+		os.Remove(filepath.Dir(dir(fs, name))) // the last recorder takes flight/ with it
 	}
 	return o, errors.Join(errs...)
 }
