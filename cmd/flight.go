@@ -59,7 +59,7 @@ returns once the recorder records; no process stays.`,
 		Example: `  sudo ftctl flight start box -e sched:sched_process_exit -e signal:signal_generate --buffer-kb 4096
   sudo ftctl flight start slow -f slowreads.yaml
   sudo ftctl --dry-run flight start box -e sched`,
-		Args: args(cobra.ExactArgs(1)),
+		Args:        args(cobra.ExactArgs(1)),
 		Annotations: map[string]string{AnnotationJSON: `{"profile": "box", "instance": "ftctl-owned-box", "action": "created", "changed": true, "changes": [...]}: as apply's`},
 		RunE: func(c *cobra.Command, a []string) error {
 			opts.Name = a[0]

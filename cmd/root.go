@@ -383,12 +383,18 @@ func Run(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) 
 	if errors.As(err, new(*CommandExit)) { // ftctl trace -- COMMAND: its status, no message
 		return code
 	}
-	msg := err.Error()
+	msg := session.Reword(err, flagWords).Error()
 	if !strings.HasSuffix(msg, "\n") {
 		msg += "\n"
 	}
 	fmt.Fprint(errw, "ftctl: "+msg)
 	return code
+}
+
+// flagWords are the flags that set a session's fields, for the engine's errors (session.Reword).
+var flagWords = map[session.Field]string{
+	session.FieldTracer: "--tracer", session.FieldFunctions: "-f/-n", session.FieldProbe: "-p", session.FieldEvent: "-e",
+	session.FieldEventFilter: "--filter", session.FieldBufferKB: "--buffer-kb", session.FieldClock: "--clock", session.FieldOption: "-O",
 }
 
 // withSignals is signal.NotifyContext that keeps the signal: the context is cancelled with a

@@ -97,6 +97,13 @@ func (pl *Plan) Apply(ctx context.Context, fs *tracefs.FS, notice func(string, .
 	return res, session.MarkOwner(fs, pl.owner, "applied", source)
 }
 
+// profileWords name a session's fields as a profile does, for the engine's errors.
+var profileWords = map[session.Field]string{
+	session.FieldTracer: "spec.instance.tracer", session.FieldFunctions: "spec.functions", session.FieldProbe: "spec.probes",
+	session.FieldEvent: "spec.events", session.FieldEventFilter: "spec.events[].filter", session.FieldBufferKB: "spec.instance.bufferKB",
+	session.FieldClock: "spec.instance.clock", session.FieldOption: "spec.instance.options",
+}
+
 // declare declares p's owner and, where p keeps tracing off, turns it off.
 func (pl *Plan) declare(fs *tracefs.FS, p *Profile, source []byte, notice func(string, ...any)) error {
 	spec, err := p.SessionSpec()
@@ -105,7 +112,7 @@ func (pl *Plan) declare(fs *tracefs.FS, p *Profile, source []byte, notice func(s
 	}
 	spec.Source = source
 	if _, err := session.Declare(fs, p.Metadata.Name, spec); err != nil {
-		return err
+		return session.Reword(err, profileWords)
 	}
 	if !p.tracingOn() {
 		in, err := fs.Existing(p.InstanceName())

@@ -54,7 +54,7 @@ func TestSmallParsers(t *testing.T) {
 		"hist:keys=lat.log2:vals=hitcount:sort=lat.log2:size=2048 [active]": "hist:keys=lat.log2:vals=hitcount:sort=lat:size=2048",
 		"hist:keys=pid:vals=hitcount:sort=hitcount.descending [paused]":     "hist:keys=pid:vals=hitcount:sort=hitcount.descending",
 		"stacktrace:unlimited if sig == 11":                                 "stacktrace:unlimited if sig == 11",
-		"hist:keys=common_pid.execname:sort=common_pid.execname,hitcount":    "hist:keys=common_pid.execname:sort=common_pid,hitcount",
+		"hist:keys=common_pid.execname:sort=common_pid.execname,hitcount":   "hist:keys=common_pid.execname:sort=common_pid,hitcount",
 	} {
 		if got := writable(in); got != want {
 			t.Errorf("writable(%q) = %q, want %q", in, got, want)

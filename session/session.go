@@ -218,13 +218,13 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 			return nil, &tracefs.Error{Op: "open", Path: fs.Path("available_tracers"), Class: tracefs.ErrUnavailable, Reason: "this kernel has no function_graph tracer"}
 		}
 	default:
-		return nil, fmt.Errorf("%w: --tracer must be function, function_graph or nop, not %q", ErrInvalid, s.tracer)
+		return nil, fieldErr(FieldTracer, s.tracer, "want function, function_graph or nop")
 	}
 	if s.tracer != "nop" && len(spec.Filters) == 0 && spec.Graph == nil {
 		return nil, fmt.Errorf("%w: the %s tracer needs at least one -f PATTERN: tracing every function would swamp the system", ErrInvalid, s.tracer)
 	}
 	if s.tracer == "nop" && (len(spec.Filters) > 0 || len(spec.Notrace) > 0) {
-		return nil, fmt.Errorf("%w: -f/-n select functions for the function tracers, not for --tracer nop", ErrInvalid)
+		return nil, fieldErr(FieldFunctions, "", "select functions for the function tracers, not for the nop tracer")
 	}
 	if spec.Graph != nil {
 		ix, err := filters.LoadIndex(top)
@@ -257,10 +257,10 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 				return nil, err
 			}
 			if d.Kind == probes.Delete {
-				return nil, fmt.Errorf("%w: -p %q removes a probe; -p defines them", ErrInvalid, text)
+				return nil, fieldErr(FieldProbe, text, "removes a probe; a session's probes define them")
 			}
 			if g, _, ok := d.KernelName(); ok { // passed by Force alone
-				return nil, fmt.Errorf("%w: -p %q: the kernel ignores r<N> on a uprobe and the name after it, and would put the event in group %s, outside the session's group, where the session could not remove it: write r:EVENT", ErrInvalid, text, g)
+				return nil, fieldErr(FieldProbe, text, "the kernel ignores r<N> on a uprobe and the name after it, and would put the event in group %s, outside the session's group, where the session could not remove it: write r:EVENT", g)
 			}
 			if file := d.EventsFile(); !top.Has(file) {
 				return nil, &tracefs.Error{Op: "open", Path: fs.Path(file), Class: tracefs.ErrUnavailable, Reason: "this kernel has no " + strings.TrimSuffix(file, "_events") + " events"}
@@ -296,7 +296,7 @@ func New(fs *tracefs.FS, id ID, spec Spec) (*Session, error) {
 			continue
 		}
 		if dir, _ := eventDir(e); !top.Has(dir) {
-			return nil, fmt.Errorf("%w: no event %q (events/%s does not exist; 'ftctl list events' lists them)", ErrInvalid, e, dir[len("events/"):])
+			return nil, fieldErr(FieldEvent, e, "no such event (events/%s does not exist; 'ftctl list events' lists them)", dir[len("events/"):])
 		}
 		events = append(events, e)
 	}
@@ -354,7 +354,7 @@ func (s *Session) checkEventFilter() error {
 		return nil
 	}
 	if len(s.spec.Events) == 0 && len(s.spec.Probes) == 0 {
-		return fmt.Errorf("%w: --filter applies to the events of -e and -p, and this session enables none", ErrInvalid)
+		return fieldErr(FieldEventFilter, "", "applies to the session's events and probes, and it enables none")
 	}
 	if _, err := eventfilter.Parse(expr); err != nil {
 		return err
@@ -505,7 +505,7 @@ func (s *Session) setEventFilterOf(in *tracefs.Instance, key string) error {
 func (s *Session) checkBufferClockOptions() error {
 	top := s.FS.Top()
 	if s.spec.BufferKB < 0 || s.spec.BufferKB > maxBufferKB {
-		return fmt.Errorf("%w: --buffer-kb %d: between 1 and %d KiB per CPU", ErrInvalid, s.spec.BufferKB, maxBufferKB)
+		return fieldErr(FieldBufferKB, strconv.Itoa(s.spec.BufferKB), "between 1 and %d KiB per CPU", maxBufferKB)
 	}
 	if s.spec.Clock != "" {
 		b, err := top.ReadFile("trace_clock")
@@ -514,7 +514,7 @@ func (s *Session) checkBufferClockOptions() error {
 		}
 		clocks := strings.Fields(strings.NewReplacer("[", "", "]", "").Replace(string(b)))
 		if !slices.Contains(clocks, s.spec.Clock) {
-			return fmt.Errorf("%w: --clock %q: this kernel's clocks are %s", ErrInvalid, s.spec.Clock, strings.Join(clocks, ", "))
+			return fieldErr(FieldClock, s.spec.Clock, "this kernel's clocks are %s", strings.Join(clocks, ", "))
 		}
 	}
 	for _, o := range s.spec.Options {
@@ -525,17 +525,17 @@ func (s *Session) checkBufferClockOptions() error {
 			case "0":
 				on = false
 			default:
-				return fmt.Errorf("%w: -O %q: want OPTION, OPTION=1, OPTION=0 or noOPTION", ErrInvalid, o)
+				return fieldErr(FieldOption, o, "want OPTION, OPTION=1, OPTION=0 or noOPTION")
 			}
 			name = n
 		} else if n, ok := strings.CutPrefix(o, "no"); ok && !top.Has("options/"+o) {
 			name, on = n, false
 		}
 		if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." || !top.Has("options/"+name) {
-			return fmt.Errorf("%w: -O %q: no such trace option ('ftctl list options' lists them)", ErrInvalid, o)
+			return fieldErr(FieldOption, o, "no such trace option ('ftctl list options' lists them)")
 		}
 		if name == "function-fork" || name == "event-fork" {
-			return fmt.Errorf("%w: -O %q: ftctl sets %s itself (to follow --pid's children and keep its own threads out)", ErrInvalid, o, name)
+			return fieldErr(FieldOption, o, "ftctl sets %s itself (to follow the traced processes' children and keep its own threads out)", name)
 		}
 		s.spec.options = append(s.spec.options, optionSetting{Name: name, On: on})
 	}
@@ -558,7 +558,7 @@ func (s *Session) setBufferClockOptions(in *tracefs.Instance) error {
 		if !in.Has("options/" + o.Name) {
 			// Some options are the top level's alone (record-cmd, printk, markers...: the
 			// kernel's TOP_LEVEL_TRACE_FLAGS); an instance lacks their files.
-			return fmt.Errorf("%w: -O %s: instances have no such option (it is the top level's alone)", ErrInvalid, o.Name)
+			return fieldErr(FieldOption, o.Name, "instances have no such option (it is the top level's alone)")
 		}
 		v := "0"
 		if o.On {
@@ -604,10 +604,10 @@ func (s *Session) restoreSharedOptions() []error {
 func expandEvents(fs *tracefs.FS, e string) ([]string, error) {
 	sysGlob, evGlob, hasEvent := strings.Cut(e, ":")
 	if _, err := path.Match(sysGlob, ""); err != nil {
-		return nil, fmt.Errorf("%w: -e %q: %v", ErrInvalid, e, err)
+		return nil, fieldErr(FieldEvent, e, "%v", err)
 	}
 	if _, err := path.Match(evGlob, ""); err != nil {
-		return nil, fmt.Errorf("%w: -e %q: %v", ErrInvalid, e, err)
+		return nil, fieldErr(FieldEvent, e, "%v", err)
 	}
 	systems, err := fs.EventSystems()
 	if err != nil {
@@ -633,7 +633,7 @@ func expandEvents(fs *tracefs.FS, e string) ([]string, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: -e %q matches no event ('ftctl list events' lists them)", ErrInvalid, e)
+		return nil, fieldErr(FieldEvent, e, "matches no event ('ftctl list events' lists them)")
 	}
 	return out, nil
 }
@@ -643,7 +643,7 @@ func eventDir(e string) (string, error) {
 	sys, ev, _ := strings.Cut(e, ":")
 	bad := func(s string) bool { return s == "" || strings.ContainsAny(s, "/\x00") || s == "." || s == ".." }
 	if bad(sys) || (strings.Contains(e, ":") && bad(ev)) {
-		return "", fmt.Errorf("%w: -e %q: want SYSTEM or SYSTEM:EVENT (e.g. sched:sched_switch)", ErrInvalid, e)
+		return "", fieldErr(FieldEvent, e, "want SYSTEM or SYSTEM:EVENT (e.g. sched:sched_switch)")
 	}
 	if ev == "" {
 		return "events/" + sys, nil

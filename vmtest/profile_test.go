@@ -211,6 +211,13 @@ func TestProfileRefusedWritesNothing(t *testing.T) {
 			t.Errorf("apply of a profile requiring %s: %v", lacking, r)
 		}
 	}
+	badOption := profileFile(t, "option.json", strings.Replace(vmprof(t, false), `"sym-offset": true`, `"nosuchoption": true`, 1))
+	if r := ftctlRun(t, "apply", "-f", badOption); r.code != 2 || !strings.Contains(r.stderr, `spec.instance.options "nosuchoption=1": no such trace option`) {
+		t.Errorf("apply of a profile with an option the kernel lacks: %v", r)
+	}
+	if r := ftctlRun(t, "trace", "-e", "sched:sched_switch", "-O", "nosuchoption", "--count", "1"); r.code != 2 || !strings.Contains(r.stderr, `-O "nosuchoption": no such trace option`) {
+		t.Errorf("trace -O nosuchoption: %v", r)
+	}
 	unknown := profileFile(t, "unknown.json", strings.Replace(vmprof(t, false), `"bufferKB"`, `"bufferKiB"`, 1))
 	if r := ftctlRun(t, "apply", "-f", unknown); r.code != 2 {
 		t.Errorf("apply of a profile with an unknown field: %v", r)
