@@ -14,8 +14,9 @@ import (
 
 // ProfileOptions are the inputs of `ftctl plan|apply|diff|delete -f PROFILE`.
 type ProfileOptions struct {
-	G    *Globals
-	File string // -f: the profile, "-" for stdin
+	G     *Globals
+	File  string // -f: the profile, "-" for stdin
+	Check bool   // apply --check
 }
 
 // loadProfile reads and checks the profile of -f for the commands that act on the kernel: a
@@ -40,9 +41,8 @@ func loadProfile(g *Globals, file string) (*profile.Profile, error) {
 }
 
 // newProfileCmd builds one of the profile commands around run.
-func newProfileCmd(g *Globals, use, short, long, example, jsonDoc string, run func(context.Context, *ProfileOptions) error,
+func newProfileCmd(opts *ProfileOptions, use, short, long, example, jsonDoc string, run func(context.Context, *ProfileOptions) error,
 	runF func(context.Context, *ProfileOptions) error) *cobra.Command {
-	opts := &ProfileOptions{G: g}
 	c := &cobra.Command{
 		Use: use, Short: short, Long: long, Example: example,
 		Args:        args(cobra.NoArgs),
@@ -63,7 +63,7 @@ docs/profiles.md ('ftctl profile schema' prints it for editors).`
 
 // NewCmdPlan builds `ftctl plan`.
 func NewCmdPlan(g *Globals, runF func(context.Context, *ProfileOptions) error) *cobra.Command {
-	return newProfileCmd(g, "plan -f PROFILE", "Show what 'apply' would change, per object, changing nothing",
+	return newProfileCmd(&ProfileOptions{G: g}, "plan -f PROFILE", "Show what 'apply' would change, per object, changing nothing",
 		`Compare the profile with the kernel and list what apply would change: per object (a setting,
 a function list, an event, a probe, a trigger), + added, - removed, ~ changed, and for a function
 list the functions it gains and loses. Each glob of the profile is shown with what it selects
@@ -156,7 +156,7 @@ func quoteEmpty(s string) string {
 
 // NewCmdDiff builds `ftctl diff`.
 func NewCmdDiff(g *Globals, runF func(context.Context, *ProfileOptions) error) *cobra.Command {
-	return newProfileCmd(g, "diff -f PROFILE", "Say whether the kernel drifted from a profile (exit 0 in sync, 1 drifted)",
+	return newProfileCmd(&ProfileOptions{G: g}, "diff -f PROFILE", "Say whether the kernel drifted from a profile (exit 0 in sync, 1 drifted)",
 		`Compare the profile with the kernel, as plan does, and exit 0 when the kernel holds it, 1
 when it drifted (or was never applied), 2 and above for errors as in the exit-code table: the
 convention of diff(1) and 'kubectl diff'. The differences are shown per object: which function
@@ -183,7 +183,8 @@ func diffRun(ctx context.Context, opts *ProfileOptions) error {
 
 // NewCmdApply builds `ftctl apply`.
 func NewCmdApply(g *Globals, runF func(context.Context, *ProfileOptions) error) *cobra.Command {
-	return newProfileCmd(g, "apply -f PROFILE", "Bring the kernel to a profile: create, repair, or write nothing",
+	opts := &ProfileOptions{G: g}
+	c := newProfileCmd(opts, "apply -f PROFILE [--check]", "Bring the kernel to a profile: create, repair, or write nothing",
 		`Bring the kernel to the profile. The first apply declares the profile's owner (its
 declaration is written before anything else) and sets it up in the kernel's safe order, as
 trace does, and tears all of it down if the kernel refuses any step. A later apply compares
@@ -196,17 +197,28 @@ profile in sync writes nothing. A second writer waits for the lock.
 On failure the state before the apply is restored, and the message says so; the exit status
 is that of the failure (3 when the kernel refused).
 
+--check is config management's check mode: apply computes what it would do, prints it as plan
+does (-o json: the same document as apply's, "changed" saying whether anything would be
+written) and writes nothing; the exit status is diff's: 0 when nothing would change, 1 when
+something would.
+
 `+profileOwnership, `  sudo ftctl apply -f slowreads.yaml
   sudo ftctl --dry-run apply -f slowreads.yaml
-  sudo ftctl apply -f slowreads.yaml -o json   # "changed" for config management`,
+  sudo ftctl apply -f slowreads.yaml -o json   # "changed" for config management
+  sudo ftctl apply -f slowreads.yaml --check -o json; echo $?   # 0 in sync, 1 would change`,
 		`{"profile": "slowreads", "instance": "ftctl-owned-slowreads", "action": "created", "changed": true, "changes": [...], "restored": false}: `+
 			`action is none (nothing written), created, updated (written in place) or recreated; changes as in plan's JSON; `+
 			`on failure the error goes to stderr and restored says whether the state before was put back.`,
 		applyRun, runF)
+	c.Flags().BoolVar(&opts.Check, "check", false, "write nothing: say what apply would do, and exit 0 when nothing would change, 1 when something would")
+	return c
 }
 
 func applyRun(ctx context.Context, opts *ProfileOptions) error {
 	g := opts.G
+	if opts.Check {
+		return applyCheck(opts)
+	}
 	p, err := loadProfile(g, opts.File)
 	if err != nil {
 		return err
@@ -239,9 +251,40 @@ func applyRun(ctx context.Context, opts *ProfileOptions) error {
 	return nil
 }
 
+// applyCheck is apply --check: what apply would do, as config management's check mode
+// expects it: nothing written, exit 0 when nothing would change, 1 when something would (diff's
+// codes), and -o json's "changed" saying the same.
+func applyCheck(opts *ProfileOptions) error {
+	g := opts.G
+	pl, err := computePlan(opts)
+	if err != nil {
+		return err
+	}
+	if g.JSON() {
+		res := profile.Result{Profile: pl.Profile, Instance: pl.Instance, Action: "none", Changed: !pl.InSync(), Changes: pl.Changes}
+		switch {
+		case !pl.Declared:
+			res.Action = "created"
+		case pl.Recreates():
+			res.Action = "recreated"
+		case !pl.InSync():
+			res.Action = "updated"
+		}
+		if err := writeJSON(g.Out, res); err != nil {
+			return err
+		}
+	} else if err := showPlan(g, pl); err != nil {
+		return err
+	}
+	if !pl.InSync() {
+		return &CommandExit{Code: ExitFailure}
+	}
+	return nil
+}
+
 // NewCmdDelete builds `ftctl delete`.
 func NewCmdDelete(g *Globals, runF func(context.Context, *ProfileOptions) error) *cobra.Command {
-	return newProfileCmd(g, "delete -f PROFILE", "Remove what a profile owns, newest first, and nothing else",
+	return newProfileCmd(&ProfileOptions{G: g}, "delete -f PROFILE", "Remove what a profile owns, newest first, and nothing else",
 		`Tear down what the profile's owner set up, from its declaration: its triggers newest first,
 its synthetic events and probes, its instance; then the declaration. Nothing the profile does
 not own is touched. Each step is attempted even when an earlier one failed, and a second delete

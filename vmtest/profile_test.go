@@ -426,3 +426,32 @@ func tcpReset(t *testing.T) {
 	c.Close()
 	time.Sleep(100 * time.Millisecond)
 }
+
+// apply --check: what apply would do, nothing written; exit 0 in sync, 1 when it would change
+// something, with "changed" saying the same (config management's check mode).
+func TestProfileApplyCheck(t *testing.T) {
+	file := profileFile(t, "vmprof.json", vmprof(t, false))
+	t.Cleanup(func() { ftctlRun(t, "delete", "-f", file) })
+	warmProfile(t, file)
+	before := controlState(t)
+	r := ftctlRun(t, "apply", "-f", file, "--check", "-o", "json")
+	if r.code != 1 || !strings.Contains(r.stdout, `"changed": true`) || !strings.Contains(r.stdout, `"action": "created"`) {
+		t.Errorf("--check before apply: %v", r)
+	}
+	if after := controlState(t); after != before {
+		t.Fatalf("--check changed the state:\n%s", lineDiff(before, after))
+	}
+	if r := ftctlRun(t, "apply", "-f", file); r.code != 0 {
+		t.Fatalf("apply: %v", r)
+	}
+	if r := ftctlRun(t, "apply", "-f", file, "--check", "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, `"changed": false`) {
+		t.Errorf("--check after apply: %v", r)
+	}
+	write(t, "instances/ftctl-owned-vmprof/tracing_on", "0")
+	if r := ftctlRun(t, "apply", "-f", file, "--check"); r.code != 1 || !strings.Contains(r.stdout, "~ tracing (tracing_on): 0 -> 1") {
+		t.Errorf("--check after a drift: %v", r)
+	}
+	if got := read(t, "instances/ftctl-owned-vmprof/tracing_on"); strings.TrimSpace(got) != "0" {
+		t.Errorf("--check repaired the drift")
+	}
+}
