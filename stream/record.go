@@ -827,11 +827,7 @@ func (r *Recorder) Assemble() error {
 		r.header.Cmdlines = b
 	}
 	if stats, err := r.in.CPUStats(); err == nil {
-		for _, st := range stats {
-			r.header.Options = append(r.header.Options, tracedat.Option{ID: tracedat.OptionCPUStat,
-				Data: []byte(fmt.Sprintf("CPU: %d\nentries: %d\noverrun: %d\ncommit overrun: %d\ndropped events: %d\nread events: %d\n\x00",
-					st.CPU, st.Entries, st.Overrun, st.CommitOverrun, st.DroppedEvents, st.ReadEvents))})
-		}
+		r.header.Options = append(r.header.Options, cpuStatOptions(stats)...)
 	}
 	var cpus []tracedat.CPUSource
 	for k, f := range r.files {
