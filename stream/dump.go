@@ -30,6 +30,12 @@ import (
 //
 // Dump and the snapshot functions change the trace array's snapshot buffer: the caller holds
 // ftctl's lock, and two dumps of one trace array never run at once.
+//
+// (seen, Debian 6.1.0-56 and 6.12.117) Removing a probe that was enabled in the trace array
+// clears the trace array's ring and snapshot (the kernel drops events it can no longer
+// describe): the dump after it holds nothing older than the removal. The saved formats serve
+// the events the kernel still keeps: of an event it describes differently by then, or of
+// one whose format it can no longer be asked for (vmtest/flightdump_test.go).
 
 // DumpStats are the figures of a dump, each observed.
 type DumpStats struct {
