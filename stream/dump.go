@@ -33,9 +33,11 @@ import (
 //
 // (seen, Debian 6.1.0-56 and 6.12.117) Removing a probe that was enabled in the trace array
 // clears the trace array's ring and snapshot (the kernel drops events it can no longer
-// describe): the dump after it holds nothing older than the removal. The saved formats serve
-// the events the kernel still keeps: of an event it describes differently by then, or of
-// one whose format it can no longer be asked for (vmtest/flightdump_test.go).
+// describe): the dump after it holds nothing older than the removal
+// (vmtest/flightdump_test.go). So the saved header seldom decodes what the kernel could not:
+// it spares the dump reading formats and kallsyms at incident time, and keeps the symbols of a
+// module unloaded since (the function tracer's addresses in it). A module loaded after
+// SaveHeader has no symbols in a dump (SaveHeader again after loading it).
 
 // DumpStats are the figures of a dump, each observed.
 type DumpStats struct {
