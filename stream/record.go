@@ -55,7 +55,7 @@ type Recorder struct {
 	header *tracedat.Header
 	// formats are the format files read for the recording, by type id: the ftrace system's,
 	// the enabled events', and (Assemble) those of any other event the pages hold
-	formats map[int]recordedFormat
+	formats formatSet
 
 	headerOnce    sync.Once
 	headerDone    chan struct{} // closed once ReadHeader ended
@@ -203,36 +203,93 @@ func (r *Recorder) ReadHeader() error {
 }
 
 func (r *Recorder) readHeader() error {
-	fs := r.in.FS()
-	top := fs.Top()
 	h := *r.header
-	// the ftrace system's formats (function, print...: as trace-cmd writes them, all of them),
-	// and those of the events enabled now; Assemble adds any other event the pages hold
-	events, err := fs.Events("ftrace")
-	if err != nil {
+	if err := readDescriptions(r.in, &h, &r.formats, false, r.phase); err != nil {
 		return err
 	}
-	for _, e := range events {
-		r.addFormat(tracefs.EventName{System: "ftrace", Event: e})
-	}
-	enabled, _ := r.in.EnabledEvents()
-	for _, e := range enabled {
-		r.addFormat(e)
-	}
-	h.Ftrace, h.Systems = r.formatSections()
-	r.phase("header: formats")
-	if h.Kallsyms, err = fs.Kallsyms(context.Background()); err != nil {
-		h.Kallsyms = nil // without it, addresses print in hex: still a recording
-	}
-	r.phase("header: kallsyms")
-	h.Printk, _ = top.ReadFile("printk_formats")
-	h.Cmdlines, _ = top.ReadFile("saved_cmdlines")
-	r.phase("header: printk, cmdlines")
 	if err := r.writeHeader(&h); err != nil {
 		return err
 	}
 	*r.header = h
 	return nil
+}
+
+// readDescriptions reads into h what a trace.dat holds besides the pages and the page header
+// (readPageHeader): the formats of the ftrace system (function, print...: as trace-cmd writes
+// them, all of them) and of the events enabled in in now, with dynamic those of every event of
+// the dynamic events' groups (probes, synthetic events: the ones a later reading may find
+// gone), all kept in fs too; kallsyms, the printk formats and the saved cmdlines. phase, when
+// set, is called as each part is read.
+func readDescriptions(in *tracefs.Instance, h *tracedat.Header, fs *formatSet, dynamic bool, phase func(string)) error {
+	if phase == nil {
+		phase = func(string) {}
+	}
+	kfs := in.FS()
+	top := kfs.Top()
+	events, err := kfs.Events("ftrace")
+	if err != nil {
+		return err
+	}
+	for _, e := range events {
+		fs.add(kfs, tracefs.EventName{System: "ftrace", Event: e})
+	}
+	enabled, _ := in.EnabledEvents()
+	for _, e := range enabled {
+		fs.add(kfs, e)
+	}
+	if dynamic {
+		for _, e := range dynamicEvents(kfs) {
+			fs.add(kfs, e)
+		}
+	}
+	h.Ftrace, h.Systems = fs.sections()
+	phase("header: formats")
+	if h.Kallsyms, err = kfs.Kallsyms(context.Background()); err != nil {
+		h.Kallsyms = nil // without it, addresses print in hex: still a recording
+	}
+	phase("header: kallsyms")
+	h.Printk, _ = top.ReadFile("printk_formats")
+	h.Cmdlines, _ = top.ReadFile("saved_cmdlines")
+	phase("header: printk, cmdlines")
+	return nil
+}
+
+// dynamicEvents are the events of every group dynamic_events names (kprobes, uprobes, fprobes,
+// eprobes, synthetic events, user events), sorted; without dynamic_events (before 5.0),
+// kprobe_events', uprobe_events' and synthetic_events' (listed as NAME FIELDS...).
+func dynamicEvents(kfs *tracefs.FS) []tracefs.EventName {
+	top := kfs.Top()
+	groups := map[string]bool{}
+	if b, err := top.ReadFile("dynamic_events"); err == nil {
+		for _, p := range tracefs.ParseProbeList(string(b)) {
+			groups[p.Group] = true
+		}
+	} else {
+		probes, _ := kfs.KprobesAndUprobes()
+		for _, p := range probes {
+			groups[p.Group] = true
+		}
+		if b, err := top.ReadFile("synthetic_events"); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			groups["synthetic"] = true
+		}
+	}
+	var out []tracefs.EventName
+	for g := range groups {
+		if g == "" || g == "ftrace" {
+			continue
+		}
+		events, err := kfs.Events(g)
+		if err != nil {
+			continue
+		}
+		for _, e := range events {
+			out = append(out, tracefs.EventName{System: g, Event: e})
+		}
+	}
+	slices.SortFunc(out, func(a, b tracefs.EventName) int {
+		return cmp.Or(strings.Compare(a.System, b.System), strings.Compare(a.Event, b.Event))
+	})
+	return out
 }
 
 // A recordedFormat is the format file of an event the recording holds, as the kernel wrote it.
@@ -241,15 +298,18 @@ type recordedFormat struct {
 	text []byte
 }
 
-// addFormat reads an event's format into the recording's, unless it has it; false when the
-// kernel has no such event (any more).
-func (r *Recorder) addFormat(e tracefs.EventName) bool {
-	for _, f := range r.formats {
+// formatSet is the formats a file holds, by type id.
+type formatSet map[int]recordedFormat
+
+// add reads an event's format into the set, unless it has it; false when the kernel has no
+// such event (any more).
+func (s *formatSet) add(kfs *tracefs.FS, e tracefs.EventName) bool {
+	for _, f := range *s {
 		if f.name == e {
 			return true
 		}
 	}
-	b, err := r.in.FS().Top().ReadFile(filepath.Join("events", e.System, e.Event, "format"))
+	b, err := kfs.Top().ReadFile(filepath.Join("events", e.System, e.Event, "format"))
 	if err != nil {
 		return false
 	}
@@ -257,18 +317,18 @@ func (r *Recorder) addFormat(e tracefs.EventName) bool {
 	if id < 0 {
 		return false
 	}
-	if r.formats == nil {
-		r.formats = map[int]recordedFormat{}
+	if *s == nil {
+		*s = formatSet{}
 	}
-	r.formats[id] = recordedFormat{e, b}
+	(*s)[id] = recordedFormat{e, b}
 	return true
 }
 
-// formatSections are the recording's formats as a trace.dat holds them: the ftrace system's,
-// then the other systems', each sorted by name.
-func (r *Recorder) formatSections() (ftrace [][]byte, systems []tracedat.System) {
-	all := make([]recordedFormat, 0, len(r.formats))
-	for _, f := range r.formats {
+// sections are the set's formats as a trace.dat holds them: the ftrace system's, then the
+// other systems', each sorted by name.
+func (s formatSet) sections() (ftrace [][]byte, systems []tracedat.System) {
+	all := make([]recordedFormat, 0, len(s))
+	for _, f := range s {
 		all = append(all, f)
 	}
 	slices.SortFunc(all, func(a, b recordedFormat) int {
@@ -287,17 +347,59 @@ func (r *Recorder) formatSections() (ftrace [][]byte, systems []tracedat.System)
 	return ftrace, systems
 }
 
+// addFile adds the formats a trace.dat's header holds (a saved header: SaveHeader), each
+// under the system it is filed under and the name and id its text gives.
+func (s *formatSet) addFile(h *tracedat.Header) {
+	put := func(system string, text []byte) {
+		id := tracefs.FormatID(text)
+		name, _, _ := strings.Cut(string(text), "\n")
+		name, ok := strings.CutPrefix(name, "name: ")
+		if id < 0 || !ok {
+			return
+		}
+		if *s == nil {
+			*s = formatSet{}
+		}
+		(*s)[id] = recordedFormat{tracefs.EventName{System: system, Event: strings.TrimSpace(name)}, text}
+	}
+	for _, f := range h.Ftrace {
+		put("ftrace", f)
+	}
+	for _, sys := range h.Systems {
+		for _, f := range sys.Formats {
+			put(sys.Name, f)
+		}
+	}
+}
+
 // addRecordedFormats finds the events whose records the CPUs' files hold (by the type id
 // each record starts with) and adds the format of each the recording lacks: an event enabled
 // and disabled again while recording, or one a trigger wrote. Ids no event has any more are
 // kept in Stats.NoFormat.
 func (r *Recorder) addRecordedFormats(cpus []*os.File) error {
-	layout, err := tracefs.ParsePageLayout(string(r.header.HeaderPage))
+	sizes := make([]int64, len(cpus))
+	for k := range cpus {
+		sizes[k] = r.Stats.CPUs[k].Bytes
+	}
+	seen, _, err := scanEventIDs(r.header, cpus, sizes)
 	if err != nil {
 		return err
 	}
+	r.Stats.NoFormat = addMissingFormats(r.in.FS(), &r.formats, seen)
+	r.header.Ftrace, r.header.Systems = r.formats.sections()
+	return nil
+}
+
+// scanEventIDs reads the pages of the CPUs' files (the first sizes[k] bytes of cpus[k], pages
+// of h.PageSize laid out as h.HeaderPage says) and says which type ids their records have, and
+// how many records there are.
+func scanEventIDs(h *tracedat.Header, cpus []*os.File, sizes []int64) (ids []int, records int64, err error) {
+	layout, err := tracefs.ParsePageLayout(string(h.HeaderPage))
+	if err != nil {
+		return nil, 0, err
+	}
 	seen := make([]bool, 1<<16)
-	ps := r.header.PageSize
+	ps := h.PageSize
 	scan := func(pages []byte) {
 		for p := 0; p+ps <= len(pages); p += ps {
 			page, err := ParsePage(layout, pages[p:p+ps])
@@ -305,6 +407,7 @@ func (r *Recorder) addRecordedFormats(cpus []*os.File) error {
 				continue // Assemble copies it as it is; a reader says what is wrong with it
 			}
 			page.Events(func(_ uint64, data []byte) error {
+				records++
 				if len(data) >= 2 {
 					seen[binary.LittleEndian.Uint16(data)] = true
 				}
@@ -314,7 +417,7 @@ func (r *Recorder) addRecordedFormats(cpus []*os.File) error {
 	}
 	var buf []byte
 	for k, f := range cpus {
-		size := r.Stats.CPUs[k].Bytes
+		size := sizes[k]
 		if size <= 0 {
 			continue
 		}
@@ -331,31 +434,42 @@ func (r *Recorder) addRecordedFormats(cpus []*os.File) error {
 		for off := int64(0); off < size; {
 			n, err := f.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
 			if n < ps && err != nil {
-				return err
+				return nil, 0, err
 			}
 			scan(buf[:n])
 			off += int64(n / ps * ps)
 		}
 	}
-	var missing []int
 	for id, ok := range seen {
-		if _, have := r.formats[id]; ok && !have {
+		if ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids, records, nil
+}
+
+// addMissingFormats adds to fs the kernel's format of every id of ids fs lacks, and returns the
+// ids no event has any more (removed, or made again under another id): a file has no format for
+// them.
+func addMissingFormats(kfs *tracefs.FS, fs *formatSet, ids []int) (noFormat []int) {
+	var missing []int
+	for _, id := range ids {
+		if _, have := (*fs)[id]; !have {
 			missing = append(missing, id)
 		}
 	}
 	if len(missing) == 0 {
 		return nil
 	}
-	names, _ := r.in.FS().EventIDs()
+	names, _ := kfs.EventIDs()
 	for _, id := range missing {
-		if e, ok := names[id]; !ok || !r.addFormat(e) {
-			r.Stats.NoFormat = append(r.Stats.NoFormat, id)
-		} else if _, ok := r.formats[id]; !ok { // the name has another id now: made again
-			r.Stats.NoFormat = append(r.Stats.NoFormat, id)
+		if e, ok := names[id]; !ok || !fs.add(kfs, e) {
+			noFormat = append(noFormat, id)
+		} else if _, ok := (*fs)[id]; !ok { // the name has another id now: made again
+			noFormat = append(noFormat, id)
 		}
 	}
-	r.header.Ftrace, r.header.Systems = r.formatSections()
-	return nil
+	return noFormat
 }
 
 // mapFile maps a window of a CPU's file for addRecordedFormats (a variable: the tests take
@@ -713,11 +827,7 @@ func (r *Recorder) Assemble() error {
 		r.header.Cmdlines = b
 	}
 	if stats, err := r.in.CPUStats(); err == nil {
-		for _, st := range stats {
-			r.header.Options = append(r.header.Options, tracedat.Option{ID: tracedat.OptionCPUStat,
-				Data: []byte(fmt.Sprintf("CPU: %d\nentries: %d\noverrun: %d\ncommit overrun: %d\ndropped events: %d\nread events: %d\n\x00",
-					st.CPU, st.Entries, st.Overrun, st.CommitOverrun, st.DroppedEvents, st.ReadEvents))})
-		}
+		r.header.Options = append(r.header.Options, cpuStatOptions(stats)...)
 	}
 	var cpus []tracedat.CPUSource
 	for k, f := range r.files {

@@ -55,7 +55,10 @@ const spliceChunk = 256
 
 // OpenSplicer opens every CPU's trace_pipe_raw of the instance and a pipe for each. Close it
 // when done.
-func (i *Instance) OpenSplicer() (*Splicer, error) {
+func (i *Instance) OpenSplicer() (*Splicer, error) { return i.openSplicer("trace_pipe_raw") }
+
+// openSplicer is OpenSplicer of every CPU's file named file (trace_pipe_raw, snapshot_raw).
+func (i *Instance) openSplicer(file string) (*Splicer, error) {
 	dir, cpus, err := i.perCPU()
 	if err != nil {
 		return nil, err
@@ -77,7 +80,7 @@ func (i *Instance) OpenSplicer() (*Splicer, error) {
 		return nil, &Error{Op: "open", Path: dir, Class: ErrUnavailable, Errno: unix.ENOENT}
 	}
 	for _, c := range cpus {
-		path := filepath.Join(dir, "cpu"+strconv.Itoa(c), "trace_pipe_raw")
+		path := filepath.Join(dir, "cpu"+strconv.Itoa(c), file)
 		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 		if err != nil {
 			s.Close()
@@ -170,6 +173,10 @@ func (i *Instance) subbufSize() int {
 	}
 	return os.Getpagesize()
 }
+
+// PageSize is the size of the instance's ring-buffer pages (sub-buffers): the size of every
+// page a Splicer or a RawPipe of it writes.
+func (i *Instance) PageSize() int { return i.subbufSize() }
 
 // CPUs are the CPUs' numbers, in the order Move and Flush take them (k).
 func (s *Splicer) CPUs() []int { return s.cpus }
