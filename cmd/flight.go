@@ -10,6 +10,7 @@ import (
 	"github.com/ftctl/ftctl/flight"
 	"github.com/ftctl/ftctl/profile"
 	"github.com/ftctl/ftctl/session"
+	"github.com/ftctl/ftctl/stream"
 )
 
 // NewCmdFlight builds `ftctl flight start|status|dump|stop`.
@@ -222,8 +223,13 @@ func flightDumpRun(ctx context.Context, opts *FlightDumpOptions) error {
 		return err
 	}
 	defer lock.Unlock()
-	st, err := flight.Dump(ctx, fs, opts.Name, opts.File)
-	if err != nil {
+	st, err := flight.Dump(ctx, fs, opts.Name, opts.File, fileOwners()...)
+	switch {
+	case errors.Is(err, stream.ErrRecordDir):
+		return InvalidInput(fmt.Errorf("-o %s: %s", safe(opts.File), safe(err.Error())))
+	case errors.Is(err, flight.ErrNoRecorder):
+		return InvalidInput(err)
+	case err != nil:
 		return err
 	}
 	if !g.DryRun {

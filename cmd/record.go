@@ -246,16 +246,21 @@ func recordDryRun(ctx context.Context, g *Globals, opts *RecordOptions, spec ses
 // recordDir makes FILE.tmp-PID beside FILE, after checking that FILE can be written there: a
 // directory that does not exist or that another user can write, a FILE that is a directory,
 // are exit 2 before anything is set up.
-func recordDir(file string) (*stream.RecordDir, error) {
-	if err := checkRecordName(file); err != nil {
-		return nil, err
-	}
-	// the user who asked owns their directory: the real user, or the one sudo names
+// fileOwners are the users who may own the directory a recording is written into: the real
+// user, and the one sudo names.
+func fileOwners() []int {
 	owners := []int{os.Getuid()}
 	if u, err := strconv.Atoi(os.Getenv("SUDO_UID")); err == nil && u > 0 {
 		owners = append(owners, u)
 	}
-	rd, err := stream.MakeRecordDir(file, os.Getpid(), owners...)
+	return owners
+}
+
+func recordDir(file string) (*stream.RecordDir, error) {
+	if err := checkRecordName(file); err != nil {
+		return nil, err
+	}
+	rd, err := stream.MakeRecordDir(file, os.Getpid(), fileOwners()...)
 	if err != nil {
 		return nil, InvalidInput(fmt.Errorf("-o %s: %s", safe(file), safe(err.Error())))
 	}

@@ -62,6 +62,7 @@ func Start(ctx context.Context, fs *tracefs.FS, p *profile.Profile, notice func(
 	if err != nil {
 		return fail(err)
 	}
+	// (allocating it swaps the ring out and clears it: what the first moments recorded goes)
 	if err := stream.PrepareSnapshot(in); err != nil {
 		notice("flight %s: no snapshot buffer (%v): a dump will read the ring itself, emptying it", name, err)
 	}
@@ -74,13 +75,14 @@ func Start(ctx context.Context, fs *tracefs.FS, p *profile.Profile, notice func(
 	return res, nil
 }
 
-// Dump writes the ring of recorder name into the trace.dat out, without stopping it.
-func Dump(ctx context.Context, fs *tracefs.FS, name, out string) (*stream.DumpStats, error) {
+// Dump writes the ring of recorder name into the trace.dat out, without stopping it. out's
+// directory must be one of owners' (stream.MakeRecordDir), as a recording's.
+func Dump(ctx context.Context, fs *tracefs.FS, name, out string, owners ...int) (*stream.DumpStats, error) {
 	in, err := recorder(fs, name)
 	if err != nil {
 		return nil, err
 	}
-	return stream.Dump(ctx, in, filepath.Join(dir(fs, name), headerFile), out)
+	return stream.Dump(ctx, in, filepath.Join(dir(fs, name), headerFile), out, owners...)
 }
 
 // recorder is the instance of recorder name, checked to be one.

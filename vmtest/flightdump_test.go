@@ -221,7 +221,7 @@ func TestFlightDumpNoGap(t *testing.T) {
 	if err := stream.SaveHeader(in, header); err != nil {
 		t.Fatal(err)
 	}
-	stop, written := make(chan struct{}), make(chan int)
+	stop, written, failed := make(chan struct{}), make(chan int), make(chan string, 100000)
 	go func() {
 		f, err := os.OpenFile(filepath.Join(tracing, "instances", name, "trace_marker"), os.O_WRONLY, 0)
 		if err != nil {
@@ -236,7 +236,9 @@ func TestFlightDumpNoGap(t *testing.T) {
 				return
 			default:
 			}
-			fmt.Fprintf(f, "fm-%05d", i)
+			if _, err := fmt.Fprintf(f, "fm-%05d", i); err != nil {
+				failed <- fmt.Sprintf("fm-%05d: %v", i, err)
+			}
 			if i%20 == 0 {
 				time.Sleep(time.Millisecond) // at most 20,000 a second: the ring does not wrap
 			}
@@ -262,6 +264,10 @@ func TestFlightDumpNoGap(t *testing.T) {
 	}
 	close(stop)
 	n := <-written
+	close(failed)
+	for f := range failed {
+		t.Errorf("a marker write failed: %s", f)
+	}
 	dump("last.dat")
 	var all []string
 	for _, f := range files {
