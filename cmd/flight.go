@@ -4,6 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -30,7 +35,7 @@ A recorder is a profile applied under the recorder's name (docs/profiles.md): it
 from -f PROFILE, or from -e and --function for the simple cases.`,
 		Args: args(cobra.NoArgs),
 	}
-	c.AddCommand(NewCmdFlightStart(g, nil), NewCmdFlightStatus(g, nil), NewCmdFlightDump(g, nil), NewCmdFlightStop(g, nil))
+	c.AddCommand(NewCmdFlightStart(g, nil), NewCmdFlightStatus(g, nil), NewCmdFlightDump(g, nil), NewCmdFlightArm(g, nil), NewCmdFlightStop(g, nil))
 	return c
 }
 
@@ -223,6 +228,12 @@ func flightDumpRun(ctx context.Context, opts *FlightDumpOptions) error {
 		return err
 	}
 	defer lock.Unlock()
+	if g.DryRun {
+		in := fs.Top().Path("instances/" + session.OwnerID(opts.Name).Instance())
+		fmt.Fprintf(fs.DryRun, "dry-run: write %s/snapshot \"2\"\ndry-run: write %s/snapshot \"1\"\n"+
+			"dry-run: read %s/per_cpu/cpu*/snapshot_raw into %s\ndry-run: write %s/snapshot \"2\"\n", in, in, in, safe(opts.File), in)
+		return nil
+	}
 	st, err := flight.Dump(ctx, fs, opts.Name, opts.File, fileOwners()...)
 	switch {
 	case errors.Is(err, stream.ErrRecordDir):
@@ -274,4 +285,108 @@ func flightStopRun(ctx context.Context, opts *FlightNameOptions) error {
 		g.Notice("flight %s stopped and removed", opts.Name)
 	}
 	return nil
+}
+
+// FlightArmOptions are the inputs of `ftctl flight arm`.
+type FlightArmOptions struct {
+	G        *Globals
+	Name     string
+	Dir      string        // -d: where the dumps go
+	Keep     int           // --keep
+	MaxBytes int64         // --max-mb, in bytes
+	Rate     time.Duration // --rate: at most one dump per
+}
+
+// NewCmdFlightArm builds `ftctl flight arm`.
+func NewCmdFlightArm(g *Globals, runF func(context.Context, *FlightArmOptions) error) *cobra.Command {
+	opts := &FlightArmOptions{G: g}
+	var maxMB int64
+	c := &cobra.Command{
+		Use:   "arm NAME -d DIR [--keep N] [--max-mb M] [--rate D]",
+		Short: "Dump a flight recorder's ring on SIGUSR1, rate-limited, the dumps rotated",
+		Long: `Wait for SIGUSR1 and dump the ring of the flight recorder NAME into DIR at each one, as
+NAME-TIME.dat (UTC, sortable), without stopping it: a dump holds the minutes before the signal.
+A signal within --rate of the last dump is ignored (said on stderr), so that a storm of alerts
+makes one dump. After each dump the oldest of NAME's dumps in DIR are removed until at most
+--keep are left and they hold at most --max-mb MiB together (the newest is always kept).
+"armed" is said on stderr once signals are awaited. SIGINT or SIGTERM ends it (the recorder goes
+on recording: 'flight stop' stops it).`,
+		Example: `  sudo ftctl flight arm box -d /var/lib/ftctl/dumps --keep 5 --rate 1m &
+  sudo kill -USR1 %1     # or from an alert: pkill -USR1 -f 'ftctl flight arm box'`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			opts.Name, opts.MaxBytes = a[0], maxMB<<20
+			return runCmd(c, runF, flightArmRun, opts)
+		},
+	}
+	f := c.Flags()
+	f.StringVarP(&opts.Dir, "dir", "d", "", "write the dumps into `DIR` (yours, or root's; not writable by others)")
+	f.IntVar(&opts.Keep, "keep", 10, "keep at most `N` dumps of the recorder in DIR (0: no limit by count)")
+	f.Int64Var(&maxMB, "max-mb", 0, "keep at most `M` MiB of the recorder's dumps in DIR (0: no limit by size)")
+	f.DurationVar(&opts.Rate, "rate", 10*time.Second, "dump at most once per `D`")
+	return c
+}
+
+func flightArmRun(ctx context.Context, opts *FlightArmOptions) error {
+	g := opts.G
+	if err := session.CheckOwnerName(opts.Name); err != nil {
+		return InvalidInput(err)
+	}
+	if opts.Dir == "" || opts.Keep < 0 || opts.MaxBytes < 0 || opts.Rate < 0 {
+		return InvalidInput(errors.New("-d DIR is required, and --keep, --max-mb and --rate must not be negative"))
+	}
+	if st, err := os.Stat(opts.Dir); err != nil || !st.IsDir() {
+		return InvalidInput(fmt.Errorf("-d %s: not a directory", safe(opts.Dir)))
+	}
+	if g.DryRun {
+		return InvalidInput(errors.New("flight arm waits for signals and dumps then: 'ftctl --dry-run flight dump NAME -o FILE' shows what a dump writes"))
+	}
+	fs, err := g.FS()
+	if err != nil {
+		return err
+	}
+	if _, err := flight.Statuses(fs, opts.Name); err != nil {
+		return InvalidInput(err)
+	}
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	g.Notice("flight %s armed: SIGUSR1 (pid %d) dumps into %s", opts.Name, os.Getpid(), safe(opts.Dir))
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-usr1:
+		}
+		if !last.IsZero() && time.Since(last) < opts.Rate {
+			g.Notice("flight %s: SIGUSR1 within --rate %v of the last dump: none made", opts.Name, opts.Rate)
+			continue
+		}
+		last = time.Now()
+		if err := armDump(ctx, opts, last); err != nil {
+			g.Notice("flight %s: the dump failed: %v", opts.Name, err) // armed still: the next signal tries again
+		}
+	}
+}
+
+// armDump makes one triggered dump and rotates the recorder's dumps.
+func armDump(ctx context.Context, opts *FlightArmOptions, at time.Time) error {
+	g := opts.G
+	fs, lock, err := g.BeginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	out := filepath.Join(opts.Dir, flight.DumpName(opts.Name, at))
+	st, err := flight.Dump(ctx, fs, opts.Name, out, fileOwners()...)
+	lock.Unlock()
+	if err != nil {
+		return err
+	}
+	g.Notice("flight %s: dumped %d events (%d KiB, %d overwritten) into %s", opts.Name, st.Events, st.Bytes>>10, st.Lost, safe(out))
+	removed, err := flight.Rotate(opts.Dir, opts.Name, opts.Keep, opts.MaxBytes)
+	for _, r := range removed {
+		g.Notice("flight %s: removed the old dump %s", opts.Name, safe(r))
+	}
+	return err
 }

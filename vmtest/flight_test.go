@@ -5,9 +5,14 @@ package vmtest
 import (
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/ftctl/ftctl/internal/fixture"
 )
 
 // markers writes numbered markers from..to into an instance's trace_marker.
@@ -80,5 +85,60 @@ func TestFlightRecorder(t *testing.T) {
 	}
 	if r := ftctlRun(t, "flight", "stop", "box"); r.code != 2 {
 		t.Errorf("a second stop: %v", r)
+	}
+}
+
+// flight arm: SIGUSR1 dumps (the markers before it in the dump), a second signal within
+// --rate makes none, the dumps are rotated to --keep, SIGTERM ends it with 143 and the
+// recorder goes on recording.
+func TestFlightArm(t *testing.T) {
+	t.Cleanup(func() { ftctlRun(t, "flight", "stop", "armed") })
+	if r := ftctlRun(t, "flight", "start", "armed", "-e", "sched:sched_process_exit", "--buffer-kb", "128"); r.code != 0 {
+		t.Fatalf("flight start: %v", r)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(ftctl, "flight", "arm", "armed", "-d", dir, "--keep", "2", "--rate", "2s")
+	var errb fixture.SyncBuffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitFor := func(what string, n int) {
+		t.Helper()
+		for i := 0; i < 300 && strings.Count(errb.String(), what) < n; i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if strings.Count(errb.String(), what) < n {
+			t.Fatalf("no %d× %q:\n%s", n, what, errb.String())
+		}
+	}
+	waitFor("armed: SIGUSR1", 1)
+	for k := 1; k <= 3; k++ {
+		markers(t, "ftctl-owned-armed", k*10, k*10)
+		cmd.Process.Signal(syscall.SIGUSR1)
+		waitFor("armed: dumped", k)
+		if k == 1 {
+			cmd.Process.Signal(syscall.SIGUSR1) // within --rate
+			waitFor("within --rate", 1)
+		}
+		time.Sleep(2100 * time.Millisecond) // past --rate
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "armed-*.dat"))
+	if len(files) != 2 || !strings.Contains(errb.String(), "removed the old dump") {
+		t.Fatalf("dumps after rotation to 2: %v\n%s", files, errb.String())
+	}
+	rep := ftctlRun(t, "report", files[1])
+	if !strings.Contains(rep.stdout, "flight-marker-30\n") || strings.Contains(rep.stdout, "flight-marker-20\n") {
+		t.Errorf("the newest dump holds the marker before its signal, and not the last dump's: %v", rep)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); cmd.ProcessState.ExitCode() != 143 {
+		t.Errorf("flight arm after SIGTERM: %v %d", err, cmd.ProcessState.ExitCode())
+	}
+	markers(t, "ftctl-owned-armed", 99, 99)
+	out := filepath.Join(dir, "after.dat")
+	if r := ftctlRun(t, "flight", "dump", "armed", "-o", out); r.code != 0 || !strings.Contains(ftctlRun(t, "report", out).stdout, "flight-marker-99\n") {
+		t.Errorf("the recorder does not record after arm ended: %v", r)
 	}
 }
