@@ -228,19 +228,13 @@ func flightDumpRun(ctx context.Context, opts *FlightDumpOptions) error {
 		return err
 	}
 	defer lock.Unlock()
-	if g.DryRun {
-		in := fs.Top().Path("instances/" + session.OwnerID(opts.Name).Instance())
-		fmt.Fprintf(fs.DryRun, "dry-run: write %s/snapshot \"2\"\ndry-run: write %s/snapshot \"1\"\n"+
-			"dry-run: read %s/per_cpu/cpu*/snapshot_raw into %s\ndry-run: write %s/snapshot \"2\"\n", in, in, in, safe(opts.File), in)
-		return nil
-	}
 	st, err := flight.Dump(ctx, fs, opts.Name, opts.File, fileOwners()...)
 	switch {
 	case errors.Is(err, stream.ErrRecordDir):
 		return InvalidInput(fmt.Errorf("-o %s: %s", safe(opts.File), safe(err.Error())))
 	case errors.Is(err, flight.ErrNoRecorder):
 		return InvalidInput(err)
-	case err != nil:
+	case err != nil || st == nil: // (a dry run printed its plan)
 		return err
 	}
 	if !g.DryRun {

@@ -82,6 +82,12 @@ func Dump(ctx context.Context, fs *tracefs.FS, name, out string, owners ...int) 
 	if err != nil {
 		return nil, err
 	}
+	if fs.DryRun != nil { // what Dump writes and reads, in order; nil stats
+		snap := in.Path("snapshot")
+		fmt.Fprintf(fs.DryRun, "dry-run: write %s %q\ndry-run: write %s %q\ndry-run: read %s into %s\ndry-run: write %s %q\n",
+			snap, "2", snap, "1", in.Path("per_cpu/cpu*/snapshot_raw"), out, snap, "2")
+		return nil, nil
+	}
 	return stream.Dump(ctx, in, filepath.Join(dir(fs, name), headerFile), out, owners...)
 }
 
