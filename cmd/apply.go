@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"maps"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -76,7 +78,7 @@ in the running kernel now. 'ftctl --dry-run apply -f' prints the writes themselv
 
 const planJSON = `{"profile": "slowreads", "instance": "ftctl-owned-slowreads", "declared": true, ` +
 	`"in_sync": false, "changes": [{"object": "event sched:sched_process_exit", "file": "events/sched/sched_process_exit/enable", ` +
-	`"op": "+", "have": "0", "want": "1"}], "patterns": [{"file": "set_ftrace_filter", "pattern": "vfs_read*", "functions": 4}]}: ` +
+	`"op": "+", "have": "0", "want": "1"}], "patterns": [{"file": "set_ftrace_filter", "pattern": "vfs_read*", "functions": 4, "exact": false}]}: ` +
 	`declared is false before the first apply; a change with "recreate": true is made by setting the owner up again; ` +
 	`"added"/"removed" list a function list's functions.`
 
@@ -135,11 +137,19 @@ func showPlan(g *Globals, pl *profile.Plan) error {
 			fmt.Fprintf(w, "      - %s\n", safe(f))
 		}
 	}
-	if len(pl.Patterns) > 0 {
-		fmt.Fprintln(w, "globs, and what they select now:")
-		for _, m := range pl.Patterns {
-			fmt.Fprintf(w, "  %-18s %-30s %s\n", m.File, safe(m.Pattern), plural(m.Functions, "function"))
+	exact := map[string]int{}
+	for k, m := range pl.Patterns {
+		if m.Exact {
+			exact[m.File]++
+			continue
 		}
+		if k == 0 || !slices.ContainsFunc(pl.Patterns[:k], func(p profile.PatternMatch) bool { return !p.Exact }) {
+			fmt.Fprintln(w, "globs, and what they select now:")
+		}
+		fmt.Fprintf(w, "  %-18s %-30s %s\n", m.File, safe(m.Pattern), plural(m.Functions, "function"))
+	}
+	for _, file := range slices.Sorted(maps.Keys(exact)) {
+		fmt.Fprintf(w, "%s: %s named exactly, each found\n", file, plural(exact[file], "function"))
 	}
 	if pl.Declared && pl.Recreates() {
 		fmt.Fprintln(w, "apply sets the owner up again (a definition changed): what its ring holds is lost")

@@ -41,6 +41,9 @@ type PatternMatch struct {
 	File      string `json:"file"`
 	Pattern   string `json:"pattern"`
 	Functions int    `json:"functions"`
+	// Exact: the pattern names one function (no glob), which the text output counts
+	// rather than lists.
+	Exact bool `json:"exact"`
 }
 
 // Plan is what apply would change: the profile against the kernel.
@@ -87,7 +90,8 @@ func (pl *Plan) wanted(fs *tracefs.FS, spec session.Spec) error {
 				if len(r) == 0 {
 					return nil, &filters.NoMatchError{Pattern: pt.Text, Suggestions: ix.Suggest(pt.Literal(), 3)}
 				}
-				pl.Patterns = append(pl.Patterns, PatternMatch{file, pt.Text, len(r)})
+				_, exact := pt.ExactName()
+				pl.Patterns = append(pl.Patterns, PatternMatch{file, pt.Text, len(r), exact})
 				recs = append(recs, r...)
 			}
 			slices.Sort(recs)
