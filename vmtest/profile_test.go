@@ -290,7 +290,23 @@ func TestProfileSIGKILLSoak(t *testing.T) {
 	if r := ftctlRun(t, "reset"); r.code != 0 {
 		t.Fatalf("reset: %v", r)
 	}
-	file := profileFile(t, "vmprof.json", vmprof(t, hasHist(t)))
+	text := vmprof(t, hasHist(t))
+	if ft := topFS(t).DetectFeatures(); ft.HistTriggers && ft.SyntheticEvents {
+		// every kind of object: a synthetic event fed by an onmatch() trigger, enabled with
+		// a filter (as the slowreads runbook has it)
+		text = strings.Replace(text, `"probes": ["p:myread vfs_read"],`, `"probes": ["p:myread vfs_read", "r:myret vfs_read"],
+    "synthetic": [{"name": "lat", "fields": "u64 lat"}],`, 1)
+		text = strings.Replace(text, `{"name": "sched:sched_process_fork"},`, `{"name": "sched:sched_process_fork"},
+      {"name": "synthetic:${group}_lat", "filter": "lat > 1000"},`, 1)
+		text = strings.Replace(text, `"triggers": [{"event": "${group}:myread", "trigger": "hist:keys=common_pid"}]`,
+			`"triggers": [{"event": "${group}:myread", "trigger": "hist:keys=common_pid:ts0=common_timestamp.usecs"},
+      {"event": "${group}:myret", "trigger": "hist:keys=common_pid:lat=common_timestamp.usecs-$ts0:onmatch(${group}.myread).trace(${group}_lat,$lat)"},
+      {"event": "synthetic:${group}_lat", "trigger": "hist:keys=lat.log2"}]`, 1)
+		if !strings.Contains(text, `${group}_lat,$lat`) || !strings.Contains(text, `"synthetic": [`) {
+			t.Fatalf("the soak's profile was not made:\n%s", text)
+		}
+	}
+	file := profileFile(t, "vmprof.json", text)
 	t.Cleanup(func() { ftctlRun(t, "delete", "-f", file) })
 	warmProfile(t, file)
 	before := controlState(t)
