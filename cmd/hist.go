@@ -32,13 +32,8 @@ type HistOptions struct {
 	Interval time.Duration // --interval: print the table every Interval
 }
 
-// NewCmdHist builds `ftctl hist`.
-func NewCmdHist(g *Globals, runF func(context.Context, *HistOptions) error) *cobra.Command {
-	opts := &HistOptions{G: g}
-	c := &cobra.Command{
-		Use:   "hist SYSTEM:EVENT --key FIELD[.MOD][,FIELD] [flags]",
-		Short: "Count an event's hits by key in the kernel (a hist trigger), and print the table",
-		Long: `Aggregate an event in the kernel: a hist trigger (trace-cmd's 'hist', the kernel's
+// histLong is the help text of `ftctl hist`.
+const histLong = `Aggregate an event in the kernel: a hist trigger (trace-cmd's 'hist', the kernel's
 events/SYSTEM/EVENT/trigger) counts the event's hits per key, and sums values, without
 streaming a single event to user space. At the end (--duration, Ctrl-C, SIGTERM, SIGHUP) the
 kernel's table is read, printed, and the trigger removed. --interval also prints the table (the
@@ -62,8 +57,10 @@ user's triggers on the same event (the kernel refuses a second trigger with the 
 values, sort and filter in one instance, EEXIST, and '!hist:...' removes the one that matches
 them: in a shared instance a removal could take another's). On every exit path the exact
 trigger is removed ('!' and the text written), then the instance; a session killed with
-SIGKILL is removed by 'ftctl reset'.`,
-		Example: `  # which processes read, and how much, for 10 seconds
+SIGKILL is removed by 'ftctl reset'.`
+
+// histExample lists the examples of `ftctl hist`.
+const histExample = `  # which processes read, and how much, for 10 seconds
   sudo ftctl hist syscalls:sys_enter_read --key common_pid.execname --value count \
       --sort count.descending --duration 5s
   # the sizes asked of read(2), as a log2 histogram
@@ -72,7 +69,16 @@ SIGKILL is removed by 'ftctl reset'.`,
   sudo ftctl hist syscalls:sys_enter_read --key common_pid.execname --interval 1s \
       --duration 5s -o json
   # system calls of one process, by name
-  sudo ftctl hist raw_syscalls:sys_enter --key id.syscall --filter 'common_pid == 1234' -o json`,
+  sudo ftctl hist raw_syscalls:sys_enter --key id.syscall --filter 'common_pid == 1234' -o json`
+
+// NewCmdHist builds `ftctl hist`.
+func NewCmdHist(g *Globals, runF func(context.Context, *HistOptions) error) *cobra.Command {
+	opts := &HistOptions{G: g}
+	c := &cobra.Command{
+		Use:     "hist SYSTEM:EVENT --key FIELD[.MOD][,FIELD] [flags]",
+		Short:   "Count an event's hits by key in the kernel (a hist trigger), and print the table",
+		Long:    histLong,
+		Example: histExample,
 		Args: func(c *cobra.Command, a []string) error {
 			if len(a) != 1 {
 				return InvalidInput(errors.New("want one event: ftctl hist SYSTEM:EVENT --key FIELD"))

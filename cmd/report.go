@@ -36,13 +36,8 @@ type ReportOptions struct {
 	IncludeSelf bool
 }
 
-// NewCmdReport builds `ftctl report`.
-func NewCmdReport(g *Globals, runF func(context.Context, *ReportOptions) error) *cobra.Command {
-	opts := &ReportOptions{G: g}
-	c := &cobra.Command{
-		Use:   "report [flags] FILE",
-		Short: "Print the events of a trace.dat (ftctl record's or trace-cmd record's)",
-		Long: `Read a trace.dat written by 'ftctl record' or 'trace-cmd record' (file versions 6 and 7,
+// reportLong is the help text of `ftctl report`.
+const reportLong = `Read a trace.dat written by 'ftctl record' or 'trace-cmd record' (file versions 6 and 7,
 uncompressed or compressed with zstd, as Debian's trace-cmd writes by default) and print its
 events as 'ftctl stream' prints them: the same decoder of the ring buffer's pages, the same
 text, the same JSON with -o json. The CPUs' events are merged in time order; losses show where
@@ -69,12 +64,23 @@ data, another version, a latency-tracer recording, or holding what no kernel wri
 sharing their data, a header_page or a format whose offsets and sizes do not fit, a page whose
 events run past it) is exit 2 with the byte and why, as is a --buffer the file does not hold;
 the events before a fault in the data are printed first. A function_graph depth past 64 levels
-(no kernel records one) is indented 64 levels and printed as a number.`,
-		Example: `  ftctl report trace.dat
+(no kernel records one) is indented 64 levels and printed as a number.`
+
+// reportExample lists the examples of `ftctl report`.
+const reportExample = `  ftctl report trace.dat
   # the sched_switch events of CPU 1, as JSON
   ftctl report trace.dat --event sched_switch --cpu 1 -o json
   # of a trace-cmd record -B NAME file, only the top level's events (--buffer NAME: NAME's)
-  ftctl report trace.dat --buffer ''`,
+  ftctl report trace.dat --buffer ''`
+
+// NewCmdReport builds `ftctl report`.
+func NewCmdReport(g *Globals, runF func(context.Context, *ReportOptions) error) *cobra.Command {
+	opts := &ReportOptions{G: g}
+	c := &cobra.Command{
+		Use:     "report [flags] FILE",
+		Short:   "Print the events of a trace.dat (ftctl record's or trace-cmd record's)",
+		Long:    reportLong,
+		Example: reportExample,
 		Args: func(c *cobra.Command, a []string) error {
 			if len(a) != 1 {
 				return InvalidInput(fmt.Errorf("ftctl report takes one FILE (%d given)", len(a)))

@@ -23,13 +23,8 @@ type TUIOptions struct {
 	Force    bool   // --force: the probe field passes what probe add --force passes
 }
 
-// NewCmdTUI builds `ftctl tui`. runF replaces the run function in tests.
-func NewCmdTUI(g *Globals, runF func(context.Context, *TUIOptions) error) *cobra.Command {
-	opts := &TUIOptions{G: g}
-	c := &cobra.Command{
-		Use:   "tui",
-		Short: "An interactive console: live stream, function filters, probes, top, call graphs",
-		Long: `An interactive terminal console over one trace array.
+// tuiLong is the help text of `ftctl tui`.
+const tuiLong = `An interactive terminal console over one trace array.
 
   1 Stream     the live events in coloured columns: space pauses, f follows,
                / searches (highlighted, n/N), e c p filter by event, comm, pid; the event rate
@@ -76,12 +71,23 @@ kernel is read or changed, so it needs neither root nor tracefs, and the other v
 Every buffer of a trace-cmd record -B file is shown, an instance's events after "NAME: ". As
 for a live stream, the last --ring events are kept. The file is read as ftctl report reads it,
 within the same budget (ftctl report --help): a file holding what no kernel writes ends the
-view's reading with the byte and why on the screen, and the console goes on.`,
-		Example: `  sudo ftctl tui
+view's reading with the byte and why on the screen, and the console goes on.`
+
+// tuiExample lists the examples of `ftctl tui`.
+const tuiExample = `  sudo ftctl tui
   sudo ftctl tui --keep
   sudo ftctl -B incident42 tui
-  ftctl tui --file incident.dat                 # a recording: no root, no kernel`,
-		Args: args(cobra.NoArgs),
+  ftctl tui --file incident.dat                 # a recording: no root, no kernel`
+
+// NewCmdTUI builds `ftctl tui`. runF replaces the run function in tests.
+func NewCmdTUI(g *Globals, runF func(context.Context, *TUIOptions) error) *cobra.Command {
+	opts := &TUIOptions{G: g}
+	c := &cobra.Command{
+		Use:     "tui",
+		Short:   "An interactive console: live stream, function filters, probes, top, call graphs",
+		Long:    tuiLong,
+		Example: tuiExample,
+		Args:    args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if runF != nil {
 				return runF(c.Context(), opts)
