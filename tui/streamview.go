@@ -381,6 +381,52 @@ func lowerASCII(s string) string {
 	return s
 }
 
+// searchAgain moves to the next match of the search, upwards (dir -1: older) or downwards.
+func (v *StreamView) searchAgain(dir int) tea.Cmd {
+	if v.query == "" {
+		return notice("no search: / starts one", true)
+	}
+	_, bottom, cur := v.window()
+	if cur < 0 {
+		cur = bottom
+		if dir < 0 {
+			cur++ // following: the newest row is a candidate too
+		}
+	}
+	i := v.find(cur+dir, dir)
+	if i < 0 {
+		return notice(fmt.Sprintf("%q: no more matches %s", v.query, map[int]string{-1: "above", 1: "below"}[dir]), false)
+	}
+	v.jump(i)
+	return nil
+}
+
+// prefill is what a filter's prompt starts with: the filter as it is, else the selected row's.
+func (v *StreamView) prefill(kind promptKind) string {
+	r := v.selected()
+	switch kind {
+	case promptEvent:
+		val := strings.Join(v.filter.Events, " ")
+		if val == "" && r != nil {
+			val = string(stream.AppendEscaped(nil, r.EventName()))
+		}
+		return val
+	case promptComm:
+		val := v.filter.Comm
+		if val == "" && r != nil && r.Comm != nil {
+			val = string(stream.AppendEscaped(nil, r.Comm))
+		}
+		return val
+	case promptPID:
+		if v.filter.HasPID {
+			return strconv.Itoa(v.filter.PID)
+		} else if r != nil && r.Comm != nil {
+			return strconv.Itoa(int(r.PID))
+		}
+	}
+	return ""
+}
+
 // Update handles the view's keys.
 func (v *StreamView) Update(msg tea.Msg) tea.Cmd {
 	if p, ok := msg.(tea.PasteMsg); ok && v.pkind != promptNone {
@@ -420,49 +466,17 @@ func (v *StreamView) Update(msg tea.Msg) tea.Cmd {
 	case key.Matches(km, k.Search):
 		return v.openPrompt(promptSearch, "search: ", v.query)
 	case key.Matches(km, k.Next), key.Matches(km, k.Prev):
-		if v.query == "" {
-			return notice("no search: / starts one", true)
-		}
 		dir := -1
 		if key.Matches(km, k.Prev) {
 			dir = 1
 		}
-		_, bottom, cur := v.window()
-		if cur < 0 {
-			cur = bottom
-			if dir < 0 {
-				cur++ // following: the newest row is a candidate too
-			}
-		}
-		if i := v.find(cur+dir, dir); i >= 0 {
-			v.jump(i)
-		} else {
-			return notice(fmt.Sprintf("%q: no more matches %s", v.query, map[int]string{-1: "above", 1: "below"}[dir]), false)
-		}
+		return v.searchAgain(dir)
 	case key.Matches(km, k.Event):
-		val := strings.Join(v.filter.Events, " ")
-		if val == "" {
-			if r := v.selected(); r != nil {
-				val = string(stream.AppendEscaped(nil, r.EventName()))
-			}
-		}
-		return v.openPrompt(promptEvent, "event (glob, empty: any): ", val)
+		return v.openPrompt(promptEvent, "event (glob, empty: any): ", v.prefill(promptEvent))
 	case key.Matches(km, k.Comm):
-		val := v.filter.Comm
-		if val == "" {
-			if r := v.selected(); r != nil && r.Comm != nil {
-				val = string(stream.AppendEscaped(nil, r.Comm))
-			}
-		}
-		return v.openPrompt(promptComm, "comm (glob, empty: any): ", val)
+		return v.openPrompt(promptComm, "comm (glob, empty: any): ", v.prefill(promptComm))
 	case key.Matches(km, k.PID):
-		val := ""
-		if v.filter.HasPID {
-			val = strconv.Itoa(v.filter.PID)
-		} else if r := v.selected(); r != nil && r.Comm != nil {
-			val = strconv.Itoa(int(r.PID))
-		}
-		return v.openPrompt(promptPID, "pid (empty: any): ", val)
+		return v.openPrompt(promptPID, "pid (empty: any): ", v.prefill(promptPID))
 	case key.Matches(km, k.Clear):
 		v.query = ""
 		if err := v.setFilter(stream.Filter{}); err != nil {
