@@ -579,46 +579,8 @@ func (v *StreamView) filterText() string {
 // View renders the view in exactly height lines of width cells.
 func (v *StreamView) View() string {
 	s := v.env.styles
-	var lines []string
-	// 1: state and counters, always visible.
-	var state string
-	switch {
-	case v.ended != "":
-		state = s.Err.Render("■ ENDED")
-	case v.follow:
-		state = s.OK.Render("● FOLLOWING")
-	default:
-		state = s.Paused.Render(" PAUSED ") + " +" + itoa(v.newSince) + " new"
-	}
-	lost := fmt.Sprintf("lost: %s reported · %s overrun · %s dropped", itoa(v.lostReported), itoa(v.overrun), itoa(v.dropped))
-	if v.lostUncounted > 0 {
-		lost += fmt.Sprintf(" (+%s LOST lines uncounted)", itoa(v.lostUncounted))
-	}
-	if v.behind > 0 {
-		lost += " · " + itoa(v.behind) + " behind (not shown)"
-	}
-	lostStyle := s.Dim
-	if v.lostReported+v.lostUncounted+v.overrun+v.dropped+v.behind > 0 {
-		lostStyle = s.Err
-	}
-	lines = append(lines, fit(fmt.Sprintf("%s  %s ev/s · %s events · %s kept  %s", state,
-		itoa(int64(v.rate+0.5)), itoa(v.total), itoa(int64(v.ring.Len())), lostStyle.Render(lost)), v.width))
-	// 2: filters and search.
-	var fl string
-	if ft := v.filterText(); ft != "" {
-		fl = s.Warn.Render("filter: "+ft) + fmt.Sprintf(" · %s match", itoa(int64(v.count())))
-	} else {
-		fl = s.Dim.Render("no filter (e event · c comm · p pid)")
-	}
-	if v.query != "" {
-		fl += "  " + s.Highlight.Render("search: "+v.query) + s.Dim.Render(" n/N")
-	} else {
-		fl += s.Dim.Render(" · / search")
-	}
-	if v.reader != "" {
-		fl += s.Dim.Render(" · reading " + safe(v.reader))
-	}
-	lines = append(lines, fit(fl, v.width))
+	// 1: state and counters, always visible; 2: filters and search.
+	lines := []string{fit(v.counters(), v.width), fit(v.filterLine(), v.width)}
 	for _, l := range v.endedLines() {
 		lines = append(lines, fit(l, v.width))
 	}
@@ -653,6 +615,53 @@ func (v *StreamView) View() string {
 		lines = append(lines, fit(v.prompt.View(), v.width))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// counters is the top line: following, paused or ended, the rate, the counts and the losses.
+func (v *StreamView) counters() string {
+	s := v.env.styles
+	var state string
+	switch {
+	case v.ended != "":
+		state = s.Err.Render("■ ENDED")
+	case v.follow:
+		state = s.OK.Render("● FOLLOWING")
+	default:
+		state = s.Paused.Render(" PAUSED ") + " +" + itoa(v.newSince) + " new"
+	}
+	lost := fmt.Sprintf("lost: %s reported · %s overrun · %s dropped", itoa(v.lostReported), itoa(v.overrun), itoa(v.dropped))
+	if v.lostUncounted > 0 {
+		lost += fmt.Sprintf(" (+%s LOST lines uncounted)", itoa(v.lostUncounted))
+	}
+	if v.behind > 0 {
+		lost += " · " + itoa(v.behind) + " behind (not shown)"
+	}
+	lostStyle := s.Dim
+	if v.lostReported+v.lostUncounted+v.overrun+v.dropped+v.behind > 0 {
+		lostStyle = s.Err
+	}
+	return fmt.Sprintf("%s  %s ev/s · %s events · %s kept  %s", state,
+		itoa(int64(v.rate+0.5)), itoa(v.total), itoa(int64(v.ring.Len())), lostStyle.Render(lost))
+}
+
+// filterLine is the second line: the filters, the search and the reader.
+func (v *StreamView) filterLine() string {
+	s := v.env.styles
+	var fl string
+	if ft := v.filterText(); ft != "" {
+		fl = s.Warn.Render("filter: "+ft) + fmt.Sprintf(" · %s match", itoa(int64(v.count())))
+	} else {
+		fl = s.Dim.Render("no filter (e event · c comm · p pid)")
+	}
+	if v.query != "" {
+		fl += "  " + s.Highlight.Render("search: "+v.query) + s.Dim.Render(" n/N")
+	} else {
+		fl += s.Dim.Render(" · / search")
+	}
+	if v.reader != "" {
+		fl += s.Dim.Render(" · reading " + safe(v.reader))
+	}
+	return fl
 }
 
 // segment is a piece of a row with its style.
