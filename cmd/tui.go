@@ -106,19 +106,8 @@ func NewCmdTUI(g *Globals, runF func(context.Context, *TUIOptions) error) *cobra
 
 func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	g := opts.G
-	switch {
-	case g.JSON():
-		return InvalidInput(errors.New("ftctl tui is interactive: it has no -o json"))
-	case g.DryRun:
-		return InvalidInput(errors.New("ftctl tui has no --dry-run: every change it makes is confirmed first"))
-	case opts.RingSize < 1000 || opts.RingSize > 10_000_000:
-		return InvalidInput(fmt.Errorf("--ring %d: between 1000 and 10000000 events", opts.RingSize))
-	case opts.Keep && g.Instance != "":
-		return InvalidInput(errors.New("--keep is for the private instance; with -B nothing is removed anyway"))
-	case opts.Recover && opts.File == "":
-		return InvalidInput(errors.New("--recover goes with --file (the directory a killed ftctl record left)"))
-	case opts.File != "" && (opts.Keep || g.Instance != ""):
-		return InvalidInput(errors.New("--file shows a recording: -B and --keep are for a kernel's trace arrays"))
+	if err := opts.check(); err != nil {
+		return err
 	}
 	in, okIn := terminal(g.In)
 	out, okOut := terminal(g.Out)
@@ -132,39 +121,11 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	if err != nil {
 		return err
 	}
-
-	group := session.SharedGroup
-	var inst *tracefs.Instance
-	if g.Instance != "" {
-		if inst, err = fs.Lookup(g.Instance); err != nil {
-			return err
-		}
-	} else {
-		// A private instance: a session with nothing to set up, but the instance and its group,
-		// ftctl's own threads kept out of it, held while the console runs.
-		s, err := session.New(fs, session.NewID(os.Getpid()), session.Spec{})
-		if err != nil {
-			return err
-		}
-		s.Notice = g.Notice
-		if err := traceSetup(ctx, g, s); err != nil {
-			return err
-		}
-		if err := s.Begin(); err != nil {
-			traceTeardown(g, fs, s)
-			return err
-		}
-		inst, group = s.Instance, s.Group
-		defer func() {
-			if opts.Keep {
-				s.Release()
-				fmt.Fprintf(g.Err, "ftctl: kept %s and its probes (group %s): ftctl -B %s tui attaches to it; ftctl reset removes both\n", safe(inst.Label()), group, safe(inst.Name))
-				return
-			}
-			traceTeardown(g, fs, s)
-		}()
+	inst, group, done, err := tuiInstance(ctx, opts, fs)
+	if err != nil {
+		return err
 	}
-
+	defer done()
 	backend := tui.NewKernelBackend(fs, inst, group, g.LockTimeout)
 	backend.SetForce(opts.Force)
 	defer func() {
@@ -191,6 +152,62 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 		return err
 	}
 	return nil
+}
+
+// check refuses the options that do not go together (exit 2).
+func (opts *TUIOptions) check() error {
+	g := opts.G
+	switch {
+	case g.JSON():
+		return InvalidInput(errors.New("ftctl tui is interactive: it has no -o json"))
+	case g.DryRun:
+		return InvalidInput(errors.New("ftctl tui has no --dry-run: every change it makes is confirmed first"))
+	case opts.RingSize < 1000 || opts.RingSize > 10_000_000:
+		return InvalidInput(fmt.Errorf("--ring %d: between 1000 and 10000000 events", opts.RingSize))
+	case opts.Keep && g.Instance != "":
+		return InvalidInput(errors.New("--keep is for the private instance; with -B nothing is removed anyway"))
+	case opts.Recover && opts.File == "":
+		return InvalidInput(errors.New("--recover goes with --file (the directory a killed ftctl record left)"))
+	case opts.File != "" && (opts.Keep || g.Instance != ""):
+		return InvalidInput(errors.New("--file shows a recording: -B and --keep are for a kernel's trace arrays"))
+	}
+	return nil
+}
+
+// tuiInstance is the instance the console works in, and its probe group: -B's, or a private
+// one set up now. done, once the console ended, removes the private one (--keep: keeps it,
+// and says so).
+func tuiInstance(ctx context.Context, opts *TUIOptions, fs *tracefs.FS) (inst *tracefs.Instance, group string, done func(), err error) {
+	g := opts.G
+	if g.Instance != "" {
+		if inst, err = fs.Lookup(g.Instance); err != nil {
+			return nil, "", nil, err
+		}
+		return inst, session.SharedGroup, func() {}, nil
+	}
+	// A private instance: a session with nothing to set up, but the instance and its group,
+	// ftctl's own threads kept out of it, held while the console runs.
+	s, err := session.New(fs, session.NewID(os.Getpid()), session.Spec{})
+	if err != nil {
+		return nil, "", nil, err
+	}
+	s.Notice = g.Notice
+	if err := traceSetup(ctx, g, s); err != nil {
+		return nil, "", nil, err
+	}
+	if err := s.Begin(); err != nil {
+		traceTeardown(g, fs, s)
+		return nil, "", nil, err
+	}
+	inst, group = s.Instance, s.Group
+	return inst, group, func() {
+		if opts.Keep {
+			s.Release()
+			fmt.Fprintf(g.Err, "ftctl: kept %s and its probes (group %s): ftctl -B %s tui attaches to it; ftctl reset removes both\n", safe(inst.Label()), group, safe(inst.Name))
+			return
+		}
+		traceTeardown(g, fs, s)
+	}, nil
 }
 
 // tuiFileRun is the console over a recording (--file): no kernel, nothing to tear down.
