@@ -190,7 +190,7 @@ func countRun(ctx context.Context, opts *CountOptions) error {
 	if err != nil {
 		return countError(err)
 	}
-	command, pid, err := countCommand(g, fs, argv0, opts.Command)
+	command, pid, err := commandToTrace(g, fs, argv0, opts.Command)
 	if err != nil {
 		return err
 	}
@@ -242,22 +242,6 @@ func (opts *CountOptions) method() (count.Method, error) {
 		return "", InvalidInput(fmt.Errorf("--method %s: want hist or stream", safe(strconv.Quote(opts.Method))))
 	}
 	return method, nil
-}
-
-// countCommand starts -- COMMAND held at its gate (none for argv0 ""), and returns the pid to
-// count: the command's, or in a dry run the planned one (no command is started).
-func countCommand(g *Globals, fs *tracefs.FS, argv0 string, argv []string) (*session.Command, int, error) {
-	switch {
-	case argv0 == "":
-		return nil, 0, nil
-	case g.DryRun:
-		return nil, plannedCommandPID(fs), nil
-	}
-	command, err := startCommand(g, argv0, argv)
-	if err != nil {
-		return nil, 0, err
-	}
-	return command, command.PID(), nil
 }
 
 // countChoiceNotice says on stderr how the counter counts, and why.

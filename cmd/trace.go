@@ -260,6 +260,22 @@ func plannedCommandPID(fs *tracefs.FS) int {
 	return session.PlannedPID
 }
 
+// commandToTrace starts -- COMMAND held at its gate (none for argv0 ""), and returns the pid to
+// trace: the command's, or in a dry run the planned one (no command is started).
+func commandToTrace(g *Globals, fs *tracefs.FS, argv0 string, argv []string) (*session.Command, int, error) {
+	switch {
+	case argv0 == "":
+		return nil, 0, nil
+	case g.DryRun:
+		return nil, plannedCommandPID(fs), nil
+	}
+	command, err := startCommand(g, argv0, argv)
+	if err != nil {
+		return nil, 0, err
+	}
+	return command, command.PID(), nil
+}
+
 // dryRunDone ends a session command's dry run: what was printed is the whole set-up; nothing
 // was changed, no command started, nothing read.
 func dryRunDone(g *Globals, s *session.Session) {
