@@ -181,46 +181,10 @@ func (v *ProbesView) complete() tea.Cmd {
 func (v *ProbesView) updateKey(km tea.KeyPressMsg) tea.Cmd {
 	k := v.keys
 	if v.remove != nil {
-		p := *v.remove
-		switch {
-		case key.Matches(km, v.ckeys.Yes):
-			v.remove, v.busy = nil, true
-			b, ctx := v.env.backend, v.env.ctx
-			return func() tea.Msg {
-				return probeDoneMsg{"removed " + safe(p.Name()), b.RemoveProbe(ctx, p.Group, p.Event)}
-			}
-		case key.Matches(km, v.ckeys.No):
-			v.remove = nil
-		}
-		return nil
+		return v.confirmKey(km)
 	}
 	if v.adding {
-		switch {
-		case key.Matches(km, k.Cancel):
-			v.adding = false
-			v.input.Blur()
-			return nil
-		case key.Matches(km, k.Submit):
-			if v.busy {
-				return nil
-			}
-			if v.def == nil {
-				if v.synErr == nil && v.err == nil {
-					return nil
-				}
-				return notice("fix the definition first (nothing was sent to the kernel)", true)
-			}
-			if v.env.recording {
-				return notice("the definition parses; "+recordingNote(noProbes), false)
-			}
-			v.busy, v.sent = true, v.input.Value()
-			d, b, ctx := v.def, v.env.backend, v.env.ctx
-			return func() tea.Msg {
-				a, err := b.AddProbe(ctx, d)
-				return probeAddedMsg{a, err}
-			}
-		}
-		return v.edit(km)
+		return v.addKey(km)
 	}
 	switch {
 	case key.Matches(km, k.Add):
@@ -234,20 +198,7 @@ func (v *ProbesView) updateKey(km tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(km, k.Refresh):
 		return v.refresh()
 	case key.Matches(km, k.Toggle):
-		p := v.selected()
-		if p == nil || v.busy {
-			return nil
-		}
-		on := !v.enabledHere(p)
-		v.busy = true
-		b := v.env.backend
-		what := "enabled "
-		if !on {
-			what = "disabled "
-		}
-		what += safe(p.Name()) + " in the " + v.env.instanceLabel()
-		g, e := p.Group, p.Event
-		return func() tea.Msg { return probeDoneMsg{what, b.EnableProbe(g, e, on)} }
+		return v.toggle()
 	case key.Matches(km, k.Remove):
 		if p := v.selected(); p != nil {
 			q := *p
@@ -255,6 +206,72 @@ func (v *ProbesView) updateKey(km tea.KeyPressMsg) tea.Cmd {
 		}
 	}
 	return nil
+}
+
+// confirmKey answers the question of removing a probe: y removes it, n keeps it.
+func (v *ProbesView) confirmKey(km tea.KeyPressMsg) tea.Cmd {
+	p := *v.remove
+	switch {
+	case key.Matches(km, v.ckeys.Yes):
+		v.remove, v.busy = nil, true
+		b, ctx := v.env.backend, v.env.ctx
+		return func() tea.Msg {
+			return probeDoneMsg{"removed " + safe(p.Name()), b.RemoveProbe(ctx, p.Group, p.Event)}
+		}
+	case key.Matches(km, v.ckeys.No):
+		v.remove = nil
+	}
+	return nil
+}
+
+// addKey handles a key while a definition is typed: esc closes the prompt, enter adds the
+// probe (once the definition parses), anything else edits.
+func (v *ProbesView) addKey(km tea.KeyPressMsg) tea.Cmd {
+	k := v.keys
+	switch {
+	case key.Matches(km, k.Cancel):
+		v.adding = false
+		v.input.Blur()
+		return nil
+	case key.Matches(km, k.Submit):
+		if v.busy {
+			return nil
+		}
+		if v.def == nil {
+			if v.synErr == nil && v.err == nil {
+				return nil
+			}
+			return notice("fix the definition first (nothing was sent to the kernel)", true)
+		}
+		if v.env.recording {
+			return notice("the definition parses; "+recordingNote(noProbes), false)
+		}
+		v.busy, v.sent = true, v.input.Value()
+		d, b, ctx := v.def, v.env.backend, v.env.ctx
+		return func() tea.Msg {
+			a, err := b.AddProbe(ctx, d)
+			return probeAddedMsg{a, err}
+		}
+	}
+	return v.edit(km)
+}
+
+// toggle enables the selected probe in the view's instance, or disables it.
+func (v *ProbesView) toggle() tea.Cmd {
+	p := v.selected()
+	if p == nil || v.busy {
+		return nil
+	}
+	on := !v.enabledHere(p)
+	v.busy = true
+	b := v.env.backend
+	what := "enabled "
+	if !on {
+		what = "disabled "
+	}
+	what += safe(p.Name()) + " in the " + v.env.instanceLabel()
+	g, e := p.Group, p.Event
+	return func() tea.Msg { return probeDoneMsg{what, b.EnableProbe(g, e, on)} }
 }
 
 func (v *ProbesView) selected() *probes.Probe {
