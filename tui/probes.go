@@ -345,12 +345,7 @@ func (v *ProbesView) View() string {
 	if v.adding {
 		foot = append(foot, v.addView()...)
 	} else if v.remove != nil {
-		p := v.remove
-		msg := fmt.Sprintf("remove %s? it is disabled everywhere first", safe(p.Name()))
-		if p.Owner != "ftctl" {
-			msg += s.Warn.Render(" (it is not ftctl's: group " + safe(p.Group) + ")")
-		}
-		foot = append(foot, s.Warn.Render(msg), s.Key.Render("y/enter")+" remove   "+s.Key.Render("n/esc")+" keep")
+		foot = append(foot, v.removeView()...)
 	}
 	var body []string
 	switch {
@@ -371,34 +366,51 @@ func (v *ProbesView) View() string {
 		first = v.sel - room + 1
 	}
 	for i := first; i < len(v.list) && len(body) < room; i++ {
-		p := &v.list[i]
-		here := "-"
-		if v.enabledHere(p) {
-			here = "on"
-		}
-		typ := p.Type
-		if typ == "" {
-			typ = "?"
-		}
-		cur := " "
-		if i == v.sel && !v.adding {
-			cur = ">"
-		}
-		def := p.Definition
-		if p.FilterFrom == "ftctl" {
-			def += "  # if " + p.Filter + " (ftctl's record)"
-		}
-		line := fmt.Sprintf("%s%-28s %-9s %-5s %-4s %s", cur, safe(p.Name()), typ, p.Owner, here, safe(def))
-		if i == v.sel && !v.adding {
-			line = s.Selected.Render(line)
-		}
-		body = append(body, line)
+		body = append(body, v.probeLine(i))
 	}
 	for len(body) < room {
 		body = append(body, "")
 	}
 	out := append(append(head, body...), foot...)
 	return strings.Join(block(strings.Join(out, "\n"), v.width, v.height), "\n")
+}
+
+// removeView asks whether to remove the probe chosen, saying when it is not ftctl's.
+func (v *ProbesView) removeView() []string {
+	s := v.env.styles
+	p := v.remove
+	msg := fmt.Sprintf("remove %s? it is disabled everywhere first", safe(p.Name()))
+	if p.Owner != "ftctl" {
+		msg += s.Warn.Render(" (it is not ftctl's: group " + safe(p.Group) + ")")
+	}
+	return []string{s.Warn.Render(msg), s.Key.Render("y/enter") + " remove   " + s.Key.Render("n/esc") + " keep"}
+}
+
+// probeLine is the list's line of probe i.
+func (v *ProbesView) probeLine(i int) string {
+	s := v.env.styles
+	p := &v.list[i]
+	here := "-"
+	if v.enabledHere(p) {
+		here = "on"
+	}
+	typ := p.Type
+	if typ == "" {
+		typ = "?"
+	}
+	cur := " "
+	if i == v.sel && !v.adding {
+		cur = ">"
+	}
+	def := p.Definition
+	if p.FilterFrom == "ftctl" {
+		def += "  # if " + p.Filter + " (ftctl's record)"
+	}
+	line := fmt.Sprintf("%s%-28s %-9s %-5s %-4s %s", cur, safe(p.Name()), typ, p.Owner, here, safe(def))
+	if i == v.sel && !v.adding {
+		line = s.Selected.Render(line)
+	}
+	return line
 }
 
 // addView is the definition field with its live validation and the kernel's last answer.
@@ -424,21 +436,36 @@ func (v *ProbesView) addView() []string {
 		out = append(out, s.Dim.Render("  p[:[GROUP/]EVENT] [MOD:]SYM[+OFFS]|ADDR [ARGS] · r[N][:[GROUP/]EVENT] SYM [ARGS]"))
 		out = append(out, s.Dim.Render("  f[:[GROUP/]EVENT] SYM[%return] [ARGS] · t[:[GROUP/]EVENT] TRACEPOINT [ARGS] · e[:[GROUP/]EVENT] SYSTEM.EVENT [ARGS] [if FILTER]"))
 	}
-	if m := v.input.MatchedSuggestions(); len(m) > 0 && v.input.Value() != "" {
-		head := len(v.input.Value()[:strings.LastIndexAny(v.input.Value(), " \t")+1])
-		var words []string
-		for i, sug := range m {
-			if i == 8 {
-				words = append(words, fmt.Sprintf("… %d more", len(m)-i))
-				break
-			}
-			words = append(words, safe(sug[min(head, len(sug)):]))
-		}
-		out = append(out, wrapLines(s.Dim, "  ", "tab completes: "+strings.Join(words, " · ")+" (↑/↓: the others)", w)...)
-	}
+	out = append(out, v.suggestionsView()...)
 	if v.busy {
 		out = append(out, s.Dim.Render("  sending to the kernel…"))
 	}
+	return append(out, v.refusalView()...)
+}
+
+// suggestionsView lists the completions of the word typed (8 of them, and how many more).
+func (v *ProbesView) suggestionsView() []string {
+	m := v.input.MatchedSuggestions()
+	if len(m) == 0 || v.input.Value() == "" {
+		return nil
+	}
+	head := len(v.input.Value()[:strings.LastIndexAny(v.input.Value(), " \t")+1])
+	var words []string
+	for i, sug := range m {
+		if i == 8 {
+			words = append(words, fmt.Sprintf("… %d more", len(m)-i))
+			break
+		}
+		words = append(words, safe(sug[min(head, len(sug)):]))
+	}
+	return wrapLines(v.env.styles.Dim, "  ", "tab completes: "+strings.Join(words, " · ")+" (↑/↓: the others)", v.width)
+}
+
+// refusalView says why the last definition sent was not added: the kernel rejected it (with its
+// error_log), ftctl refused it, or adding it failed.
+func (v *ProbesView) refusalView() []string {
+	s, w := v.env.styles, v.width
+	var out []string
 	if re := v.rejected; re != nil {
 		head := "the kernel rejected " + fmt.Sprintf("%q", safe(v.sent))
 		var te *tracefs.Error
