@@ -17,6 +17,7 @@ import (
 	"github.com/ftctl/ftctl/hist"
 	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/session"
+	"github.com/ftctl/ftctl/tracefs"
 )
 
 // HistOptions are the inputs of `ftctl hist`.
@@ -143,20 +144,8 @@ func histRun(ctx context.Context, opts *HistOptions) error {
 	if err != nil {
 		return err
 	}
-	top := fs.Top()
-	if !top.HasEvent(system, event) {
-		return InvalidInput(fmt.Errorf("no event %s:%s (events/%s/%s does not exist; 'ftctl list events' lists them)", safe(system), safe(event), safe(system), safe(event)))
-	}
-	ft := fs.DetectFeatures()
-	if err := top.CheckHist(system, event, ft); err != nil {
+	if err := checkHistEvent(fs, system, event, t); err != nil {
 		return err
-	}
-	format, err := top.EventFormat(system, event)
-	if err != nil {
-		return err
-	}
-	if err := t.Check(format, hist.KernelOf(ft.Hist)); err != nil {
-		return histInvalid(err)
 	}
 	s, err := session.New(fs, session.NewID(os.Getpid()), session.Spec{Triggers: []session.Trigger{{System: system, Event: event, Text: t.String()}}})
 	if err != nil {
@@ -189,6 +178,27 @@ func histRun(ctx context.Context, opts *HistOptions) error {
 	}
 	if ctx.Err() != nil {
 		return ErrInterrupted
+	}
+	return nil
+}
+
+// checkHistEvent checks that the event system:event exists, takes hist triggers, and has the
+// fields t names.
+func checkHistEvent(fs *tracefs.FS, system, event string, t *hist.Trigger) error {
+	top := fs.Top()
+	if !top.HasEvent(system, event) {
+		return InvalidInput(fmt.Errorf("no event %s:%s (events/%s/%s does not exist; 'ftctl list events' lists them)", safe(system), safe(event), safe(system), safe(event)))
+	}
+	ft := fs.DetectFeatures()
+	if err := top.CheckHist(system, event, ft); err != nil {
+		return err
+	}
+	format, err := top.EventFormat(system, event)
+	if err != nil {
+		return err
+	}
+	if err := t.Check(format, hist.KernelOf(ft.Hist)); err != nil {
+		return histInvalid(err)
 	}
 	return nil
 }
@@ -377,31 +387,7 @@ type histKeyJSON struct {
 // line) with the interval and time, the text after a line with the time.
 func printHist(g *Globals, event string, t hist.Table, stamp histStamp) error {
 	if g.JSON() {
-		out := histJSON{Event: event, Trigger: t.Trigger, Rows: []histRowJSON{}, Hits: t.Hits, Entries: t.Entries, Dropped: t.Dropped}
-		if stamp.n > 0 {
-			out.Interval, out.Time = stamp.n, stamp.at.UTC().Format(time.RFC3339Nano)
-		}
-		for _, r := range t.Rows {
-			jr := histRowJSON{Values: map[string]float64{}}
-			for _, k := range r.Keys {
-				jk := histKeyJSON{Name: k.Name, Text: k.Text}
-				if k.HasNum {
-					n := k.Num
-					jk.Num = &n
-				}
-				jr.Keys = append(jr.Keys, jk)
-			}
-			for _, v := range r.Values {
-				jr.Values[v.Name] = v.Num
-			}
-			out.Rows = append(out.Rows, jr)
-		}
-		if stamp.n > 0 {
-			enc := json.NewEncoder(g.Out)
-			enc.SetEscapeHTML(false)
-			return enc.Encode(out)
-		}
-		return writeJSON(g.Out, out)
+		return writeHistJSON(g, event, t, stamp)
 	}
 	if stamp.n > 0 {
 		if stamp.n > 1 {
@@ -435,4 +421,33 @@ func printHist(g *Globals, event string, t hist.Table, stamp histStamp) error {
 	}
 	_, err := fmt.Fprintf(g.Out, "%s: %d hits, %d entries, %d dropped\n", safe(event), t.Hits, t.Entries, t.Dropped)
 	return err
+}
+
+// writeHistJSON writes a table as one JSON object: indented, or with --interval one line.
+func writeHistJSON(g *Globals, event string, t hist.Table, stamp histStamp) error {
+	out := histJSON{Event: event, Trigger: t.Trigger, Rows: []histRowJSON{}, Hits: t.Hits, Entries: t.Entries, Dropped: t.Dropped}
+	if stamp.n > 0 {
+		out.Interval, out.Time = stamp.n, stamp.at.UTC().Format(time.RFC3339Nano)
+	}
+	for _, r := range t.Rows {
+		jr := histRowJSON{Values: map[string]float64{}}
+		for _, k := range r.Keys {
+			jk := histKeyJSON{Name: k.Name, Text: k.Text}
+			if k.HasNum {
+				n := k.Num
+				jk.Num = &n
+			}
+			jr.Keys = append(jr.Keys, jk)
+		}
+		for _, v := range r.Values {
+			jr.Values[v.Name] = v.Num
+		}
+		out.Rows = append(out.Rows, jr)
+	}
+	if stamp.n > 0 {
+		enc := json.NewEncoder(g.Out)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(out)
+	}
+	return writeJSON(g.Out, out)
 }
