@@ -323,20 +323,7 @@ func (v *FunctionsView) edit(msg tea.Msg) tea.Cmd {
 func (v *FunctionsView) updateKey(km tea.KeyPressMsg) tea.Cmd {
 	k := v.keys
 	if v.confirm != nil {
-		switch {
-		case key.Matches(km, v.ckeys.Yes):
-			changes := v.confirm.changes
-			v.confirm, v.applying = nil, true
-			b, ctx := v.env.backend, v.env.ctx
-			return tea.Batch(notice("applying…", false), func() tea.Msg {
-				res, err := b.Apply(ctx, changes)
-				return appliedMsg{res, err}
-			})
-		case key.Matches(km, v.ckeys.No):
-			v.confirm = nil
-			return notice("nothing applied", false)
-		}
-		return nil
+		return v.confirmKey(km)
 	}
 	if v.env.recording {
 		switch {
@@ -346,20 +333,7 @@ func (v *FunctionsView) updateKey(km tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	if v.input.Focused() {
-		switch {
-		case key.Matches(km, k.Leave):
-			v.input.Blur()
-			return nil
-		case key.Matches(km, k.Target):
-			v.toggleTarget()
-			return nil
-		case key.Matches(km, k.Mark):
-			if strings.TrimSpace(v.input.Value()) == "" {
-				return v.plan()
-			}
-			return v.mark()
-		}
-		return v.edit(km)
+		return v.typingKey(km)
 	}
 	switch {
 	case key.Matches(km, k.Edit):
@@ -387,6 +361,44 @@ func (v *FunctionsView) updateKey(km tea.KeyPressMsg) tea.Cmd {
 		return tea.Batch(v.loadIndex(), v.loadLists())
 	}
 	return nil
+}
+
+// confirmKey answers the question of applying the plan: y applies it, n drops it.
+func (v *FunctionsView) confirmKey(km tea.KeyPressMsg) tea.Cmd {
+	switch {
+	case key.Matches(km, v.ckeys.Yes):
+		changes := v.confirm.changes
+		v.confirm, v.applying = nil, true
+		b, ctx := v.env.backend, v.env.ctx
+		return tea.Batch(notice("applying…", false), func() tea.Msg {
+			res, err := b.Apply(ctx, changes)
+			return appliedMsg{res, err}
+		})
+	case key.Matches(km, v.ckeys.No):
+		v.confirm = nil
+		return notice("nothing applied", false)
+	}
+	return nil
+}
+
+// typingKey handles a key while a pattern is typed: enter marks it (on an empty pattern,
+// plans the marks), tab switches the list, esc leaves the field, anything else edits.
+func (v *FunctionsView) typingKey(km tea.KeyPressMsg) tea.Cmd {
+	k := v.keys
+	switch {
+	case key.Matches(km, k.Leave):
+		v.input.Blur()
+		return nil
+	case key.Matches(km, k.Target):
+		v.toggleTarget()
+		return nil
+	case key.Matches(km, k.Mark):
+		if strings.TrimSpace(v.input.Value()) == "" {
+			return v.plan()
+		}
+		return v.mark()
+	}
+	return v.edit(km)
 }
 
 func other(file string) string {
