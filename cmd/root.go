@@ -248,7 +248,6 @@ func NewRootCmd(g *Globals) *cobra.Command {
 	root.SetHelpCommand(newCmdHelp())
 
 	rootFlags(root, g)
-	root.CompletionOptions.SetDefaultShellCompDirective(noFiles) // see complete.go
 
 	root.AddCommand(
 		NewCmdStatus(g, nil),
@@ -302,7 +301,8 @@ func checkGlobals(c *cobra.Command, g *Globals) error {
 	return nil
 }
 
-// rootFlags declares the global flags, every command's, and their completions.
+// rootFlags declares the global flags, every command's, and their completions (and that no
+// argument completes as a file unless a command says so).
 func rootFlags(root *cobra.Command, g *Globals) {
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.TracefsDir, "tracefs", "", "use the tracing directory `DIR` (default: $FTCTL_TRACEFS, else found in /proc/self/mountinfo)")
@@ -317,6 +317,7 @@ func rootFlags(root *cobra.Command, g *Globals) {
 	registerFlagCompletion(root, "instance", completeInstanceNames(g))
 	registerFlagCompletion(root, "output", cobra.FixedCompletions([]cobra.Completion{"text", "json"}, noFiles))
 	registerFlagCompletion(root, "color", cobra.FixedCompletions(colorModes, noFiles))
+	root.CompletionOptions.SetDefaultShellCompDirective(noFiles) // see complete.go
 }
 
 // aliases are the names people type for the commands every group shares.
