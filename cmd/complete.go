@@ -162,13 +162,35 @@ func completePattern(keys iter.Seq[filters.Key], toComplete string) ([]cobra.Com
 	if err != nil {
 		return nil, noFiles
 	}
+	names, matched, capped := matchedNames(keys, p)
+	if matched == 0 {
+		return nil, noFiles
+	}
+	modules := nameModules(keys, names)
+	out := make([]cobra.Completion, 0, len(names)+1)
+	for _, n := range names {
+		if m := modules[n]; m != "" {
+			out = append(out, cobra.CompletionWithDesc(n, "["+m+"]"))
+		} else {
+			out = append(out, n)
+		}
+	}
+	if capped {
+		out = cobra.AppendActiveHelp(out, fmt.Sprintf("%d names shown; %d functions match: type more of the name", len(names), matched))
+	}
+	return out, noFiles
+}
+
+// matchedNames are the names of keys p matches that completion offers: the smallest distinct
+// ones (maxCompletions-1 of them), sorted, and the largest; matched counts the functions
+// (records) that match, and capped says that some name between was left out.
+func matchedNames(keys iter.Seq[filters.Key], p *filters.Pattern) (names []string, matched int, capped bool) {
 	const keep = maxCompletions - 1
 	var (
 		first      = make([]string, 0, keep) // the smallest distinct names, sorted
 		last       string                    // the largest name
 		minDropped string                    // the smallest name not kept in first
 		dropped    bool
-		matched    int // functions (records) that match
 	)
 	drop := func(n string) {
 		if !dropped || n < minDropped {
@@ -199,16 +221,18 @@ func completePattern(keys iter.Seq[filters.Key], toComplete string) ([]cobra.Com
 		first = slices.Insert(first, i, n)
 	}
 	if matched == 0 {
-		return nil, noFiles
+		return nil, 0, false
 	}
-	names := first
+	names = first
 	if !slices.Contains(first, last) {
 		names = append(names, last)
 	}
 	// More names than offered: some name was dropped that is not the last.
-	capped := dropped && minDropped < last
+	return names, matched, dropped && minDropped < last
+}
 
-	// The module of each offered name; "" for the core kernel or several modules.
+// nameModules is the module of each of names: "" for the core kernel or several modules.
+func nameModules(keys iter.Seq[filters.Key], names []string) map[string]string {
 	modules := make(map[string]string, len(names))
 	seen := make(map[string]bool, len(names))
 	for _, n := range names {
@@ -223,18 +247,7 @@ func completePattern(keys iter.Seq[filters.Key], toComplete string) ([]cobra.Com
 			}
 		}
 	}
-	out := make([]cobra.Completion, 0, len(names)+1)
-	for _, n := range names {
-		if m := modules[n]; m != "" {
-			out = append(out, cobra.CompletionWithDesc(n, "["+m+"]"))
-		} else {
-			out = append(out, n)
-		}
-	}
-	if capped {
-		out = cobra.AppendActiveHelp(out, fmt.Sprintf("%d names shown; %d functions match: type more of the name", len(names), matched))
-	}
-	return out, noFiles
+	return modules
 }
 
 // completeModuleQualifier completes the part after "FN:" of a pattern: ":mod:", then module names.

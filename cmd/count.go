@@ -34,13 +34,8 @@ type CountOptions struct {
 	Command  []string
 }
 
-// NewCmdCount builds `ftctl count`.
-func NewCmdCount(g *Globals, runF func(context.Context, *CountOptions) error) *cobra.Command {
-	opts := &CountOptions{G: g}
-	c := &cobra.Command{
-		Use:   "count PATTERN... [flags] [-- COMMAND ARGS...]",
-		Short: "Count the calls of kernel functions (funccount)",
-		Long: `How often kernel functions are called (perf-tools' funccount, bcc's funccount): the
+// countLong is the help text of `ftctl count`.
+const countLong = `How often kernel functions are called (perf-tools' funccount, bcc's funccount): the
 functions the PATTERNs select (the kernel's glob, as filter set: vfs_*, *_read, ext4_*:mod:ext4;
 every pattern must select a traceable function), counted in ftctl's own session (instance
 ftctl-PID-ID), by the cheapest method the kernel allows:
@@ -73,15 +68,26 @@ then, once the count ended, a summary (seconds: the whole count's; functions: ho
 patterns selected, called: how many of them were called, calls: every call, --top aside;
 lower_bound: the stream lost events):
 {"summary":true,"intervals":1,"time":"...","seconds":1.0,"functions":2,"called":1,"calls":1234,
-"method":"hist","lower_bound":false}. No summary means the count did not end normally.`,
-		Example: `  # the vfs_ functions called in 5 seconds
+"method":"hist","lower_bound":false}. No summary means the count did not end normally.`
+
+// countExample lists the examples of `ftctl count`.
+const countExample = `  # the vfs_ functions called in 5 seconds
   sudo ftctl count 'vfs_*' --duration 5s
   # the 10 most called, every second, until Ctrl-C
   sudo ftctl count 'vfs_*' 'ksys_*' --interval 1s --top 10
   # the reads of one command, as JSON
   sudo ftctl count vfs_read -o json -- dd if=/proc/version of=/dev/null bs=1
   # many functions: counted from the stream
-  sudo ftctl count 'ext4_*' --duration 2s`,
+  sudo ftctl count 'ext4_*' --duration 2s`
+
+// NewCmdCount builds `ftctl count`.
+func NewCmdCount(g *Globals, runF func(context.Context, *CountOptions) error) *cobra.Command {
+	opts := &CountOptions{G: g}
+	c := &cobra.Command{
+		Use:     "count PATTERN... [flags] [-- COMMAND ARGS...]",
+		Short:   "Count the calls of kernel functions (funccount)",
+		Long:    countLong,
+		Example: countExample,
 		Args: func(c *cobra.Command, a []string) error {
 			dash := c.ArgsLenAtDash()
 			if dash == 0 || len(a) == 0 {
@@ -109,7 +115,6 @@ lower_bound: the stream lost events):
 	return c
 }
 
-// countInterval is what countRun prints at the end of each interval.
 // countError maps a counter's errors to the exit table.
 func countError(err error) error {
 	switch {
@@ -151,6 +156,7 @@ func armCounter(ctx context.Context, g *Globals, fs *tracefs.FS, first *count.Co
 	return c, countError(err)
 }
 
+// countInterval is what countRun prints at the end of each interval.
 type countInterval struct {
 	n       int
 	at      time.Time
@@ -163,19 +169,9 @@ func countRun(ctx context.Context, opts *CountOptions) error {
 	if err := ownSession(g, "count", opts.Duration); err != nil {
 		return err
 	}
-	switch {
-	case opts.Interval < 0:
-		return InvalidInput(errors.New("--interval must not be negative"))
-	case opts.Interval > 0 && opts.Interval < 100*time.Millisecond:
-		return InvalidInput(errors.New("--interval must be at least 100ms"))
-	case opts.Top < 0:
-		return InvalidInput(errors.New("--top must not be negative"))
-	case opts.PID < 0 || (opts.PID > 0 && len(opts.Command) > 0):
-		return InvalidInput(errors.New("--pid takes a task id, and not with -- COMMAND (which counts the command's calls)"))
-	}
-	method := count.Method(opts.Method)
-	if method != count.Auto && method != count.Hist && method != count.Stream {
-		return InvalidInput(fmt.Errorf("--method %s: want hist or stream", safe(strconv.Quote(opts.Method))))
+	method, err := opts.method()
+	if err != nil {
+		return err
 	}
 	patterns, err := compileAll(opts.Patterns)
 	if err != nil {
@@ -194,36 +190,29 @@ func countRun(ctx context.Context, opts *CountOptions) error {
 	if err != nil {
 		return countError(err)
 	}
-	var command *session.Command
-	pid := 0
-	switch {
-	case argv0 != "" && g.DryRun:
-		pid = plannedCommandPID(fs)
-	case argv0 != "":
-		if command, err = startCommand(g, argv0, opts.Command); err != nil {
-			return err
-		}
-		pid = command.PID()
+	command, pid, err := commandToTrace(g, fs, argv0, opts.Command)
+	if err != nil {
+		return err
 	}
-	counter, err := armCounter(ctx, g, fs, first, co, pid)
-	if err != nil || g.DryRun {
+	abort := func(err error) error {
 		if command != nil {
 			command.Abort()
 		}
-		if err == nil {
-			g.Notice("counting %s by %s: %s", plural(len(counter.Choice.Funcs), "function"), counter.Choice.Method, safe(counter.Choice.Why))
-		}
 		return err
+	}
+	counter, err := armCounter(ctx, g, fs, first, co, pid)
+	if err != nil || g.DryRun {
+		if err == nil {
+			countChoiceNotice(g, counter)
+		}
+		return abort(err)
 	}
 	s := counter.Session()
 	defer traceTeardown(g, fs, s)
 	defer counter.Close()
-	g.Notice("counting %s by %s: %s", plural(len(counter.Choice.Funcs), "function"), counter.Choice.Method, safe(counter.Choice.Why))
+	countChoiceNotice(g, counter)
 	if ctx.Err() != nil {
-		if command != nil {
-			command.Abort()
-		}
-		return ErrInterrupted
+		return abort(ErrInterrupted)
 	}
 	if counter.Choice.Method == count.Stream && os.Getenv("GOMAXPROCS") == "" {
 		// The stream engine decodes in one goroutine: one P, as ftctl stream runs it (see
@@ -231,11 +220,40 @@ func countRun(ctx context.Context, opts *CountOptions) error {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	}
 	if err := counter.Begin(ctx); err != nil {
-		if command != nil {
-			command.Abort()
-		}
-		return err
+		return abort(err)
 	}
+	return countUntilEnd(ctx, opts, namedFuncs(patterns), counter, command)
+}
+
+// method checks the options that need no kernel (exit 2 for a mistake) and returns --method.
+func (opts *CountOptions) method() (count.Method, error) {
+	switch {
+	case opts.Interval < 0:
+		return "", InvalidInput(errors.New("--interval must not be negative"))
+	case opts.Interval > 0 && opts.Interval < 100*time.Millisecond:
+		return "", InvalidInput(errors.New("--interval must be at least 100ms"))
+	case opts.Top < 0:
+		return "", InvalidInput(errors.New("--top must not be negative"))
+	case opts.PID < 0 || (opts.PID > 0 && len(opts.Command) > 0):
+		return "", InvalidInput(errors.New("--pid takes a task id, and not with -- COMMAND (which counts the command's calls)"))
+	}
+	method := count.Method(opts.Method)
+	if method != count.Auto && method != count.Hist && method != count.Stream {
+		return "", InvalidInput(fmt.Errorf("--method %s: want hist or stream", safe(strconv.Quote(opts.Method))))
+	}
+	return method, nil
+}
+
+// countChoiceNotice says on stderr how the counter counts, and why.
+func countChoiceNotice(g *Globals, counter *count.Counter) {
+	g.Notice("counting %s by %s: %s", plural(len(counter.Choice.Funcs), "function"), counter.Choice.Method, safe(counter.Choice.Why))
+}
+
+// countUntilEnd runs a begun count to its end (--duration, the command's exit, a signal, a read
+// error), printing each --interval as it ends, then the last one and the summary; the command is
+// released at the start and stopped at the end when it still runs.
+func countUntilEnd(ctx context.Context, opts *CountOptions, named []string, counter *count.Counter, command *session.Command) error {
+	g := opts.G
 	var commandDone <-chan error
 	if command != nil {
 		command.Release()
@@ -249,34 +267,9 @@ func countRun(ctx context.Context, opts *CountOptions) error {
 		defer tk.Stop()
 		tick = tk.C
 	}
-	out := &countOutput{g: g, intervals: opts.Interval > 0, top: opts.Top, named: namedFuncs(patterns),
+	out := &countOutput{g: g, intervals: opts.Interval > 0, top: opts.Top, named: named,
 		method: string(counter.Choice.Method), functions: len(counter.Choice.Funcs), start: time.Now()}
-	emit := out.interval
-	var commandErr, readErr error
-	commandEnded := false
-loop:
-	for {
-		select {
-		case commandErr = <-commandDone:
-			commandEnded = true
-			break loop
-		case <-ctx.Done():
-			break loop
-		case <-timeout:
-			break loop
-		case readErr = <-counter.Done():
-			break loop
-		case <-tick:
-			cur, err := counter.Counts()
-			if err == nil {
-				err = emit(cur, time.Now())
-			}
-			if err != nil {
-				readErr = err
-				break loop
-			}
-		}
-	}
+	commandErr, commandEnded, readErr := countWait(ctx, counter, commandDone, timeout, tick, out.interval)
 	// The last interval ends now: what the stream still holds was recorded before, and is read
 	// and counted (Stop), but the time it takes is not the interval's.
 	end := time.Now()
@@ -288,11 +281,7 @@ loop:
 		readErr = err
 	}
 	if readErr == nil {
-		cur, err := counter.Counts()
-		if err == nil {
-			err = emit(cur, end)
-		}
-		readErr = err
+		readErr = countEmit(counter, out.interval, end)
 	}
 	lost := false
 	if sum := counter.Summary(); sum != nil && sum.Lost() {
@@ -309,6 +298,37 @@ loop:
 		return ErrInterrupted
 	}
 	return commandStatus(command, commandErr)
+}
+
+// countWait emits the counts at each tick until the command exits (commandEnded, with its
+// error), ctx is done, timeout fires, or the counter fails (readErr, as a failed emit does).
+func countWait(ctx context.Context, counter *count.Counter, commandDone <-chan error, timeout, tick <-chan time.Time,
+	emit func(count.Counts, time.Time) error) (commandErr error, commandEnded bool, readErr error) {
+	for {
+		select {
+		case commandErr = <-commandDone:
+			return commandErr, true, nil
+		case <-ctx.Done():
+			return nil, false, nil
+		case <-timeout:
+			return nil, false, nil
+		case readErr = <-counter.Done():
+			return nil, false, readErr
+		case <-tick:
+			if err := countEmit(counter, emit, time.Now()); err != nil {
+				return nil, false, err
+			}
+		}
+	}
+}
+
+// countEmit emits the counter's counts so far as of now.
+func countEmit(counter *count.Counter, emit func(count.Counts, time.Time) error, now time.Time) error {
+	cur, err := counter.Counts()
+	if err != nil {
+		return err
+	}
+	return emit(cur, now)
 }
 
 // countOutput prints what count counted: each interval as it ends, and with -o json a last

@@ -357,18 +357,8 @@ func applyChanges(ctx context.Context, g *Globals, changes []filters.Change, cre
 	if err != nil {
 		return err
 	}
-	timed := func(phase string, f func() error) error {
-		start := time.Now()
-		err := f()
-		timing(phase, time.Since(start))
-		return err
-	}
-	var ix *filters.Index
-	if err := timed("read index", func() (err error) { ix, err = filters.LoadIndex(fs.Top()); return }); err != nil {
-		return err
-	}
-	var resolved *filters.Resolved
-	if err := timed("resolve", func() (err error) { resolved, err = filters.Resolve(ix, changes); return }); err != nil {
+	resolved, err := resolveChanges(fs, changes, timing)
+	if err != nil {
 		return err
 	}
 
@@ -406,6 +396,31 @@ func applyChanges(ctx context.Context, g *Globals, changes []filters.Change, cre
 	if g.JSON() {
 		return writeJSON(g.Out, results)
 	}
+	printApplied(g, in, results)
+	return nil
+}
+
+// resolveChanges reads the function index and resolves changes against it, each phase timed.
+func resolveChanges(fs *tracefs.FS, changes []filters.Change, timing func(phase string, d time.Duration)) (*filters.Resolved, error) {
+	timed := func(phase string, f func() error) error {
+		start := time.Now()
+		err := f()
+		timing(phase, time.Since(start))
+		return err
+	}
+	var ix *filters.Index
+	if err := timed("read index", func() (err error) { ix, err = filters.LoadIndex(fs.Top()); return }); err != nil {
+		return nil, err
+	}
+	var resolved *filters.Resolved
+	if err := timed("resolve", func() (err error) { resolved, err = filters.Resolve(ix, changes); return }); err != nil {
+		return nil, err
+	}
+	return resolved, nil
+}
+
+// printApplied says, per list written, what it holds now and how much changed.
+func printApplied(g *Globals, in *tracefs.Instance, results []filters.Result) {
 	for _, r := range results {
 		state := "verified"
 		if !r.Verified {
@@ -422,7 +437,6 @@ func applyChanges(ctx context.Context, g *Globals, changes []filters.Change, cre
 		}
 		fmt.Fprintf(g.Out, "%s: %s (+%d -%d), %s\n", safe(in.Rel(r.File)), after, r.Added, r.Removed, state)
 	}
-	return nil
 }
 
 // phaseTimer prints how long a phase took when FTCTL_TIMING is set (for benchmarks), and does

@@ -27,13 +27,8 @@ type GraphOptions struct {
 	Command   []string
 }
 
-// NewCmdGraph builds `ftctl graph`.
-func NewCmdGraph(g *Globals, runF func(context.Context, *GraphOptions) error) *cobra.Command {
-	opts := &GraphOptions{G: g}
-	c := &cobra.Command{
-		Use:   "graph -f ROOT [flags] [-- COMMAND ARGS...]",
-		Short: "Live call graphs of kernel functions, with the time each call took (function_graph)",
-		Long: `What ROOT calls, and how long each call takes: the kernel's function_graph tracer
+// graphLong is the help text of `ftctl graph`.
+const graphLong = `What ROOT calls, and how long each call takes: the kernel's function_graph tracer
 (trace-cmd record -p function_graph -g ROOT, perf-tools' funcgraph), read from the ring
 buffer's pages and printed as one tree per call of ROOT, once it returned.
 
@@ -66,16 +61,27 @@ SIGTERM or SIGHUP, or when stdout closes, and tears down on each as 'ftctl trace
 still open at the end are printed as unfinished (not after --count). --pid PID graphs one process
 and its children; -- COMMAND starts COMMAND, graphs it and its children only, and exits as trace
 -- COMMAND does (COMMAND's status; 125 when ftctl failed, 126 or 127 when COMMAND cannot be run
-or found).`,
-		Example: `  # what a read does, in the reads of one command
+or found).`
+
+// graphExample lists the examples of `ftctl graph`.
+const graphExample = `  # what a read does, in the reads of one command
   sudo ftctl graph -f ksys_read -- dd if=/proc/version of=/dev/null bs=64
   # vfs_read's calls three deep, for 2 seconds, as JSON
   sudo ftctl graph -f vfs_read --depth 3 --duration 2s -o json
   # only the calls of 1 ms or more under do_sys_openat2, of process 1234
   sudo ftctl graph -f do_sys_openat2 --threshold 1ms --pid 1234 --duration 3s
   # the first 10 calls of ksys_read, without what the security hooks call
-  sudo ftctl graph -f ksys_read -n security_file_permission --count 10`,
-		Args: commandAfterDash("roots go with -f, a command to graph after --"),
+  sudo ftctl graph -f ksys_read -n security_file_permission --count 10`
+
+// NewCmdGraph builds `ftctl graph`.
+func NewCmdGraph(g *Globals, runF func(context.Context, *GraphOptions) error) *cobra.Command {
+	opts := &GraphOptions{G: g}
+	c := &cobra.Command{
+		Use:     "graph -f ROOT [flags] [-- COMMAND ARGS...]",
+		Short:   "Live call graphs of kernel functions, with the time each call took (function_graph)",
+		Long:    graphLong,
+		Example: graphExample,
+		Args:    commandAfterDash("roots go with -f, a command to graph after --"),
 		RunE: func(c *cobra.Command, a []string) error {
 			opts.Command = a
 			return runCmd(c, runF, graphRun, opts)

@@ -17,6 +17,7 @@ import (
 	"github.com/ftctl/ftctl/hist"
 	"github.com/ftctl/ftctl/probes"
 	"github.com/ftctl/ftctl/session"
+	"github.com/ftctl/ftctl/tracefs"
 )
 
 // HistOptions are the inputs of `ftctl hist`.
@@ -32,13 +33,8 @@ type HistOptions struct {
 	Interval time.Duration // --interval: print the table every Interval
 }
 
-// NewCmdHist builds `ftctl hist`.
-func NewCmdHist(g *Globals, runF func(context.Context, *HistOptions) error) *cobra.Command {
-	opts := &HistOptions{G: g}
-	c := &cobra.Command{
-		Use:   "hist SYSTEM:EVENT --key FIELD[.MOD][,FIELD] [flags]",
-		Short: "Count an event's hits by key in the kernel (a hist trigger), and print the table",
-		Long: `Aggregate an event in the kernel: a hist trigger (trace-cmd's 'hist', the kernel's
+// histLong is the help text of `ftctl hist`.
+const histLong = `Aggregate an event in the kernel: a hist trigger (trace-cmd's 'hist', the kernel's
 events/SYSTEM/EVENT/trigger) counts the event's hits per key, and sums values, without
 streaming a single event to user space. At the end (--duration, Ctrl-C, SIGTERM, SIGHUP) the
 kernel's table is read, printed, and the trigger removed. --interval also prints the table (the
@@ -62,8 +58,10 @@ user's triggers on the same event (the kernel refuses a second trigger with the 
 values, sort and filter in one instance, EEXIST, and '!hist:...' removes the one that matches
 them: in a shared instance a removal could take another's). On every exit path the exact
 trigger is removed ('!' and the text written), then the instance; a session killed with
-SIGKILL is removed by 'ftctl reset'.`,
-		Example: `  # which processes read, and how much, for 10 seconds
+SIGKILL is removed by 'ftctl reset'.`
+
+// histExample lists the examples of `ftctl hist`.
+const histExample = `  # which processes read, and how much, for 10 seconds
   sudo ftctl hist syscalls:sys_enter_read --key common_pid.execname --value count \
       --sort count.descending --duration 5s
   # the sizes asked of read(2), as a log2 histogram
@@ -72,7 +70,16 @@ SIGKILL is removed by 'ftctl reset'.`,
   sudo ftctl hist syscalls:sys_enter_read --key common_pid.execname --interval 1s \
       --duration 5s -o json
   # system calls of one process, by name
-  sudo ftctl hist raw_syscalls:sys_enter --key id.syscall --filter 'common_pid == 1234' -o json`,
+  sudo ftctl hist raw_syscalls:sys_enter --key id.syscall --filter 'common_pid == 1234' -o json`
+
+// NewCmdHist builds `ftctl hist`.
+func NewCmdHist(g *Globals, runF func(context.Context, *HistOptions) error) *cobra.Command {
+	opts := &HistOptions{G: g}
+	c := &cobra.Command{
+		Use:     "hist SYSTEM:EVENT --key FIELD[.MOD][,FIELD] [flags]",
+		Short:   "Count an event's hits by key in the kernel (a hist trigger), and print the table",
+		Long:    histLong,
+		Example: histExample,
 		Args: func(c *cobra.Command, a []string) error {
 			if len(a) != 1 {
 				return InvalidInput(errors.New("want one event: ftctl hist SYSTEM:EVENT --key FIELD"))
@@ -137,20 +144,8 @@ func histRun(ctx context.Context, opts *HistOptions) error {
 	if err != nil {
 		return err
 	}
-	top := fs.Top()
-	if !top.HasEvent(system, event) {
-		return InvalidInput(fmt.Errorf("no event %s:%s (events/%s/%s does not exist; 'ftctl list events' lists them)", safe(system), safe(event), safe(system), safe(event)))
-	}
-	ft := fs.DetectFeatures()
-	if err := top.CheckHist(system, event, ft); err != nil {
+	if err := checkHistEvent(fs, system, event, t); err != nil {
 		return err
-	}
-	format, err := top.EventFormat(system, event)
-	if err != nil {
-		return err
-	}
-	if err := t.Check(format, hist.KernelOf(ft.Hist)); err != nil {
-		return histInvalid(err)
 	}
 	s, err := session.New(fs, session.NewID(os.Getpid()), session.Spec{Triggers: []session.Trigger{{System: system, Event: event, Text: t.String()}}})
 	if err != nil {
@@ -183,6 +178,27 @@ func histRun(ctx context.Context, opts *HistOptions) error {
 	}
 	if ctx.Err() != nil {
 		return ErrInterrupted
+	}
+	return nil
+}
+
+// checkHistEvent checks that the event system:event exists, takes hist triggers, and has the
+// fields t names.
+func checkHistEvent(fs *tracefs.FS, system, event string, t *hist.Trigger) error {
+	top := fs.Top()
+	if !top.HasEvent(system, event) {
+		return InvalidInput(fmt.Errorf("no event %s:%s (events/%s/%s does not exist; 'ftctl list events' lists them)", safe(system), safe(event), safe(system), safe(event)))
+	}
+	ft := fs.DetectFeatures()
+	if err := top.CheckHist(system, event, ft); err != nil {
+		return err
+	}
+	format, err := top.EventFormat(system, event)
+	if err != nil {
+		return err
+	}
+	if err := t.Check(format, hist.KernelOf(ft.Hist)); err != nil {
+		return histInvalid(err)
 	}
 	return nil
 }
@@ -371,31 +387,7 @@ type histKeyJSON struct {
 // line) with the interval and time, the text after a line with the time.
 func printHist(g *Globals, event string, t hist.Table, stamp histStamp) error {
 	if g.JSON() {
-		out := histJSON{Event: event, Trigger: t.Trigger, Rows: []histRowJSON{}, Hits: t.Hits, Entries: t.Entries, Dropped: t.Dropped}
-		if stamp.n > 0 {
-			out.Interval, out.Time = stamp.n, stamp.at.UTC().Format(time.RFC3339Nano)
-		}
-		for _, r := range t.Rows {
-			jr := histRowJSON{Values: map[string]float64{}}
-			for _, k := range r.Keys {
-				jk := histKeyJSON{Name: k.Name, Text: k.Text}
-				if k.HasNum {
-					n := k.Num
-					jk.Num = &n
-				}
-				jr.Keys = append(jr.Keys, jk)
-			}
-			for _, v := range r.Values {
-				jr.Values[v.Name] = v.Num
-			}
-			out.Rows = append(out.Rows, jr)
-		}
-		if stamp.n > 0 {
-			enc := json.NewEncoder(g.Out)
-			enc.SetEscapeHTML(false)
-			return enc.Encode(out)
-		}
-		return writeJSON(g.Out, out)
+		return writeHistJSON(g, event, t, stamp)
 	}
 	if stamp.n > 0 {
 		if stamp.n > 1 {
@@ -429,4 +421,33 @@ func printHist(g *Globals, event string, t hist.Table, stamp histStamp) error {
 	}
 	_, err := fmt.Fprintf(g.Out, "%s: %d hits, %d entries, %d dropped\n", safe(event), t.Hits, t.Entries, t.Dropped)
 	return err
+}
+
+// writeHistJSON writes a table as one JSON object: indented, or with --interval one line.
+func writeHistJSON(g *Globals, event string, t hist.Table, stamp histStamp) error {
+	out := histJSON{Event: event, Trigger: t.Trigger, Rows: []histRowJSON{}, Hits: t.Hits, Entries: t.Entries, Dropped: t.Dropped}
+	if stamp.n > 0 {
+		out.Interval, out.Time = stamp.n, stamp.at.UTC().Format(time.RFC3339Nano)
+	}
+	for _, r := range t.Rows {
+		jr := histRowJSON{Values: map[string]float64{}}
+		for _, k := range r.Keys {
+			jk := histKeyJSON{Name: k.Name, Text: k.Text}
+			if k.HasNum {
+				n := k.Num
+				jk.Num = &n
+			}
+			jr.Keys = append(jr.Keys, jk)
+		}
+		for _, v := range r.Values {
+			jr.Values[v.Name] = v.Num
+		}
+		out.Rows = append(out.Rows, jr)
+	}
+	if stamp.n > 0 {
+		enc := json.NewEncoder(g.Out)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(out)
+	}
+	return writeJSON(g.Out, out)
 }

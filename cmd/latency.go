@@ -17,6 +17,7 @@ import (
 	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/hist"
 	"github.com/ftctl/ftctl/session"
+	"github.com/ftctl/ftctl/tracefs"
 )
 
 // LatencyOptions are the inputs of `ftctl latency`.
@@ -88,11 +89,8 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	if err := ownSession(g, "latency", opts.Duration); err != nil {
 		return err
 	}
-	if opts.By != "" && opts.By != "comm" && opts.By != "pid" {
-		return InvalidInput(fmt.Errorf("--by %s: want comm or pid", safe(strconv.Quote(opts.By))))
-	}
-	if opts.PID < 0 || (opts.PID > 0 && len(opts.Command) > 0) {
-		return InvalidInput(errors.New("--pid takes a task id, and not with -- COMMAND (which counts the command's calls)"))
+	if err := opts.check(); err != nil {
+		return err
 	}
 	argv0, err := lookCommand(opts.Command)
 	if err != nil {
@@ -107,37 +105,19 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	if err := count.CheckLatency(fs, ft); err != nil {
 		return err
 	}
-	// FUNC must be a function ftrace (fprobes) and kprobes can attach to.
-	pat, err := filters.Compile(opts.Func)
-	if err != nil || strings.Trim(opts.Func, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") != "" {
-		return InvalidInput(fmt.Errorf("%s: want one function name (no wildcards)", safe(strconv.Quote(opts.Func))))
+	if err := checkLatencyFunc(top, opts.Func); err != nil {
+		return err
 	}
-	ix, err := filters.LoadIndex(top)
+	command, pid, err := commandToTrace(g, fs, argv0, opts.Command)
 	if err != nil {
 		return err
 	}
-	if len(ix.Resolve(pat)) == 0 {
-		return InvalidInput(fmt.Errorf("%s is not a traceable function (not in available_filter_functions; 'ftctl functions' lists them)", safe(opts.Func)))
-	}
-	var command *session.Command
-	switch {
-	case argv0 != "" && g.DryRun:
-		opts.PID = plannedCommandPID(fs)
-	case argv0 != "":
-		if command, err = startCommand(g, argv0, opts.Command); err != nil {
-			return err
-		}
-		opts.PID = command.PID()
+	if argv0 != "" {
+		opts.PID = pid
 	}
 	id := session.NewID(os.Getpid())
 	l := count.LatencySetup(id, opts.Func, ft.Probe.Fprobe, opts.PID, opts.By)
-	s, err := session.New(fs, id, session.Spec{Dynamic: l.Dynamic, Triggers: l.Triggers})
-	if err != nil {
-		err = sessionError(err)
-	} else {
-		s.Notice = g.Notice
-		err = histSetup(ctx, g, s, nil)
-	}
+	s, err := latencySession(ctx, g, fs, id, l)
 	if err != nil || g.DryRun {
 		if command != nil {
 			command.Abort()
@@ -145,11 +125,7 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 		return err
 	}
 	defer traceTeardown(g, fs, s)
-	what := "kprobe and kretprobe"
-	if l.Kind == 'f' {
-		what = "fprobes"
-	}
-	g.Notice("%s: %s %s/%s and %s/%s, synthetic event %s", safe(opts.Func), what, s.Group, l.Entry, s.Group, l.Return, l.Synthetic)
+	latencyNotice(g, opts.Func, s, l)
 	commandErr, err := measureFor(ctx, s, command, opts.Duration)
 	if err != nil {
 		return err
@@ -165,6 +141,52 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 		return ErrInterrupted
 	}
 	return commandStatus(command, commandErr)
+}
+
+// latencySession sets the session of l up (in a dry run, prints it).
+func latencySession(ctx context.Context, g *Globals, fs *tracefs.FS, id session.ID, l count.Latency) (*session.Session, error) {
+	s, err := session.New(fs, id, session.Spec{Dynamic: l.Dynamic, Triggers: l.Triggers})
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	s.Notice = g.Notice
+	return s, histSetup(ctx, g, s, nil)
+}
+
+// latencyNotice says on stderr what measures fn: the probes and the synthetic event.
+func latencyNotice(g *Globals, fn string, s *session.Session, l count.Latency) {
+	what := "kprobe and kretprobe"
+	if l.Kind == 'f' {
+		what = "fprobes"
+	}
+	g.Notice("%s: %s %s/%s and %s/%s, synthetic event %s", safe(fn), what, s.Group, l.Entry, s.Group, l.Return, l.Synthetic)
+}
+
+// check refuses --by and --pid values that do not go (exit 2).
+func (opts *LatencyOptions) check() error {
+	if opts.By != "" && opts.By != "comm" && opts.By != "pid" {
+		return InvalidInput(fmt.Errorf("--by %s: want comm or pid", safe(strconv.Quote(opts.By))))
+	}
+	if opts.PID < 0 || (opts.PID > 0 && len(opts.Command) > 0) {
+		return InvalidInput(errors.New("--pid takes a task id, and not with -- COMMAND (which counts the command's calls)"))
+	}
+	return nil
+}
+
+// checkLatencyFunc checks that fn is one function ftrace (fprobes) and kprobes can attach to.
+func checkLatencyFunc(top *tracefs.Instance, fn string) error {
+	pat, err := filters.Compile(fn)
+	if err != nil || strings.Trim(fn, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") != "" {
+		return InvalidInput(fmt.Errorf("%s: want one function name (no wildcards)", safe(strconv.Quote(fn))))
+	}
+	ix, err := filters.LoadIndex(top)
+	if err != nil {
+		return err
+	}
+	if len(ix.Resolve(pat)) == 0 {
+		return InvalidInput(fmt.Errorf("%s is not a traceable function (not in available_filter_functions; 'ftctl functions' lists them)", safe(fn)))
+	}
+	return nil
 }
 
 // measureFor turns tracing on and waits for the end of the measure: the command's exit (it is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 
@@ -195,31 +196,9 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 	if err != nil {
 		return err
 	}
-	m := probes.NewManager(fs)
-	m.Parser.Kernel = probes.NewKernel(fs) // kallsyms and BTF, read when a definition needs them
-	m.Parser.User = probes.NewUserSpace()  // ELF files, read when a uprobe names one
-	m.Parser.Force = opts.Force
-	d, err := m.Parser.Parse(opts.Definition)
-	var se *probes.SyntaxError
-	if errors.As(err, &se) && se.Symbol != "" {
-		if names := m.Parser.Kernel.Suggest(se.Symbol); len(names) > 0 {
-			se.Hint = "no such symbol; did you mean " + strings.Join(names, ", ") + "?"
-		}
-	}
+	m, d, err := parseProbeAdd(g, fs, opts)
 	if err != nil {
-		return syntaxError(err)
-	}
-	if d.Kind == probes.Delete {
-		return InvalidInput(fmt.Errorf("%q removes a probe: use ftctl probe remove", opts.Definition))
-	}
-	noticeForced(g, d)
-	if err := m.CheckFile(d); err != nil {
 		return err
-	}
-	if opts.Filter != "" { // its syntax before anything is written; its fields once the event exists
-		if _, err := eventfilter.Parse(opts.Filter); err != nil {
-			return InvalidInput(filterError(err))
-		}
 	}
 	fs, lock, err := g.BeginWrite(ctx)
 	if err != nil {
@@ -234,21 +213,65 @@ func probeAddRun(ctx context.Context, opts *ProbeAddOptions) error {
 	}
 	a, err := m.Add(ctx, d, aopt)
 	if err != nil {
-		var re *probes.RejectedError
-		var ee *probes.ExistsError
-		var fe *eventfilter.Error
-		switch {
-		case errors.Is(err, probes.ErrSyntax): // the line as written, with its group, is too long
-			return syntaxError(err)
-		case errors.As(err, &fe): // checked against the new event's fields; the probe was taken back
-			return InvalidInput(fmt.Errorf("%w\n  %s", filterError(err), safe(strings.TrimSuffix(err.Error(), ": "+fe.Error()))))
-		case errors.As(err, &re):
-			return rejectedError(re)
-		case errors.As(err, &ee):
-			return &explained{msg: safe(err.Error()) + "\n  --append adds the probe point to that event on purpose", err: err}
-		}
-		return err
+		return probeAddError(err)
 	}
+	return printProbeAdded(g, opts, d, a)
+}
+
+// parseProbeAdd parses and checks the definition (exit 2 for a mistake, with the close names
+// of a symbol that does not exist) and the filter's syntax, before anything is written.
+func parseProbeAdd(g *Globals, fs *tracefs.FS, opts *ProbeAddOptions) (*probes.Manager, *probes.Definition, error) {
+	m := probes.NewManager(fs)
+	m.Parser.Kernel = probes.NewKernel(fs) // kallsyms and BTF, read when a definition needs them
+	m.Parser.User = probes.NewUserSpace()  // ELF files, read when a uprobe names one
+	m.Parser.Force = opts.Force
+	d, err := m.Parser.Parse(opts.Definition)
+	var se *probes.SyntaxError
+	if errors.As(err, &se) && se.Symbol != "" {
+		if names := m.Parser.Kernel.Suggest(se.Symbol); len(names) > 0 {
+			se.Hint = "no such symbol; did you mean " + strings.Join(names, ", ") + "?"
+		}
+	}
+	if err != nil {
+		return nil, nil, syntaxError(err)
+	}
+	if d.Kind == probes.Delete {
+		return nil, nil, InvalidInput(fmt.Errorf("%q removes a probe: use ftctl probe remove", opts.Definition))
+	}
+	noticeForced(g, d)
+	if err := m.CheckFile(d); err != nil {
+		return nil, nil, err
+	}
+	if opts.Filter != "" { // its syntax before anything is written; its fields once the event exists
+		if _, err := eventfilter.Parse(opts.Filter); err != nil {
+			return nil, nil, InvalidInput(filterError(err))
+		}
+	}
+	return m, d, nil
+}
+
+// probeAddError maps the errors of Manager.Add to the exit table, with what to do about them.
+func probeAddError(err error) error {
+	var re *probes.RejectedError
+	var ee *probes.ExistsError
+	var fe *eventfilter.Error
+	switch {
+	case errors.Is(err, probes.ErrSyntax): // the line as written, with its group, is too long
+		return syntaxError(err)
+	case errors.As(err, &fe): // checked against the new event's fields; the probe was taken back
+		return InvalidInput(fmt.Errorf("%w\n  %s", filterError(err), safe(strings.TrimSuffix(err.Error(), ": "+fe.Error()))))
+	case errors.As(err, &re):
+		return rejectedError(re)
+	case errors.As(err, &ee):
+		return &explained{msg: safe(err.Error()) + "\n  --append adds the probe point to that event on purpose", err: err}
+	}
+	return err
+}
+
+// printProbeAdded says what was added: with -o json an object; else the event's name on stdout
+// and what the kernel did beyond the asked on stderr (nothing in a dry run, which printed its
+// writes).
+func printProbeAdded(g *Globals, opts *ProbeAddOptions, d *probes.Definition, a *probes.Added) error {
 	if g.JSON() {
 		out := map[string]any{
 			"group": a.Group, "event": a.Event, "name": a.Group + "/" + a.Event,
@@ -818,6 +841,12 @@ func probeArgsRun(_ context.Context, opts *ProbeArgsOptions) error {
 	if g.JSON() {
 		return writeJSON(g.Out, info)
 	}
+	writeFuncInfo(g.Out, info)
+	return nil
+}
+
+// writeFuncInfo prints a function's or tracepoint's arguments as C declarations, one a line.
+func writeFuncInfo(w io.Writer, info *probes.FuncInfo) {
 	name := info.Func
 	if info.Kind == "tracepoint" {
 		name = "tracepoint " + name + " (t:" + name + ")"
@@ -828,14 +857,13 @@ func probeArgsRun(_ context.Context, opts *ProbeArgsOptions) error {
 	if info.Module != "" {
 		name += " [" + info.Module + "]"
 	}
-	fmt.Fprintln(g.Out, safe(name))
+	fmt.Fprintln(w, safe(name))
 	for _, p := range info.Params {
-		fmt.Fprintf(g.Out, "    %s\n", safe(declare(p.Type, p.Name)))
+		fmt.Fprintf(w, "    %s\n", safe(declare(p.Type, p.Name)))
 	}
 	if info.Kind != "tracepoint" {
-		fmt.Fprintf(g.Out, "    returns %s\n", safe(info.Return))
+		fmt.Fprintf(w, "    returns %s\n", safe(info.Return))
 	}
-	return nil
 }
 
 // declare writes a C declaration: "struct file *file", "size_t count".

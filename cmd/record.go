@@ -25,13 +25,8 @@ type RecordOptions struct {
 	Mode string // --mode: the file's permissions, octal (0600 unless widened)
 }
 
-// NewCmdRecord builds `ftctl record`.
-func NewCmdRecord(g *Globals, runF func(context.Context, *RecordOptions) error) *cobra.Command {
-	opts := &RecordOptions{TraceOptions: TraceOptions{G: g}}
-	c := &cobra.Command{
-		Use:   "record [flags] [-- COMMAND ARGS...]",
-		Short: "Record a session into a trace.dat that trace-cmd and KernelShark read",
-		Long: `Set a session up as 'ftctl trace' does (its own instance and probe group, removed at the end
+// recordLong is the help text of `ftctl record`.
+const recordLong = `Set a session up as 'ftctl trace' does (its own instance and probe group, removed at the end
 on every exit path; -f, -n, -p, -e, --filter, --tracer, --pid, --buffer-kb, --clock and -O as
 trace takes them), or read an existing instance with -B (its settings are left alone; what is
 recorded is consumed from its buffer), and record the ring buffer into FILE (default trace.dat)
@@ -75,12 +70,23 @@ recording holds kallsyms and raw kernel pointers: FILE is 0600 unless --mode wid
 not there; FILE.tmp-PID holds header.dat and each CPU's pages so far (cpuN.raw), which 'ftctl
 report --recover FILE.tmp-PID' reads. The directory is named in /run/ftctl while ftctl
 records: 'ftctl reset' removes the session a killed record left, names the directory and how
-to read it, and removes it only with --remove-recordings.`,
-		Example: `  # functions of ext4 for 2 seconds (read them back with: ftctl report ext4.dat)
+to read it, and removes it only with --remove-recordings.`
+
+// recordExample lists the examples of `ftctl record`.
+const recordExample = `  # functions of ext4 for 2 seconds (read them back with: ftctl report ext4.dat)
   sudo ftctl record -f 'ext4_*' --duration 2s -o ext4.dat
   # a kprobe with a string argument and sched tracepoints, for one command
   sudo ftctl record -p 'p:open do_sys_openat2 path=+0(%si):string' -e sched:sched_switch -- ls /tmp
-  trace-cmd report trace.dat`,
+  trace-cmd report trace.dat`
+
+// NewCmdRecord builds `ftctl record`.
+func NewCmdRecord(g *Globals, runF func(context.Context, *RecordOptions) error) *cobra.Command {
+	opts := &RecordOptions{TraceOptions: TraceOptions{G: g}}
+	c := &cobra.Command{
+		Use:     "record [flags] [-- COMMAND ARGS...]",
+		Short:   "Record a session into a trace.dat that trace-cmd and KernelShark read",
+		Long:    recordLong,
+		Example: recordExample,
 		Args: func(c *cobra.Command, a []string) error {
 			if c.ArgsLenAtDash() < 0 && len(a) > 0 {
 				return InvalidInput(fmt.Errorf("unexpected argument %q: a command to record goes after --", a[0]))
@@ -111,21 +117,9 @@ var errRecordInstance = errors.New("with -B, ftctl record reads the instance as 
 
 func recordRun(ctx context.Context, opts *RecordOptions) error {
 	g := opts.G
-	if opts.Duration < 0 || opts.Count < 0 {
-		return InvalidInput(errors.New("--duration and --count must not be negative"))
-	}
-	withB := g.Instance != ""
-	if withB && (len(opts.Functions)+len(opts.Notrace)+len(opts.Probes)+len(opts.Events)+len(opts.PID)+len(opts.Command)+
-		len(opts.EventFilter)+len(opts.Options) > 0 || opts.Tracer != "" || opts.BufferKB != 0 || opts.Clock != "") {
-		return InvalidInput(errRecordInstance)
-	}
-	var spec session.Spec
-	var argv0 string
-	if !withB {
-		var err error
-		if spec, argv0, err = opts.spec(); err != nil {
-			return err
-		}
+	spec, argv0, err := opts.recordSpec()
+	if err != nil {
+		return err
 	}
 	mode, err := recordMode(opts.Mode)
 	if err != nil {
@@ -139,7 +133,6 @@ func recordRun(ctx context.Context, opts *RecordOptions) error {
 		return err
 	}
 	rd.Mode = mode
-	dir := rd.Path
 	// The recorder decodes nothing and its heap stays small. Paced by the heap's growth
 	// (GOGC), the collector runs on the megabytes read once (formats, the file's pieces) and
 	// frees nothing worth its CPU, which under load is taken from the traced workload (the
@@ -162,32 +155,62 @@ func recordRun(ctx context.Context, opts *RecordOptions) error {
 	}
 	// the directory is named in /run/ftctl before a page is moved: killed, ftctl leaves it,
 	// and 'ftctl reset' says where it is and how to read it
-	if journal, err = session.StartRecording(fs, dir, opts.File); err != nil {
+	if journal, err = session.StartRecording(fs, rd.Path, opts.File); err != nil {
 		keepDir = false
 		return err
 	}
-	if withB {
-		in, err := g.ReadInstance(fs)
-		if err != nil {
-			keepDir = false
-			return err
-		}
-		// the instance is tracing already: the pages come first, the formats and kallsyms
-		// are read beside them (Run)
-		rec, err := stream.NewRecorder(in, rd)
-		if err != nil {
-			keepDir = false
-			return err
-		}
-		rec.NameSelf = !opts.IncludeSelf
-		defer rec.Close()
-		warnIfIdle(g, in)
-		return recordTo(ctx, g, opts, rec, nil, nil, &keepDir)
+	if g.Instance != "" {
+		return recordInstance(ctx, opts, fs, rd, &keepDir)
 	}
+	return recordSession(ctx, opts, fs, rd, spec, argv0, &keepDir)
+}
 
+// recordSpec checks the options (exit 2 for a mistake) and returns the session's spec and the
+// command's resolved path; with -B, which records an instance as it is, none.
+func (opts *RecordOptions) recordSpec() (spec session.Spec, argv0 string, err error) {
+	if opts.Duration < 0 || opts.Count < 0 {
+		return spec, "", InvalidInput(errors.New("--duration and --count must not be negative"))
+	}
+	if opts.G.Instance == "" {
+		return opts.spec()
+	}
+	if len(opts.Functions)+len(opts.Notrace)+len(opts.Probes)+len(opts.Events)+len(opts.PID)+len(opts.Command)+
+		len(opts.EventFilter)+len(opts.Options) > 0 || opts.Tracer != "" || opts.BufferKB != 0 || opts.Clock != "" {
+		return spec, "", InvalidInput(errRecordInstance)
+	}
+	return spec, "", nil
+}
+
+// recordInstance records the instance -B names, as it is set up, into rd. keepDir is cleared
+// once nothing is left in rd worth keeping.
+func recordInstance(ctx context.Context, opts *RecordOptions, fs *tracefs.FS, rd *stream.RecordDir, keepDir *bool) error {
+	g := opts.G
+	in, err := g.ReadInstance(fs)
+	if err != nil {
+		*keepDir = false
+		return err
+	}
+	// the instance is tracing already: the pages come first, the formats and kallsyms
+	// are read beside them (Run)
+	rec, err := stream.NewRecorder(in, rd)
+	if err != nil {
+		*keepDir = false
+		return err
+	}
+	rec.NameSelf = !opts.IncludeSelf
+	defer rec.Close()
+	warnIfIdle(g, in)
+	return recordTo(ctx, g, opts, rec, nil, nil, keepDir)
+}
+
+// recordSession records a session of its own (spec, with -- COMMAND argv0) into rd. keepDir is
+// cleared once nothing is left in rd worth keeping.
+func recordSession(ctx context.Context, opts *RecordOptions, fs *tracefs.FS, rd *stream.RecordDir, spec session.Spec,
+	argv0 string, keepDir *bool) error {
+	g := opts.G
 	s, err := newSession(g, fs, spec)
 	if err != nil {
-		keepDir = false
+		*keepDir = false
 		return err
 	}
 	var rec *stream.Recorder
@@ -209,10 +232,10 @@ func recordRun(ctx context.Context, opts *RecordOptions) error {
 	recording := false
 	err = runSession(ctx, g, fs, s, argv0, opts.Command, recorder, func(command *session.Command) error {
 		recording = true
-		return recordTo(ctx, g, opts, rec, s.Instance, command, &keepDir)
+		return recordTo(ctx, g, opts, rec, s.Instance, command, keepDir)
 	})
 	if !recording { // nothing was recorded: the working directory goes
-		keepDir = false
+		*keepDir = false
 	}
 	return err
 }
@@ -319,16 +342,7 @@ func recordTo(ctx context.Context, g *Globals, opts *RecordOptions, rec *stream.
 		default:
 		}
 	}
-	stopped := false
-	if own != nil {
-		// Flush reads everything the CPUs hold only once tracing is off; otherwise (the write
-		// failed) no more than their buffers held: a kernel still writing would feed it forever
-		if err := own.SetTracingOn(false); err != nil {
-			fmt.Fprintf(g.Err, "ftctl: record: stopping tracing: %s; the pages are read up to what the buffers held\n", safe(err.Error()))
-		} else {
-			stopped = true
-		}
-	}
+	stopped := stopRecordedTracing(g, own)
 	if runErr != nil && !errors.Is(runErr, context.Canceled) && ctx.Err() == nil {
 		return runErr // the pages so far stay in the directory
 	}
@@ -348,18 +362,39 @@ func recordTo(ctx context.Context, g *Globals, opts *RecordOptions, rec *stream.
 	}
 	rec.Phase("removed")
 	*keepDir = false
-	if ids := rec.Stats.NoFormat; len(ids) > 0 {
-		fmt.Fprintf(g.Err, "ftctl: record: %s: the pages hold events of type %s, which no event has any more (removed while recording): the file has no format for them, and reports show them as \"no format known\"\n",
-			safe(opts.File), joinInts(ids))
-	}
-	ev, lost, b := rec.Stats.Totals()
-	if !g.Quiet || lost > 0 {
-		fmt.Fprintf(g.Err, "ftctl: record: %s: %d events, %d bytes, %d lost in %.1f s (%s)\n", safe(opts.File), ev, b, lost, rec.Stats.Seconds, rec.Stats.String())
-	}
+	recordSummary(g, opts.File, &rec.Stats)
 	if ctx.Err() != nil {
 		return ErrInterrupted
 	}
 	return commandStatus(command, commandErr)
+}
+
+// stopRecordedTracing turns tracing off in the session's instance own (nothing with -B, own
+// nil), and says whether it is off.
+func stopRecordedTracing(g *Globals, own *tracefs.Instance) bool {
+	if own == nil {
+		return false
+	}
+	// Flush reads everything the CPUs hold only once tracing is off; otherwise (the write
+	// failed) no more than their buffers held: a kernel still writing would feed it forever
+	if err := own.SetTracingOn(false); err != nil {
+		fmt.Fprintf(g.Err, "ftctl: record: stopping tracing: %s; the pages are read up to what the buffers held\n", safe(err.Error()))
+		return false
+	}
+	return true
+}
+
+// recordSummary says on stderr what the written file holds: the events without a format, and
+// the totals (with --quiet, only when events were lost).
+func recordSummary(g *Globals, file string, st *stream.RecordStats) {
+	if ids := st.NoFormat; len(ids) > 0 {
+		fmt.Fprintf(g.Err, "ftctl: record: %s: the pages hold events of type %s, which no event has any more (removed while recording): the file has no format for them, and reports show them as \"no format known\"\n",
+			safe(file), joinInts(ids))
+	}
+	ev, lost, b := st.Totals()
+	if !g.Quiet || lost > 0 {
+		fmt.Fprintf(g.Err, "ftctl: record: %s: %d events, %d bytes, %d lost in %.1f s (%s)\n", safe(file), ev, b, lost, st.Seconds, st.String())
+	}
 }
 
 // recordTimer is a Recorder.Phase that prints, when FTCTL_TIMING is set, the wall time and the

@@ -36,13 +36,8 @@ type ReportOptions struct {
 	IncludeSelf bool
 }
 
-// NewCmdReport builds `ftctl report`.
-func NewCmdReport(g *Globals, runF func(context.Context, *ReportOptions) error) *cobra.Command {
-	opts := &ReportOptions{G: g}
-	c := &cobra.Command{
-		Use:   "report [flags] FILE",
-		Short: "Print the events of a trace.dat (ftctl record's or trace-cmd record's)",
-		Long: `Read a trace.dat written by 'ftctl record' or 'trace-cmd record' (file versions 6 and 7,
+// reportLong is the help text of `ftctl report`.
+const reportLong = `Read a trace.dat written by 'ftctl record' or 'trace-cmd record' (file versions 6 and 7,
 uncompressed or compressed with zstd, as Debian's trace-cmd writes by default) and print its
 events as 'ftctl stream' prints them: the same decoder of the ring buffer's pages, the same
 text, the same JSON with -o json. The CPUs' events are merged in time order; losses show where
@@ -69,12 +64,23 @@ data, another version, a latency-tracer recording, or holding what no kernel wri
 sharing their data, a header_page or a format whose offsets and sizes do not fit, a page whose
 events run past it) is exit 2 with the byte and why, as is a --buffer the file does not hold;
 the events before a fault in the data are printed first. A function_graph depth past 64 levels
-(no kernel records one) is indented 64 levels and printed as a number.`,
-		Example: `  ftctl report trace.dat
+(no kernel records one) is indented 64 levels and printed as a number.`
+
+// reportExample lists the examples of `ftctl report`.
+const reportExample = `  ftctl report trace.dat
   # the sched_switch events of CPU 1, as JSON
   ftctl report trace.dat --event sched_switch --cpu 1 -o json
   # of a trace-cmd record -B NAME file, only the top level's events (--buffer NAME: NAME's)
-  ftctl report trace.dat --buffer ''`,
+  ftctl report trace.dat --buffer ''`
+
+// NewCmdReport builds `ftctl report`.
+func NewCmdReport(g *Globals, runF func(context.Context, *ReportOptions) error) *cobra.Command {
+	opts := &ReportOptions{G: g}
+	c := &cobra.Command{
+		Use:     "report [flags] FILE",
+		Short:   "Print the events of a trace.dat (ftctl record's or trace-cmd record's)",
+		Long:    reportLong,
+		Example: reportExample,
 		Args: func(c *cobra.Command, a []string) error {
 			if len(a) != 1 {
 				return InvalidInput(fmt.Errorf("ftctl report takes one FILE (%d given)", len(a)))
@@ -126,19 +132,39 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 	if err != nil {
 		return InvalidInput(fmt.Errorf("%s: %w", safe(opts.File), err))
 	}
+	// a file of this kernel: the enumerators its formats left take their values from its BTF
+	fo := stream.FileOptions{CPU: opts.CPU, HasCPU: opts.HasCPU, Buffers: buffers, Enum: stream.EnumResolver(&tracefs.FS{})}
+	if !opts.IncludeSelf {
+		fo.Skip = stream.SkipRecorder(file)
+	}
+	info, shown, lost, err := printRecording(ctx, g, file, fo, &filter)
+	if errors.Is(err, stream.ErrFileCPU) {
+		return InvalidInput(err)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ErrInterrupted
+		}
+		if badContent(err) {
+			// what was printed stands (the events before the fault); exit 2, where and why
+			return badFile(opts.File, err)
+		}
+		return fmt.Errorf("%s: %w", safe(opts.File), err)
+	}
+	reportNotices(g, opts.File, info, shown, lost)
+	return nil
+}
+
+// printRecording prints the events of file that filter passes, and counts them: shown, and
+// lost as the kernel marked them.
+func printRecording(ctx context.Context, g *Globals, file *tracedat.File, fo stream.FileOptions, filter *stream.Filter) (info *stream.FileInfo, shown int, lost int64, err error) {
 	w := bufio.NewWriterSize(g.Out, 256<<10)
 	text := stream.TextOptions{Color: g.colorFor(g.Out) && !g.JSON()}
 	if b := file.Buffers(); len(b) > 0 {
 		text.BufferWidth = stream.BufferWidth(b)
 	}
 	var buf []byte
-	shown, lost := 0, int64(0)
-	// a file of this kernel: the enumerators its formats left take their values from its BTF
-	fo := stream.FileOptions{CPU: opts.CPU, HasCPU: opts.HasCPU, Buffers: buffers, Enum: stream.EnumResolver(&tracefs.FS{})}
-	if !opts.IncludeSelf {
-		fo.Skip = stream.SkipRecorder(file)
-	}
-	info, err := stream.ReadFile(file, fo, func(ev *stream.Event) error {
+	info, err = stream.ReadFile(file, fo, func(ev *stream.Event) error {
 		if !filter.Match(ev) {
 			return nil
 		}
@@ -160,25 +186,17 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 	if ferr := w.Flush(); err == nil {
 		err = ferr
 	}
-	if errors.Is(err, stream.ErrFileCPU) {
-		return InvalidInput(err)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return ErrInterrupted
-		}
-		if badContent(err) {
-			// what was printed stands (the events before the fault); exit 2, where and why
-			return badFile(opts.File, err)
-		}
-		return fmt.Errorf("%s: %w", safe(opts.File), err)
-	}
+	return info, shown, lost, err
+}
+
+// reportNotices says on stderr what the report left out, and (unless --quiet) what it read.
+func reportNotices(g *Globals, name string, info *stream.FileInfo, shown int, lost int64) {
 	if info.Skipped > 0 {
 		g.Notice("%s: left out %s of ftctl record's own threads (the file names them); --include-self shows them",
-			safe(opts.File), plural(int(info.Skipped), "event"))
+			safe(name), plural(int(info.Skipped), "event"))
 	}
 	if info.Partial > 0 {
-		g.Notice("%s: the data of %s ends inside a page (the file was cut short); that page is left out", safe(opts.File), plural(info.Partial, "CPU"))
+		g.Notice("%s: the data of %s ends inside a page (the file was cut short); that page is left out", safe(name), plural(info.Partial, "CPU"))
 	}
 	if !g.Quiet {
 		read := ""
@@ -188,7 +206,6 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 		fmt.Fprintf(g.Err, "ftctl: report: %d events shown, %d lost as the kernel marked them, %d CPUs, trace clock %s%s\n",
 			shown, lost, info.CPUs, safe(info.Clock), read)
 	}
-	return nil
 }
 
 // badContent says whether err is the file's content's fault (a *stream.FileError, or
@@ -236,54 +253,73 @@ func bufferNames(names []string) []string {
 
 // openRecording opens a trace.dat, or with recover the directory a killed record left.
 func openRecording(name string, recover bool) (*tracedat.File, func(), error) {
-	var files []*os.File
-	closeAll := func() {
-		for _, f := range files {
-			f.Close()
-		}
+	files := &recordingFiles{}
+	read := readRecording
+	if recover {
+		read = readRecovered
 	}
-	open := func(path string) (*os.File, int64, error) {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, 0, badFile(path, errors.Unwrap(err))
-		}
-		files = append(files, f)
-		st, err := f.Stat()
-		if err != nil {
-			return nil, 0, badFile(path, err)
-		}
-		if st.IsDir() {
-			return nil, 0, badFile(path, errors.New("is a directory (--recover reads the directory a killed ftctl record left)"))
-		}
-		return f, st.Size(), nil
-	}
-	if !recover {
-		f, size, err := open(name)
-		if err != nil {
-			closeAll()
-			return nil, nil, err
-		}
-		file, err := tracedat.Read(f, size)
-		if err != nil {
-			closeAll()
-			return nil, nil, badFile(name, err)
-		}
-		return file, closeAll, nil
-	}
-	hf, size, err := open(filepath.Join(name, stream.HeaderFile))
+	file, err := read(name, files)
 	if err != nil {
-		closeAll()
+		files.closeAll()
 		return nil, nil, err
+	}
+	return file, files.closeAll, nil
+}
+
+// recordingFiles are the files of a recording, open while it is read and closed together.
+type recordingFiles []*os.File
+
+// open opens the file path of a recording and returns its size; a directory is refused.
+func (files *recordingFiles) open(path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, badFile(path, errors.Unwrap(err))
+	}
+	*files = append(*files, f)
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, badFile(path, err)
+	}
+	if st.IsDir() {
+		return nil, 0, badFile(path, errors.New("is a directory (--recover reads the directory a killed ftctl record left)"))
+	}
+	return f, st.Size(), nil
+}
+
+// closeAll closes every file open was given.
+func (files *recordingFiles) closeAll() {
+	for _, f := range *files {
+		f.Close()
+	}
+}
+
+// readRecording reads the trace.dat name.
+func readRecording(name string, files *recordingFiles) (*tracedat.File, error) {
+	f, size, err := files.open(name)
+	if err != nil {
+		return nil, err
+	}
+	file, err := tracedat.Read(f, size)
+	if err != nil {
+		return nil, badFile(name, err)
+	}
+	return file, nil
+}
+
+// readRecovered reads the directory name a killed ftctl record left: the header file, and the
+// pages of each CPU in cpuN.raw.
+func readRecovered(name string, files *recordingFiles) (*tracedat.File, error) {
+	hf, size, err := files.open(filepath.Join(name, stream.HeaderFile))
+	if err != nil {
+		return nil, err
 	}
 	header, err := tracedat.Read(hf, size)
 	if err != nil {
-		closeAll()
-		return nil, nil, badFile(hf.Name(), err)
+		return nil, badFile(hf.Name(), err)
 	}
 	ents, err := os.ReadDir(name)
 	if err != nil {
-		closeAll()
-		return nil, nil, badFile(name, err)
+		return nil, badFile(name, err)
 	}
 	var readers []io.ReaderAt
 	var sizes []int64
@@ -292,10 +328,9 @@ func openRecording(name string, recover bool) (*tracedat.File, func(), error) {
 		if err != nil || e.Name() != stream.CPUFile(n) || n > 4096 {
 			continue
 		}
-		f, size, err := open(filepath.Join(name, e.Name()))
+		f, size, err := files.open(filepath.Join(name, e.Name()))
 		if err != nil {
-			closeAll()
-			return nil, nil, err
+			return nil, err
 		}
 		for len(readers) <= n {
 			readers, sizes = append(readers, strings.NewReader("")), append(sizes, 0)
@@ -303,8 +338,7 @@ func openRecording(name string, recover bool) (*tracedat.File, func(), error) {
 		readers[n], sizes[n] = f, size
 	}
 	if len(readers) == 0 {
-		closeAll()
-		return nil, nil, badFile(name, errors.New("no cpuN.raw files: not what ftctl record leaves"))
+		return nil, badFile(name, errors.New("no cpuN.raw files: not what ftctl record leaves"))
 	}
-	return tracedat.WithCPUs(header, readers, sizes), closeAll, nil
+	return tracedat.WithCPUs(header, readers, sizes), nil
 }

@@ -114,20 +114,8 @@ func resetRun(ctx context.Context, opts *ResetOptions) error {
 	} else if err != nil {
 		return err
 	}
-	removed, kept := []*session.Leftover{}, []*session.Leftover{}
-	for _, l := range left {
-		if err := l.Remove(fs); err != nil {
-			errs = append(errs, err)
-		}
-		if l.State == session.StateInUse {
-			kept = append(kept, l)
-		} else {
-			removed = append(removed, l)
-		}
-		if !g.JSON() {
-			printLeftover(g, l)
-		}
-	}
+	removed, kept, rerrs := removeLeftovers(g, fs, left)
+	errs = append(errs, rerrs...)
 	recs, err := recordings(g, fs, opts.RemoveRecordings)
 	if err != nil {
 		errs = append(errs, err)
@@ -157,6 +145,26 @@ func resetRun(ctx context.Context, opts *ResetOptions) error {
 		return fmt.Errorf("reset: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// removeLeftovers removes what the sessions of left leave, but for those still in use, each
+// named (on stdout, without -o json) as it is handled.
+func removeLeftovers(g *Globals, fs *tracefs.FS, left []*session.Leftover) (removed, kept []*session.Leftover, errs []error) {
+	removed, kept = []*session.Leftover{}, []*session.Leftover{}
+	for _, l := range left {
+		if err := l.Remove(fs); err != nil {
+			errs = append(errs, err)
+		}
+		if l.State == session.StateInUse {
+			kept = append(kept, l)
+		} else {
+			removed = append(removed, l)
+		}
+		if !g.JSON() {
+			printLeftover(g, l)
+		}
+	}
+	return removed, kept, errs
 }
 
 // printLeftover says what reset did with one session's leftovers: only what it observed.

@@ -197,12 +197,8 @@ func (g *Globals) OpenInstance() (*tracefs.Instance, error) {
 	return g.ReadInstance(fs)
 }
 
-// NewRootCmd builds the command tree.
-func NewRootCmd(g *Globals) *cobra.Command {
-	root := &cobra.Command{
-		Use:   "ftctl",
-		Short: "A safe control plane for Linux ftrace",
-		Long: `ftctl drives Linux ftrace (the files under /sys/kernel/tracing) safely: function filters
+// rootLong is the help text of `ftctl` itself.
+const rootLong = `ftctl drives Linux ftrace (the files under /sys/kernel/tracing) safely: function filters
 that swap atomically and never widen by accident, kprobes validated before they reach the
 kernel, and a typed live event stream.
 
@@ -214,36 +210,28 @@ with the close names) unless given --create, so that a typo sets nothing up wher
 
 Colour (the stream's columns, the console): --color auto, the default, colours only a terminal,
 and not when NO_COLOR is set to anything but "" (no-color.org) or TERM is dumb; --color always
-colours even then, and into a pipe; --color never does not.`,
-		Example: `  sudo ftctl status
+colours even then, and into a pipe; --color never does not.`
+
+// rootExample lists the examples of `ftctl` itself.
+const rootExample = `  sudo ftctl status
   sudo ftctl status -o json
   sudo ftctl instance create mytrace
-  sudo ftctl mount`,
+  sudo ftctl mount`
+
+// NewRootCmd builds the command tree.
+func NewRootCmd(g *Globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "ftctl",
+		Short:         "A safe control plane for Linux ftrace",
+		Long:          rootLong,
+		Example:       rootExample,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// Runnable with NoArgs so that an unknown command is invalid input (exit 2).
-		Args:    args(cobra.NoArgs),
-		RunE:    func(c *cobra.Command, _ []string) error { return c.Help() },
-		Version: Version().Version,
-		PersistentPreRunE: func(c *cobra.Command, args []string) error {
-			switch g.Output {
-			case "text", "json":
-			default:
-				return InvalidInput(fmt.Errorf("-o/--output must be text or json, not %q", g.Output))
-			}
-			if g.Instance != "" || c.Flags().Changed("instance") {
-				if err := tracefs.ValidateInstanceName(g.Instance); err != nil {
-					return err
-				}
-			}
-			if !slices.Contains(colorModes, g.Color) {
-				return InvalidInput(fmt.Errorf("--color must be auto, always or never, not %q", g.Color))
-			}
-			if g.LockTimeout < 0 {
-				return InvalidInput(fmt.Errorf("--lock-timeout must not be negative"))
-			}
-			return nil
-		},
+		Args:              args(cobra.NoArgs),
+		RunE:              func(c *cobra.Command, _ []string) error { return c.Help() },
+		Version:           Version().Version,
+		PersistentPreRunE: func(c *cobra.Command, _ []string) error { return checkGlobals(c, g) },
 	}
 	root.SetIn(g.In)
 	root.SetOut(g.Out)
@@ -259,20 +247,7 @@ colours even then, and into a pipe; --color never does not.`,
 	})
 	root.SetHelpCommand(newCmdHelp())
 
-	pf := root.PersistentFlags()
-	pf.StringVar(&g.TracefsDir, "tracefs", "", "use the tracing directory `DIR` (default: $FTCTL_TRACEFS, else found in /proc/self/mountinfo)")
-	pf.StringVarP(&g.Instance, "instance", "B", "", "trace instance `NAME` (default: the top-level trace array)")
-	pf.StringVarP(&g.Output, "output", "o", "text", "output `FORMAT`: text or json")
-	pf.BoolVar(&g.DryRun, "dry-run", false, "print each write that would happen, in order, and change nothing")
-	pf.BoolVar(&g.ShowWrites, "show-writes", false, "print each write, mkdir and rmdir on stderr as it is made, as --dry-run prints them (with \"+ \")")
-	pf.BoolVarP(&g.Quiet, "quiet", "q", false, "print no notices on stderr (errors still are)")
-	pf.DurationVar(&g.LockTimeout, "lock-timeout", 5*time.Second, "give up (exit 5) after `D` waiting for another ftctl's lock without it changing hands")
-	pf.StringVar(&g.Color, "color", "auto", "colour output `WHEN`: auto (a terminal, NO_COLOR unset, TERM not dumb), always or never")
-	registerFlagCompletion(root, "tracefs", cobra.FixedCompletions(nil, cobra.ShellCompDirectiveFilterDirs))
-	registerFlagCompletion(root, "instance", completeInstanceNames(g))
-	registerFlagCompletion(root, "output", cobra.FixedCompletions([]cobra.Completion{"text", "json"}, noFiles))
-	registerFlagCompletion(root, "color", cobra.FixedCompletions(colorModes, noFiles))
-	root.CompletionOptions.SetDefaultShellCompDirective(noFiles) // see complete.go
+	rootFlags(root, g)
 
 	root.AddCommand(
 		NewCmdStatus(g, nil),
@@ -304,6 +279,46 @@ colours even then, and into a pipe; --color never does not.`,
 	)
 	groupsRefuseTypos(root)
 	return root
+}
+
+// checkGlobals checks the global flags before any command runs (exit 2 for a mistake).
+func checkGlobals(c *cobra.Command, g *Globals) error {
+	switch g.Output {
+	case "text", "json":
+	default:
+		return InvalidInput(fmt.Errorf("-o/--output must be text or json, not %q", g.Output))
+	}
+	if g.Instance != "" || c.Flags().Changed("instance") {
+		if err := tracefs.ValidateInstanceName(g.Instance); err != nil {
+			return err
+		}
+	}
+	if !slices.Contains(colorModes, g.Color) {
+		return InvalidInput(fmt.Errorf("--color must be auto, always or never, not %q", g.Color))
+	}
+	if g.LockTimeout < 0 {
+		return InvalidInput(fmt.Errorf("--lock-timeout must not be negative"))
+	}
+	return nil
+}
+
+// rootFlags declares the global flags, every command's, and their completions (and that no
+// argument completes as a file unless a command says so).
+func rootFlags(root *cobra.Command, g *Globals) {
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.TracefsDir, "tracefs", "", "use the tracing directory `DIR` (default: $FTCTL_TRACEFS, else found in /proc/self/mountinfo)")
+	pf.StringVarP(&g.Instance, "instance", "B", "", "trace instance `NAME` (default: the top-level trace array)")
+	pf.StringVarP(&g.Output, "output", "o", "text", "output `FORMAT`: text or json")
+	pf.BoolVar(&g.DryRun, "dry-run", false, "print each write that would happen, in order, and change nothing")
+	pf.BoolVar(&g.ShowWrites, "show-writes", false, "print each write, mkdir and rmdir on stderr as it is made, as --dry-run prints them (with \"+ \")")
+	pf.BoolVarP(&g.Quiet, "quiet", "q", false, "print no notices on stderr (errors still are)")
+	pf.DurationVar(&g.LockTimeout, "lock-timeout", 5*time.Second, "give up (exit 5) after `D` waiting for another ftctl's lock without it changing hands")
+	pf.StringVar(&g.Color, "color", "auto", "colour output `WHEN`: auto (a terminal, NO_COLOR unset, TERM not dumb), always or never")
+	registerFlagCompletion(root, "tracefs", cobra.FixedCompletions(nil, cobra.ShellCompDirectiveFilterDirs))
+	registerFlagCompletion(root, "instance", completeInstanceNames(g))
+	registerFlagCompletion(root, "output", cobra.FixedCompletions([]cobra.Completion{"text", "json"}, noFiles))
+	registerFlagCompletion(root, "color", cobra.FixedCompletions(colorModes, noFiles))
+	root.CompletionOptions.SetDefaultShellCompDirective(noFiles) // see complete.go
 }
 
 // aliases are the names people type for the commands every group shares.

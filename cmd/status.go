@@ -106,6 +106,28 @@ func statusRun(_ context.Context, opts *StatusOptions) error {
 
 func printStatus(w io.Writer, st *tracefs.Status) error {
 	k := kv{w: w, width: 11}
+	printSystem(k, st)
+	unavailable := append([]tracefs.Unavailable{}, st.Unavailable...)
+	for _, in := range st.Instances {
+		fmt.Fprintln(w)
+		if in.Name == "" {
+			fmt.Fprintln(w, "top level")
+		} else {
+			fmt.Fprintf(w, "instance %s\n", safe(in.Name))
+		}
+		printInstance(kv{w: w, indent: "  ", width: 10}, in)
+		unavailable = append(unavailable, in.Unavailable...)
+	}
+
+	fmt.Fprintln(w)
+	printProbeCounts(k, st)
+	printUnavailable(w, unavailable)
+	return nil
+}
+
+// printSystem prints what holds for every trace array: tracefs, the kernel, its lockdown and
+// features.
+func printSystem(k kv, st *tracefs.Status) {
 	how := st.Tracefs.Found
 	if how == "mountinfo" {
 		how = "found in /proc/self/mountinfo"
@@ -131,20 +153,10 @@ func printStatus(w io.Writer, st *tracefs.Status) error {
 	} else {
 		k.line("features", "%s", wrapWords(st.Features, 66, strings.Repeat(" ", 12)))
 	}
+}
 
-	unavailable := append([]tracefs.Unavailable{}, st.Unavailable...)
-	for _, in := range st.Instances {
-		fmt.Fprintln(w)
-		if in.Name == "" {
-			fmt.Fprintln(w, "top level")
-		} else {
-			fmt.Fprintf(w, "instance %s\n", safe(in.Name))
-		}
-		printInstance(kv{w: w, indent: "  ", width: 10}, in)
-		unavailable = append(unavailable, in.Unavailable...)
-	}
-
-	fmt.Fprintln(w)
+// printProbeCounts prints the kprobes, each with its owner, and the dynamic events by kind.
+func printProbeCounts(k kv, st *tracefs.Status) {
 	switch ks := st.Kprobes; {
 	case ks == nil:
 		k.line("kprobes", "unavailable (see below)")
@@ -153,7 +165,7 @@ func printStatus(w io.Writer, st *tracefs.Status) error {
 	default:
 		k.line("kprobes", "%d defined, %d of them ftctl's", ks.Count, ks.Owned)
 		for _, p := range ks.Probes {
-			fmt.Fprintf(w, "  %-6s %s/%s\n", p.Owner, safe(p.Group), safe(p.Event))
+			fmt.Fprintf(k.w, "  %-6s %s/%s\n", p.Owner, safe(p.Group), safe(p.Event))
 		}
 	}
 
@@ -169,23 +181,26 @@ func printStatus(w io.Writer, st *tracefs.Status) error {
 		}
 		k.line("dynamic", "%d defined, %d of them ftctl's: %s", ds.Count, ds.Owned, strings.Join(parts, ", "))
 	}
+}
 
-	if len(unavailable) > 0 {
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "unavailable control files")
-		width := 0
-		for _, u := range unavailable {
-			width = max(width, len(safe(u.File)))
-		}
-		for _, u := range unavailable {
-			what := u.Class
-			if u.Errno != "" {
-				what += " (" + u.Errno + ")"
-			}
-			fmt.Fprintf(w, "  %-*s  %s: %s\n", width, safe(u.File), what, u.Reason)
-		}
+// printUnavailable lists the control files that could not be read, and why.
+func printUnavailable(w io.Writer, unavailable []tracefs.Unavailable) {
+	if len(unavailable) == 0 {
+		return
 	}
-	return nil
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "unavailable control files")
+	width := 0
+	for _, u := range unavailable {
+		width = max(width, len(safe(u.File)))
+	}
+	for _, u := range unavailable {
+		what := u.Class
+		if u.Errno != "" {
+			what += " (" + u.Errno + ")"
+		}
+		fmt.Fprintf(w, "  %-*s  %s: %s\n", width, safe(u.File), what, u.Reason)
+	}
 }
 
 func printInstance(k kv, in tracefs.InstanceStatus) {

@@ -54,13 +54,8 @@ kernel did not count). --raw adds ` + "`raw`" + `, the line as read. --summary e
 ` + "`{\"event\":\"summary\", \"lines\", \"events\", \"shown\", \"raw\", \"own\" (events of ftctl's own threads left out), \"undecoded\" (read from the kernel but not decoded at the end: interrupted with more read than 0.3 s decodes), \"seconds\", \"end\", \"reader\" (trace_pipe or trace_pipe_raw), \"reader_why\" (why not trace_pipe_raw, with --reader auto), \"lost_reported\", \"lost_uncounted\", \"overrun\", \"dropped\", \"cpus\": [{\"cpu\", \"overrun\", \"dropped\", \"reported\"}]}`" + `.
 Strings are valid UTF-8 (invalid bytes become U+FFFD) with every control character escaped.`
 
-// NewCmdStream builds `ftctl stream`. runF replaces the run function in tests.
-func NewCmdStream(g *Globals, runF func(context.Context, *StreamOptions) error) *cobra.Command {
-	opts := &StreamOptions{G: g, Now: time.Now}
-	c := &cobra.Command{
-		Use:   "stream",
-		Short: "Print trace events as they happen, parsed, safely (trace_pipe or trace_pipe_raw)",
-		Long: `Read the trace array's ring buffer (-B for an instance) and print each event as it comes:
+// streamLong is the help text of `ftctl stream`.
+const streamLong = `Read the trace array's ring buffer (-B for an instance) and print each event as it comes:
 aligned columns for people, or one JSON object per event with -o json.
 
 Two readers, the same output. trace_pipe gives lines the kernel formatted; each CPU's
@@ -111,8 +106,10 @@ prints it on stdout, as the last JSON object with -o json).
 stream ends after --count events or --duration, when the buffer is empty and tracing off
 (after something was read), on Ctrl-C (exit 130), or quietly when its output is closed
 (| head: exit 0). The buffer is read ahead, pages at a time, while the events read before are
-printed: events past --count that were already read are consumed without being shown.`,
-		Example: `  # everything the top level traces, for people
+printed: events past --count that were already read are consumed without being shown.`
+
+// streamExample lists the examples of `ftctl stream`.
+const streamExample = `  # everything the top level traces, for people
   sudo ftctl stream
   # a kprobe's events as JSON, for 10 seconds
   sudo ftctl stream -o json --event myopen --duration 10s > events.ndjson
@@ -121,7 +118,16 @@ printed: events past --count that were already read are consumed without being s
   # trace_marker lines matching a regular expression, with the summary as the last JSON line
   sudo ftctl stream -o json --event marker --grep 'request [0-9]+' --summary
   # the kernel's own lines (escaped), e.g. to compare with cat trace_pipe
-  sudo ftctl stream --raw | head`,
+  sudo ftctl stream --raw | head`
+
+// NewCmdStream builds `ftctl stream`. runF replaces the run function in tests.
+func NewCmdStream(g *Globals, runF func(context.Context, *StreamOptions) error) *cobra.Command {
+	opts := &StreamOptions{G: g, Now: time.Now}
+	c := &cobra.Command{
+		Use:         "stream",
+		Short:       "Print trace events as they happen, parsed, safely (trace_pipe or trace_pipe_raw)",
+		Long:        streamLong,
+		Example:     streamExample,
 		Annotations: map[string]string{AnnotationJSON: streamJSONDoc},
 		Args:        args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {

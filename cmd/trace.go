@@ -53,13 +53,8 @@ func (e *CommandExit) Error() string {
 	return fmt.Sprintf("the traced command exited with status %d", e.Code)
 }
 
-// NewCmdTrace builds `ftctl trace`.
-func NewCmdTrace(g *Globals, runF func(context.Context, *TraceOptions) error) *cobra.Command {
-	opts := &TraceOptions{G: g}
-	c := &cobra.Command{
-		Use:   "trace [flags] [-- COMMAND ARGS...]",
-		Short: "Trace in a one-shot session that always cleans up after itself",
-		Long: `Set up tracing, stream the events, and leave the system exactly as it was found. The
+// traceLong is the help text of `ftctl trace`.
+const traceLong = `Set up tracing, stream the events, and leave the system exactly as it was found. The
 incident-response workhorse.
 
 A session runs in its own instance (ftctl-PID-ID) with its own probe group (ftctl_PID_ID; ID is
@@ -94,8 +89,10 @@ With -- COMMAND, ftctl starts COMMAND, traces only it and its children (set_ftra
 function-fork, set_event_pid with event-fork; the command is held before exec until tracing is
 ready, so its first calls are seen), stops when it exits, and exits with its status. As with
 env(1) and timeout(1), ftctl's own failures are then 125 (never 1-5, which the command may use),
-126 when COMMAND cannot be run and 127 when it is not found.`,
-		Example: `  # every call of ext4 functions for 10 seconds
+126 when COMMAND cannot be run and 127 when it is not found.`
+
+// traceExample lists the examples of `ftctl trace`.
+const traceExample = `  # every call of ext4 functions for 10 seconds
   sudo ftctl trace -f 'ext4_*' --duration 10s
   # a kprobe and a tracepoint, for one command, as JSON
   sudo ftctl trace -p 'p:open do_sys_openat2 path=+0(%si):string' \
@@ -105,8 +102,17 @@ env(1) and timeout(1), ftctl's own failures are then 125 (never 1-5, which the c
   # context switches into or out of pid 1
   sudo ftctl trace -e sched:sched_switch --filter 'prev_pid == 1 || next_pid == 1'
   # opens of files under /etc, by name
-  sudo ftctl trace -p 'p:open do_sys_openat2 path=+0(%si):string' --filter 'path ~ "/etc/*"'`,
-		Args: commandAfterDash("a command to trace goes after --"),
+  sudo ftctl trace -p 'p:open do_sys_openat2 path=+0(%si):string' --filter 'path ~ "/etc/*"'`
+
+// NewCmdTrace builds `ftctl trace`.
+func NewCmdTrace(g *Globals, runF func(context.Context, *TraceOptions) error) *cobra.Command {
+	opts := &TraceOptions{G: g}
+	c := &cobra.Command{
+		Use:     "trace [flags] [-- COMMAND ARGS...]",
+		Short:   "Trace in a one-shot session that always cleans up after itself",
+		Long:    traceLong,
+		Example: traceExample,
+		Args:    commandAfterDash("a command to trace goes after --"),
 		RunE: func(c *cobra.Command, a []string) error {
 			opts.Command = a
 			return runCmd(c, runF, traceRun, opts)
@@ -252,6 +258,22 @@ func runSession(ctx context.Context, g *Globals, fs *tracefs.FS, s *session.Sess
 func plannedCommandPID(fs *tracefs.FS) int {
 	fs.Placeholders = strings.NewReplacer(strconv.Itoa(session.PlannedPID), "$COMMAND_PID")
 	return session.PlannedPID
+}
+
+// commandToTrace starts -- COMMAND held at its gate (none for argv0 ""), and returns the pid to
+// trace: the command's, or in a dry run the planned one (no command is started).
+func commandToTrace(g *Globals, fs *tracefs.FS, argv0 string, argv []string) (*session.Command, int, error) {
+	switch {
+	case argv0 == "":
+		return nil, 0, nil
+	case g.DryRun:
+		return nil, plannedCommandPID(fs), nil
+	}
+	command, err := startCommand(g, argv0, argv)
+	if err != nil {
+		return nil, 0, err
+	}
+	return command, command.PID(), nil
 }
 
 // dryRunDone ends a session command's dry run: what was printed is the whole set-up; nothing

@@ -23,13 +23,8 @@ type TUIOptions struct {
 	Force    bool   // --force: the probe field passes what probe add --force passes
 }
 
-// NewCmdTUI builds `ftctl tui`. runF replaces the run function in tests.
-func NewCmdTUI(g *Globals, runF func(context.Context, *TUIOptions) error) *cobra.Command {
-	opts := &TUIOptions{G: g}
-	c := &cobra.Command{
-		Use:   "tui",
-		Short: "An interactive console: live stream, function filters, probes, top, call graphs",
-		Long: `An interactive terminal console over one trace array.
+// tuiLong is the help text of `ftctl tui`.
+const tuiLong = `An interactive terminal console over one trace array.
 
   1 Stream     the live events in coloured columns: space pauses, f follows,
                / searches (highlighted, n/N), e c p filter by event, comm, pid; the event rate
@@ -76,12 +71,23 @@ kernel is read or changed, so it needs neither root nor tracefs, and the other v
 Every buffer of a trace-cmd record -B file is shown, an instance's events after "NAME: ". As
 for a live stream, the last --ring events are kept. The file is read as ftctl report reads it,
 within the same budget (ftctl report --help): a file holding what no kernel writes ends the
-view's reading with the byte and why on the screen, and the console goes on.`,
-		Example: `  sudo ftctl tui
+view's reading with the byte and why on the screen, and the console goes on.`
+
+// tuiExample lists the examples of `ftctl tui`.
+const tuiExample = `  sudo ftctl tui
   sudo ftctl tui --keep
   sudo ftctl -B incident42 tui
-  ftctl tui --file incident.dat                 # a recording: no root, no kernel`,
-		Args: args(cobra.NoArgs),
+  ftctl tui --file incident.dat                 # a recording: no root, no kernel`
+
+// NewCmdTUI builds `ftctl tui`. runF replaces the run function in tests.
+func NewCmdTUI(g *Globals, runF func(context.Context, *TUIOptions) error) *cobra.Command {
+	opts := &TUIOptions{G: g}
+	c := &cobra.Command{
+		Use:     "tui",
+		Short:   "An interactive console: live stream, function filters, probes, top, call graphs",
+		Long:    tuiLong,
+		Example: tuiExample,
+		Args:    args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if runF != nil {
 				return runF(c.Context(), opts)
@@ -100,19 +106,8 @@ view's reading with the byte and why on the screen, and the console goes on.`,
 
 func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	g := opts.G
-	switch {
-	case g.JSON():
-		return InvalidInput(errors.New("ftctl tui is interactive: it has no -o json"))
-	case g.DryRun:
-		return InvalidInput(errors.New("ftctl tui has no --dry-run: every change it makes is confirmed first"))
-	case opts.RingSize < 1000 || opts.RingSize > 10_000_000:
-		return InvalidInput(fmt.Errorf("--ring %d: between 1000 and 10000000 events", opts.RingSize))
-	case opts.Keep && g.Instance != "":
-		return InvalidInput(errors.New("--keep is for the private instance; with -B nothing is removed anyway"))
-	case opts.Recover && opts.File == "":
-		return InvalidInput(errors.New("--recover goes with --file (the directory a killed ftctl record left)"))
-	case opts.File != "" && (opts.Keep || g.Instance != ""):
-		return InvalidInput(errors.New("--file shows a recording: -B and --keep are for a kernel's trace arrays"))
+	if err := opts.check(); err != nil {
+		return err
 	}
 	in, okIn := terminal(g.In)
 	out, okOut := terminal(g.Out)
@@ -126,39 +121,11 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	if err != nil {
 		return err
 	}
-
-	group := session.SharedGroup
-	var inst *tracefs.Instance
-	if g.Instance != "" {
-		if inst, err = fs.Lookup(g.Instance); err != nil {
-			return err
-		}
-	} else {
-		// A private instance: a session with nothing to set up, but the instance and its group,
-		// ftctl's own threads kept out of it, held while the console runs.
-		s, err := session.New(fs, session.NewID(os.Getpid()), session.Spec{})
-		if err != nil {
-			return err
-		}
-		s.Notice = g.Notice
-		if err := traceSetup(ctx, g, s); err != nil {
-			return err
-		}
-		if err := s.Begin(); err != nil {
-			traceTeardown(g, fs, s)
-			return err
-		}
-		inst, group = s.Instance, s.Group
-		defer func() {
-			if opts.Keep {
-				s.Release()
-				fmt.Fprintf(g.Err, "ftctl: kept %s and its probes (group %s): ftctl -B %s tui attaches to it; ftctl reset removes both\n", safe(inst.Label()), group, safe(inst.Name))
-				return
-			}
-			traceTeardown(g, fs, s)
-		}()
+	inst, group, done, err := tuiInstance(ctx, opts, fs)
+	if err != nil {
+		return err
 	}
-
+	defer done()
 	backend := tui.NewKernelBackend(fs, inst, group, g.LockTimeout)
 	backend.SetForce(opts.Force)
 	defer func() {
@@ -185,6 +152,62 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 		return err
 	}
 	return nil
+}
+
+// check refuses the options that do not go together (exit 2).
+func (opts *TUIOptions) check() error {
+	g := opts.G
+	switch {
+	case g.JSON():
+		return InvalidInput(errors.New("ftctl tui is interactive: it has no -o json"))
+	case g.DryRun:
+		return InvalidInput(errors.New("ftctl tui has no --dry-run: every change it makes is confirmed first"))
+	case opts.RingSize < 1000 || opts.RingSize > 10_000_000:
+		return InvalidInput(fmt.Errorf("--ring %d: between 1000 and 10000000 events", opts.RingSize))
+	case opts.Keep && g.Instance != "":
+		return InvalidInput(errors.New("--keep is for the private instance; with -B nothing is removed anyway"))
+	case opts.Recover && opts.File == "":
+		return InvalidInput(errors.New("--recover goes with --file (the directory a killed ftctl record left)"))
+	case opts.File != "" && (opts.Keep || g.Instance != ""):
+		return InvalidInput(errors.New("--file shows a recording: -B and --keep are for a kernel's trace arrays"))
+	}
+	return nil
+}
+
+// tuiInstance is the instance the console works in, and its probe group: -B's, or a private
+// one set up now. done, once the console ended, removes the private one (--keep: keeps it,
+// and says so).
+func tuiInstance(ctx context.Context, opts *TUIOptions, fs *tracefs.FS) (inst *tracefs.Instance, group string, done func(), err error) {
+	g := opts.G
+	if g.Instance != "" {
+		if inst, err = fs.Lookup(g.Instance); err != nil {
+			return nil, "", nil, err
+		}
+		return inst, session.SharedGroup, func() {}, nil
+	}
+	// A private instance: a session with nothing to set up, but the instance and its group,
+	// ftctl's own threads kept out of it, held while the console runs.
+	s, err := session.New(fs, session.NewID(os.Getpid()), session.Spec{})
+	if err != nil {
+		return nil, "", nil, err
+	}
+	s.Notice = g.Notice
+	if err := traceSetup(ctx, g, s); err != nil {
+		return nil, "", nil, err
+	}
+	if err := s.Begin(); err != nil {
+		traceTeardown(g, fs, s)
+		return nil, "", nil, err
+	}
+	inst, group = s.Instance, s.Group
+	return inst, group, func() {
+		if opts.Keep {
+			s.Release()
+			fmt.Fprintf(g.Err, "ftctl: kept %s and its probes (group %s): ftctl -B %s tui attaches to it; ftctl reset removes both\n", safe(inst.Label()), group, safe(inst.Name))
+			return
+		}
+		traceTeardown(g, fs, s)
+	}, nil
 }
 
 // tuiFileRun is the console over a recording (--file): no kernel, nothing to tear down.

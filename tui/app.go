@@ -233,13 +233,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		}
 		return m.frameTick()
 	case batchMsg:
-		m.stream.Add(Batch(msg))
-		m.top.Add(msg.Rows)
-		if msg.Err != nil {
-			m.stream.ended = describeErr("the stream ended", msg.Err)
-			return nil
-		}
-		return waitBatch(m.opts.Source)
+		return m.addBatch(msg)
 	case streamEndedMsg:
 		if m.stream.ended == "" {
 			m.stream.ended = "the stream ended"
@@ -250,11 +244,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		m.stream.Tick(now)
 		return tea.Batch(m.readStatus(), m.statusTick(), m.top.Tick())
 	case statusMsg:
-		m.statErr = msg.err
-		if msg.err == nil {
-			m.status = msg.st
-			m.stream.SetStatus(msg.st)
-		}
+		m.setStatus(msg)
 		return nil
 	case noticeMsg:
 		if !m.quitting { // the wait's own line stays
@@ -265,16 +255,8 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return m.quit(true)
 	case writesDoneMsg:
 		return m.writesDone(msg)
-	case tracerMsg:
-		if msg.err != nil {
-			return tea.Batch(m.readStatus(), notice(describeErr("setting the tracer to "+msg.tracer, msg.err), true))
-		}
-		return tea.Batch(m.readStatus(), notice("tracer: "+msg.tracer, false))
-	case tracingMsg:
-		if msg.err != nil {
-			return tea.Batch(m.readStatus(), notice(describeErr("writing tracing_on", msg.err), true))
-		}
-		return tea.Batch(m.readStatus(), notice(map[bool]string{true: "tracing on", false: "tracing off"}[msg.on], false))
+	case tracerMsg, tracingMsg:
+		return m.controlDone(msg)
 	case indexMsg, listsMsg, planMsg, appliedMsg, suggestMsg, previewMsg:
 		return m.funcs.Update(msg)
 	case probesMsg, probeAddedMsg, probeDoneMsg:
@@ -294,6 +276,44 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return nil
 	}
 	return m.views[m.state].Update(msg)
+}
+
+// addBatch adds a batch of the stream to the views that show it, and reads the next one
+// (none once the stream failed).
+func (m *Model) addBatch(msg batchMsg) tea.Cmd {
+	m.stream.Add(Batch(msg))
+	m.top.Add(msg.Rows)
+	if msg.Err != nil {
+		m.stream.ended = describeErr("the stream ended", msg.Err)
+		return nil
+	}
+	return waitBatch(m.opts.Source)
+}
+
+// setStatus keeps the instance's status just read (the last one on an error).
+func (m *Model) setStatus(msg statusMsg) {
+	m.statErr = msg.err
+	if msg.err == nil {
+		m.status = msg.st
+		m.stream.SetStatus(msg.st)
+	}
+}
+
+// controlDone says how setting the tracer or tracing_on went, and reads the status again.
+func (m *Model) controlDone(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case tracerMsg:
+		if msg.err != nil {
+			return tea.Batch(m.readStatus(), notice(describeErr("setting the tracer to "+msg.tracer, msg.err), true))
+		}
+		return tea.Batch(m.readStatus(), notice("tracer: "+msg.tracer, false))
+	case tracingMsg:
+		if msg.err != nil {
+			return tea.Batch(m.readStatus(), notice(describeErr("writing tracing_on", msg.err), true))
+		}
+		return tea.Batch(m.readStatus(), notice(map[bool]string{true: "tracing on", false: "tracing off"}[msg.on], false))
+	}
+	return nil
 }
 
 func (m *Model) updateKey(km tea.KeyPressMsg) tea.Cmd {

@@ -323,20 +323,7 @@ func (v *FunctionsView) edit(msg tea.Msg) tea.Cmd {
 func (v *FunctionsView) updateKey(km tea.KeyPressMsg) tea.Cmd {
 	k := v.keys
 	if v.confirm != nil {
-		switch {
-		case key.Matches(km, v.ckeys.Yes):
-			changes := v.confirm.changes
-			v.confirm, v.applying = nil, true
-			b, ctx := v.env.backend, v.env.ctx
-			return tea.Batch(notice("applying…", false), func() tea.Msg {
-				res, err := b.Apply(ctx, changes)
-				return appliedMsg{res, err}
-			})
-		case key.Matches(km, v.ckeys.No):
-			v.confirm = nil
-			return notice("nothing applied", false)
-		}
-		return nil
+		return v.confirmKey(km)
 	}
 	if v.env.recording {
 		switch {
@@ -346,20 +333,7 @@ func (v *FunctionsView) updateKey(km tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	if v.input.Focused() {
-		switch {
-		case key.Matches(km, k.Leave):
-			v.input.Blur()
-			return nil
-		case key.Matches(km, k.Target):
-			v.toggleTarget()
-			return nil
-		case key.Matches(km, k.Mark):
-			if strings.TrimSpace(v.input.Value()) == "" {
-				return v.plan()
-			}
-			return v.mark()
-		}
-		return v.edit(km)
+		return v.typingKey(km)
 	}
 	switch {
 	case key.Matches(km, k.Edit):
@@ -387,6 +361,44 @@ func (v *FunctionsView) updateKey(km tea.KeyPressMsg) tea.Cmd {
 		return tea.Batch(v.loadIndex(), v.loadLists())
 	}
 	return nil
+}
+
+// confirmKey answers the question of applying the plan: y applies it, n drops it.
+func (v *FunctionsView) confirmKey(km tea.KeyPressMsg) tea.Cmd {
+	switch {
+	case key.Matches(km, v.ckeys.Yes):
+		changes := v.confirm.changes
+		v.confirm, v.applying = nil, true
+		b, ctx := v.env.backend, v.env.ctx
+		return tea.Batch(notice("applying…", false), func() tea.Msg {
+			res, err := b.Apply(ctx, changes)
+			return appliedMsg{res, err}
+		})
+	case key.Matches(km, v.ckeys.No):
+		v.confirm = nil
+		return notice("nothing applied", false)
+	}
+	return nil
+}
+
+// typingKey handles a key while a pattern is typed: enter marks it (on an empty pattern,
+// plans the marks), tab switches the list, esc leaves the field, anything else edits.
+func (v *FunctionsView) typingKey(km tea.KeyPressMsg) tea.Cmd {
+	k := v.keys
+	switch {
+	case key.Matches(km, k.Leave):
+		v.input.Blur()
+		return nil
+	case key.Matches(km, k.Target):
+		v.toggleTarget()
+		return nil
+	case key.Matches(km, k.Mark):
+		if strings.TrimSpace(v.input.Value()) == "" {
+			return v.plan()
+		}
+		return v.mark()
+	}
+	return v.edit(km)
 }
 
 func other(file string) string {
@@ -535,106 +547,122 @@ func (v *FunctionsView) View() string {
 	if v.env.recording {
 		return strings.Join(block(strings.Join(wrapLines(s.Dim, "", recordingNote(noFunctions), w), "\n"), w, v.height), "\n")
 	}
-	var top []string
 	tgt := s.FilterMark.Render("[filter]")
 	if v.target == filters.NotraceFile {
 		tgt = s.NotraceMark.Render("[notrace]")
 	}
-	top = append(top, tgt+" "+v.input.View())
-	// The preview line.
-	switch {
-	case v.loading && v.ix == nil:
-		top = append(top, s.Dim.Render("reading "+filters.IndexFile+"…"))
-	case v.ixErr != nil:
-		top = append(top, wrapLines(s.Err, "", describeErr(filters.IndexFile, v.ixErr), w)...)
-	case v.patErr != nil:
-		top = append(top, wrapLines(s.Err, "", v.patErr.Error(), w)...)
-	case v.pending:
-		top = append(top, s.Dim.Render("counting…"))
-	case v.pat == nil:
-		what := "/ types a pattern"
-		if v.input.Focused() {
-			what = "type a pattern"
-		}
-		top = append(top, s.Dim.Render(fmt.Sprintf("%s traceable functions · %s: the count and the matches follow each key",
-			itoa(int64(v.ix.Len()-v.ix.Invalid)), what)))
-	case len(v.matches) == 0:
-		msg := s.Err.Render("0 functions match")
-		if len(v.suggest) > 0 {
-			msg += " · close: " + safe(strings.Join(v.suggest, ", "))
-		}
-		top = append(top, msg)
-	default:
-		top = append(top, s.OK.Render(plural(len(v.matches), "function")+" match")+
-			s.Dim.Render(" · enter marks it for "+strings.TrimPrefix(v.target, "set_ftrace_")+" · tab switches"))
-	}
-	// The bottom part: marks, lists, confirmation.
+	top := append([]string{tgt + " " + v.input.View()}, v.previewView()...)
 	var bottom []string
 	if v.confirm != nil {
-		bottom = append(bottom, v.confirmView()...)
+		bottom = v.confirmView()
 	} else {
-		hint := " (the lists become these; a or enter applies them · / types another pattern)"
-		if v.input.Focused() {
-			hint = " (the lists become these; enter on an empty pattern applies them)"
-		}
-		bottom = append(bottom, s.Header.Render("marked")+s.Dim.Render(hint))
-		if len(v.marks) == 0 {
-			bottom = append(bottom, s.Dim.Render("  none yet"))
-		}
-		for i, m := range v.marks {
-			lbl := s.FilterMark.Render("filter ")
-			if m.file == filters.NotraceFile {
-				lbl = s.NotraceMark.Render("notrace")
-			}
-			cur := "  "
-			if i == v.sel && !v.input.Focused() {
-				cur = "> "
-			}
-			bottom = append(bottom, fmt.Sprintf("%s%s %s  %s", cur, lbl, safe(m.text), s.Dim.Render("("+plural(m.count, "function")+")")))
-		}
-		now := "now in the " + v.env.instanceLabel() + ": "
-		if v.listsSet {
-			f := listText(filters.FilterFile, v.lists.Filter.Total(), len(v.lists.Filter) == 0)
-			if v.lists.FilterErr != nil {
-				f = "unreadable"
-			}
-			n := listText(filters.NotraceFile, v.lists.Notrace.Total(), len(v.lists.Notrace) == 0)
-			if v.lists.NotraceErr != nil {
-				n = "unreadable"
-			}
-			now += "filter " + f + " · notrace " + n
-		} else {
-			now += "…"
-		}
-		bottom = append(bottom, s.Dim.Render(now))
+		bottom = v.marksView()
 	}
 	// The matches fill what is left.
-	room := v.height - len(top) - len(bottom)
-	var mid []string
-	if room > 0 && len(v.matches) > 0 {
-		show := v.matches
-		more := 0
-		if len(show) > room {
-			show, more = show[:room-1], len(show)-(room-1)
-		}
-		for _, i := range show {
-			k := v.ix.Key(i)
-			line := fmt.Sprintf("  %7d  %s", i, safe(k.Name))
-			if k.Module != "" {
-				line += " [" + safe(k.Module) + "]"
-			}
-			mid = append(mid, line)
-		}
-		if more > 0 {
-			mid = append(mid, s.Dim.Render(fmt.Sprintf("  … and %s more", itoa(int64(more)))))
-		}
-	}
-	out := append(top, mid...)
+	out := append(top, v.matchesView(v.height-len(top)-len(bottom))...)
 	for len(out) < v.height-len(bottom) {
 		out = append(out, "")
 	}
 	out = append(out, bottom...)
 	return strings.Join(block(strings.Join(out, "\n"), w, v.height), "\n")
+}
+
+// previewView is the line under the pattern: what the pattern matches, or why nothing yet.
+func (v *FunctionsView) previewView() []string {
+	s := v.env.styles
+	switch {
+	case v.loading && v.ix == nil:
+		return []string{s.Dim.Render("reading " + filters.IndexFile + "…")}
+	case v.ixErr != nil:
+		return wrapLines(s.Err, "", describeErr(filters.IndexFile, v.ixErr), v.width)
+	case v.patErr != nil:
+		return wrapLines(s.Err, "", v.patErr.Error(), v.width)
+	case v.pending:
+		return []string{s.Dim.Render("counting…")}
+	case v.pat == nil:
+		what := "/ types a pattern"
+		if v.input.Focused() {
+			what = "type a pattern"
+		}
+		return []string{s.Dim.Render(fmt.Sprintf("%s traceable functions · %s: the count and the matches follow each key",
+			itoa(int64(v.ix.Len()-v.ix.Invalid)), what))}
+	case len(v.matches) == 0:
+		msg := s.Err.Render("0 functions match")
+		if len(v.suggest) > 0 {
+			msg += " · close: " + safe(strings.Join(v.suggest, ", "))
+		}
+		return []string{msg}
+	}
+	return []string{s.OK.Render(plural(len(v.matches), "function")+" match") +
+		s.Dim.Render(" · enter marks it for "+strings.TrimPrefix(v.target, "set_ftrace_")+" · tab switches")}
+}
+
+// marksView is the bottom part when nothing waits for a confirmation: the marked patterns, then
+// the lists as they are now.
+func (v *FunctionsView) marksView() []string {
+	s := v.env.styles
+	hint := " (the lists become these; a or enter applies them · / types another pattern)"
+	if v.input.Focused() {
+		hint = " (the lists become these; enter on an empty pattern applies them)"
+	}
+	bottom := []string{s.Header.Render("marked") + s.Dim.Render(hint)}
+	if len(v.marks) == 0 {
+		bottom = append(bottom, s.Dim.Render("  none yet"))
+	}
+	for i, m := range v.marks {
+		lbl := s.FilterMark.Render("filter ")
+		if m.file == filters.NotraceFile {
+			lbl = s.NotraceMark.Render("notrace")
+		}
+		cur := "  "
+		if i == v.sel && !v.input.Focused() {
+			cur = "> "
+		}
+		bottom = append(bottom, fmt.Sprintf("%s%s %s  %s", cur, lbl, safe(m.text), s.Dim.Render("("+plural(m.count, "function")+")")))
+	}
+	return append(bottom, s.Dim.Render(v.listsNow()))
+}
+
+// listsNow says what set_ftrace_filter and set_ftrace_notrace hold now ("…" until read).
+func (v *FunctionsView) listsNow() string {
+	now := "now in the " + v.env.instanceLabel() + ": "
+	if !v.listsSet {
+		return now + "…"
+	}
+	f := listText(filters.FilterFile, v.lists.Filter.Total(), len(v.lists.Filter) == 0)
+	if v.lists.FilterErr != nil {
+		f = "unreadable"
+	}
+	n := listText(filters.NotraceFile, v.lists.Notrace.Total(), len(v.lists.Notrace) == 0)
+	if v.lists.NotraceErr != nil {
+		n = "unreadable"
+	}
+	return now + "filter " + f + " · notrace " + n
+}
+
+// matchesView lists the matches in room lines at most, the last one saying how many more.
+func (v *FunctionsView) matchesView(room int) []string {
+	if room <= 0 || len(v.matches) == 0 {
+		return nil
+	}
+	var mid []string
+	show := v.matches
+	more := 0
+	if len(show) > room {
+		show, more = show[:room-1], len(show)-(room-1)
+	}
+	for _, i := range show {
+		k := v.ix.Key(i)
+		line := fmt.Sprintf("  %7d  %s", i, safe(k.Name))
+		if k.Module != "" {
+			line += " [" + safe(k.Module) + "]"
+		}
+		mid = append(mid, line)
+	}
+	if more > 0 {
+		mid = append(mid, v.env.styles.Dim.Render(fmt.Sprintf("  … and %s more", itoa(int64(more)))))
+	}
+	return mid
 }
 
 func (v *FunctionsView) confirmView() []string {

@@ -305,20 +305,9 @@ func (b *KernelBackend) StartGraph(ctx context.Context, req GraphRequest) (Graph
 	if err := b.StopGraph(); err != nil && !errors.Is(err, ErrNoGraph) {
 		return GraphInfo{}, nil, err
 	}
-	if err := session.CheckGraphLimits(req.Depth, req.Threshold, req.PID); err != nil {
-		return GraphInfo{}, nil, err
-	}
-	roots, err := compileRoots(req.Roots)
+	spec, err := graphSpec(req)
 	if err != nil {
 		return GraphInfo{}, nil, err
-	}
-	notrace, err := compileRoots(req.Notrace)
-	if err != nil {
-		return GraphInfo{}, nil, err
-	}
-	spec := session.Spec{Graph: &session.GraphSpec{Roots: roots, Notrace: notrace, Depth: req.Depth, Threshold: req.Threshold}}
-	if req.PID > 0 {
-		spec.PIDs = []int{req.PID}
 	}
 	s, err := session.New(b.FS, session.NewID(os.Getpid()), spec)
 	if err != nil {
@@ -361,6 +350,26 @@ func (b *KernelBackend) StartGraph(ctx context.Context, req GraphRequest) (Graph
 	}()
 	b.graph.set(r)
 	return GraphInfo{Request: req, Session: s.Instance.Name, AtTop: s.GraphAtTop()}, r.feed, nil
+}
+
+// graphSpec is the session of req: its roots and notrace patterns compiled, its limits checked.
+func graphSpec(req GraphRequest) (session.Spec, error) {
+	if err := session.CheckGraphLimits(req.Depth, req.Threshold, req.PID); err != nil {
+		return session.Spec{}, err
+	}
+	roots, err := compileRoots(req.Roots)
+	if err != nil {
+		return session.Spec{}, err
+	}
+	notrace, err := compileRoots(req.Notrace)
+	if err != nil {
+		return session.Spec{}, err
+	}
+	spec := session.Spec{Graph: &session.GraphSpec{Roots: roots, Notrace: notrace, Depth: req.Depth, Threshold: req.Threshold}}
+	if req.PID > 0 {
+		spec.PIDs = []int{req.PID}
+	}
+	return spec, nil
 }
 
 // compileRoots compiles roots (or notrace patterns) as ftctl graph -f (-n) does.

@@ -169,50 +169,15 @@ func (v *GraphView) edit(msg tea.Msg) tea.Cmd {
 func (v *GraphView) key(km tea.KeyPressMsg) tea.Cmd {
 	k := v.keys
 	if v.prompting {
-		switch {
-		case key.Matches(km, k.Cancel):
-			v.prompting = false
-			v.input.Blur()
-		case key.Matches(km, k.Submit):
-			req, err := v.request()
-			switch {
-			case v.busy:
-			case err != nil:
-				return notice(describeErr("fix it first (nothing was written)", err), true)
-			case len(req.Roots) == 0:
-				return notice("type the functions to graph first (names or globs)", true)
-			default:
-				v.busy, v.doing = true, "starting "+safe(req.Text())+"…"
-				return v.start(req)
-			}
-		default:
-			return v.edit(km)
-		}
-		return nil
+		return v.promptKey(km)
 	}
 	m := v.model
 	pin := false
 	switch {
 	case key.Matches(km, k.Start):
-		if v.info.Recording {
-			return notice("a recording: its function_graph calls show as recorded", false)
-		}
-		v.prompting = true
-		v.input.SetValue(v.info.Request.Text())
-		v.input.CursorEnd()
-		_, v.patErr = v.request()
-		return v.input.Focus()
+		return v.openPrompt()
 	case key.Matches(km, k.Stop):
-		if !v.running || v.info.Recording {
-			return nil
-		}
-		if v.busy {
-			return nil
-		}
-		v.running, v.busy, v.feed, v.doing = false, true, nil, "removing the graph…"
-		v.gen++ // what the feed still delivers is dropped
-		b := v.env.backend
-		return func() tea.Msg { return graphStoppedMsg{b.StopGraph()} }
+		return v.stop()
 	case key.Matches(km, k.Toggle):
 		m.toggle()
 	case key.Matches(km, k.Unfold):
@@ -251,6 +216,58 @@ func (v *GraphView) key(km tea.KeyPressMsg) tea.Cmd {
 		m.selectLine(0)
 	}
 	return nil
+}
+
+// promptKey handles a key while the roots are typed: esc closes the prompt, enter starts the
+// graph (once the roots parse), anything else edits.
+func (v *GraphView) promptKey(km tea.KeyPressMsg) tea.Cmd {
+	k := v.keys
+	switch {
+	case key.Matches(km, k.Cancel):
+		v.prompting = false
+		v.input.Blur()
+	case key.Matches(km, k.Submit):
+		req, err := v.request()
+		switch {
+		case v.busy:
+		case err != nil:
+			return notice(describeErr("fix it first (nothing was written)", err), true)
+		case len(req.Roots) == 0:
+			return notice("type the functions to graph first (names or globs)", true)
+		default:
+			v.busy, v.doing = true, "starting "+safe(req.Text())+"…"
+			return v.start(req)
+		}
+	default:
+		return v.edit(km)
+	}
+	return nil
+}
+
+// openPrompt opens the prompt of the roots, with the running graph's.
+func (v *GraphView) openPrompt() tea.Cmd {
+	if v.info.Recording {
+		return notice("a recording: its function_graph calls show as recorded", false)
+	}
+	v.prompting = true
+	v.input.SetValue(v.info.Request.Text())
+	v.input.CursorEnd()
+	_, v.patErr = v.request()
+	return v.input.Focus()
+}
+
+// stop removes the running graph (a recording has none), unless a start or stop is under way.
+func (v *GraphView) stop() tea.Cmd {
+	if !v.running || v.info.Recording {
+		return nil
+	}
+	if v.busy {
+		return nil
+	}
+	v.running, v.busy, v.feed, v.doing = false, true, nil, "removing the graph…"
+	v.gen++ // what the feed still delivers is dropped
+	b := v.env.backend
+	return func() tea.Msg { return graphStoppedMsg{b.StopGraph()} }
 }
 
 // rows is how many tree lines fit.

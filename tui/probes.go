@@ -181,46 +181,10 @@ func (v *ProbesView) complete() tea.Cmd {
 func (v *ProbesView) updateKey(km tea.KeyPressMsg) tea.Cmd {
 	k := v.keys
 	if v.remove != nil {
-		p := *v.remove
-		switch {
-		case key.Matches(km, v.ckeys.Yes):
-			v.remove, v.busy = nil, true
-			b, ctx := v.env.backend, v.env.ctx
-			return func() tea.Msg {
-				return probeDoneMsg{"removed " + safe(p.Name()), b.RemoveProbe(ctx, p.Group, p.Event)}
-			}
-		case key.Matches(km, v.ckeys.No):
-			v.remove = nil
-		}
-		return nil
+		return v.confirmKey(km)
 	}
 	if v.adding {
-		switch {
-		case key.Matches(km, k.Cancel):
-			v.adding = false
-			v.input.Blur()
-			return nil
-		case key.Matches(km, k.Submit):
-			if v.busy {
-				return nil
-			}
-			if v.def == nil {
-				if v.synErr == nil && v.err == nil {
-					return nil
-				}
-				return notice("fix the definition first (nothing was sent to the kernel)", true)
-			}
-			if v.env.recording {
-				return notice("the definition parses; "+recordingNote(noProbes), false)
-			}
-			v.busy, v.sent = true, v.input.Value()
-			d, b, ctx := v.def, v.env.backend, v.env.ctx
-			return func() tea.Msg {
-				a, err := b.AddProbe(ctx, d)
-				return probeAddedMsg{a, err}
-			}
-		}
-		return v.edit(km)
+		return v.addKey(km)
 	}
 	switch {
 	case key.Matches(km, k.Add):
@@ -234,20 +198,7 @@ func (v *ProbesView) updateKey(km tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(km, k.Refresh):
 		return v.refresh()
 	case key.Matches(km, k.Toggle):
-		p := v.selected()
-		if p == nil || v.busy {
-			return nil
-		}
-		on := !v.enabledHere(p)
-		v.busy = true
-		b := v.env.backend
-		what := "enabled "
-		if !on {
-			what = "disabled "
-		}
-		what += safe(p.Name()) + " in the " + v.env.instanceLabel()
-		g, e := p.Group, p.Event
-		return func() tea.Msg { return probeDoneMsg{what, b.EnableProbe(g, e, on)} }
+		return v.toggle()
 	case key.Matches(km, k.Remove):
 		if p := v.selected(); p != nil {
 			q := *p
@@ -255,6 +206,72 @@ func (v *ProbesView) updateKey(km tea.KeyPressMsg) tea.Cmd {
 		}
 	}
 	return nil
+}
+
+// confirmKey answers the question of removing a probe: y removes it, n keeps it.
+func (v *ProbesView) confirmKey(km tea.KeyPressMsg) tea.Cmd {
+	p := *v.remove
+	switch {
+	case key.Matches(km, v.ckeys.Yes):
+		v.remove, v.busy = nil, true
+		b, ctx := v.env.backend, v.env.ctx
+		return func() tea.Msg {
+			return probeDoneMsg{"removed " + safe(p.Name()), b.RemoveProbe(ctx, p.Group, p.Event)}
+		}
+	case key.Matches(km, v.ckeys.No):
+		v.remove = nil
+	}
+	return nil
+}
+
+// addKey handles a key while a definition is typed: esc closes the prompt, enter adds the
+// probe (once the definition parses), anything else edits.
+func (v *ProbesView) addKey(km tea.KeyPressMsg) tea.Cmd {
+	k := v.keys
+	switch {
+	case key.Matches(km, k.Cancel):
+		v.adding = false
+		v.input.Blur()
+		return nil
+	case key.Matches(km, k.Submit):
+		if v.busy {
+			return nil
+		}
+		if v.def == nil {
+			if v.synErr == nil && v.err == nil {
+				return nil
+			}
+			return notice("fix the definition first (nothing was sent to the kernel)", true)
+		}
+		if v.env.recording {
+			return notice("the definition parses; "+recordingNote(noProbes), false)
+		}
+		v.busy, v.sent = true, v.input.Value()
+		d, b, ctx := v.def, v.env.backend, v.env.ctx
+		return func() tea.Msg {
+			a, err := b.AddProbe(ctx, d)
+			return probeAddedMsg{a, err}
+		}
+	}
+	return v.edit(km)
+}
+
+// toggle enables the selected probe in the view's instance, or disables it.
+func (v *ProbesView) toggle() tea.Cmd {
+	p := v.selected()
+	if p == nil || v.busy {
+		return nil
+	}
+	on := !v.enabledHere(p)
+	v.busy = true
+	b := v.env.backend
+	what := "enabled "
+	if !on {
+		what = "disabled "
+	}
+	what += safe(p.Name()) + " in the " + v.env.instanceLabel()
+	g, e := p.Group, p.Event
+	return func() tea.Msg { return probeDoneMsg{what, b.EnableProbe(g, e, on)} }
 }
 
 func (v *ProbesView) selected() *probes.Probe {
@@ -328,12 +345,7 @@ func (v *ProbesView) View() string {
 	if v.adding {
 		foot = append(foot, v.addView()...)
 	} else if v.remove != nil {
-		p := v.remove
-		msg := fmt.Sprintf("remove %s? it is disabled everywhere first", safe(p.Name()))
-		if p.Owner != "ftctl" {
-			msg += s.Warn.Render(" (it is not ftctl's: group " + safe(p.Group) + ")")
-		}
-		foot = append(foot, s.Warn.Render(msg), s.Key.Render("y/enter")+" remove   "+s.Key.Render("n/esc")+" keep")
+		foot = append(foot, v.removeView()...)
 	}
 	var body []string
 	switch {
@@ -354,34 +366,51 @@ func (v *ProbesView) View() string {
 		first = v.sel - room + 1
 	}
 	for i := first; i < len(v.list) && len(body) < room; i++ {
-		p := &v.list[i]
-		here := "-"
-		if v.enabledHere(p) {
-			here = "on"
-		}
-		typ := p.Type
-		if typ == "" {
-			typ = "?"
-		}
-		cur := " "
-		if i == v.sel && !v.adding {
-			cur = ">"
-		}
-		def := p.Definition
-		if p.FilterFrom == "ftctl" {
-			def += "  # if " + p.Filter + " (ftctl's record)"
-		}
-		line := fmt.Sprintf("%s%-28s %-9s %-5s %-4s %s", cur, safe(p.Name()), typ, p.Owner, here, safe(def))
-		if i == v.sel && !v.adding {
-			line = s.Selected.Render(line)
-		}
-		body = append(body, line)
+		body = append(body, v.probeLine(i))
 	}
 	for len(body) < room {
 		body = append(body, "")
 	}
 	out := append(append(head, body...), foot...)
 	return strings.Join(block(strings.Join(out, "\n"), v.width, v.height), "\n")
+}
+
+// removeView asks whether to remove the probe chosen, saying when it is not ftctl's.
+func (v *ProbesView) removeView() []string {
+	s := v.env.styles
+	p := v.remove
+	msg := fmt.Sprintf("remove %s? it is disabled everywhere first", safe(p.Name()))
+	if p.Owner != "ftctl" {
+		msg += s.Warn.Render(" (it is not ftctl's: group " + safe(p.Group) + ")")
+	}
+	return []string{s.Warn.Render(msg), s.Key.Render("y/enter") + " remove   " + s.Key.Render("n/esc") + " keep"}
+}
+
+// probeLine is the list's line of probe i.
+func (v *ProbesView) probeLine(i int) string {
+	s := v.env.styles
+	p := &v.list[i]
+	here := "-"
+	if v.enabledHere(p) {
+		here = "on"
+	}
+	typ := p.Type
+	if typ == "" {
+		typ = "?"
+	}
+	cur := " "
+	if i == v.sel && !v.adding {
+		cur = ">"
+	}
+	def := p.Definition
+	if p.FilterFrom == "ftctl" {
+		def += "  # if " + p.Filter + " (ftctl's record)"
+	}
+	line := fmt.Sprintf("%s%-28s %-9s %-5s %-4s %s", cur, safe(p.Name()), typ, p.Owner, here, safe(def))
+	if i == v.sel && !v.adding {
+		line = s.Selected.Render(line)
+	}
+	return line
 }
 
 // addView is the definition field with its live validation and the kernel's last answer.
@@ -407,21 +436,36 @@ func (v *ProbesView) addView() []string {
 		out = append(out, s.Dim.Render("  p[:[GROUP/]EVENT] [MOD:]SYM[+OFFS]|ADDR [ARGS] · r[N][:[GROUP/]EVENT] SYM [ARGS]"))
 		out = append(out, s.Dim.Render("  f[:[GROUP/]EVENT] SYM[%return] [ARGS] · t[:[GROUP/]EVENT] TRACEPOINT [ARGS] · e[:[GROUP/]EVENT] SYSTEM.EVENT [ARGS] [if FILTER]"))
 	}
-	if m := v.input.MatchedSuggestions(); len(m) > 0 && v.input.Value() != "" {
-		head := len(v.input.Value()[:strings.LastIndexAny(v.input.Value(), " \t")+1])
-		var words []string
-		for i, sug := range m {
-			if i == 8 {
-				words = append(words, fmt.Sprintf("… %d more", len(m)-i))
-				break
-			}
-			words = append(words, safe(sug[min(head, len(sug)):]))
-		}
-		out = append(out, wrapLines(s.Dim, "  ", "tab completes: "+strings.Join(words, " · ")+" (↑/↓: the others)", w)...)
-	}
+	out = append(out, v.suggestionsView()...)
 	if v.busy {
 		out = append(out, s.Dim.Render("  sending to the kernel…"))
 	}
+	return append(out, v.refusalView()...)
+}
+
+// suggestionsView lists the completions of the word typed (8 of them, and how many more).
+func (v *ProbesView) suggestionsView() []string {
+	m := v.input.MatchedSuggestions()
+	if len(m) == 0 || v.input.Value() == "" {
+		return nil
+	}
+	head := len(v.input.Value()[:strings.LastIndexAny(v.input.Value(), " \t")+1])
+	var words []string
+	for i, sug := range m {
+		if i == 8 {
+			words = append(words, fmt.Sprintf("… %d more", len(m)-i))
+			break
+		}
+		words = append(words, safe(sug[min(head, len(sug)):]))
+	}
+	return wrapLines(v.env.styles.Dim, "  ", "tab completes: "+strings.Join(words, " · ")+" (↑/↓: the others)", v.width)
+}
+
+// refusalView says why the last definition sent was not added: the kernel rejected it (with its
+// error_log), ftctl refused it, or adding it failed.
+func (v *ProbesView) refusalView() []string {
+	s, w := v.env.styles, v.width
+	var out []string
 	if re := v.rejected; re != nil {
 		head := "the kernel rejected " + fmt.Sprintf("%q", safe(v.sent))
 		var te *tracefs.Error

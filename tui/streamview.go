@@ -381,6 +381,52 @@ func lowerASCII(s string) string {
 	return s
 }
 
+// searchAgain moves to the next match of the search, upwards (dir -1: older) or downwards.
+func (v *StreamView) searchAgain(dir int) tea.Cmd {
+	if v.query == "" {
+		return notice("no search: / starts one", true)
+	}
+	_, bottom, cur := v.window()
+	if cur < 0 {
+		cur = bottom
+		if dir < 0 {
+			cur++ // following: the newest row is a candidate too
+		}
+	}
+	i := v.find(cur+dir, dir)
+	if i < 0 {
+		return notice(fmt.Sprintf("%q: no more matches %s", v.query, map[int]string{-1: "above", 1: "below"}[dir]), false)
+	}
+	v.jump(i)
+	return nil
+}
+
+// prefill is what a filter's prompt starts with: the filter as it is, else the selected row's.
+func (v *StreamView) prefill(kind promptKind) string {
+	r := v.selected()
+	switch kind {
+	case promptEvent:
+		val := strings.Join(v.filter.Events, " ")
+		if val == "" && r != nil {
+			val = string(stream.AppendEscaped(nil, r.EventName()))
+		}
+		return val
+	case promptComm:
+		val := v.filter.Comm
+		if val == "" && r != nil && r.Comm != nil {
+			val = string(stream.AppendEscaped(nil, r.Comm))
+		}
+		return val
+	case promptPID:
+		if v.filter.HasPID {
+			return strconv.Itoa(v.filter.PID)
+		} else if r != nil && r.Comm != nil {
+			return strconv.Itoa(int(r.PID))
+		}
+	}
+	return ""
+}
+
 // Update handles the view's keys.
 func (v *StreamView) Update(msg tea.Msg) tea.Cmd {
 	if p, ok := msg.(tea.PasteMsg); ok && v.pkind != promptNone {
@@ -420,49 +466,17 @@ func (v *StreamView) Update(msg tea.Msg) tea.Cmd {
 	case key.Matches(km, k.Search):
 		return v.openPrompt(promptSearch, "search: ", v.query)
 	case key.Matches(km, k.Next), key.Matches(km, k.Prev):
-		if v.query == "" {
-			return notice("no search: / starts one", true)
-		}
 		dir := -1
 		if key.Matches(km, k.Prev) {
 			dir = 1
 		}
-		_, bottom, cur := v.window()
-		if cur < 0 {
-			cur = bottom
-			if dir < 0 {
-				cur++ // following: the newest row is a candidate too
-			}
-		}
-		if i := v.find(cur+dir, dir); i >= 0 {
-			v.jump(i)
-		} else {
-			return notice(fmt.Sprintf("%q: no more matches %s", v.query, map[int]string{-1: "above", 1: "below"}[dir]), false)
-		}
+		return v.searchAgain(dir)
 	case key.Matches(km, k.Event):
-		val := strings.Join(v.filter.Events, " ")
-		if val == "" {
-			if r := v.selected(); r != nil {
-				val = string(stream.AppendEscaped(nil, r.EventName()))
-			}
-		}
-		return v.openPrompt(promptEvent, "event (glob, empty: any): ", val)
+		return v.openPrompt(promptEvent, "event (glob, empty: any): ", v.prefill(promptEvent))
 	case key.Matches(km, k.Comm):
-		val := v.filter.Comm
-		if val == "" {
-			if r := v.selected(); r != nil && r.Comm != nil {
-				val = string(stream.AppendEscaped(nil, r.Comm))
-			}
-		}
-		return v.openPrompt(promptComm, "comm (glob, empty: any): ", val)
+		return v.openPrompt(promptComm, "comm (glob, empty: any): ", v.prefill(promptComm))
 	case key.Matches(km, k.PID):
-		val := ""
-		if v.filter.HasPID {
-			val = strconv.Itoa(v.filter.PID)
-		} else if r := v.selected(); r != nil && r.Comm != nil {
-			val = strconv.Itoa(int(r.PID))
-		}
-		return v.openPrompt(promptPID, "pid (empty: any): ", val)
+		return v.openPrompt(promptPID, "pid (empty: any): ", v.prefill(promptPID))
 	case key.Matches(km, k.Clear):
 		v.query = ""
 		if err := v.setFilter(stream.Filter{}); err != nil {
@@ -565,46 +579,8 @@ func (v *StreamView) filterText() string {
 // View renders the view in exactly height lines of width cells.
 func (v *StreamView) View() string {
 	s := v.env.styles
-	var lines []string
-	// 1: state and counters, always visible.
-	var state string
-	switch {
-	case v.ended != "":
-		state = s.Err.Render("■ ENDED")
-	case v.follow:
-		state = s.OK.Render("● FOLLOWING")
-	default:
-		state = s.Paused.Render(" PAUSED ") + " +" + itoa(v.newSince) + " new"
-	}
-	lost := fmt.Sprintf("lost: %s reported · %s overrun · %s dropped", itoa(v.lostReported), itoa(v.overrun), itoa(v.dropped))
-	if v.lostUncounted > 0 {
-		lost += fmt.Sprintf(" (+%s LOST lines uncounted)", itoa(v.lostUncounted))
-	}
-	if v.behind > 0 {
-		lost += " · " + itoa(v.behind) + " behind (not shown)"
-	}
-	lostStyle := s.Dim
-	if v.lostReported+v.lostUncounted+v.overrun+v.dropped+v.behind > 0 {
-		lostStyle = s.Err
-	}
-	lines = append(lines, fit(fmt.Sprintf("%s  %s ev/s · %s events · %s kept  %s", state,
-		itoa(int64(v.rate+0.5)), itoa(v.total), itoa(int64(v.ring.Len())), lostStyle.Render(lost)), v.width))
-	// 2: filters and search.
-	var fl string
-	if ft := v.filterText(); ft != "" {
-		fl = s.Warn.Render("filter: "+ft) + fmt.Sprintf(" · %s match", itoa(int64(v.count())))
-	} else {
-		fl = s.Dim.Render("no filter (e event · c comm · p pid)")
-	}
-	if v.query != "" {
-		fl += "  " + s.Highlight.Render("search: "+v.query) + s.Dim.Render(" n/N")
-	} else {
-		fl += s.Dim.Render(" · / search")
-	}
-	if v.reader != "" {
-		fl += s.Dim.Render(" · reading " + safe(v.reader))
-	}
-	lines = append(lines, fit(fl, v.width))
+	// 1: state and counters, always visible; 2: filters and search.
+	lines := []string{fit(v.counters(), v.width), fit(v.filterLine(), v.width)}
 	for _, l := range v.endedLines() {
 		lines = append(lines, fit(l, v.width))
 	}
@@ -639,6 +615,53 @@ func (v *StreamView) View() string {
 		lines = append(lines, fit(v.prompt.View(), v.width))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// counters is the top line: following, paused or ended, the rate, the counts and the losses.
+func (v *StreamView) counters() string {
+	s := v.env.styles
+	var state string
+	switch {
+	case v.ended != "":
+		state = s.Err.Render("■ ENDED")
+	case v.follow:
+		state = s.OK.Render("● FOLLOWING")
+	default:
+		state = s.Paused.Render(" PAUSED ") + " +" + itoa(v.newSince) + " new"
+	}
+	lost := fmt.Sprintf("lost: %s reported · %s overrun · %s dropped", itoa(v.lostReported), itoa(v.overrun), itoa(v.dropped))
+	if v.lostUncounted > 0 {
+		lost += fmt.Sprintf(" (+%s LOST lines uncounted)", itoa(v.lostUncounted))
+	}
+	if v.behind > 0 {
+		lost += " · " + itoa(v.behind) + " behind (not shown)"
+	}
+	lostStyle := s.Dim
+	if v.lostReported+v.lostUncounted+v.overrun+v.dropped+v.behind > 0 {
+		lostStyle = s.Err
+	}
+	return fmt.Sprintf("%s  %s ev/s · %s events · %s kept  %s", state,
+		itoa(int64(v.rate+0.5)), itoa(v.total), itoa(int64(v.ring.Len())), lostStyle.Render(lost))
+}
+
+// filterLine is the second line: the filters, the search and the reader.
+func (v *StreamView) filterLine() string {
+	s := v.env.styles
+	var fl string
+	if ft := v.filterText(); ft != "" {
+		fl = s.Warn.Render("filter: "+ft) + fmt.Sprintf(" · %s match", itoa(int64(v.count())))
+	} else {
+		fl = s.Dim.Render("no filter (e event · c comm · p pid)")
+	}
+	if v.query != "" {
+		fl += "  " + s.Highlight.Render("search: "+v.query) + s.Dim.Render(" n/N")
+	} else {
+		fl += s.Dim.Render(" · / search")
+	}
+	if v.reader != "" {
+		fl += s.Dim.Render(" · reading " + safe(v.reader))
+	}
+	return fl
 }
 
 // segment is a piece of a row with its style.
