@@ -27,7 +27,7 @@ func TestUnknownHelpTopic(t *testing.T) {
 		{[]string{"help", "filter", "set"}, 0, "Replace the list"},
 		{[]string{"filter", "set", "--help"}, 0, "Replace the list"},
 		{[]string{"-B", "x", "filter", "--help"}, 0, "set_ftrace_filter"},
-		{[]string{"help"}, 0, "Available Commands"},
+		{[]string{"help"}, 0, "Trace and measure"},
 		{[]string{"trace", "--help", "--", "ls", "nosuch"}, 0, "Usage"},
 	} {
 		code, out, errs := run(t, c.args...)

@@ -213,10 +213,11 @@ and not when NO_COLOR is set to anything but "" (no-color.org) or TERM is dumb; 
 colours even then, and into a pipe; --color never does not.`
 
 // rootExample lists the examples of `ftctl` itself.
-const rootExample = `  sudo ftctl status
-  sudo ftctl status -o json
-  sudo ftctl instance create mytrace
-  sudo ftctl mount`
+const rootExample = `  sudo ftctl status                                  # what this kernel offers, what is set up
+  sudo ftctl trace -f 'vfs_*' -- ls -l /etc           # the functions one command calls
+  sudo ftctl latency vfs_read --duration 2s           # how long a function takes
+  sudo ftctl count 'vfs_*' --duration 2s              # calls per function
+  sudo ftctl --dry-run trace -f vfs_read --duration 1s    # the writes, made by none`
 
 // NewRootCmd builds the command tree.
 func NewRootCmd(g *Globals) *cobra.Command {
@@ -278,6 +279,7 @@ func NewRootCmd(g *Globals) *cobra.Command {
 		NewCmdVersion(g, nil),
 	)
 	groupsRefuseTypos(root)
+	groupCommands(root)
 	return root
 }
 
@@ -319,6 +321,35 @@ func rootFlags(root *cobra.Command, g *Globals) {
 	registerFlagCompletion(root, "output", cobra.FixedCompletions([]cobra.Completion{"text", "json"}, noFiles))
 	registerFlagCompletion(root, "color", cobra.FixedCompletions(colorModes, noFiles))
 	root.CompletionOptions.SetDefaultShellCompDirective(noFiles) // see complete.go
+}
+
+// commandGroups sort the root's help by job, the main ones first.
+var commandGroups = []struct {
+	id, title string
+	commands  []string
+}{
+	{"trace", "Trace and measure (each in a session of its own, torn down at the end):",
+		[]string{"trace", "record", "report", "count", "latency", "hist", "graph", "stream", "tui"}},
+	{"keep", "Declare a setup and keep it (profiles, flight recorders: no process needed):",
+		[]string{"apply", "plan", "diff", "export", "delete", "profile", "flight"}},
+	{"setup", "Set tracing up by hand:", []string{"filter", "notrace", "probe", "instance", "functions", "list"}},
+	{"inspect", "See and clean up:", []string{"status", "reset", "mount", "version", "completion", "help"}},
+}
+
+// groupCommands puts each of the root's commands in its group (commandGroups).
+func groupCommands(root *cobra.Command) {
+	of := map[string]string{}
+	for _, g := range commandGroups {
+		root.AddGroup(&cobra.Group{ID: g.id, Title: g.title})
+		for _, c := range g.commands {
+			of[c] = g.id
+		}
+	}
+	root.SetHelpCommandGroupID("inspect")
+	root.SetCompletionCommandGroupID("inspect")
+	for _, c := range root.Commands() {
+		c.GroupID = of[c.Name()]
+	}
 }
 
 // aliases are the names people type for the commands every group shares.
