@@ -172,7 +172,7 @@ when it drifted (or was never applied), 2 and above for errors as in the exit-co
 convention of diff(1) and 'kubectl diff'. The differences are shown per object: which function
 was added to which list, which event was disabled, which probe is missing or changed.
 
-`+profileOwnership, `  sudo ftctl diff -f slowreads.yaml || echo drifted
+`+profileOwnership, `  sudo ftctl diff -f slowreads.yaml   # exit 1: drifted
   sudo ftctl diff -f slowreads.yaml -o json -q`,
 		planJSON+` The exit status says the same as in_sync.`, diffRun, runF)
 }
@@ -215,7 +215,7 @@ something would.
 `+profileOwnership, `  sudo ftctl apply -f slowreads.yaml
   sudo ftctl --dry-run apply -f slowreads.yaml
   sudo ftctl apply -f slowreads.yaml -o json   # "changed" for config management
-  sudo ftctl apply -f slowreads.yaml --check -o json; echo $?   # 0 in sync, 1 would change`,
+  sudo ftctl apply -f slowreads.yaml --check -o json   # exit 0 in sync, 1 would change`,
 		`{"profile": "slowreads", "instance": "ftctl-owned-slowreads", "action": "created", "changed": true, "changes": [...], "restored": false}: `+
 			`action is none (nothing written), created, updated (written in place) or recreated; changes as in plan's JSON; `+
 			`on failure the error goes to stderr and restored says whether the state before was put back.`,

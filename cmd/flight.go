@@ -305,9 +305,8 @@ makes one dump. After each dump the oldest of NAME's dumps in DIR are removed un
 --keep are left and they hold at most --max-mb MiB together (the newest is always kept).
 "armed" is said on stderr once signals are awaited. SIGINT or SIGTERM ends it (the recorder goes
 on recording: 'flight stop' stops it).`,
-		Example: `  sudo ftctl flight arm box -d /var/lib/ftctl/dumps --keep 5 --rate 1m &
-  sudo kill -USR1 %1     # or from an alert: pkill -USR1 -f 'ftctl flight arm box'`,
-		Args: args(cobra.ExactArgs(1)),
+		Example: `  sudo ftctl flight arm box -d . --keep 5 --rate 1m   # an alert: pkill -USR1 -f 'arm box'`,
+		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			opts.Name, opts.MaxBytes = a[0], maxMB<<20
 			return runCmd(c, runF, flightArmRun, opts)

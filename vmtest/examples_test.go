@@ -134,6 +134,7 @@ func TestHelpExamples(t *testing.T) {
 		if strings.HasPrefix(line, "ftctl graph") {
 			freeTop(t)
 		}
+		profileExamples(t, line, dir)
 	}
 	// Examples that change everything (reset --all) run last; the others in the tree's order.
 	sort.SliceStable(examples, func(i, j int) bool {
@@ -164,7 +165,8 @@ func TestHelpExamples(t *testing.T) {
 		// A stream or session (trace, hist, latency, count, graph) with no end of its own (no --count, --duration, | head, or
 		// command to trace) is ended with Ctrl-C after 2 s, as its user would (exit 130).
 		endless := (strings.HasPrefix(line, "ftctl stream") || strings.HasPrefix(line, "ftctl trace") ||
-			strings.HasPrefix(line, "ftctl hist") || strings.HasPrefix(line, "ftctl latency") || strings.HasPrefix(line, "ftctl count") || strings.HasPrefix(line, "ftctl graph")) &&
+			strings.HasPrefix(line, "ftctl hist") || strings.HasPrefix(line, "ftctl latency") || strings.HasPrefix(line, "ftctl count") || strings.HasPrefix(line, "ftctl graph") ||
+			strings.HasPrefix(line, "ftctl flight arm")) &&
 			!strings.Contains(line, "--count") && !strings.Contains(line, "--duration") &&
 			!strings.Contains(line, "| head") && !strings.Contains(line, " -- ")
 		// 90 s, as TestReadmeExamples: a graph example switches function_graph on and off,
@@ -229,6 +231,39 @@ func TestHelpExamples(t *testing.T) {
 		ran++
 	}
 	t.Logf("%d examples run", ran)
+}
+
+// profileExamples makes the state the profile and flight examples assume: their files in dir
+// (the guide's slowreads runbook, as slowreads.yaml and slowopen.yaml, made again each time: an
+// export example writes over it), the profile applied for the examples that read it (diff,
+// export -B ftctl-owned-slowreads), the recorder box started for the flight examples but
+// start's, and none of the name an example starts.
+func profileExamples(t *testing.T, line, dir string) {
+	t.Helper()
+	if strings.Contains(line, "slowreads.yaml") || strings.Contains(line, "slowopen.yaml") {
+		b, err := os.ReadFile("/etc/ftctl-profiles/slowreads.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"slowreads.yaml", "slowopen.yaml"} {
+			if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	applied := func() bool { _, err := os.Stat("/run/ftctl/owners/slowreads.json"); return err == nil }
+	if (strings.HasPrefix(line, "ftctl diff") || strings.Contains(line, "ftctl-owned-slowreads")) && !applied() {
+		ftctlRun(t, "apply", "-f", filepath.Join(dir, "slowreads.yaml"))
+	}
+	started := func(name string) bool { _, err := os.Stat("/run/ftctl/flight/" + name); return err == nil }
+	for _, name := range []string{"box", "slow"} {
+		if strings.Contains(line, "flight start "+name+" ") && started(name) {
+			ftctlRun(t, "flight", "stop", name)
+		}
+	}
+	if strings.Contains(line, "ftctl flight ") && !strings.Contains(line, "flight start") && !started("box") {
+		ftctlRun(t, "flight", "start", "box", "-e", "sched:sched_process_exit")
+	}
 }
 
 // freeTop gives a graph example the top level it assumes where the kernel's instances cannot
