@@ -123,3 +123,22 @@ func TestCheckRequires(t *testing.T) {
 		t.Errorf("CheckRequires with every feature = %v", err)
 	}
 }
+
+// What export and plan read of the kernel's listings (trigger files, trace_clock, probe
+// definitions) never panics, and a trigger made writable stays as it is when made so again.
+func FuzzKernelListings(f *testing.F) {
+	for _, s := range []string{"hist:keys=lat.log2:vals=hitcount:sort=lat.log2:size=2048 [active]", "# Available triggers:\nstacktrace:unlimited\n",
+		"local [mono] boot", "p:grp/ev vfs_read", "r8:x", "", ":", "hist:sort=", "[]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		w := writable(s)
+		if again := writable(w); again != w {
+			t.Errorf("writable(%q) = %q, and again %q", s, w, again)
+		}
+		triggerLines(s)
+		currentClock(s)
+		probeName(s)
+		ExportName(s)
+	})
+}
