@@ -171,6 +171,9 @@ func flightStatusRun(_ context.Context, opts *FlightNameOptions) error {
 		return err
 	}
 	sts, err := flight.Statuses(fs, opts.Name)
+	if errors.Is(err, flight.ErrNoRecorder) {
+		return InvalidInput(err)
+	}
 	if err != nil {
 		return err
 	}
