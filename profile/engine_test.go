@@ -43,8 +43,8 @@ func TestSmallParsers(t *testing.T) {
 			t.Errorf("probeName(%q) = %q, want %q", def, got, want)
 		}
 	}
-	if got := currentClock("local global counter [mono] boot\n"); got != "mono" {
-		t.Errorf("currentClock = %q", got)
+	if got := tracefs.CurrentChoice("local global counter [mono] boot\n"); got != "mono" {
+		t.Errorf("CurrentChoice = %q", got)
 	}
 	got := triggerLines("# Available triggers:\n# traceon traceoff snapshot\nstacktrace:unlimited\n\nhist:keys=pid:vals=hitcount [active]\n")
 	if !slices.Equal(got, []string{"stacktrace:unlimited", "hist:keys=pid:vals=hitcount [active]"}) {
@@ -137,7 +137,7 @@ func FuzzKernelListings(f *testing.F) {
 			t.Errorf("writable(%q) = %q, and again %q", s, w, again)
 		}
 		triggerLines(s)
-		currentClock(s)
+		tracefs.CurrentChoice(s)
 		probeName(s)
 		ExportName(s)
 	})

@@ -80,7 +80,7 @@ func (x *exporter) rename(s string) string {
 
 func (x *exporter) settings() error {
 	inst := &x.p.Spec.Instance
-	tracer, err := readTrim(x.in, "current_tracer")
+	tracer, err := x.in.Tracer()
 	if err != nil {
 		return err
 	}
@@ -95,10 +95,8 @@ func (x *exporter) settings() error {
 	if kb, _, ok := x.in.BufferSizeKB(); ok {
 		inst.BufferKB = kb
 	}
-	if b, err := x.in.ReadFile("trace_clock"); err == nil {
-		if c := currentClock(string(b)); c != "local" {
-			inst.Clock = c
-		}
+	if c, err := x.in.TraceClock(); err == nil && c != "local" {
+		inst.Clock = c
 	}
 	if x.in.Name == "" {
 		return nil

@@ -333,11 +333,10 @@ func (pl *Plan) compareSettings(in *tracefs.Instance) error {
 		}
 	}
 	if inst.Clock != "" {
-		b, err := in.ReadFile("trace_clock")
+		cur, err := in.TraceClock()
 		if err != nil {
 			return err
 		}
-		cur := currentClock(string(b))
 		if cur != inst.Clock {
 			pl.inPlace("clock", "trace_clock", cur, inst.Clock)
 		}
@@ -361,16 +360,6 @@ func (pl *Plan) compareSettings(in *tracefs.Instance) error {
 func bufferHolds(have, want int) bool {
 	pages := (want*1024 + 4079) / 4080
 	return have == want || have == pages*4080/1024
-}
-
-// currentClock is the bracketed clock of trace_clock's text.
-func currentClock(text string) string {
-	for _, f := range strings.Fields(text) {
-		if strings.HasPrefix(f, "[") && strings.HasSuffix(f, "]") {
-			return f[1 : len(f)-1]
-		}
-	}
-	return ""
 }
 
 // compareFunctions: the function lists, as multisets of records.
@@ -484,7 +473,7 @@ func filterWrite(dir, expr string) func(*applyCtx) error {
 // compareTail: the tracer (when the declaration agrees and only the kernel differs) and
 // tracing_on, written last.
 func (pl *Plan) compareTail(in *tracefs.Instance) {
-	if cur, err := readTrim(in, "current_tracer"); err == nil && cur != pl.profile.tracer() && !pl.Recreates() {
+	if cur, err := in.Tracer(); err == nil && cur != pl.profile.tracer() && !pl.Recreates() {
 		pl.inPlace("tracer", "current_tracer", cur, pl.profile.tracer())
 	}
 	want := map[bool]string{true: "1", false: "0"}[pl.profile.tracingOn()]
