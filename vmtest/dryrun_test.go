@@ -233,20 +233,7 @@ func TestSessionSIGKILLSoak(t *testing.T) {
 				if !ks[k] {
 					continue
 				}
-				c := exec.Command(ftctl, args...)
-				stderr, _ := c.StderrPipe()
-				if err := c.Start(); err != nil {
-					t.Fatal(err)
-				}
-				sc, seen, last := bufio.NewScanner(stderr), 0, ""
-				for seen < k && sc.Scan() {
-					if l, ok := strings.CutPrefix(sc.Text(), "+ "); ok {
-						seen, last = seen+1, l
-					}
-				}
-				c.Process.Signal(syscall.SIGKILL)
-				io.Copy(io.Discard, stderr)
-				c.Wait()
+				last := killAfterWrite(t, k, args...)
 				left := controlState(t) != before
 				r := ftctlRun(t, "reset")
 				if r.code != 0 {
@@ -260,6 +247,27 @@ func TestSessionSIGKILLSoak(t *testing.T) {
 			}
 		})
 	}
+}
+
+// killAfterWrite runs ftctl with args (which include --show-writes) and SIGKILLs it once it
+// has said it made its k-th write; it returns that write.
+func killAfterWrite(t *testing.T, k int, args ...string) (last string) {
+	t.Helper()
+	c := exec.Command(ftctl, args...)
+	stderr, _ := c.StderrPipe()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc, seen := bufio.NewScanner(stderr), 0
+	for seen < k && sc.Scan() {
+		if l, ok := strings.CutPrefix(sc.Text(), "+ "); ok {
+			seen, last = seen+1, l
+		}
+	}
+	c.Process.Signal(syscall.SIGKILL)
+	io.Copy(io.Discard, stderr)
+	c.Wait()
+	return last
 }
 
 // A declared owner (issue 27) keeps tracing with no process: latency's set-up (probes, a

@@ -3,16 +3,13 @@
 package vmtest
 
 import (
-	"bufio"
 	"encoding/json"
-	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -325,20 +322,7 @@ func TestProfileSIGKILLSoak(t *testing.T) {
 	inst := filepath.Join(tracing, "instances", "ftctl-owned-vmprof")
 	for i := 0; i < 10; i++ {
 		k := 1 + i*(steps-2)/9
-		c := exec.Command(ftctl, "--show-writes", "apply", "-f", file)
-		stderr, _ := c.StderrPipe()
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc, seen, last := bufio.NewScanner(stderr), 0, ""
-		for seen < k && sc.Scan() {
-			if l, ok := strings.CutPrefix(sc.Text(), "+ "); ok {
-				seen, last = seen+1, l
-			}
-		}
-		c.Process.Signal(syscall.SIGKILL)
-		io.Copy(io.Discard, stderr)
-		c.Wait()
+		last := killAfterWrite(t, k, "--show-writes", "apply", "-f", file)
 		tracer, _ := os.ReadFile(filepath.Join(inst, "current_tracer"))
 		filter, _ := os.ReadFile(filepath.Join(inst, "set_ftrace_filter"))
 		if strings.TrimSpace(string(tracer)) == "function" && strings.Contains(string(filter), "all functions enabled") {
