@@ -142,3 +142,21 @@ func FuzzKernelListings(f *testing.F) {
 		ExportName(s)
 	})
 }
+
+// Kernel text with control characters never reaches the terminal raw through export: the
+// profile is written as JSON, which escapes them, and reads back the same.
+func TestMarshalEscapes(t *testing.T) {
+	p := &Profile{APIVersion: APIVersion, Kind: Kind, Metadata: Metadata{Name: "x"}, Spec: Spec{Probes: []string{"p:a\x1b[31m vfs_read"}}}
+	b, err := Marshal(p)
+	if err != nil || strings.ContainsRune(string(b), 0x1b) {
+		t.Fatalf("Marshal = %q, %v", b, err)
+	}
+	q, err := Load("x.yaml", b)
+	if err != nil || len(q.Spec.Probes) != 1 || q.Spec.Probes[0] != p.Spec.Probes[0] {
+		t.Errorf("read back: %+v %v", q, err)
+	}
+	plain := &Profile{APIVersion: APIVersion, Kind: Kind, Metadata: Metadata{Name: "x"}}
+	if b, _ := Marshal(plain); !strings.HasPrefix(string(b), "apiVersion: ") {
+		t.Errorf("a profile without control characters is YAML: %q", b)
+	}
+}
