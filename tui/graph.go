@@ -15,7 +15,6 @@ import (
 	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/session"
 	"github.com/ftctl/ftctl/stream"
-	"github.com/ftctl/ftctl/tracedat"
 	"github.com/spf13/pflag"
 )
 
@@ -237,8 +236,8 @@ const graphFeedMax = 4096
 type graphRun struct {
 	feed    *GraphFeed
 	cancel  context.CancelFunc
-	done    chan struct{} // closed when the goroutine ended
-	src     *stream.Source
+	done    chan struct{}    // closed when the goroutine ended
+	src     stream.Events    // the kernel's stream, or the recording's
 	session *session.Session // nil for a recording
 }
 
@@ -275,12 +274,13 @@ func (h *graphHolder) set(r *graphRun) {
 // ErrNoGraph: StopGraph with no graph running.
 var ErrNoGraph = errors.New("no graph is running")
 
-// buildTrees reads events (read calls emit for each, until it fails) into call trees handed
-// to feed; at the end, the calls still open (unfinished) and waiting, then the end.
-func buildTrees(feed *GraphFeed, read func(emit stream.Emit) error) {
+// buildTrees reads src's events, a chunk at a time until Next fails (the kernel's stream and a
+// recording's alike), into call trees handed to feed; at the end, the calls still open
+// (unfinished) and waiting, then the end: Next's error as ended words it.
+func buildTrees(feed *GraphFeed, src stream.Events, ended func(error) error) {
 	defer recoverRead(feed.End)
 	tree := &stream.CallTree{Done: feed.Add}
-	err := read(func(ev *stream.Event) error {
+	emit := func(ev *stream.Event) error {
 		if err := tree.Add(ev); err != nil {
 			return err
 		}
@@ -288,10 +288,14 @@ func buildTrees(feed *GraphFeed, read func(emit stream.Emit) error) {
 			feed.SetLost(tree.Lost)
 		}
 		return nil
-	})
+	}
+	var err error
+	for err == nil {
+		err = src.Next(emit)
+	}
 	tree.End()
 	feed.SetLost(tree.Lost)
-	feed.End(err)
+	feed.End(ended(err))
 }
 
 // Recording implements Backend: a kernel (its graphs are started by the user).
@@ -338,14 +342,11 @@ func (b *KernelBackend) StartGraph(ctx context.Context, req GraphRequest) (Graph
 	r := &graphRun{feed: NewGraphFeed(graphFeedMax), cancel: cancel, done: make(chan struct{}), src: src, session: s}
 	go func() {
 		defer close(r.done)
-		buildTrees(r.feed, func(emit stream.Emit) error {
-			for {
-				if err := src.Next(emit); errors.Is(err, io.EOF) {
-					return errKernelEnded
-				} else if err != nil {
-					return err
-				}
+		buildTrees(r.feed, src, func(err error) error {
+			if errors.Is(err, io.EOF) {
+				return errKernelEnded
 			}
+			return err
 		})
 	}()
 	b.graph.set(r)
@@ -422,38 +423,50 @@ func (b *FileBackend) StartGraph(ctx context.Context, req GraphRequest) (GraphIn
 	r := &graphRun{feed: NewGraphFeed(graphFeedMax), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
-		buildTrees(r.feed, func(emit stream.Emit) error {
-			return readGraphFile(rctx, b.File, emit)
-		})
+		defer recoverRead(r.feed.End)
+		src, err := openFile(rctx, b.File, stream.FileOptions{})
+		if err != nil {
+			r.feed.End(err)
+			return
+		}
+		defer src.Close()
+		g := &graphEvents{Events: src}
+		buildTrees(r.feed, g, g.ended)
 	}()
 	b.graph.set(r)
 	return GraphInfo{Request: req, Recording: true}, r.feed, nil
 }
 
-// readGraphFile emits a recording's function_graph events and losses; then the end, saying
-// how many graph records it held.
-func readGraphFile(ctx context.Context, f *tracedat.File, emit stream.Emit) error {
-	n := 0
-	_, err := readFile(f, stream.FileOptions{}, func(ev *stream.Event) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+// graphEvents passes a recording's function_graph events and losses on, and counts the
+// records.
+type graphEvents struct {
+	stream.Events
+	n int
+}
+
+// Next implements stream.Events.
+func (g *graphEvents) Next(emit stream.Emit) error {
+	return g.Events.Next(func(ev *stream.Event) error {
 		switch ev.Kind {
 		case stream.KindGraph:
-			n++
+			g.n++
 		case stream.KindLost:
 		default:
 			return nil
 		}
 		return emit(ev)
 	})
-	if err != nil {
+}
+
+// ended words the end of the reading: how many graph records the recording held.
+func (g *graphEvents) ended(err error) error {
+	switch {
+	case !errors.Is(err, io.EOF):
 		return err
-	}
-	if n == 0 {
+	case g.n == 0:
 		return fmt.Errorf("%w: it holds no function_graph events (record them with ftctl record --tracer function_graph -f FUNC)", ErrEndOfRecording)
 	}
-	return fmt.Errorf("%w: %d function_graph records", ErrEndOfRecording, n)
+	return fmt.Errorf("%w: %d function_graph records", ErrEndOfRecording, g.n)
 }
 
 // StopGraph implements Backend: the reading stopped.
