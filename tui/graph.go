@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/session"
 	"github.com/ftctl/ftctl/stream"
 	"github.com/spf13/pflag"
@@ -71,18 +70,7 @@ func ParseGraphRequest(text string) (GraphRequest, error) {
 		return GraphRequest{}, fmt.Errorf("%v (the prompt takes ROOT... [-n NOTRACE]... [--depth N] [--threshold D] [--pid PID])", err)
 	}
 	r.Roots = append(r.Roots, fl.Args()...)
-	if err := session.CheckGraphLimits(r.Depth, r.Threshold, r.PID); err != nil {
-		return GraphRequest{}, err
-	}
-	for _, f := range append(slices.Clone(r.Roots), r.Notrace...) {
-		if strings.Contains(f, ":mod:") {
-			return GraphRequest{}, fmt.Errorf("%q: set_graph_function and set_graph_notrace take function names and globs (no :mod: part)", f)
-		}
-	}
-	if _, err := compileRoots(r.Roots); err != nil {
-		return GraphRequest{}, err
-	}
-	if _, err := compileRoots(r.Notrace); err != nil {
+	if _, err := session.GraphRequest(r).Spec(); err != nil {
 		return GraphRequest{}, err
 	}
 	return r, nil
@@ -309,7 +297,7 @@ func (b *KernelBackend) StartGraph(ctx context.Context, req GraphRequest) (Graph
 	if err := b.StopGraph(); err != nil && !errors.Is(err, ErrNoGraph) {
 		return GraphInfo{}, nil, err
 	}
-	spec, err := graphSpec(req)
+	spec, err := session.GraphRequest(req).Spec()
 	if err != nil {
 		return GraphInfo{}, nil, err
 	}
@@ -331,9 +319,8 @@ func (b *KernelBackend) StartGraph(ctx context.Context, req GraphRequest) (Graph
 		return GraphInfo{}, nil, err
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	// function_graph's records are decoded from the pages (their time stamps make the trees);
 	// kallsyms is the graph's own (a Symbols' cache is not shared between goroutines)
-	src, err := stream.Open(rctx, s.GraphInstance(), stream.Options{Reader: stream.ReaderBinary})
+	src, err := s.OpenGraph(rctx, stream.Options{})
 	if err != nil {
 		cancel()
 		b.teardownGraph(s)
@@ -351,39 +338,6 @@ func (b *KernelBackend) StartGraph(ctx context.Context, req GraphRequest) (Graph
 	}()
 	b.graph.set(r)
 	return GraphInfo{Request: req, Session: s.Instance.Name, AtTop: s.GraphAtTop()}, r.feed, nil
-}
-
-// graphSpec is the session of req: its roots and notrace patterns compiled, its limits checked.
-func graphSpec(req GraphRequest) (session.Spec, error) {
-	if err := session.CheckGraphLimits(req.Depth, req.Threshold, req.PID); err != nil {
-		return session.Spec{}, err
-	}
-	roots, err := compileRoots(req.Roots)
-	if err != nil {
-		return session.Spec{}, err
-	}
-	notrace, err := compileRoots(req.Notrace)
-	if err != nil {
-		return session.Spec{}, err
-	}
-	spec := session.Spec{Graph: &session.GraphSpec{Roots: roots, Notrace: notrace, Depth: req.Depth, Threshold: req.Threshold}}
-	if req.PID > 0 {
-		spec.PIDs = []int{req.PID}
-	}
-	return spec, nil
-}
-
-// compileRoots compiles roots (or notrace patterns) as ftctl graph -f (-n) does.
-func compileRoots(texts []string) ([]*filters.Pattern, error) {
-	var ps []*filters.Pattern
-	for _, t := range texts {
-		p, err := filters.Compile(t)
-		if err != nil {
-			return nil, err
-		}
-		ps = append(ps, p)
-	}
-	return ps, nil
 }
 
 // StopGraph implements Backend: the graph's stream closed, then its session torn down (the
