@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -147,9 +145,7 @@ func graphRun(ctx context.Context, opts *GraphOptions) error {
 func graphStream(ctx context.Context, g *Globals, opts *GraphOptions, s *session.Session, command *session.Command) error {
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	if os.Getenv("GOMAXPROCS") == "" { // one P, as printStream says why
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	}
+	defer stream.OneP()()
 	src, err := s.OpenGraph(sctx, stream.Options{Duration: opts.Duration, Notice: g.Notice})
 	if err != nil {
 		if command != nil {
