@@ -16,7 +16,7 @@ import (
 	"github.com/ftctl/ftctl/tracefs"
 )
 
-// FileOptions choose what ReadFile decodes of a recording.
+// FileOptions choose what OpenFile decodes of a recording.
 type FileOptions struct {
 	CPU    int  // with HasCPU: only this CPU's pages (of each buffer)
 	HasCPU bool //
@@ -32,7 +32,7 @@ type FileOptions struct {
 	Enum func(string) (tracefs.EnumConst, bool)
 }
 
-// FileInfo is what ReadFile learned of a recording besides its events.
+// FileInfo is what a FileSource learned of a recording besides its events.
 type FileInfo struct {
 	Clock string
 	CPUs  int // the most CPUs of a buffer read
@@ -51,7 +51,7 @@ type FileInfo struct {
 // ErrFileCPU: --cpu names a CPU the recording has no data for.
 var ErrFileCPU = errors.New("no such CPU in the recording")
 
-// A recording is anyone's file (sent by colleagues, customers, CI): ReadFile checks every
+// A recording is anyone's file (sent by colleagues, customers, CI): OpenFile checks every
 // size, count, offset and depth it reads from it before use. What it costs is bounded by the
 // file's size: a page buffer per CPU that holds at least a page of data (no CPU's data overlaps
 // another's, so these are at most the file's size, or the decompressed data's), one pending

@@ -16,7 +16,7 @@ import (
 )
 
 // A recording in the console (ftctl tui --file): the Stream and Top views over a trace.dat's
-// events, decoded by the stream engine as `ftctl report` decodes them (stream.ReadFile), with
+// events, decoded by the stream engine as `ftctl report` decodes them (stream.OpenFile), with
 // the Stream view's search and filters. No kernel is read or changed: the other views say so.
 
 // ErrRecording is what the views that change a kernel get when the console shows a recording.

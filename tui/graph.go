@@ -366,8 +366,8 @@ func (b *KernelBackend) teardownGraph(s *session.Session) error {
 func (b *FileBackend) Recording() bool { return true }
 
 // StartGraph implements Backend: the recording's function_graph events built into call trees
-// in a goroutine (stream.ReadFile, as the Stream view's reading: the CPUs merged in time
-// order), ending with how many trees it held. The request is not used: the recording holds
+// in a goroutine (stream.OpenFile, as the Stream view's reading: the CPUs merged in time
+// order), ending with how many function_graph records it held. The request is not used: the recording holds
 // what it holds.
 func (b *FileBackend) StartGraph(ctx context.Context, req GraphRequest) (GraphInfo, *GraphFeed, error) {
 	if r := b.graph.take(); r != nil {
