@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/hist"
 	"github.com/ftctl/ftctl/session"
+	"github.com/ftctl/ftctl/stream"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -214,10 +214,8 @@ func countRun(ctx context.Context, opts *CountOptions) error {
 	if ctx.Err() != nil {
 		return abort(ErrInterrupted)
 	}
-	if counter.Choice.Method == count.Stream && os.Getenv("GOMAXPROCS") == "" {
-		// The stream engine decodes in one goroutine: one P, as ftctl stream runs it (see
-		// printStream: a second P costs more in scheduling than it gives).
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	if counter.Choice.Method == count.Stream {
+		defer stream.OneP()() // the stream engine decodes in one goroutine: one P, as ftctl stream
 	}
 	if err := counter.Begin(ctx); err != nil {
 		return abort(err)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -105,26 +103,17 @@ func graphRun(ctx context.Context, opts *GraphOptions) error {
 	if err := ownSession(g, "graph", opts.Duration); err != nil {
 		return err
 	}
+	spec, err := session.GraphRequest{Roots: opts.Roots, Notrace: opts.Notrace, Depth: opts.Depth,
+		Threshold: opts.Threshold, PID: opts.PID}.Spec()
 	switch {
 	case opts.Count < 0:
 		return InvalidInput(errors.New("--count must not be negative"))
-	case session.CheckGraphLimits(opts.Depth, opts.Threshold, opts.PID) != nil:
-		return InvalidInput(session.CheckGraphLimits(opts.Depth, opts.Threshold, opts.PID))
 	case opts.PID > 0 && len(opts.Command) > 0:
 		return InvalidInput(errors.New("--pid takes a process id, and not with -- COMMAND (which graphs the command)"))
 	case len(opts.Roots) == 0:
 		return InvalidInput(errors.New("want at least one -f ROOT: graphing every function would swamp the system"))
-	}
-	spec := session.Spec{Graph: &session.GraphSpec{Depth: opts.Depth, Threshold: opts.Threshold}}
-	var err error
-	if spec.Graph.Roots, err = compileAll(opts.Roots); err != nil {
-		return err
-	}
-	if spec.Graph.Notrace, err = compileAll(opts.Notrace); err != nil {
-		return err
-	}
-	if opts.PID > 0 {
-		spec.PIDs = []int{opts.PID}
+	case err != nil:
+		return InvalidInput(err)
 	}
 	argv0, err := lookCommand(opts.Command)
 	if err != nil {
@@ -156,13 +145,8 @@ func graphRun(ctx context.Context, opts *GraphOptions) error {
 func graphStream(ctx context.Context, g *Globals, opts *GraphOptions, s *session.Session, command *session.Command) error {
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	if os.Getenv("GOMAXPROCS") == "" { // one P, as printStream says why
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	}
-	in := s.GraphInstance()
-	// function_graph's records are decoded from the pages: trace_pipe's text of them is the
-	// kernel's own formatting, which the trees do not need
-	src, err := stream.Open(sctx, in, stream.Options{Reader: stream.ReaderBinary, Duration: opts.Duration, Notice: g.Notice})
+	defer stream.OneP()()
+	src, err := s.OpenGraph(sctx, stream.Options{Duration: opts.Duration, Notice: g.Notice})
 	if err != nil {
 		if command != nil {
 			command.Abort()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -133,12 +132,7 @@ func recordRun(ctx context.Context, opts *RecordOptions) error {
 		return err
 	}
 	rd.Mode = mode
-	// The recorder decodes nothing and its heap stays small. Paced by the heap's growth
-	// (GOGC), the collector runs on the megabytes read once (formats, the file's pieces) and
-	// frees nothing worth its CPU, which under load is taken from the traced workload (the
-	// profile in BENCHMARKS.md). It runs only past a bound instead.
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(64 << 20))
+	defer stream.RecorderGC()() // the collector only past a bound: stream.RecorderGC says why
 	keepDir := true
 	var journal *session.Recording
 	defer func() {

@@ -1,13 +1,9 @@
 package cmd
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -155,38 +151,21 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 	return nil
 }
 
-// printRecording prints the events of file that filter passes, and counts them: shown, and
-// lost as the kernel marked them.
+// printRecording prints the events of file that filter passes through the stream engine's
+// copy of a recording (stream.CopyFile, as stream prints the kernel's), and counts them: shown,
+// and lost as the kernel marked them.
 func printRecording(ctx context.Context, g *Globals, file *tracedat.File, fo stream.FileOptions, filter *stream.Filter) (info *stream.FileInfo, shown int, lost int64, err error) {
-	w := bufio.NewWriterSize(g.Out, 256<<10)
-	text := stream.TextOptions{Color: g.colorFor(g.Out) && !g.JSON()}
+	src, err := stream.OpenFile(ctx, file, fo)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer src.Close()
+	out := stream.Output{W: g.Out, JSON: g.JSON(), Text: stream.TextOptions{Color: g.colorFor(g.Out) && !g.JSON()}, Filter: *filter}
 	if b := file.Buffers(); len(b) > 0 {
-		text.BufferWidth = stream.BufferWidth(b)
+		out.Text.BufferWidth = stream.BufferWidth(b)
 	}
-	var buf []byte
-	info, err = stream.ReadFile(file, fo, func(ev *stream.Event) error {
-		if !filter.Match(ev) {
-			return nil
-		}
-		if ev.Kind == stream.KindLost {
-			lost += max(ev.Lost, 0)
-		} else {
-			shown++
-		}
-		if g.JSON() {
-			buf = stream.AppendJSON(buf[:0], ev, false)
-		} else {
-			buf = stream.AppendText(buf[:0], ev, text)
-		}
-		if _, err := w.Write(buf); err != nil {
-			return err
-		}
-		return ctx.Err()
-	})
-	if ferr := w.Flush(); err == nil {
-		err = ferr
-	}
-	return info, shown, lost, err
+	shown, lost, err = stream.CopyFile(src, out)
+	return src.Info(), shown, lost, err
 }
 
 // reportNotices says on stderr what the report left out, and (unless --quiet) what it read.
@@ -251,94 +230,28 @@ func bufferNames(names []string) []string {
 	return out
 }
 
-// openRecording opens a trace.dat, or with recover the directory a killed record left.
+// openRecording opens a trace.dat, or with recover the directory a killed record left
+// (stream.OpenRecordDir); a file that cannot be opened or read is exit 2.
 func openRecording(name string, recover bool) (*tracedat.File, func(), error) {
-	files := &recordingFiles{}
-	read := readRecording
+	open := stream.OpenRecording
 	if recover {
-		read = readRecovered
+		open = stream.OpenRecordDir
 	}
-	file, err := read(name, files)
+	r, err := open(name)
 	if err != nil {
-		files.closeAll()
-		return nil, nil, err
+		return nil, nil, recordingError(err)
 	}
-	return file, files.closeAll, nil
+	return r.File, r.Close, nil
 }
 
-// recordingFiles are the files of a recording, open while it is read and closed together.
-type recordingFiles []*os.File
-
-// open opens the file path of a recording and returns its size; a directory is refused.
-func (files *recordingFiles) open(path string) (*os.File, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, 0, badFile(path, errors.Unwrap(err))
+// recordingError is exit 2 naming the file of the recording and why, in the command's words.
+func recordingError(err error) error {
+	var oe *stream.OpenError
+	if !errors.As(err, &oe) {
+		return InvalidInput(err)
 	}
-	*files = append(*files, f)
-	st, err := f.Stat()
-	if err != nil {
-		return nil, 0, badFile(path, err)
+	if errors.Is(oe.Err, stream.ErrIsDir) {
+		return badFile(oe.Path, errors.New("is a directory (--recover reads the directory a killed ftctl record left)"))
 	}
-	if st.IsDir() {
-		return nil, 0, badFile(path, errors.New("is a directory (--recover reads the directory a killed ftctl record left)"))
-	}
-	return f, st.Size(), nil
-}
-
-// closeAll closes every file open was given.
-func (files *recordingFiles) closeAll() {
-	for _, f := range *files {
-		f.Close()
-	}
-}
-
-// readRecording reads the trace.dat name.
-func readRecording(name string, files *recordingFiles) (*tracedat.File, error) {
-	f, size, err := files.open(name)
-	if err != nil {
-		return nil, err
-	}
-	file, err := tracedat.Read(f, size)
-	if err != nil {
-		return nil, badFile(name, err)
-	}
-	return file, nil
-}
-
-// readRecovered reads the directory name a killed ftctl record left: the header file, and the
-// pages of each CPU in cpuN.raw.
-func readRecovered(name string, files *recordingFiles) (*tracedat.File, error) {
-	hf, size, err := files.open(filepath.Join(name, stream.HeaderFile))
-	if err != nil {
-		return nil, err
-	}
-	header, err := tracedat.Read(hf, size)
-	if err != nil {
-		return nil, badFile(hf.Name(), err)
-	}
-	ents, err := os.ReadDir(name)
-	if err != nil {
-		return nil, badFile(name, err)
-	}
-	var readers []io.ReaderAt
-	var sizes []int64
-	for _, e := range ents {
-		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(e.Name(), "cpu"), ".raw"))
-		if err != nil || e.Name() != stream.CPUFile(n) || n > 4096 {
-			continue
-		}
-		f, size, err := files.open(filepath.Join(name, e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		for len(readers) <= n {
-			readers, sizes = append(readers, strings.NewReader("")), append(sizes, 0)
-		}
-		readers[n], sizes[n] = f, size
-	}
-	if len(readers) == 0 {
-		return nil, badFile(name, errors.New("no cpuN.raw files: not what ftctl record leaves"))
-	}
-	return tracedat.WithCPUs(header, readers, sizes), nil
+	return badFile(oe.Path, oe.Err)
 }

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
-	"runtime"
 	"strings"
 	"time"
 
@@ -220,16 +218,7 @@ func streamRun(ctx context.Context, o *StreamOptions) error {
 // loss summary (with summary, on stdout too). An interruption returns ctx's error (exit 130)
 // after the summary; a stream ended by a stream.EndCause returns nil.
 func printStream(ctx context.Context, g *Globals, in *tracefs.Instance, so stream.Options, out stream.Output, summary bool) error {
-	// One P, unless GOMAXPROCS says otherwise: the engine decodes in one goroutine (which also
-	// reads trace_pipe_raw), and trace_pipe's reader and kallsyms' loader spend their time in
-	// system calls, which need none. A second P brought only the scheduler's traffic between
-	// them (waking the idle P, preempted goroutines through the global queue, the collector's
-	// stops), which spins on the scheduler's lock whenever the thread holding it is preempted:
-	// on a CPU shared with a busy workload that was most of ftctl's time (6.12 in the VM under a
-	// hot function filter, vm/bench-hot.sh: BENCHMARKS.md, "Under a hot function filter").
-	if os.Getenv("GOMAXPROCS") == "" {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	}
+	defer stream.OneP()() // one P, unless GOMAXPROCS says otherwise: stream.OneP says why
 	so.Notice = g.Notice
 	so.GraphLines = true // function_graph's lines from trace_pipe_raw too, as the kernel prints them
 	src, err := stream.Open(ctx, in, so)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ftctl/ftctl/filters"
+	"github.com/ftctl/ftctl/stream"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -37,6 +38,65 @@ type GraphSpec struct {
 	// Threshold records only the calls that last at least this long (tracing_thresh, in
 	// microseconds; 0: every call). The kernel then records their returns alone.
 	Threshold time.Duration
+}
+
+// GraphRequest is a graph as the front ends take it (ftctl graph's flags, the console's Graph
+// prompt): the roots (set_graph_function) and the functions left out with their callees
+// (set_graph_notrace) as typed, the depth (max_graph_depth), the threshold (tracing_thresh) and
+// a process with its children.
+type GraphRequest struct {
+	Roots     []string
+	Notrace   []string
+	Depth     int
+	Threshold time.Duration
+	PID       int
+}
+
+// Spec checks the request without the kernel (the limits, CheckGraphLimits; the patterns, the
+// kernel's glob with no :mod: part) and makes the session's Spec: the one set-up of a graph,
+// ftctl graph's and the console's. New checks it against the kernel.
+func (r GraphRequest) Spec() (Spec, error) {
+	if err := CheckGraphLimits(r.Depth, r.Threshold, r.PID); err != nil {
+		return Spec{}, err
+	}
+	g := &GraphSpec{Depth: r.Depth, Threshold: r.Threshold}
+	var err error
+	if g.Roots, err = compileGraphPatterns(r.Roots); err != nil {
+		return Spec{}, err
+	}
+	if g.Notrace, err = compileGraphPatterns(r.Notrace); err != nil {
+		return Spec{}, err
+	}
+	spec := Spec{Graph: g}
+	if r.PID > 0 {
+		spec.PIDs = []int{r.PID}
+	}
+	return spec, nil
+}
+
+// compileGraphPatterns compiles the roots (or notrace patterns) of a graph.
+func compileGraphPatterns(texts []string) ([]*filters.Pattern, error) {
+	var ps []*filters.Pattern
+	for _, t := range texts {
+		if strings.Contains(t, ":mod:") {
+			return nil, fmt.Errorf("%q: set_graph_function and set_graph_notrace take function names and globs (no :mod: part)", t)
+		}
+		p, err := filters.Compile(t)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
+// OpenGraph opens the stream of the graph's trace array (GraphInstance) after Begin:
+// function_graph's records decoded from the ring buffer's pages (stream.ReaderBinary), whose
+// entry and return times make the call trees (trace_pipe's lines are the kernel's formatting of
+// them). ftctl graph and the console's Graph view read it.
+func (s *Session) OpenGraph(ctx context.Context, o stream.Options) (*stream.Source, error) {
+	o.Reader = stream.ReaderBinary
+	return stream.Open(ctx, s.GraphInstance(), o)
 }
 
 // The top-level files of function_graph, and their defaults.

@@ -1,6 +1,7 @@
 // Package session owns what ftctl owns in the kernel: the names it gives (names.go), how it proves
 // an owner alive or gone, what is whose among the instances and probe groups found there, the
-// private instances of `ftctl trace` and the console, and their set-up and teardown.
+// private instances of `ftctl trace` and the console, and their set-up and teardown (a graph's
+// from a GraphRequest, the one set-up of ftctl graph and the console's Graph view: graph.go).
 //
 // A session (ftctl trace, or the console in its private instance) lives in an instance
 // ftctl-PID-NONCE with a probe group ftctl_PID_NONCE, so nothing of another user or session is

@@ -46,20 +46,69 @@ func Copy(src *Source, out Output) (*Summary, error) {
 		if !ok {
 			return nil
 		}
-		if out.JSON {
-			*buf = AppendJSON(*buf, ev, out.Text.Raw)
-		} else {
-			*buf = AppendText(*buf, ev, out.Text)
-		}
-		if ev.Kind != KindLost {
-			shown++
-			if out.Count > 0 && shown >= out.Count {
-				return errCountReached
-			}
-		}
-		return nil
+		return out.append(buf, ev, &shown)
 	}
 	return src.copy(sum, out.W, emit, nil)
+}
+
+// CopyFile writes a recording's events to out as Copy writes the kernel's (the same filter,
+// renderers and writes, a chunk at a time) until Output.Count or the recording's end. It
+// returns the events shown, and the events lost as the kernel marked them (in the losses
+// shown). A write error is returned as is; a fault in the file (a *FileError) after the
+// events before it were written.
+func CopyFile(src *FileSource, out Output) (shown int, lost int64, err error) {
+	emit := func(buf *[]byte, ev *Event) error {
+		if !out.Filter.Match(ev) {
+			return nil
+		}
+		if ev.Kind == KindLost {
+			lost += max(ev.Lost, 0)
+		}
+		return out.append(buf, ev, &shown)
+	}
+	buf := make([]byte, 0, 256<<10)
+	werr, err := copyChunks(src, out.W, &buf, emit)
+	switch {
+	case werr != nil:
+		return shown, lost, werr
+	case errors.Is(err, io.EOF), errors.Is(err, errCountReached):
+		return shown, lost, nil
+	}
+	return shown, lost, err
+}
+
+// append renders ev into buf as out says and counts it in shown (losses apart):
+// errCountReached once Output.Count events were shown.
+func (out *Output) append(buf *[]byte, ev *Event, shown *int) error {
+	if out.JSON {
+		*buf = AppendJSON(*buf, ev, out.Text.Raw)
+	} else {
+		*buf = AppendText(*buf, ev, out.Text)
+	}
+	if ev.Kind != KindLost {
+		*shown++
+		if out.Count > 0 && *shown >= out.Count {
+			return errCountReached
+		}
+	}
+	return nil
+}
+
+// copyChunks is the loop of every copy, live or recorded: each chunk's events rendered by emit
+// into buf, buf written after each chunk (what was rendered before an error too), until Next
+// returns an error, which it returns as err; werr is a write's error, which ends it at once.
+func copyChunks(src Events, w io.Writer, buf *[]byte, emit func(buf *[]byte, ev *Event) error) (werr, err error) {
+	each := func(ev *Event) error { return emit(buf, ev) }
+	for err == nil {
+		err = src.Next(each)
+		if len(*buf) > 0 {
+			if _, werr := w.Write(*buf); werr != nil {
+				return werr, nil
+			}
+			*buf = (*buf)[:0]
+		}
+	}
+	return nil, err
 }
 
 // copy runs src to its end, emit rendering each event into the buffer (its errCountReached
@@ -67,22 +116,15 @@ func Copy(src *Source, out Output) (*Summary, error) {
 // left once the stream ended otherwise than by a write error or errCountReached.
 func (src *Source) copy(sum *Summary, w io.Writer, emit func(buf *[]byte, ev *Event) error, ended func(buf *[]byte) error) (*Summary, error) {
 	buf := make([]byte, 0, 256<<10)
-	each := func(ev *Event) error { return emit(&buf, ev) }
+	werr, err := copyChunks(src, w, &buf, emit)
+	if werr != nil {
+		return nil, werr
+	}
 	end := ""
-	for end == "" {
-		err := src.Next(each)
-		if len(buf) > 0 {
-			if _, werr := w.Write(buf); werr != nil {
-				return nil, werr
-			}
-			buf = buf[:0]
-		}
-		if stopped, _ := src.Interrupted(); stopped && err != nil && !errors.Is(err, errCountReached) {
-			end = EndInterrupted
-			break
-		}
+	if stopped, _ := src.Interrupted(); stopped && !errors.Is(err, errCountReached) {
+		end = EndInterrupted
+	} else {
 		switch {
-		case err == nil:
 		case errors.Is(err, errCountReached):
 			end = EndCount
 		case errors.Is(err, io.EOF):

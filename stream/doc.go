@@ -10,8 +10,17 @@
 // by their print fmt, interpreted by printfmt*.go), so that ftctl can read the buffer without
 // the kernel's text formatting.
 //
-// Nothing here reads a kernel file: tracefs opens trace_pipe, trace_pipe_raw and the per-CPU
-// stats, cmd/ reads formats, kallsyms and saved_cmdlines and wires them to this package. The
+// The engine's readers: Open makes a Source of a trace array's ring buffer (trace_pipe or every
+// CPU's trace_pipe_raw: source.go), OpenFile a FileSource of a recording (a trace.dat, or what a
+// killed recorder left: OpenRecording, OpenRecordDir; file.go, recorddir.go). Both yield events
+// a chunk at a time (Events), so every loop over them is one: Copy and CopyFile (copy.go: the
+// filters, renderers and writes of ftctl stream, trace and report), CopyGraph and the console's
+// readers. The Recorder (record.go) moves a trace array's pages into its RecordDir and assembles
+// a trace.dat; CallTree (calltree.go) builds function_graph's records into calls; OneP and
+// RecorderGC (runtime.go) are the runtime's settings the commands reading them run with.
+//
+// This package opens no kernel file itself: tracefs opens trace_pipe, trace_pipe_raw, the
+// per-CPU stats, formats, kallsyms and saved_cmdlines for it; it writes no tracing state. The
 // hot paths (Decoder.Feed, BinaryDecoder.Feed, AppendJSON, AppendText) make no allocation per
 // event; see BenchmarkParse, BenchmarkMarkerBinaryJSON and BENCHMARKS.md.
 package stream

@@ -135,7 +135,7 @@ type Event struct {
 	Line []byte // the line as read (for stacks: every line, newlines included)
 
 	// Buffer is the trace array a recording's event was recorded in ("" for the top level, else
-	// the instance's name), set by ReadFile only for a file holding instances' buffers
+	// the instance's name), set by a FileSource only for a file holding instances' buffers
 	// (trace-cmd record -B NAME); nil otherwise.
 	Buffer []byte
 }

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"container/heap"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,12 +10,13 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/ftctl/ftctl/tracedat"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
-// FileOptions choose what ReadFile decodes of a recording.
+// FileOptions choose what OpenFile decodes of a recording.
 type FileOptions struct {
 	CPU    int  // with HasCPU: only this CPU's pages (of each buffer)
 	HasCPU bool //
@@ -30,7 +32,7 @@ type FileOptions struct {
 	Enum func(string) (tracefs.EnumConst, bool)
 }
 
-// FileInfo is what ReadFile learned of a recording besides its events.
+// FileInfo is what a FileSource learned of a recording besides its events.
 type FileInfo struct {
 	Clock string
 	CPUs  int // the most CPUs of a buffer read
@@ -49,7 +51,7 @@ type FileInfo struct {
 // ErrFileCPU: --cpu names a CPU the recording has no data for.
 var ErrFileCPU = errors.New("no such CPU in the recording")
 
-// A recording is anyone's file (sent by colleagues, customers, CI): ReadFile checks every
+// A recording is anyone's file (sent by colleagues, customers, CI): OpenFile checks every
 // size, count, offset and depth it reads from it before use. What it costs is bounded by the
 // file's size: a page buffer per CPU that holds at least a page of data (no CPU's data overlaps
 // another's, so these are at most the file's size, or the decompressed data's), one pending
@@ -80,13 +82,44 @@ func (e *FileError) Error() string {
 // Unwrap makes a FileError a corrupt file's (tracedat.ErrCorrupt), as tracedat.Read's.
 func (e *FileError) Unwrap() error { return tracedat.ErrCorrupt }
 
-// ReadFile decodes a trace.dat's pages with the stream's BinaryDecoder (the formats,
-// kallsyms and saved_cmdlines of the file) and emits its events in time order, every CPU's
-// merged, a page's losses before its events (KindLost), as ftctl stream would have shown them.
-// A file holding instances' buffers (trace-cmd record -B NAME) has every buffer's events
-// merged too, as trace-cmd report merges them, each event saying its buffer (Event.Buffer).
-func ReadFile(f *tracedat.File, o FileOptions, emit Emit) (*FileInfo, error) {
-	info := &FileInfo{Clock: f.Clock(), Undecoded: map[string]string{}}
+// FileSource is a recording's events read as the kernel's are (Source): Next decodes the next
+// chunk (at most fileChunk events) and emits its events in time order, every CPU's merged, a
+// page's losses before its events (KindLost), as ftctl stream would have shown them; io.EOF
+// once every CPU's data was read. A file holding instances' buffers (trace-cmd record -B NAME)
+// has every buffer's events merged too, as trace-cmd report merges them, each event saying its
+// buffer (Event.Buffer). The formats, kallsyms and saved_cmdlines are the file's. So ftctl
+// report, the console's --file and its graph of a recording run the loops the live stream runs
+// (Events).
+type FileSource struct {
+	ctx    context.Context
+	o      FileOptions
+	info   *FileInfo
+	d      *BinaryDecoder
+	h      cpuHeap
+	err    error // what ended it: io.EOF, a file's fault, emit's error
+	closed atomic.Bool
+}
+
+// fileChunk is how many events (and losses) a FileSource's Next emits at most.
+const fileChunk = 4096
+
+// ErrFileClosed is what Next returns once the FileSource was closed.
+var ErrFileClosed = errors.New("the recording's reading was closed")
+
+// OpenFile checks the file's CPUs and header_page and sets the decoder up from its formats;
+// it reads no page yet (Next does). ctx's end ends the reading (Next returns its error).
+func OpenFile(ctx context.Context, f *tracedat.File, o FileOptions) (*FileSource, error) {
+	s, err := openFile(ctx, f, o)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// openFile is OpenFile; the source it returns holds what was learned (Info) even on error.
+func openFile(ctx context.Context, f *tracedat.File, o FileOptions) (*FileSource, error) {
+	s := &FileSource{ctx: ctx, o: o, info: &FileInfo{Clock: f.Clock(), Undecoded: map[string]string{}}}
+	info := s.info
 	multi := len(f.Buffers()) > 0
 	names := o.Buffers
 	if names == nil {
@@ -96,7 +129,7 @@ func ReadFile(f *tracedat.File, o FileOptions, emit Emit) (*FileInfo, error) {
 	for _, name := range names {
 		g, err := f.Buffer(name)
 		if err != nil {
-			return info, err
+			return s, err
 		}
 		views = append(views, g)
 		info.CPUs = max(info.CPUs, g.CPUs)
@@ -105,7 +138,7 @@ func ReadFile(f *tracedat.File, o FileOptions, emit Emit) (*FileInfo, error) {
 		info.Buffers = names
 	}
 	if o.HasCPU && (o.CPU < 0 || o.CPU >= info.CPUs) {
-		return info, fmt.Errorf("%w: --cpu %d (it has CPUs 0 to %d)", ErrFileCPU, o.CPU, info.CPUs-1)
+		return s, fmt.Errorf("%w: --cpu %d (it has CPUs 0 to %d)", ErrFileCPU, o.CPU, info.CPUs-1)
 	}
 	layout, err := tracefs.ParsePageLayout(string(f.HeaderPage))
 	if err == nil {
@@ -116,7 +149,7 @@ func ReadFile(f *tracedat.File, o FileOptions, emit Emit) (*FileInfo, error) {
 		}
 	}
 	if err != nil {
-		return info, &FileError{Section: "header_page", Offset: -1, Reason: strings.TrimPrefix(err.Error(), "header_page: ")}
+		return s, &FileError{Section: "header_page", Offset: -1, Reason: strings.TrimPrefix(err.Error(), "header_page: ")}
 	}
 	var cpus []*fileCPU
 	for _, g := range views {
@@ -138,53 +171,101 @@ func ReadFile(f *tracedat.File, o FileOptions, emit Emit) (*FileInfo, error) {
 		}
 	}
 	if err := checkOverlap(cpus); err != nil {
-		return info, err
+		return s, err
 	}
-	d, err := newFileDecoder(f, layout, info, o)
-	if err != nil {
-		return info, err
+	if s.d, err = newFileDecoder(f, layout, info, o); err != nil {
+		return s, err
 	}
-	h := make(cpuHeap, 0, len(cpus))
+	s.h = make(cpuHeap, 0, len(cpus))
 	for _, c := range cpus {
 		if err := c.advance(info); err != nil {
-			return info, err
+			return s, err
 		}
 		if c.pending {
-			h = append(h, c)
+			s.h = append(s.h, c)
 		}
 	}
-	heap.Init(&h)
-	ev := &d.ev
-	for len(h) > 0 {
-		best := h[0]
-		r := best.rec
-		// common_pid: after the 2-byte type, the flags and the preempt count
-		skip := r.data != nil && o.Skip != nil && len(r.data) >= 8 && o.Skip(int(int32(binary.LittleEndian.Uint32(r.data[4:]))))
-		switch {
-		case skip:
-			info.Skipped++
-		case r.data == nil:
-			ev.reset()
-			ev.Kind, ev.CPU, ev.Lost = KindLost, best.cpu, r.lost
-		default:
-			d.Decode(ev, best.cpu, r.ts, r.data)
+	heap.Init(&s.h)
+	return s, nil
+}
+
+// Info is what the reading learned of the recording so far (all of it once Next returned
+// io.EOF).
+func (s *FileSource) Info() *FileInfo { return s.info }
+
+// Close ends the reading: a Next in progress returns ErrFileClosed after the event it is at,
+// as does every later one. It may be called from any goroutine.
+func (s *FileSource) Close() error {
+	s.closed.Store(true)
+	return nil
+}
+
+// Next emits the next chunk's events. It returns nil while events are left; io.EOF after the
+// last; the error emit returned; a *FileError where the data are not what a kernel writes (the
+// events before it emitted first); ctx's error once it ended; ErrFileClosed after Close. Every
+// call after an error returns it again.
+func (s *FileSource) Next(emit Emit) error {
+	if s.err == nil {
+		s.err = s.ctx.Err()
+	}
+	for n := 0; s.err == nil && n < fileChunk; n++ {
+		if s.closed.Load() {
+			s.err = ErrFileClosed
+			break
 		}
-		if !skip {
-			ev.Buffer = best.buffer
-			if err := emit(ev); err != nil {
-				return info, err
-			}
+		if len(s.h) == 0 {
+			s.err = io.EOF
+			break
 		}
-		if err := best.advance(info); err != nil {
-			return info, err
-		}
-		if best.pending {
-			heap.Fix(&h, 0)
-		} else {
-			heap.Pop(&h)
+		s.err = s.step(emit)
+	}
+	if s.err != nil {
+		return s.err
+	}
+	return nil
+}
+
+// step emits the earliest pending event (or loss) and makes its CPU's next one pending.
+func (s *FileSource) step(emit Emit) error {
+	best := s.h[0]
+	r := best.rec
+	ev := &s.d.ev
+	// common_pid: after the 2-byte type, the flags and the preempt count
+	skip := r.data != nil && s.o.Skip != nil && len(r.data) >= 8 && s.o.Skip(int(int32(binary.LittleEndian.Uint32(r.data[4:]))))
+	switch {
+	case skip:
+		s.info.Skipped++
+	case r.data == nil:
+		ev.reset()
+		ev.Kind, ev.CPU, ev.Lost = KindLost, best.cpu, r.lost
+	default:
+		s.d.Decode(ev, best.cpu, r.ts, r.data)
+	}
+	if !skip {
+		ev.Buffer = best.buffer
+		if err := emit(ev); err != nil {
+			return err
 		}
 	}
-	return info, nil
+	if err := best.advance(s.info); err != nil {
+		return err
+	}
+	if best.pending {
+		heap.Fix(&s.h, 0)
+	} else {
+		heap.Pop(&s.h)
+	}
+	return nil
+}
+
+// ReadFile reads a recording to its end (OpenFile, then Next until io.EOF), emitting every
+// event: for a caller that wants them all at once, as the tests do.
+func ReadFile(f *tracedat.File, o FileOptions, emit Emit) (*FileInfo, error) {
+	s, err := openFile(context.Background(), f, o)
+	if err != nil {
+		return s.info, err
+	}
+	return s.info, Each(s, emit)
 }
 
 // checkOverlap refuses CPUs whose data share bytes of the file: trace-cmd and ftctl write each

@@ -9,7 +9,7 @@ import "strconv"
 //	{"event":"lost","cpu":1,"lost":1849}
 //
 // Keys come in a fixed order and only when the line had them ("buffer" first, for the events of
-// a recording with instances' buffers: ReadFile). With raw, the line as read is
+// a recording with instances' buffers: FileSource). With raw, the line as read is
 // added as "raw". Encoding is by hand (it runs once per event), and every string goes through
 // AppendJSONString, so the output is valid JSON whatever bytes the trace held.
 func AppendJSON(dst []byte, ev *Event, raw bool) []byte {

@@ -3,14 +3,17 @@ package stream
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/ftctl/ftctl/internal/atdir"
+	"github.com/ftctl/ftctl/tracedat"
 )
 
 // ErrRecordDir: the directory of a recording's file cannot be used (missing, not a directory,
@@ -125,4 +128,133 @@ func (d *RecordDir) Close() {
 	d.closed = true
 	d.dir.Close()
 	d.parent.Close()
+}
+
+// What a recording's reader (ftctl report, the console's --file) opens: a trace.dat, or the
+// working directory a killed recorder left, read here beside the code that writes it (Recorder:
+// HeaderFile, then CPUFile(N) for each CPU's pages).
+
+// ErrNotRecordDir: the directory named holds no cpuN.raw, so it is not what a recorder
+// leaves.
+var ErrNotRecordDir = errors.New("no cpuN.raw files: not what ftctl record leaves")
+
+// ErrIsDir: a directory was named where a trace.dat was expected.
+var ErrIsDir = errors.New("is a directory")
+
+// OpenError says which file of a recording could not be opened or read, and why (Err: the
+// errno, or tracedat's error for a file it refuses).
+type OpenError struct {
+	Path string
+	Err  error
+}
+
+func (e *OpenError) Error() string { return e.Path + ": " + e.Err.Error() }
+
+// Unwrap gives the reason.
+func (e *OpenError) Unwrap() error { return e.Err }
+
+// Recording is a recording open for reading: File reads from the files it holds open until
+// Close.
+type Recording struct {
+	File  *tracedat.File
+	files []*os.File
+}
+
+// Close closes the recording's files.
+func (r *Recording) Close() {
+	for _, f := range r.files {
+		f.Close()
+	}
+	r.files = nil
+}
+
+// OpenRecording opens the trace.dat path and reads its header (tracedat.Read: within its
+// memory budget; the CPUs' data are read as Next reaches them). Errors are *OpenError.
+func OpenRecording(path string) (*Recording, error) {
+	r := &Recording{}
+	f, size, err := r.open(path)
+	if err == nil {
+		r.File, err = tracedat.Read(f, size)
+		if err != nil {
+			err = &OpenError{Path: path, Err: err}
+		}
+	}
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// OpenRecordDir opens the working directory a killed recorder left (FILE.tmp-PID): its
+// HeaderFile and the pages of each CPU in CPUFile(N), as far as they were moved. Errors are
+// *OpenError.
+func OpenRecordDir(dir string) (*Recording, error) {
+	r := &Recording{}
+	if err := r.readDir(dir); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// maxRecordCPU bounds the CPU numbers of the cpuN.raw files taken (the kernel's NR_CPUS limit
+// is far below): a name is anyone's.
+const maxRecordCPU = 4096
+
+func (r *Recording) readDir(dir string) error {
+	hf, size, err := r.open(filepath.Join(dir, HeaderFile))
+	if err != nil {
+		return err
+	}
+	header, err := tracedat.Read(hf, size)
+	if err != nil {
+		return &OpenError{Path: hf.Name(), Err: err}
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return &OpenError{Path: dir, Err: err}
+	}
+	var readers []io.ReaderAt
+	var sizes []int64
+	for _, e := range ents {
+		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(e.Name(), "cpu"), ".raw"))
+		if err != nil || e.Name() != CPUFile(n) || n > maxRecordCPU {
+			continue
+		}
+		f, size, err := r.open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return err
+		}
+		for len(readers) <= n {
+			readers, sizes = append(readers, strings.NewReader("")), append(sizes, 0)
+		}
+		readers[n], sizes[n] = f, size
+	}
+	if len(readers) == 0 {
+		return &OpenError{Path: dir, Err: ErrNotRecordDir}
+	}
+	r.File = tracedat.WithCPUs(header, readers, sizes)
+	return nil
+}
+
+// open opens the file path of a recording, kept for Close, and returns its size; a directory
+// is refused (ErrIsDir).
+func (r *Recording) open(path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if u := errors.Unwrap(err); u != nil {
+			err = u // the errno: the path is said once, by OpenError
+		}
+		return nil, 0, &OpenError{Path: path, Err: err}
+	}
+	r.files = append(r.files, f)
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, &OpenError{Path: path, Err: err}
+	}
+	if st.IsDir() {
+		return nil, 0, &OpenError{Path: path, Err: ErrIsDir}
+	}
+	return f, st.Size(), nil
 }

@@ -93,7 +93,7 @@ func (p Page) Events(f func(ts uint64, data []byte) error) error {
 	}
 }
 
-// PageCursor walks a page's events one at a time (Page.Events, as ReadFile needs them: one
+// PageCursor walks a page's events one at a time (Page.Events, as a FileSource needs them: one
 // pending event per CPU, none kept in a list).
 type PageCursor struct {
 	ts  uint64

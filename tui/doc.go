@@ -22,7 +22,9 @@
 //
 // IO never runs inside Update: every read and write of the kernel is a Backend method called
 // from a tea.Cmd, and the stream is a re-arming command that takes one batch from the source's
-// channel per call (source.go). Trace data is escaped (stream.AppendEscaped) before it is
+// channel per call (source.go). The kernel's stream and a recording's (--file) are read
+// through the same stream.Events and the same loop (pump), as are a live graph's trees and a
+// recording's (buildTrees). Trace data is escaped (stream.AppendEscaped) before it is
 // styled or shown. Data marks the frame dirty and a tick redraws it, so a flood of events
 // costs at most 30 renders a second while keys still redraw at once. Quitting waits for the
 // kernel writes in flight (writes.go), so that the caller's teardown never races them.

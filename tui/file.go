@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/ftctl/ftctl/count"
@@ -15,7 +16,7 @@ import (
 )
 
 // A recording in the console (ftctl tui --file): the Stream and Top views over a trace.dat's
-// events, decoded by the stream engine as `ftctl report` decodes them (stream.ReadFile), with
+// events, decoded by the stream engine as `ftctl report` decodes them (stream.OpenFile), with
 // the Stream view's search and filters. No kernel is read or changed: the other views say so.
 
 // ErrRecording is what the views that change a kernel get when the console shows a recording.
@@ -91,8 +92,16 @@ func (b *FileBackend) ReadCount() (count.Counts, error) { return count.Counts{},
 // StopCount implements Backend: nothing runs.
 func (b *FileBackend) StopCount() error { return nil }
 
-// readFile is stream.ReadFile; a test makes it panic.
-var readFile = stream.ReadFile
+// recordingEvents is what the console reads a recording through: a stream.FileSource.
+type recordingEvents interface {
+	stream.Events
+	Info() *stream.FileInfo
+}
+
+// openFile is stream.OpenFile; a test makes the reading panic.
+var openFile = func(ctx context.Context, f *tracedat.File, o stream.FileOptions) (recordingEvents, error) {
+	return stream.OpenFile(ctx, f, o)
+}
 
 // ErrReadPanic ends a recording's reading that panicked: a bug of ftctl's (every size, offset
 // and count of a file is checked), caught in the reading goroutine, which bubbletea does not
@@ -106,13 +115,11 @@ func recoverRead(end func(error)) {
 	}
 }
 
-// fileBatch is how many events a FileSource hands the collector at a time.
-const fileBatch = 4096
-
-// FileSource delivers a recording's events: a goroutine decodes the file (stream.ReadFile: the
-// CPUs merged in time order) and hands the rows to the collector as the kernel's stream does,
-// then ends the stream with ErrEndOfRecording and the count. As for the kernel's, the console
-// keeps the last max events: a larger recording's first events are counted as dropped.
+// FileSource delivers a recording's events: a goroutine decodes the file (stream.OpenFile: the
+// CPUs merged in time order) and hands the rows to the collector through the loop the kernel's
+// stream takes (pump), then ends the stream with ErrEndOfRecording and the count. As for the
+// kernel's, the console keeps the last max events: a larger recording's first events are
+// counted as dropped.
 type FileSource struct {
 	c    *collector
 	stop context.CancelFunc
@@ -128,27 +135,18 @@ func NewFileSource(ctx context.Context, f *tracedat.File, max int) *FileSource {
 	go func() {
 		defer s.wg.Done()
 		defer recoverRead(s.c.fail)
-		g := newIngester()
-		n := 0
-		info, err := readFile(f, stream.FileOptions{Skip: stream.SkipRecorder(f), Enum: stream.EnumResolver(&tracefs.FS{})}, func(ev *stream.Event) error {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := g.emit(ev); err != nil {
-				return err
-			}
-			if n++; n%fileBatch == 0 && !s.c.put(g.take()) {
-				return context.Canceled
-			}
-			return nil
-		})
-		if rows := g.take(); len(rows) > 0 && !s.c.put(rows) {
+		src, err := openFile(ctx, f, stream.FileOptions{Skip: stream.SkipRecorder(f), Enum: stream.EnumResolver(&tracefs.FS{})})
+		if err != nil {
+			s.c.fail(err)
 			return
 		}
-		if ctx.Err() != nil {
+		defer src.Close()
+		n, stopped, err := pump(src, newIngester(), s.c)
+		if stopped || ctx.Err() != nil {
 			return
 		}
-		if err == nil {
+		if errors.Is(err, io.EOF) {
+			info := src.Info()
 			err = fmt.Errorf("%w: %d events from %d pages", ErrEndOfRecording, n, info.Pages)
 			if info.Partial > 0 {
 				err = fmt.Errorf("%w; the data of %d CPUs ends inside a page (a file cut short)", err, info.Partial)

@@ -174,22 +174,23 @@ func TestFileReadFailureShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	panicking := func(*tracedat.File, stream.FileOptions, stream.Emit) (*stream.FileInfo, error) {
-		var none []int
-		return nil, fmt.Errorf("%d", none[3])
+	real := openFile
+	panicking := func(ctx context.Context, f *tracedat.File, o stream.FileOptions) (recordingEvents, error) {
+		src, err := real(ctx, f, o)
+		return panicEvents{src}, err
 	}
 	for _, c := range []struct {
 		name string
 		file *tracedat.File
-		read func(*tracedat.File, stream.FileOptions, stream.Emit) (*stream.FileInfo, error)
+		open func(context.Context, *tracedat.File, stream.FileOptions) (recordingEvents, error)
 		want string
 	}{
-		{"corrupt header_page", corrupt, stream.ReadFile, "corrupt trace.dat (header_page): the timestamp at offset 5000"},
+		{"corrupt header_page", corrupt, real, "corrupt trace.dat (header_page): the timestamp at offset 5000"},
 		{"a panic", openRecording(t), panicking, "a bug of ftctl's"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			readFile = c.read
-			defer func() { readFile = stream.ReadFile }()
+			openFile = c.open
+			defer func() { openFile = real }()
 			src := NewFileSource(context.Background(), c.file, 1000)
 			defer src.Close()
 			m := New(Options{Backend: &FileBackend{Name: "x.dat", File: c.file}, Source: src, Now: fixedNow,
@@ -233,4 +234,13 @@ func TestFileReadFailureShown(t *testing.T) {
 			}
 		})
 	}
+}
+
+// panicEvents is a recording whose reading panics (as a bug of ftctl's would) at its first
+// chunk.
+type panicEvents struct{ recordingEvents }
+
+func (p panicEvents) Next(stream.Emit) error {
+	var none []int
+	return fmt.Errorf("%d", none[3])
 }

@@ -12,10 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/session"
 	"github.com/ftctl/ftctl/stream"
-	"github.com/ftctl/ftctl/tracedat"
 	"github.com/spf13/pflag"
 )
 
@@ -72,18 +70,7 @@ func ParseGraphRequest(text string) (GraphRequest, error) {
 		return GraphRequest{}, fmt.Errorf("%v (the prompt takes ROOT... [-n NOTRACE]... [--depth N] [--threshold D] [--pid PID])", err)
 	}
 	r.Roots = append(r.Roots, fl.Args()...)
-	if err := session.CheckGraphLimits(r.Depth, r.Threshold, r.PID); err != nil {
-		return GraphRequest{}, err
-	}
-	for _, f := range append(slices.Clone(r.Roots), r.Notrace...) {
-		if strings.Contains(f, ":mod:") {
-			return GraphRequest{}, fmt.Errorf("%q: set_graph_function and set_graph_notrace take function names and globs (no :mod: part)", f)
-		}
-	}
-	if _, err := compileRoots(r.Roots); err != nil {
-		return GraphRequest{}, err
-	}
-	if _, err := compileRoots(r.Notrace); err != nil {
+	if _, err := session.GraphRequest(r).Spec(); err != nil {
 		return GraphRequest{}, err
 	}
 	return r, nil
@@ -237,8 +224,8 @@ const graphFeedMax = 4096
 type graphRun struct {
 	feed    *GraphFeed
 	cancel  context.CancelFunc
-	done    chan struct{} // closed when the goroutine ended
-	src     *stream.Source
+	done    chan struct{}    // closed when the goroutine ended
+	src     stream.Events    // the kernel's stream, or the recording's
 	session *session.Session // nil for a recording
 }
 
@@ -275,12 +262,13 @@ func (h *graphHolder) set(r *graphRun) {
 // ErrNoGraph: StopGraph with no graph running.
 var ErrNoGraph = errors.New("no graph is running")
 
-// buildTrees reads events (read calls emit for each, until it fails) into call trees handed
-// to feed; at the end, the calls still open (unfinished) and waiting, then the end.
-func buildTrees(feed *GraphFeed, read func(emit stream.Emit) error) {
+// buildTrees reads src's events, a chunk at a time until Next fails (the kernel's stream and a
+// recording's alike), into call trees handed to feed; at the end, the calls still open
+// (unfinished) and waiting, then the end: Next's error as ended words it.
+func buildTrees(feed *GraphFeed, src stream.Events, ended func(error) error) {
 	defer recoverRead(feed.End)
 	tree := &stream.CallTree{Done: feed.Add}
-	err := read(func(ev *stream.Event) error {
+	emit := func(ev *stream.Event) error {
 		if err := tree.Add(ev); err != nil {
 			return err
 		}
@@ -288,10 +276,14 @@ func buildTrees(feed *GraphFeed, read func(emit stream.Emit) error) {
 			feed.SetLost(tree.Lost)
 		}
 		return nil
-	})
+	}
+	var err error
+	for err == nil {
+		err = src.Next(emit)
+	}
 	tree.End()
 	feed.SetLost(tree.Lost)
-	feed.End(err)
+	feed.End(ended(err))
 }
 
 // Recording implements Backend: a kernel (its graphs are started by the user).
@@ -305,7 +297,7 @@ func (b *KernelBackend) StartGraph(ctx context.Context, req GraphRequest) (Graph
 	if err := b.StopGraph(); err != nil && !errors.Is(err, ErrNoGraph) {
 		return GraphInfo{}, nil, err
 	}
-	spec, err := graphSpec(req)
+	spec, err := session.GraphRequest(req).Spec()
 	if err != nil {
 		return GraphInfo{}, nil, err
 	}
@@ -327,9 +319,8 @@ func (b *KernelBackend) StartGraph(ctx context.Context, req GraphRequest) (Graph
 		return GraphInfo{}, nil, err
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	// function_graph's records are decoded from the pages (their time stamps make the trees);
 	// kallsyms is the graph's own (a Symbols' cache is not shared between goroutines)
-	src, err := stream.Open(rctx, s.GraphInstance(), stream.Options{Reader: stream.ReaderBinary})
+	src, err := s.OpenGraph(rctx, stream.Options{})
 	if err != nil {
 		cancel()
 		b.teardownGraph(s)
@@ -338,51 +329,15 @@ func (b *KernelBackend) StartGraph(ctx context.Context, req GraphRequest) (Graph
 	r := &graphRun{feed: NewGraphFeed(graphFeedMax), cancel: cancel, done: make(chan struct{}), src: src, session: s}
 	go func() {
 		defer close(r.done)
-		buildTrees(r.feed, func(emit stream.Emit) error {
-			for {
-				if err := src.Next(emit); errors.Is(err, io.EOF) {
-					return errKernelEnded
-				} else if err != nil {
-					return err
-				}
+		buildTrees(r.feed, src, func(err error) error {
+			if errors.Is(err, io.EOF) {
+				return errKernelEnded
 			}
+			return err
 		})
 	}()
 	b.graph.set(r)
 	return GraphInfo{Request: req, Session: s.Instance.Name, AtTop: s.GraphAtTop()}, r.feed, nil
-}
-
-// graphSpec is the session of req: its roots and notrace patterns compiled, its limits checked.
-func graphSpec(req GraphRequest) (session.Spec, error) {
-	if err := session.CheckGraphLimits(req.Depth, req.Threshold, req.PID); err != nil {
-		return session.Spec{}, err
-	}
-	roots, err := compileRoots(req.Roots)
-	if err != nil {
-		return session.Spec{}, err
-	}
-	notrace, err := compileRoots(req.Notrace)
-	if err != nil {
-		return session.Spec{}, err
-	}
-	spec := session.Spec{Graph: &session.GraphSpec{Roots: roots, Notrace: notrace, Depth: req.Depth, Threshold: req.Threshold}}
-	if req.PID > 0 {
-		spec.PIDs = []int{req.PID}
-	}
-	return spec, nil
-}
-
-// compileRoots compiles roots (or notrace patterns) as ftctl graph -f (-n) does.
-func compileRoots(texts []string) ([]*filters.Pattern, error) {
-	var ps []*filters.Pattern
-	for _, t := range texts {
-		p, err := filters.Compile(t)
-		if err != nil {
-			return nil, err
-		}
-		ps = append(ps, p)
-	}
-	return ps, nil
 }
 
 // StopGraph implements Backend: the graph's stream closed, then its session torn down (the
@@ -411,8 +366,8 @@ func (b *KernelBackend) teardownGraph(s *session.Session) error {
 func (b *FileBackend) Recording() bool { return true }
 
 // StartGraph implements Backend: the recording's function_graph events built into call trees
-// in a goroutine (stream.ReadFile, as the Stream view's reading: the CPUs merged in time
-// order), ending with how many trees it held. The request is not used: the recording holds
+// in a goroutine (stream.OpenFile, as the Stream view's reading: the CPUs merged in time
+// order), ending with how many function_graph records it held. The request is not used: the recording holds
 // what it holds.
 func (b *FileBackend) StartGraph(ctx context.Context, req GraphRequest) (GraphInfo, *GraphFeed, error) {
 	if r := b.graph.take(); r != nil {
@@ -422,38 +377,50 @@ func (b *FileBackend) StartGraph(ctx context.Context, req GraphRequest) (GraphIn
 	r := &graphRun{feed: NewGraphFeed(graphFeedMax), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
-		buildTrees(r.feed, func(emit stream.Emit) error {
-			return readGraphFile(rctx, b.File, emit)
-		})
+		defer recoverRead(r.feed.End)
+		src, err := openFile(rctx, b.File, stream.FileOptions{})
+		if err != nil {
+			r.feed.End(err)
+			return
+		}
+		defer src.Close()
+		g := &graphEvents{Events: src}
+		buildTrees(r.feed, g, g.ended)
 	}()
 	b.graph.set(r)
 	return GraphInfo{Request: req, Recording: true}, r.feed, nil
 }
 
-// readGraphFile emits a recording's function_graph events and losses; then the end, saying
-// how many graph records it held.
-func readGraphFile(ctx context.Context, f *tracedat.File, emit stream.Emit) error {
-	n := 0
-	_, err := readFile(f, stream.FileOptions{}, func(ev *stream.Event) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+// graphEvents passes a recording's function_graph events and losses on, and counts the
+// records.
+type graphEvents struct {
+	stream.Events
+	n int
+}
+
+// Next implements stream.Events.
+func (g *graphEvents) Next(emit stream.Emit) error {
+	return g.Events.Next(func(ev *stream.Event) error {
 		switch ev.Kind {
 		case stream.KindGraph:
-			n++
+			g.n++
 		case stream.KindLost:
 		default:
 			return nil
 		}
 		return emit(ev)
 	})
-	if err != nil {
+}
+
+// ended words the end of the reading: how many graph records the recording held.
+func (g *graphEvents) ended(err error) error {
+	switch {
+	case !errors.Is(err, io.EOF):
 		return err
-	}
-	if n == 0 {
+	case g.n == 0:
 		return fmt.Errorf("%w: it holds no function_graph events (record them with ftctl record --tracer function_graph -f FUNC)", ErrEndOfRecording)
 	}
-	return fmt.Errorf("%w: %d function_graph records", ErrEndOfRecording, n)
+	return fmt.Errorf("%w: %d function_graph records", ErrEndOfRecording, g.n)
 }
 
 // StopGraph implements Backend: the reading stopped.

@@ -149,15 +149,10 @@ func (c *collector) close() {
 	<-c.done
 }
 
-// EventStream is what a PipeSource reads: a stream.Source (the stream engine, as ftctl stream
-// and ftctl trace read it), or a test's.
-type EventStream interface {
-	// Next emits the events of the next chunk read; an error ends the stream (io.EOF: the
-	// kernel ended it).
-	Next(emit stream.Emit) error
-	// Close makes a Next in progress return; it may be called from any goroutine.
-	Close() error
-}
+// EventStream is what the console reads events through: the stream engine's stream.Events (a
+// stream.Source, as ftctl stream and ftctl trace read the kernel; a stream.FileSource, as ftctl
+// report reads a recording), or a test's.
+type EventStream = stream.Events
 
 // PipeSource reads the trace array through the stream engine: a goroutine reads and decodes
 // (off the event loop), the collector batches. When the kernel ends the stream (it does when
@@ -245,22 +240,34 @@ func readerOf(r EventStream) string {
 	return src.Reader()
 }
 
+// pump hands r's events to c as rows, a chunk at a time, until Next fails: the one loop of
+// every stream the console shows, the kernel's (PipeSource) and a recording's (FileSource). It
+// returns how many events r emitted and Next's error; stopped when the collector was stopped
+// (nothing is left to hand rows to).
+func pump(r EventStream, g *ingester, c *collector) (n int64, stopped bool, err error) {
+	emit := func(ev *stream.Event) error {
+		n++
+		return g.emit(ev)
+	}
+	for err == nil {
+		err = r.Next(emit)
+		if rows := g.take(); len(rows) > 0 && !c.put(rows) {
+			return n, true, err
+		}
+	}
+	return n, false, err
+}
+
 func (s *PipeSource) read(r EventStream) {
 	defer s.wg.Done()
 	g := newIngester()
 	s.c.setReader(readerOf(r))
 	for {
-		err := r.Next(g.emit)
-		if rows := g.take(); len(rows) > 0 {
-			if !s.c.put(rows) {
-				r.Close()
-				return
-			}
-		}
-		if err == nil {
-			continue
-		}
+		_, stopped, err := pump(r, g, s.c)
 		r.Close()
+		if stopped {
+			return
+		}
 		s.mu.Lock()
 		s.cur = nil
 		suspended := s.suspended != nil || s.kicked == r
