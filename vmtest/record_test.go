@@ -397,16 +397,25 @@ func TestRecordEndsCleanly(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitSession(t, cmd.Process.Pid, &errb)
-		for i := 0; i < 20; i++ {
-			exec.Command("/bin/sh", "-c", "head -n1 /proc/version >/dev/null").Run()
+		// load until the recorder has moved pages into its working directory (cpuN.raw), so
+		// that what report --recover reads back is those pages' events, not nothing
+		work := fmt.Sprintf("%s.tmp-%d", out, cmd.Process.Pid)
+		deadline := time.Now().Add(60 * time.Second)
+		for rawBytes(work) == 0 {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("no page moved into %s in 60 s; stderr:\n%s", work, errb.String())
+			}
+			for i := 0; i < 20; i++ {
+				exec.Command("/bin/sh", "-c", "head -n1 /proc/version >/dev/null").Run()
+			}
 		}
-		time.Sleep(500 * time.Millisecond)
 		cmd.Process.Kill()
 		cmd.Wait()
 		if _, err := os.Stat(out); err == nil {
 			t.Errorf("%s exists after SIGKILL", out)
 		}
-		work := fmt.Sprintf("%s.tmp-%d", out, cmd.Process.Pid)
 		t.Cleanup(func() { os.RemoveAll(work) })
 		// reset removes the session, names the pages left and how to read them, and leaves
 		// them: they are evidence
@@ -426,7 +435,11 @@ func TestRecordEndsCleanly(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("report --recover: %v", r)
 		}
-		t.Logf("report --recover: %d events; %s", strings.Count(r.stdout, "\n"), r.stderr)
+		if n := strings.Count(r.stdout, "\n"); n == 0 {
+			t.Errorf("report --recover read no event from the %d bytes of pages moved: %v", rawBytes(work), r)
+		} else {
+			t.Logf("report --recover: %d events; %s", n, r.stderr)
+		}
 		rj := ftctlRun(t, "-o", "json", "reset")
 		var listed struct {
 			Recordings []struct{ Dir, State string } `json:"recordings"`
@@ -661,4 +674,16 @@ func TestRecordFileModes(t *testing.T) {
 		t.Errorf("--mode 0755: %v", r)
 	}
 	checkWorld(t, before)
+}
+
+// rawBytes is the size of the pages a recording's working directory holds (cpuN.raw).
+func rawBytes(work string) int64 {
+	m, _ := filepath.Glob(filepath.Join(work, "cpu*.raw"))
+	var n int64
+	for _, f := range m {
+		if st, err := os.Stat(f); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
 }
