@@ -35,7 +35,8 @@ var allowed = map[string][]string{
 	"profile": {"tracefs", "filters", "probes", "eventfilter", "session"},
 	// the flight recorder: a profile applied as a declared owner, its ring dumped by stream/
 	"flight":           {"tracefs", "session", "profile", "stream"},
-	"cmd":              {"tracefs", "filters", "probes", "eventfilter", "stream", "session", "tui", "hist", "count", "tracedat", "internal/atdir", "profile", "flight"},
+	"cmd":              {"tracefs", "filters", "probes", "eventfilter", "stream", "session", "tui", "hist", "count", "tracedat", "internal/atdir", "profile", "flight", "agent"},
+	"agent":            {"tracefs", "profile", "hist"},
 	"internal/gendocs": {"cmd"},
 	"internal/fixture": {},
 	// a directory held by its descriptor: the files a root process makes in the user's directories
@@ -66,6 +67,8 @@ var confined = []struct {
 	{"github.com/charmbracelet/", []string{"tui", "cmd"}, "the console is tui/'s (cmd/tui.go starts it)"},
 	{"github.com/goccy/go-yaml", []string{"profile"}, "profiles are read by profile/ alone, with its bounds"},
 	{"github.com/invopop/jsonschema", []string{"profile"}, "the profile's schema is profile/'s"},
+	{"github.com/prometheus/", []string{"agent"}, "metrics are served by agent/ alone"},
+	{"github.com/fsnotify/", []string{"agent"}, "the agent alone watches its profile file"},
 }
 
 // kernelPath matches a string literal that is a path to a kernel file (tracefs, sysfs, procfs)

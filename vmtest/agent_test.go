@@ -1,0 +1,268 @@
+//go:build vmtest
+
+package vmtest
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/ftctl/ftctl/internal/fixture"
+)
+
+// agentProfile keeps a hist trigger of read sizes (.log2: a histogram) and the ring's size.
+func agentProfile(bufferKB int) string {
+	return fmt.Sprintf(`apiVersion: ftctl.dev/v1alpha1
+kind: TracingProfile
+metadata:
+  name: agentvm
+spec:
+  requires: [hist-triggers]
+  instance:
+    bufferKB: %d
+  triggers:
+    - event: syscalls:sys_enter_read
+      trigger: "hist:keys=common_pid,count.log2:vals=hitcount,count"
+`, bufferKB)
+}
+
+type agentRun struct {
+	cmd  *exec.Cmd
+	errb *fixture.SyncBuffer
+	addr string
+}
+
+// startAgent starts `ftctl agent` on a free loopback port and waits until it serves.
+func startAgent(t *testing.T, file string, extra ...string) *agentRun {
+	t.Helper()
+	args := append([]string{"agent", "-f", file, "--listen", "127.0.0.1:0", "--interval", "1s"}, extra...)
+	cmd := exec.Command(ftctl, args...)
+	errb := &fixture.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = io.Discard, errb
+	cmd.Env = []string{"PATH=/bin"}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	serving := regexp.MustCompile(`serving on (127\.0\.0\.1:\d+)`)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if m := serving.FindStringSubmatch(errb.String()); m != nil {
+			return &agentRun{cmd: cmd, errb: errb, addr: m[1]}
+		}
+		if time.Now().After(deadline) || cmd.ProcessState != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the agent did not serve; stderr:\n%s", errb)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (a *agentRun) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + a.addr + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (a *agentRun) metrics(t *testing.T) map[string]*dto.MetricFamily {
+	t.Helper()
+	code, body := a.get(t, "/metrics")
+	if code != 200 {
+		t.Fatalf("/metrics: %d %s", code, body)
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	mfs, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v\n%s", err, body)
+	}
+	return mfs
+}
+
+func metricValue(mfs map[string]*dto.MetricFamily, name string, labels ...string) (float64, bool) {
+	mf := mfs[name]
+	if mf == nil {
+		return 0, false
+	}
+	for _, m := range mf.Metric {
+		ok := true
+		for i := 0; i+1 < len(labels); i += 2 {
+			found := false
+			for _, l := range m.Label {
+				found = found || l.GetName() == labels[i] && l.GetValue() == labels[i+1]
+			}
+			ok = ok && found
+		}
+		if !ok {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Untyped != nil:
+			return m.Untyped.GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// waitMetric polls /metrics until cond holds for the named metric, or fails after limit.
+func (a *agentRun) waitMetric(t *testing.T, limit time.Duration, name string, cond func(float64) bool, labels ...string) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		v, ok := metricValue(a.metrics(t), name, labels...)
+		if ok && cond(v) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s%v = %v (present %v) after %v; stderr:\n%s", name, labels, v, ok, limit, a.errb)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (a *agentRun) stop(t *testing.T) {
+	t.Helper()
+	a.cmd.Process.Signal(syscall.SIGTERM)
+	if code := exitCode(a.cmd.Wait()); code != 143 {
+		t.Errorf("the agent ended with %d on SIGTERM, want 143; stderr:\n%s", code, a.errb)
+	}
+}
+
+// TestAgent: the agent applies its profile, serves the kernel's hist as a Prometheus histogram
+// whose count is the workload's exact number of reads, repairs a hand change, keeps its setup
+// on a broken file, reloads on SIGHUP, and after SIGKILL a new agent adopts the profile
+// without writing.
+func TestAgent(t *testing.T) {
+	if !hasHist(t) {
+		t.Skip("no hist triggers on this kernel (events/*/*/hist absent)")
+	}
+	file := profileFile(t, "agentvm.yaml", agentProfile(256))
+	t.Cleanup(func() { ftctlRun(t, "delete", "-f", file) })
+	a := startAgent(t, file)
+	defer func() {
+		if a.cmd.ProcessState == nil {
+			a.cmd.Process.Kill()
+			a.cmd.Wait()
+		}
+	}()
+	if code, body := a.get(t, "/readyz"); code != 200 {
+		t.Fatalf("/readyz: %d %s", code, body)
+	}
+	if code, _ := a.get(t, "/healthz"); code != 200 {
+		t.Fatalf("/healthz: %d", code)
+	}
+
+	t.Run("exact histogram", func(t *testing.T) {
+		const n = 3000
+		loop := readLoop(t, n)
+		if err := loop.Run(); err != nil {
+			t.Fatal(err)
+		}
+		pid := strconv.Itoa(loop.Process.Pid)
+		mf := a.metrics(t)["ftctl_hist_sys_enter_read"]
+		if mf == nil || mf.GetType() != dto.MetricType_HISTOGRAM {
+			t.Fatalf("no histogram ftctl_hist_sys_enter_read: %v", mf)
+		}
+		var h *dto.Histogram
+		for _, m := range mf.Metric {
+			if len(m.Label) == 1 && m.Label[0].GetName() == "common_pid" && m.Label[0].GetValue() == pid {
+				h = m.Histogram
+			}
+		}
+		if h == nil {
+			t.Fatalf("no series for the loop's pid %s: %v", pid, mf)
+		}
+		// dd bs=1 count=n: n reads of one byte, each in the le=1 bucket (2^0), the sum n bytes
+		if len(h.Bucket) == 0 || h.Bucket[0].GetUpperBound() != 1 || h.Bucket[0].GetCumulativeCount() != n {
+			t.Errorf("buckets %v: want le=1 holding exactly %d", h.Bucket, n)
+		}
+		if h.GetSampleCount() < n || h.GetSampleSum() < n {
+			t.Errorf("count %d, sum %v: want at least %d", h.GetSampleCount(), h.GetSampleSum(), n)
+		}
+		if _, ok := metricValue(a.metrics(t), "ftctl_ring_overrun_total", "instance", "ftctl-owned-agentvm", "cpu", "0"); !ok {
+			t.Errorf("no overrun series of cpu 0")
+		}
+	})
+
+	buf := "instances/ftctl-owned-agentvm/buffer_size_kb"
+	t.Run("repairs drift", func(t *testing.T) {
+		write(t, buf, "300")
+		a.waitMetric(t, 20*time.Second, "ftctl_agent_repairs_total", func(v float64) bool { return v >= 1 })
+		if got := strings.TrimSpace(read(t, buf)); got != "256" {
+			t.Errorf("buffer_size_kb %s after the repair, want 256", got)
+		}
+	})
+
+	t.Run("broken file kept out", func(t *testing.T) {
+		before := controlState(t)
+		if err := os.WriteFile(file, []byte("apiVersion: ftctl.dev/v1alpha1\nkind: TracingProfile\nspec: [\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		a.waitMetric(t, 20*time.Second, "ftctl_agent_failures_total", func(v float64) bool { return v >= 1 }, "stage", "load")
+		if code, body := a.get(t, "/readyz"); code != 200 {
+			t.Errorf("/readyz after a broken file: %d %s", code, body)
+		}
+		if after := controlState(t); after != before {
+			t.Errorf("a broken profile changed the state:\n%s", lineDiff(before, after))
+		}
+	})
+
+	t.Run("SIGHUP reloads", func(t *testing.T) {
+		// the file changes under the agent; SIGHUP makes sure it is read now
+		if err := os.WriteFile(file, []byte(agentProfile(384)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		a.cmd.Process.Signal(syscall.SIGHUP)
+		a.waitMetric(t, 20*time.Second, "ftctl_agent_reloads_total", func(v float64) bool { return v >= 1 })
+		if got := strings.TrimSpace(read(t, buf)); got != "384" {
+			t.Errorf("buffer_size_kb %s after the reload, want 384", got)
+		}
+		if a.cmd.ProcessState != nil {
+			t.Fatalf("SIGHUP ended the agent: %v", a.cmd.ProcessState)
+		}
+	})
+
+	t.Run("SIGKILL then adopted", func(t *testing.T) {
+		a.cmd.Process.Kill()
+		a.cmd.Wait()
+		before := controlState(t)
+		r := ftctlRun(t, "reset")
+		if r.code != 0 {
+			t.Fatalf("reset: %v", r)
+		}
+		if after := controlState(t); after != before {
+			t.Errorf("reset removed the agent's declared profile:\n%s", lineDiff(before, after))
+		}
+		b := startAgent(t, file)
+		defer b.stop(t)
+		if !strings.Contains(b.errb.String(), "in sync") {
+			t.Errorf("the restarted agent did not find its profile in sync:\n%s", b.errb)
+		}
+		if v, _ := metricValue(b.metrics(t), "ftctl_agent_applies_total"); v != 0 {
+			t.Errorf("the restarted agent wrote: applies %v", v)
+		}
+		if after := controlState(t); after != before {
+			t.Errorf("the restarted agent changed the state:\n%s", lineDiff(before, after))
+		}
+	})
+}
