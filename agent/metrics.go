@@ -84,7 +84,7 @@ func boolf(b bool) float64 {
 func agentMetrics(ch chan<- prometheus.Metric, p *profile.Profile, st Stats, ready bool) {
 	gauge(ch, "ftctl_agent_ready", "1 when the profile is applied and the last check could read the kernel.", boolf(ready))
 	if p != nil {
-		d := prometheus.NewDesc("ftctl_agent_profile_info", "The profile in force: its name and instance.", []string{"profile", "instance"}, nil)
+		d := prometheus.NewDesc("ftctl_agent_profile_info", "The profile in force: its name and instance.", []string{"profile", "trace_instance"}, nil)
 		constant(ch, d, prometheus.GaugeValue, 1, p.Metadata.Name, p.InstanceName())
 		gauge(ch, "ftctl_agent_profile_in_sync", "1 when the last check found the kernel holding the profile (after a repair, if one was made).", boolf(st.InSync))
 	}
@@ -102,7 +102,7 @@ func agentMetrics(ch chan<- prometheus.Metric, p *profile.Profile, st Stats, rea
 	}
 }
 
-var ringLabels = []string{"instance", "cpu"}
+var ringLabels = []string{"trace_instance", "cpu"}
 
 var (
 	ringEntries  = prometheus.NewDesc("ftctl_ring_entries", "Events in the CPU's ring buffer now.", ringLabels, nil)
@@ -200,11 +200,12 @@ func metricName(s string) string {
 	return string(b)
 }
 
-// labelName is a key's name made a label name: a name the exposition reserves (__...) or
-// that starts with a digit gets a k_ before it.
+// labelName is a key's name made a label name: a name the exposition reserves (__...), one
+// Prometheus gives its targets (job, instance: the tracing instance is trace_instance here),
+// or one that starts with a digit gets a k_ before it.
 func labelName(s string) string {
 	s = metricName(s)
-	if s == "" || strings.HasPrefix(s, "__") || s[0] >= '0' && s[0] <= '9' {
+	if s == "" || strings.HasPrefix(s, "__") || s[0] >= '0' && s[0] <= '9' || s == "job" || s == "instance" {
 		s = "k_" + s
 	}
 	return s

@@ -158,7 +158,7 @@ func TestNames(t *testing.T) {
 			t.Errorf("metricName(%q) = %q, want %q", in, got, want)
 		}
 	}
-	for in, want := range map[string]string{"__name": "k___name", "1x": "k_1x", "pid": "pid"} {
+	for in, want := range map[string]string{"__name": "k___name", "1x": "k_1x", "pid": "pid", "instance": "k_instance"} {
 		if got := labelName(in); got != want {
 			t.Errorf("labelName(%q) = %q, want %q", in, got, want)
 		}

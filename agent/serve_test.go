@@ -73,8 +73,8 @@ func TestExposition(t *testing.T) {
 	for _, k := range []string{"6.1", "6.12"} {
 		_, body := served(t, k)
 		for _, want := range []string{
-			`ftctl_agent_ready 1`, `ftctl_agent_profile_info{instance="ftctl-owned-agentut",profile="agentut"} 1`,
-			`ftctl_ring_overrun_total{cpu="0",instance="ftctl-owned-agentut"} 3`,
+			`ftctl_agent_ready 1`, `ftctl_agent_profile_info{profile="agentut",trace_instance="ftctl-owned-agentut"} 1`,
+			`ftctl_ring_overrun_total{cpu="0",trace_instance="ftctl-owned-agentut"} 3`,
 			`ftctl_hist_ftctl_owned_agentut_lat_bucket{le="+Inf"}`, `ftctl_hist_sys_enter_read_count_total{common_pid="head"}`,
 			`ftctl_agent_failures_total{stage="load"} 0`,
 		} {

@@ -202,7 +202,7 @@ func TestAgent(t *testing.T) {
 		if h.GetSampleCount() < n || h.GetSampleSum() < n {
 			t.Errorf("count %d, sum %v: want at least %d", h.GetSampleCount(), h.GetSampleSum(), n)
 		}
-		if _, ok := metricValue(a.metrics(t), "ftctl_ring_overrun_total", "instance", "ftctl-owned-agentvm", "cpu", "0"); !ok {
+		if _, ok := metricValue(a.metrics(t), "ftctl_ring_overrun_total", "trace_instance", "ftctl-owned-agentvm", "cpu", "0"); !ok {
 			t.Errorf("no overrun series of cpu 0")
 		}
 	})
@@ -324,7 +324,7 @@ func scrapedByPrometheus(t *testing.T, a *agentRun) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	if v, err := promQuery(`sum(ftctl_ring_overrun_total{instance="ftctl-owned-agentvm"}) >= 0`); err != nil || v == "" {
+	if v, err := promQuery(`sum(ftctl_ring_overrun_total{trace_instance="ftctl-owned-agentvm"}) >= 0`); err != nil || v == "" {
 		t.Errorf("no overrun series in Prometheus: %q %v", v, err)
 	}
 }
