@@ -208,6 +208,7 @@ func TestAgent(t *testing.T) {
 	})
 
 	t.Run("Prometheus scrapes it", func(t *testing.T) { scrapedByPrometheus(t, a) })
+	t.Run("figures", func(t *testing.T) { agentFigures(t, a) })
 
 	buf := "instances/ftctl-owned-agentvm/buffer_size_kb"
 	t.Run("repairs drift", func(t *testing.T) {
@@ -352,4 +353,46 @@ func promQuery(q string) (string, error) {
 	}
 	v, _ := r.Data.Result[0].Value[1].(string)
 	return v, nil
+}
+
+// agentFigures measures what docs/fleet.md quotes: the scrape's size and series, its time, the
+// agent's memory, and its CPU while idle (checks every second, as this test runs it; the
+// default is every 30 s). They are logged as "agent figure:" lines.
+func agentFigures(t *testing.T, a *agentRun) {
+	_, body := a.get(t, "/metrics")
+	series, ftctl := 0, 0
+	for _, l := range strings.Split(body, "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") {
+			series++
+			if strings.HasPrefix(l, "ftctl_") {
+				ftctl++
+			}
+		}
+	}
+	const scrapes = 20
+	start := time.Now()
+	for range scrapes {
+		a.get(t, "/metrics")
+	}
+	per := time.Since(start) / scrapes
+	cpu := func() float64 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", a.cmd.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		u, _ := strconv.ParseFloat(f[11], 64) // utime, stime: fields 14 and 15
+		s, _ := strconv.ParseFloat(f[12], 64)
+		return (u + s) / 100 // USER_HZ
+	}
+	c0 := cpu()
+	time.Sleep(10 * time.Second)
+	idle := (cpu() - c0) / 10
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", a.cmd.Process.Pid))
+	rss := regexp.MustCompile(`VmRSS:\s+(\d+) kB`).FindStringSubmatch(string(status))
+	if rss == nil {
+		t.Fatalf("no VmRSS in /proc/PID/status")
+	}
+	t.Logf("agent figure: scrape %d bytes, %d series (%d ftctl_, the rest Go and process), %.1f ms per scrape (%d scrapes), RSS %s kB, CPU %.2f%% of a core idle with --interval 1s",
+		len(body), series, ftctl, float64(per.Microseconds())/1000, scrapes, rss[1], idle*100)
 }
