@@ -149,6 +149,10 @@ func (a *Agent) Check(ctx context.Context) {
 	if p == nil {
 		return
 	}
+	if err := a.fs.StillMounted(); err != nil {
+		a.fail("check", err)
+		return
+	}
 	lock, err := a.lock(ctx)
 	if err != nil {
 		a.fail("check", err)
@@ -240,6 +244,9 @@ func (a *Agent) lock(ctx context.Context) (*tracefs.Lock, error) {
 
 // apply plans p against the kernel and applies it, under the tracefs lock.
 func (a *Agent) apply(ctx context.Context, p *profile.Profile) (*profile.Result, error) {
+	if err := a.fs.StillMounted(); err != nil {
+		return nil, err
+	}
 	lock, err := a.lock(ctx)
 	if err != nil {
 		return nil, err

@@ -248,9 +248,29 @@ func TestAgent(t *testing.T) {
 		}
 	})
 
-	t.Run("SIGKILL then adopted", func(t *testing.T) {
-		a.cmd.Process.Kill()
+	t.Run("tracefs unmounted under it", func(t *testing.T) {
+		// the agent's own mount of tracefs, unmounted and mounted again under it
+		dir := filepath.Join(t.TempDir(), "tracing")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		a.cmd.Process.Signal(syscall.SIGTERM)
 		a.cmd.Wait()
+		sh(t, "mount -t tracefs nodev "+dir)
+		t.Cleanup(func() { exec.Command("/bin/sh", "-c", "umount "+dir+" 2>/dev/null").Run() })
+		c := startAgent(t, file, "--tracefs", dir)
+		defer c.stop(t)
+		sh(t, "umount "+dir)
+		waitReady(t, c, 503, "tracefs is no longer mounted")
+		sh(t, "mount -t tracefs nodev "+dir)
+		waitReady(t, c, 200, "ready")
+		sh(t, "umount "+dir)
+	})
+
+	t.Run("SIGKILL then adopted", func(t *testing.T) {
+		b := startAgent(t, file)
+		b.cmd.Process.Kill()
+		b.cmd.Wait()
 		before := controlState(t)
 		r := ftctlRun(t, "reset")
 		if r.code != 0 {
@@ -259,7 +279,7 @@ func TestAgent(t *testing.T) {
 		if after := controlState(t); after != before {
 			t.Errorf("reset removed the agent's declared profile:\n%s", lineDiff(before, after))
 		}
-		b := startAgent(t, file)
+		b = startAgent(t, file)
 		defer b.stop(t)
 		if !strings.Contains(b.errb.String(), "in sync") {
 			t.Errorf("the restarted agent did not find its profile in sync:\n%s", b.errb)
@@ -395,4 +415,20 @@ func agentFigures(t *testing.T, a *agentRun) {
 	}
 	t.Logf("agent figure: scrape %d bytes, %d series (%d ftctl_, the rest Go and process), %.1f ms per scrape (%d scrapes), RSS %s kB, CPU %.2f%% of a core idle with --interval 1s",
 		len(body), series, ftctl, float64(per.Microseconds())/1000, scrapes, rss[1], idle*100)
+}
+
+// waitReady polls /readyz until it answers code with text in its body.
+func waitReady(t *testing.T, a *agentRun, code int, text string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got, body := a.get(t, "/readyz")
+		if got == code && strings.Contains(body, text) {
+			return
+		}
+		if a.cmd.ProcessState != nil || time.Now().After(deadline) {
+			t.Fatalf("/readyz %d %q, want %d %q; stderr:\n%s", got, body, code, text, a.errb)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
