@@ -33,16 +33,8 @@ func (c tables) Collect(ch chan<- prometheus.Metric) {
 
 func gather(t *testing.T, file string, max int) map[string]*dto.MetricFamily {
 	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbs, err := hist.ParseOutput(string(b))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var hs []histTable
-	for i, tb := range tbs {
+	for i, tb := range mustTables(t, file) {
 		hs = append(hs, histTable{name: "ftctl_hist_t" + string(rune('0'+i)), event: "synthetic:x", Table: tb})
 	}
 	reg := prometheus.NewPedanticRegistry()
@@ -141,6 +133,7 @@ func TestCountersFromKeys(t *testing.T) {
 }
 
 func mustTables(t *testing.T, file string) []hist.Table {
+	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
