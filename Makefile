@@ -34,13 +34,25 @@ ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 MANPAGES    := $(wildcard man/*.1)
 
-.PHONY: all build unit vet test vmtest vm-deps vm-bins demo sandbox fixtures fuzz bench docs install uninstall dist dist-check clean
+.PHONY: all build unit vet test vmtest vm-deps vm-bins demo sandbox fixtures fuzz bench docs install uninstall dist dist-check clean image
 
 all: build
 
 # A static binary: the same file runs on the host and in the VM.
 build:
 	$(GOBUILD) -o $(BUILD)/ftctl .
+
+# The container image, built without a container daemon (internal/mkimage, go-containerregistry):
+# the static binary on an empty base, as an OCI layout tar for each of IMAGE_ARCHES, which
+# `podman load -i`, `skopeo copy oci-archive:FILE ...` and `ctr image import` read. The
+# Kubernetes manifests in deploy/kubernetes run it.
+IMAGE_ARCHES ?= amd64 arm64
+image:
+	set -e; for arch in $(IMAGE_ARCHES); do \
+		GOARCH=$$arch $(GOBUILD) -o $(BUILD)/ftctl-linux-$$arch . ; \
+		$(GO) run ./internal/mkimage -bin $(BUILD)/ftctl-linux-$$arch -arch $$arch -version '$(VERSION)' -o $(BUILD)/ftctl-image-$$arch.tar; \
+	done
+	ls -l $(BUILD)/ftctl-image-*.tar
 
 # The binary as a file, for install: built only when missing or older than a source, so that
 # `sudo make install` after `make` needs no Go toolchain in root's PATH.

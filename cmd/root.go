@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -274,6 +275,7 @@ func NewRootCmd(g *Globals) *cobra.Command {
 		NewCmdDiff(g, nil),
 		NewCmdDelete(g, nil),
 		NewCmdFlight(g),
+		NewCmdAgent(g, nil),
 		NewCmdList(g),
 		NewCmdProfile(g),
 		NewCmdVersion(g, nil),
@@ -331,7 +333,7 @@ var commandGroups = []struct {
 	{"trace", "Trace and measure (each in a session of its own, torn down at the end):",
 		[]string{"trace", "record", "report", "count", "latency", "hist", "graph", "stream", "tui"}},
 	{"keep", "Declare a setup and keep it (profiles, flight recorders: no process needed):",
-		[]string{"apply", "plan", "diff", "export", "delete", "profile", "flight"}},
+		[]string{"apply", "plan", "diff", "export", "delete", "profile", "flight", "agent"}},
 	{"setup", "Set tracing up by hand:", []string{"filter", "notrace", "probe", "instance", "functions", "list"}},
 	{"inspect", "See and clean up:", []string{"status", "reset", "mount", "version", "completion", "help"}},
 }
@@ -451,10 +453,21 @@ func withSignals(parent context.Context) (context.Context, func()) {
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	done := make(chan struct{})
 	go func() {
-		select {
-		case sig := <-ch:
-			cancel(&SignalError{Signal: sig.(syscall.Signal)})
-		case <-done:
+		for {
+			select {
+			case sig := <-ch:
+				if h := hupClaim.Load(); sig == syscall.SIGHUP && h != nil {
+					select {
+					case *h <- struct{}{}:
+					default: // one reload pending is enough
+					}
+					continue
+				}
+				cancel(&SignalError{Signal: sig.(syscall.Signal)})
+				return
+			case <-done:
+				return
+			}
 		}
 	}()
 	return ctx, func() {
@@ -462,6 +475,18 @@ func withSignals(parent context.Context) (context.Context, func()) {
 		close(done)
 		cancel(nil)
 	}
+}
+
+// hupClaim, when set, receives SIGHUP instead of it ending the command: a daemon's "read your
+// configuration again" (claimSIGHUP).
+var hupClaim atomic.Pointer[chan struct{}]
+
+// claimSIGHUP makes SIGHUP a reload for a daemon command (agent): the returned channel receives
+// it, until release.
+func claimSIGHUP() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	hupClaim.Store(&ch)
+	return ch, func() { hupClaim.Store(nil) }
 }
 
 // pflagShorthand matches pflag's message for a short flag the command lacks.

@@ -2,6 +2,7 @@ package hist
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -48,6 +49,12 @@ func (t Table) Columns() (keys, values []string) {
 	}
 	return keys, values
 }
+
+// KeyFields are the table's keys as its trigger names them (name, modifier, bucket size).
+func (t Table) KeyFields() []Field { return slices.Clone(t.keys) }
+
+// ValueFields are the table's values as its trigger names them.
+func (t Table) ValueFields() []Field { return slices.Clone(t.vals) }
 
 // Row is one entry of the table.
 type Row struct {

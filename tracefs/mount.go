@@ -308,3 +308,22 @@ func mountOf(entries []mountEntry, fstype, dir string) (string, bool) {
 	}
 	return best, found
 }
+
+// StillMounted checks that the tracing directory is still what Locate found: a tracefs (or,
+// for a fake, laid out as one). A long-running process (ftctl agent) asks before each round of
+// reads and writes, so that an unmounted tracefs is an error (ErrNotMounted) and not an empty
+// directory it would plan a whole set-up into.
+func (f *FS) StillMounted() error {
+	m := Mount{Path: f.Mount.Path, Found: f.Mount.Found}
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(m.Path, &sfs); err != nil {
+		return &Error{Op: "statfs", Path: m.Path, Class: ErrNotMounted, Errno: err}
+	}
+	if sfs.Type == unix.TRACEFS_MAGIC {
+		return nil
+	}
+	if f.Mount.FSType == "tracefs" {
+		return &Error{Op: "statfs", Path: m.Path, Class: ErrNotMounted, Reason: "tracefs is no longer mounted here"}
+	}
+	return checkLayout(m, m.Found)
+}

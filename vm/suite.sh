@@ -31,6 +31,12 @@ tracecmd=$(command -v trace-cmd || true)
 if [ -n "$tracecmd" ]; then
 	extra+=(--bin "$tracecmd:/usr/bin/trace-cmd")
 fi
+# Debian's Prometheus server, which scrapes `ftctl agent` over the guest's loopback in
+# vmtest/agent_test.go, when the host has it (.ci/run installs it).
+prometheus=$(command -v prometheus || true)
+if [ -n "$prometheus" ]; then
+	extra+=(--bin "$prometheus:/usr/bin/prometheus")
+fi
 summary=()
 # The kernels boot in parallel (single-threaded TCG: one host core each); their consoles go to
 # build/vmtest-KERNEL.log and are printed, one after the other, when all are done.

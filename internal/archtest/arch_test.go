@@ -35,8 +35,10 @@ var allowed = map[string][]string{
 	"profile": {"tracefs", "filters", "probes", "eventfilter", "session"},
 	// the flight recorder: a profile applied as a declared owner, its ring dumped by stream/
 	"flight":           {"tracefs", "session", "profile", "stream"},
-	"cmd":              {"tracefs", "filters", "probes", "eventfilter", "stream", "session", "tui", "hist", "count", "tracedat", "internal/atdir", "profile", "flight"},
+	"cmd":              {"tracefs", "filters", "probes", "eventfilter", "stream", "session", "tui", "hist", "count", "tracedat", "internal/atdir", "profile", "flight", "agent"},
+	"agent":            {"tracefs", "profile", "hist"},
 	"internal/gendocs": {"cmd"},
+	"internal/mkimage": {},
 	"internal/fixture": {},
 	// a directory held by its descriptor: the files a root process makes in the user's directories
 	// (record's working directory, reset --remove-recordings), through package syscall
@@ -66,6 +68,9 @@ var confined = []struct {
 	{"github.com/charmbracelet/", []string{"tui", "cmd"}, "the console is tui/'s (cmd/tui.go starts it)"},
 	{"github.com/goccy/go-yaml", []string{"profile"}, "profiles are read by profile/ alone, with its bounds"},
 	{"github.com/invopop/jsonschema", []string{"profile"}, "the profile's schema is profile/'s"},
+	{"github.com/prometheus/", []string{"agent"}, "metrics are served by agent/ alone"},
+	{"github.com/fsnotify/", []string{"agent"}, "the agent alone watches its profile file"},
+	{"github.com/google/go-containerregistry", []string{"internal/mkimage"}, "the image is built by make image's tool, not by ftctl"},
 }
 
 // kernelPath matches a string literal that is a path to a kernel file (tracefs, sysfs, procfs)
