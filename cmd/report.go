@@ -159,7 +159,7 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 // lost as the kernel marked them.
 func printRecording(ctx context.Context, g *Globals, file *tracedat.File, fo stream.FileOptions, filter *stream.Filter) (info *stream.FileInfo, shown int, lost int64, err error) {
 	w := bufio.NewWriterSize(g.Out, 256<<10)
-	text := stream.TextOptions{Color: g.colorFor(g.Out) && !g.JSON()}
+	text := stream.TextOptions{Color: g.colorFor(g.Out) && !g.machine()}
 	if b := file.Buffers(); len(b) > 0 {
 		text.BufferWidth = stream.BufferWidth(b)
 	}
@@ -173,7 +173,7 @@ func printRecording(ctx context.Context, g *Globals, file *tracedat.File, fo str
 		} else {
 			shown++
 		}
-		if g.JSON() {
+		if g.machine() {
 			buf = stream.AppendJSON(buf[:0], ev, false)
 		} else {
 			buf = stream.AppendText(buf[:0], ev, text)
