@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ftctl/ftctl/internal/outputcheck"
 	"io"
 	"io/fs"
 	"os"
@@ -117,8 +118,16 @@ func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = Run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	if outputcheck.AsksJSON(args) {
+		if _, err := outputSchemas.Check(out.Bytes()); err != nil {
+			t.Errorf("ftctl %q: -o json does not match docs/json: %v\n%s", args, err, out.String())
+		}
+	}
 	return code, out.String(), errb.String()
 }
+
+// outputSchemas checks every -o json output of run against the generated schemas.
+var outputSchemas = outputcheck.New("../docs/json")
 
 func TestStatusTextAndJSON(t *testing.T) {
 	root := fakeRoot(t)

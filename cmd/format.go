@@ -180,3 +180,27 @@ func printsJSON(path string) bool {
 	}
 	return false
 }
+
+// JSONFormat describes one JSON format ftctl prints, for internal/gendocs, which writes its
+// JSON Schema to docs/json/NAME.schema.json and its entry in the reference.
+type JSONFormat struct {
+	Name     string
+	Tag      string       // the value of its "schema" member; "" when untagged
+	Type     reflect.Type // a document's or a record's Go type; nil when untagged
+	Records  bool         // a stream's records, one a line, rather than one document
+	About    string       // what it is for people, when its commands' AnnotationJSON does not say
+	Commands []string     // the commands that print it, by path
+}
+
+// JSONFormats are every JSON format, in the order declared.
+func JSONFormats() []JSONFormat {
+	out := make([]JSONFormat, 0, len(jsonFormats))
+	for _, f := range jsonFormats {
+		j := JSONFormat{Name: f.name, Type: f.typ, Records: f.records, About: f.about, Commands: slices.Clone(f.commands)}
+		if f.typ != nil {
+			j.Tag = f.Tag()
+		}
+		out = append(out, j)
+	}
+	return out
+}

@@ -206,7 +206,7 @@ type eventDoc struct {
 	Depth        *int           `json:"depth,omitempty"`
 	DurationUS   *float64       `json:"duration_us,omitempty"`
 	Comment      *string        `json:"comment,omitempty"`
-	Lost         *int64         `json:"lost,omitempty" jsonschema:"type=[integer,null]"`
+	Lost         *int64         `json:"lost,omitempty" jsonschema:"oneof_type=integer;null"`
 	Raw          *string        `json:"raw,omitempty"`
 }
 
