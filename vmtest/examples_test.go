@@ -98,7 +98,7 @@ func TestHelpExamples(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "noisy.txt"), []byte("*spin_lock*\n"), 0o644)
 	withPID(t, 1234)
 	withPID(t, 4242)
-	t.Cleanup(func() { exec.Command(ftctl, "reset", "--all", "--yes").Run() })
+	t.Cleanup(func() { ftctlCommand(t, "reset", "--all", "--yes").Run() })
 	os.WriteFile("/etc/hostname", []byte("ftctl-vm\n"), 0o644)
 	// The state the examples assume, made again before each (what an example removed): the
 	// instances they name, mytrace tracing vfs_read with the function tracer, the probes

@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -208,5 +209,33 @@ func TestChecksCatchViolations(t *testing.T) {
 	}
 	if slices.Contains(allowed["hist"], "probes") || slices.Contains(allowed["eventfilter"], "probes") {
 		t.Error("the table lets hist/ or eventfilter/ import probes/: the event-filter grammar they share is eventfilter/'s")
+	}
+}
+
+// directFtctl is a VM test starting the ftctl binary itself, which its -o json validation
+// (vmtest's ftctlRun and ftctlCommand) would not see.
+var directFtctl = regexp.MustCompile(`exec\.Command(Context)?\((ctx, )?ftctl\b`)
+
+// The VM suite starts ftctl only through ftctlRun or ftctlCommand (vmtest/main_test.go), which
+// validate every -o json output against docs/json: a new test is validated without code of
+// its own.
+func TestVMTestsStartFtctlThroughTheValidator(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(root(t), "vmtest", "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no VM tests found: %v", err)
+	}
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if directFtctl.MatchString(line) && filepath.Base(p) != "main_test.go" { // main_test.go: the validating helpers
+				t.Errorf("%s:%d starts ftctl itself: use ftctlRun or ftctlCommand, which validate -o json", p, i+1)
+			}
+		}
+	}
+	if !directFtctl.MatchString(`c := exec.Command(ftctl, "status")`) {
+		t.Error("the check misses a direct start")
 	}
 }
