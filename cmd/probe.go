@@ -411,7 +411,7 @@ owner: "ftctl" for the groups ftctl uses (ftctl, and ftctl_PID_ID for trace sess
 as PATH:SYMBOL[+OFFS], the symbol read back from the ELF file (the kernel lists a file
 offset). Read only.`,
 		Example: `  sudo ftctl probe list
-  sudo ftctl probe list -o json | jq -r '.[] | select(.owner == "ftctl") | .name'`,
+  sudo ftctl probe list -o json | jq -r '.items[] | select(.owner == "ftctl") | .name'`,
 		Args:        args(cobra.NoArgs),
 		Annotations: map[string]string{AnnotationJSON: probeListJSON},
 		RunE: func(c *cobra.Command, _ []string) error {

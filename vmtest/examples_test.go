@@ -150,7 +150,7 @@ func TestHelpExamples(t *testing.T) {
 			line = line[:i]
 		}
 		setup(line)
-		runs := exec.Command("/bin/sh", "-c", "exec "+line+" >/dev/null")
+		runs := exec.Command("/bin/sh", "-c", "exec "+line+" >/tmp/example-stdout")
 		runs.Dir = dir
 		runs.Env = []string{"PATH=/bin:/sbin:/usr/bin", "HOME=/root"}
 		runs.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a pipeline is signalled whole
@@ -195,6 +195,9 @@ func TestHelpExamples(t *testing.T) {
 			}
 		}
 		code := exitCode(werr)
+		if stdout, _ := os.ReadFile("/tmp/example-stdout"); !strings.ContainsAny(line, "|>") {
+			checkJSON(t, strings.Fields(line), string(stdout)) // the example's -o json, as printed
+		}
 		want := 0
 		if interrupted && endless {
 			want = 130
