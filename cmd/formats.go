@@ -47,7 +47,7 @@ var (
 	histFormat           = document[histJSON]("hist", histAbout, "ftctl hist")
 
 	eventFormat         = records[eventDoc]("event", eventAbout, "ftctl stream", "ftctl trace", "ftctl report")
-	streamSummaryFormat = records[stream.Summary]("stream-summary", "", "ftctl stream")
+	streamSummaryFormat = records[stream.Summary]("stream-summary", streamSummaryAbout, "ftctl stream")
 	countFormat         = records[countJSON]("count", countAbout, "ftctl count")
 	countSummaryFormat  = records[countSummaryJSON]("count-summary", countSummaryAbout, "ftctl count")
 	graphFormat         = records[callDoc]("graph", graphAbout, "ftctl graph")
@@ -226,39 +226,36 @@ type callDoc struct {
 
 // What the formats of the session commands are, for people (their commands have no AnnotationJSON).
 const (
-	eventAbout = `NDJSON, one object per event, keys in this order and only when the line had them:
+	eventAbout = `One object per event and line, its members in this order and only when the line had them:
+"buffer" (ftctl report of a file holding instances' buffers, trace-cmd record -B NAME: the buffer
+the event was recorded in, "" for the top level); "ts" (the timestamp as a number: seconds for the
+time clocks, the raw count for counter, uptime and x86-tsc, as the kernel printed it); "cpu",
+"comm" (the kernel's saved name, <...> when it had none), "pid"; "tgid" (with the record-tgid
+option, when the kernel knew it); "flags" (the irq-info flags, d..2., absent with irq-info off);
+"event" (function, the probe's or tracepoint's own name, marker, stack, user_stack, graph, lost or
+raw). Then, by kind: "func" and "parent" for function events, each with "_offset" (sym-offset),
+"_module" and "_addr" (sym-addr) when printed, and "repeats" and "last_ts" with func-no-repeats;
+"probe" (the location as printed; for a return probe the probed function, with "return_to" the
+caller) and "args" (the probe's fields: numbers as numbers, strings as strings, (fault) as null,
+arrays as arrays, anything else as the string printed), or "text" when the arguments cannot be
+split; "stack" (the frames, innermost first); "type" (entry, exit or call), "func", "depth",
+"duration_us" and "comment" for function_graph; "text" for markers, tracepoints and raw lines,
+and "fields" for a tracepoint read from trace_pipe_raw (its own fields as recorded, in format
+order); "raw", with --raw, the line as read. A lost record is {"event": "lost", "cpu": 1, "lost":
+1849} ("lost" null when the kernel did not count). Strings are valid UTF-8 (invalid bytes become
+U+FFFD) with every control character escaped.`
 
-| key | what |
-|---|---|
-| buffer | ftctl report of a file holding instances' buffers (trace-cmd record -B NAME): the buffer the event was recorded in, "" for the top level |
-| ts | the timestamp as a number: seconds for the time clocks (local, global, mono, boot...), the raw count for counter, uptime (jiffies) and x86-tsc, exactly as the kernel printed it |
-| cpu, comm, pid | the context; comm is the kernel's saved name (<...> when it had none) |
-| tgid | with the record-tgid option, when the kernel knew it |
-| flags | the irq-info flags (d..2.), absent with irq-info off |
-| event | function, the probe's or tracepoint's own name, marker, stack, user_stack, graph, lost or raw |
-| func, parent | function events; each with _offset (0x4/0xf0, sym-offset), _module and _addr (sym-addr) when printed; repeats and last_ts with func-no-repeats |
-| probe, return_to, args | probe events: probe is the location as printed (do_sys_openat2+0x0/0xe0), for return probes the probed function with return_to the caller; args an object of the probe's fields: numbers as numbers, strings as strings, (fault) as null, arrays as arrays, anything else (hex, chars, symbols) as the string printed. When the arguments cannot be split, text holds them instead |
-| stack | stack traces: the frames, innermost first |
-| type, func, depth, duration_us, comment | function_graph: type is entry (func() {), exit (}) or call (func();) |
-| text | markers, tracepoints (their text as printed), raw lines |
-| fields | tracepoints (and syscalls, whose lines are raw) read from trace_pipe_raw: an object of the event's own fields as recorded, in format order: integers as numbers, char arrays and __data_loc strings as strings, other arrays as arrays of numbers. trace_pipe's text has no fields: absent with --reader text or when auto read trace_pipe |
-| raw | with --raw: the line (or a stack trace's lines) as read |
-
-Lost events: {"event":"lost","cpu":1,"lost":1849} (lost is null when the kernel did not
-count). With --summary the last object is {"event":"summary","lines":N,"events":N,
-"shown":N,"raw":N,"own":N,"undecoded":N,"seconds":2.0,"end":"eof","reader":"trace_pipe_raw",
-"lost_reported":N,"lost_uncounted":N,"overrun":N,"dropped":N,"cpus":[{"cpu":0,"overrun":N,
-"dropped":N,"reported":N}]}, where end is count, duration, interrupted or eof;
-lines counts the lines trace_pipe gave (or, read from trace_pipe_raw, would have given: a
-stack trace is one line and one per frame); reader is trace_pipe or trace_pipe_raw (with
-reader_why saying why auto did not take trace_pipe_raw); overrun and dropped are the
-increases of the kernel's counters while streaming (null when per_cpu stats could not be read);
-lost_reported the sum of the LOST lines; own the events of ftctl's own threads left out
-(--include-self keeps them); and undecoded the events read from the kernel but not decoded
-when the stream ended: what was already read when it was interrupted (SIGINT, SIGTERM) is
-decoded for up to 0.3 s first, and what is left then, or all of it when kallsyms had not loaded
-yet, is counted here (lost, as overruns are: the kernel will not give it again). A stream whose
---duration ran out, or whose traced command exited, decodes all it read.`
+	streamSummaryAbout = `With --summary, the last record of ftctl stream: {"event": "summary", "lines": N, "events": N,
+"shown": N, "raw": N, "own": N, "undecoded": N, "seconds": 2.0, "end": "eof", "reader":
+"trace_pipe_raw", "lost_reported": N, "lost_uncounted": N, "overrun": N, "dropped": N, "cpus":
+[{"cpu": 0, "overrun": N, "dropped": N, "reported": N}]}: "end" is count, duration, interrupted
+or eof; "lines" counts the lines trace_pipe gave (or, read from trace_pipe_raw, would have given);
+"reader" is trace_pipe or trace_pipe_raw ("reader_why" says why auto did not take
+trace_pipe_raw); "overrun" and "dropped" are the increases of the kernel's counters while
+streaming (null when per_cpu stats could not be read); "lost_reported" the sum of the LOST lines;
+"own" the events of ftctl's own threads left out (--include-self keeps them); "undecoded" the
+events read from the kernel but not decoded when the stream ended (interrupted with more read
+than 0.3 s decodes: lost, as overruns are).`
 
 	countAbout = `One object per line, per function and interval, in the order printed (most called first):
 {"interval": 1, "time": "2026-11-25T15:23:31.49554842Z", "seconds": 1.012, "func": "vfs_read",
@@ -289,13 +286,13 @@ object per line, with "interval" (from 1) and "time" first.`
 "groups" adds one histogram per program name or task: [{"comm": "dd", "buckets": [...],
 "count": 198}] (or "pid").`
 
-	graphAbout = `One object per line and top-level call, once it returned:
-{"func":"ksys_read","duration_us":758.775,"cpu":1,"pid":161,"comm":"dd","calls":[{"func":
-"fdget_pos","duration_us":53.550,"calls":[]},{"func":"vfs_read","duration_us":90.446,"calls":[]}]},
+	graphAbout = `One object per line and top-level call, once it returned: {"func": "ksys_read",
+"duration_us": 758.775, "cpu": 1, "pid": 161, "comm": "dd", "calls": [{"func": "fdget_pos",
+"duration_us": 53.550, "calls": []}, {"func": "vfs_read", "duration_us": 90.446, "calls": []}]},
 with "retval" where the kernel records return values (CONFIG_FUNCTION_GRAPH_RETVAL; not
 Debian's), "entry_lost": true for a call whose entry was not recorded (it began before the
-session, its record was lost, or --threshold) and "unfinished": true, without a duration,
-for one still running when the session ended.`
+session, its record was lost, or --threshold) and "unfinished": true, without a duration, for
+one still running when the session ended.`
 
 	countSummaryAbout = `The last record of ftctl count -o json, once the count ended: see the count format.`
 )
