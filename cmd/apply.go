@@ -243,7 +243,7 @@ func applyRun(ctx context.Context, opts *ProfileOptions) error {
 		return err
 	}
 	res, err := pl.Apply(ctx, fs, g.Notice)
-	if err == nil || res.Restored {
+	if res != nil && (err == nil || res.Restored) {
 		if _, jerr := g.printDoc(applyFormat, res); jerr != nil {
 			return jerr
 		}
