@@ -56,11 +56,15 @@ var (
 )
 
 // checkJSON validates what an ftctl run with args printed on stdout when args ask for -o json.
-// A record cut short by a kill (no newline yet) is left out; a whole one must match its schema.
+// A record cut short by a kill (no newline yet) is left out, and so is what a traced command
+// (-- COMMAND) printed on the same stdout; a whole record of ftctl's must match its schema.
 func checkJSON(t *testing.T, args []string, stdout string) {
 	t.Helper()
 	if !outputcheck.AsksJSON(args) {
 		return
+	}
+	if outputcheck.Traced(args) { // the traced command writes to the same stdout
+		stdout = string(outputcheck.Records([]byte(stdout)))
 	}
 	if i := strings.LastIndexByte(stdout, '\n'); i >= 0 {
 		stdout = stdout[:i+1]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/invopop/jsonschema"
@@ -69,6 +70,7 @@ func formatSchema(f cmd.JSONFormat, about string) ([]byte, error) {
 	}
 	s := r.ReflectFromType(f.Type)
 	nullables(s, f.Type, map[reflect.Type]bool{})
+	selfRef(s, f.Type)
 	tag := &jsonschema.Schema{Type: "string", Const: f.Tag, Description: "the format and its version"}
 	root := s
 	if s.Type == "array" {
@@ -164,4 +166,31 @@ func nullables(s *jsonschema.Schema, t reflect.Type, seen map[reflect.Type]bool)
 	} else {
 		walk(t, nil)
 	}
+}
+
+// selfRef gives a recursive root type (a call and its calls) the definition its members refer
+// to: the root is expanded inline (to carry the "schema" tag), which leaves no definition of
+// its own type behind.
+func selfRef(s *jsonschema.Schema, t reflect.Type) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || s.Definitions[typeName(t)] != nil {
+		return
+	}
+	b, err := json.Marshal(s)
+	if err != nil || !strings.Contains(string(b), `"#/$defs/`+typeName(t)+`"`) {
+		return
+	}
+	def := *s
+	def.Definitions, def.Version, def.ID = nil, "", ""
+	props := jsonschema.NewProperties()
+	for p := s.Properties.Oldest(); p != nil; p = p.Next() {
+		props.Set(p.Key, p.Value)
+	}
+	def.Properties, def.Required = props, slices.Clone(s.Required)
+	if s.Definitions == nil {
+		s.Definitions = jsonschema.Definitions{}
+	}
+	s.Definitions[typeName(t)] = &def
 }

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -48,6 +49,42 @@ func AsksJSON(args []string) bool {
 		}
 	}
 	return false
+}
+
+// Records is what stdout holds of ftctl's own records when a traced command (-- COMMAND) wrote
+// to the same stdout: each line's text from its first `{"schema":"ftctl/` on (the command may
+// have left a line unfinished before it), lines without one left out.
+func Records(stdout []byte) []byte {
+	var out []byte
+	for line := range bytes.Lines(stdout) {
+		if i := bytes.Index(line, []byte(`{"schema":"ftctl/`)); i >= 0 {
+			out = append(out, line[i:]...)
+		}
+	}
+	return out
+}
+
+// Traced says whether ftctl's arguments run a command (-- COMMAND) whose output shares stdout.
+func Traced(args []string) bool {
+	return slices.Contains(args, "--")
+}
+
+// CheckAll compiles every schema of the directory (NAME.schema.json), so that a schema that
+// does not compile (a reference to nothing) fails before any output meets it.
+func (c *Checker) CheckAll() error {
+	files, err := filepath.Glob(filepath.Join(c.dir, "*.schema.json"))
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("no schemas in %s", c.dir)
+	}
+	for _, f := range files {
+		if _, err := c.schema(strings.TrimSuffix(filepath.Base(f), ".schema.json")); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Check validates every JSON value of out, one document or a stream of records (NDJSON),

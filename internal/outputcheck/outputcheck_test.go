@@ -62,3 +62,33 @@ func TestAsksJSON(t *testing.T) {
 		}
 	}
 }
+
+// The schemas docs/json holds all compile (each reference resolves).
+func TestDocsSchemasCompile(t *testing.T) {
+	if err := New("../../docs/json").CheckAll(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A traced command's output on the same stdout is left out, ftctl's records kept.
+func TestRecords(t *testing.T) {
+	out := "Linux version 6.12\nLinux ver{\"schema\":\"ftctl/event/v1\",\"event\":\"x\"}\n3\n{\"schema\":\"ftctl/event/v1\",\"event\":\"y\"}\n"
+	want := "{\"schema\":\"ftctl/event/v1\",\"event\":\"x\"}\n{\"schema\":\"ftctl/event/v1\",\"event\":\"y\"}\n"
+	if got := string(Records([]byte(out))); got != want {
+		t.Errorf("got %q", got)
+	}
+}
+
+// A call tree validates down its calls, and a stray member deep in it fails (the recursive
+// definition resolves).
+func TestGraphSchemaNested(t *testing.T) {
+	c := New("../../docs/json")
+	out := `{"schema":"ftctl/graph/v1","func":"a","duration_us":1.5,"cpu":0,"pid":1,"comm":"x","calls":[{"func":"b","duration_us":0.5,"calls":[{"func":"c","unfinished":true,"calls":[]}]}]}` + "\n"
+	if _, err := c.Check([]byte(out)); err != nil {
+		t.Fatal(err)
+	}
+	bad := `{"schema":"ftctl/graph/v1","func":"a","cpu":0,"pid":1,"comm":"x","calls":[{"func":"b","bogus":1,"calls":[]}]}` + "\n"
+	if _, err := c.Check([]byte(bad)); err == nil {
+		t.Fatal("bogus nested member passed")
+	}
+}
