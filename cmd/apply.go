@@ -109,8 +109,8 @@ func computePlan(opts *ProfileOptions) (*profile.Plan, error) {
 }
 
 func showPlan(g *Globals, pl *profile.Plan) error {
-	if g.JSON() {
-		return writeJSON(g.Out, planDoc{pl, pl.InSync()})
+	if ok, err := g.printDoc(planFormat, planDoc{pl, pl.InSync()}); ok {
+		return err
 	}
 	w := g.Out
 	switch {
@@ -243,8 +243,8 @@ func applyRun(ctx context.Context, opts *ProfileOptions) error {
 		return err
 	}
 	res, err := pl.Apply(ctx, fs, g.Notice)
-	if g.JSON() && (err == nil || res.Restored) {
-		if jerr := writeJSON(g.Out, res); jerr != nil {
+	if res != nil && (err == nil || res.Restored) {
+		if _, jerr := g.printDoc(applyFormat, res); jerr != nil {
 			return jerr
 		}
 	}
@@ -270,7 +270,7 @@ func applyCheck(opts *ProfileOptions) error {
 	if err != nil {
 		return err
 	}
-	if g.JSON() {
+	if g.machine() {
 		res := profile.Result{Profile: pl.Profile, Instance: pl.Instance, Action: "none", Changed: !pl.InSync(), Changes: pl.Changes}
 		switch {
 		case !pl.Declared:
@@ -280,7 +280,7 @@ func applyCheck(opts *ProfileOptions) error {
 		case !pl.InSync():
 			res.Action = "updated"
 		}
-		if err := writeJSON(g.Out, res); err != nil {
+		if _, err := g.printDoc(applyFormat, res); err != nil {
 			return err
 		}
 	} else if err := showPlan(g, pl); err != nil {
@@ -328,10 +328,8 @@ func deleteRun(ctx context.Context, opts *ProfileOptions) error {
 	if deleted && !g.DryRun {
 		g.Notice("profile %s deleted (instance %s)", p.Metadata.Name, p.InstanceName())
 	}
-	if g.JSON() {
-		return writeJSON(g.Out, map[string]any{"profile": p.Metadata.Name, "instance": p.InstanceName(), "deleted": deleted && !g.DryRun})
-	}
-	return nil
+	_, err = g.printDoc(deleteFormat, deleteDoc{Profile: p.Metadata.Name, Instance: p.InstanceName(), Deleted: deleted && !g.DryRun})
+	return err
 }
 
 // ExportOptions are the inputs of `ftctl export`.
@@ -385,8 +383,8 @@ func exportRun(ctx context.Context, opts *ExportOptions) error {
 	if err != nil {
 		return err
 	}
-	if g.JSON() {
-		return writeJSON(g.Out, p)
+	if ok, err := g.printDoc(exportFormat, p); ok {
+		return err
 	}
 	b, err := profile.Marshal(p)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ftctl/ftctl/internal/outputcheck"
 	"io"
 	"io/fs"
 	"os"
@@ -117,8 +118,16 @@ func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = Run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	if outputcheck.AsksJSON(args) {
+		if _, err := outputSchemas.Check(out.Bytes()); err != nil {
+			t.Errorf("ftctl %q: -o json does not match docs/json: %v\n%s", args, err, out.String())
+		}
+	}
 	return code, out.String(), errb.String()
 }
+
+// outputSchemas checks every -o json output of run against the generated schemas.
+var outputSchemas = outputcheck.New("../docs/json")
 
 func TestStatusTextAndJSON(t *testing.T) {
 	root := fakeRoot(t)
@@ -214,7 +223,7 @@ func TestInstanceCommands(t *testing.T) {
 		t.Fatalf("%d %s", code, errs)
 	}
 	code, out, _ = run(t, "--tracefs", root, "instance", "list", "-o", "json")
-	if code != 0 || strings.Join(strings.Fields(out), "") != `["inc1","inc2"]` {
+	if code != 0 || strings.Join(strings.Fields(payload(t, "instance-list", out)), "") != `["inc1","inc2"]` {
 		t.Fatalf("%d %s", code, out)
 	}
 	code, _, errs = run(t, "--tracefs", root, "-q", "instance", "create", "inc1")
@@ -269,7 +278,7 @@ func TestStatusFlagsReachOptions(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if got == nil || got.G.Instance != "inc" || !got.G.JSON() || !got.G.DryRun || !got.G.Quiet || got.G.LockTimeout != 2*time.Second ||
+	if got == nil || got.G.Instance != "inc" || got.G.Output != "json" || !got.G.DryRun || !got.G.Quiet || got.G.LockTimeout != 2*time.Second ||
 		got.G.Color != "never" {
 		t.Fatalf("%+v", got)
 	}
@@ -361,7 +370,7 @@ func TestFunctionsPreview(t *testing.T) {
 		Name, Module string
 		Index        int
 	}
-	if err := json.Unmarshal([]byte(out), &recs); code != 0 || err != nil || len(recs) != 1 || recs[0].Module != "nls_utf8" || recs[0].Index != 42871 {
+	if err := json.Unmarshal([]byte(payload(t, "functions", out)), &recs); code != 0 || err != nil || len(recs) != 1 || recs[0].Module != "nls_utf8" || recs[0].Index != 42871 {
 		t.Fatalf("json: %d %v %+v", code, err, recs)
 	}
 	code, _, errs = run(t, "--tracefs", root, "functions", "vfs_raed")

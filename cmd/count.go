@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -375,7 +374,7 @@ func (o *countOutput) interval(cur count.Counts, now time.Time) error {
 	}
 	iv := countInterval{n: o.n, at: now, seconds: now.Sub(o.last).Seconds(), rows: rows}
 	o.prev, o.last = cur, now
-	if o.g.JSON() {
+	if o.g.machine() {
 		iv.rows = withNamed(rows, all, o.named)
 	}
 	return printCount(o.g, o.intervals, o.method, iv)
@@ -409,13 +408,10 @@ func withNamed(rows, all []count.Row, named []string) []count.Row {
 
 // summary ends -o json with one record over the whole count (text has its totals per interval).
 func (o *countOutput) summary(end time.Time, lowerBound bool) error {
-	if !o.g.JSON() {
-		return nil
-	}
-	enc := json.NewEncoder(o.g.Out)
-	return enc.Encode(countSummaryJSON{Summary: true, Intervals: o.n, Time: end.UTC().Format(time.RFC3339Nano),
+	_, err := o.g.printRecord(countSummaryFormat, countSummaryJSON{Summary: true, Intervals: o.n, Time: end.UTC().Format(time.RFC3339Nano),
 		Seconds: float64(int64(end.Sub(o.start).Seconds()*1000)) / 1000, Functions: o.functions, Called: len(o.called),
 		Calls: o.calls, Method: o.method, LowerBound: lowerBound})
+	return err
 }
 
 // countJSON is one row of `ftctl count -o json`.
@@ -442,11 +438,9 @@ type countSummaryJSON struct {
 }
 
 func printCount(g *Globals, intervals bool, method string, iv countInterval) error {
-	if g.JSON() {
-		enc := json.NewEncoder(g.Out) // one object a line
-		enc.SetEscapeHTML(false)
+	if g.machine() {
 		for _, r := range iv.rows {
-			err := enc.Encode(countJSON{Interval: iv.n, Time: iv.at.UTC().Format(time.RFC3339Nano),
+			_, err := g.printRecord(countFormat, countJSON{Interval: iv.n, Time: iv.at.UTC().Format(time.RFC3339Nano),
 				Seconds: float64(int64(iv.seconds*1000)) / 1000, Func: r.Func, Count: r.Count, Method: method})
 			if err != nil {
 				return err

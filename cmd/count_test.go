@@ -61,6 +61,10 @@ func TestCountOutputNamedAndSummary(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatalf("%v: %s", err, l)
 		}
+		if r["schema"] != "ftctl/count/v1" && r["schema"] != "ftctl/count-summary/v1" {
+			t.Errorf("schema: %s", l)
+		}
+		delete(r, "schema")
 		keys := strings.Join(slices.Sorted(maps.Keys(r)), " ")
 		if r["summary"] == true {
 			if keys != "called calls functions intervals lower_bound method seconds summary time" {

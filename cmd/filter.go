@@ -181,11 +181,9 @@ func listShowRun(_ context.Context, opts *ListShowOptions) error {
 	for _, n := range l.Names {
 		keys = append(keys, filters.ParseKey(n))
 	}
-	if g.JSON() {
-		return writeJSON(g.Out, map[string]any{
-			"file": file, "instance": in.Name, "empty": l.Empty, "functions": keys,
-			"commands": l.Commands, "pending_modules": l.PendingModules,
-		})
+	doc := filterShowDoc{File: file, Instance: in.Name, Empty: l.Empty, Functions: keys, Commands: l.Commands, PendingModules: l.PendingModules}
+	if ok, err := g.printDoc(filterShowFormat, doc); ok {
+		return err
 	}
 	w := bufio.NewWriter(g.Out)
 	defer w.Flush()
@@ -393,8 +391,8 @@ func applyChanges(ctx context.Context, g *Globals, changes []filters.Change, cre
 	if err != nil {
 		return err
 	}
-	if g.JSON() {
-		return writeJSON(g.Out, results)
+	if ok, err := g.printDoc(filterChangeFormat, results); ok {
+		return err
 	}
 	printApplied(g, in, results)
 	return nil

@@ -128,8 +128,8 @@ func flightStartRun(ctx context.Context, opts *FlightStartOptions) error {
 	if err != nil {
 		return err
 	}
-	if g.JSON() {
-		return writeJSON(g.Out, res)
+	if ok, err := g.printDoc(applyFormat, res); ok {
+		return err
 	}
 	if !g.DryRun {
 		g.Notice("flight %s records in instance %s ('ftctl flight dump %s -o FILE' writes what it holds)", p.Metadata.Name, p.InstanceName(), p.Metadata.Name)
@@ -177,8 +177,8 @@ func flightStatusRun(_ context.Context, opts *FlightNameOptions) error {
 	if err != nil {
 		return err
 	}
-	if g.JSON() {
-		return writeJSON(g.Out, sts)
+	if ok, err := g.printDoc(flightStatusFormat, sts); ok {
+		return err
 	}
 	if len(sts) == 0 {
 		g.Notice("no flight recorder ('ftctl flight start NAME' starts one)")

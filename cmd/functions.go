@@ -73,25 +73,16 @@ func functionsRun(_ context.Context, opts *FunctionsOptions) error {
 		return err
 	}
 	if opts.Count {
-		if g.JSON() {
-			return writeJSON(g.Out, map[string]int{"count": len(recs)})
+		if ok, err := g.printDoc(functionCountFormat, functionCountDoc{len(recs)}); ok {
+			return err
 		}
 		fmt.Fprintln(g.Out, len(recs))
 		return nil
 	}
-	w := bufio.NewWriterSize(g.Out, 64*1024)
-	if g.JSON() {
-		w.WriteString("[")
-		for n, i := range recs {
-			k := ix.Key(i)
-			if n > 0 {
-				w.WriteString(",")
-			}
-			fmt.Fprintf(w, "\n  {\"name\": %s, \"module\": %s, \"index\": %d}", jsonString(k.Name), jsonString(k.Module), i)
-		}
-		w.WriteString("\n]\n")
-		return w.Flush()
+	if ok, err := g.printDoc(functionsFormat, functionDocs(ix, recs)); ok {
+		return err
 	}
+	w := bufio.NewWriterSize(g.Out, 64*1024)
 	for _, i := range recs {
 		k := ix.Key(i)
 		var err error
@@ -105,4 +96,14 @@ func functionsRun(_ context.Context, opts *FunctionsOptions) error {
 		}
 	}
 	return w.Flush()
+}
+
+// functionDocs are the records recs (1-based indexes of ix) as functions -o json lists them.
+func functionDocs(ix *filters.Index, recs []int) []functionDoc {
+	out := make([]functionDoc, 0, len(recs))
+	for _, i := range recs {
+		k := ix.Key(i)
+		out = append(out, functionDoc{Name: k.Name, Module: k.Module, Index: i})
+	}
+	return out
 }

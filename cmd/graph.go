@@ -157,7 +157,7 @@ func graphStream(ctx context.Context, g *Globals, opts *GraphOptions, s *session
 	var sum *stream.Summary
 	calls := 0
 	err, commandErr := streamWithCommand(s, command, cancel, func() (err error) {
-		sum, calls, err = stream.CopyGraph(src, stream.GraphOutput{W: g.Out, JSON: g.JSON(), Count: opts.Count})
+		sum, calls, err = stream.CopyGraph(src, stream.GraphOutput{W: g.Out, JSON: g.machine(), Count: opts.Count})
 		return err
 	})
 	if sum != nil && (!g.Quiet || sum.Lost()) {

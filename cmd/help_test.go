@@ -71,10 +71,10 @@ func TestInstanceJSON(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"instance", "create", "j1"}, `[{"name":"j1","created":true}]`},
-		{[]string{"instance", "create", "j1"}, `[{"name":"j1","created":false}]`},
-		{[]string{"instance", "remove", "j1"}, `[{"name":"j1","removed":true}]`},
-		{[]string{"instance", "remove", "j1"}, `[{"name":"j1","removed":false}]`},
+		{[]string{"instance", "create", "j1"}, `{"schema":"ftctl/instance-create/v1","items":[{"name":"j1","created":true}]}`},
+		{[]string{"instance", "create", "j1"}, `{"schema":"ftctl/instance-create/v1","items":[{"name":"j1","created":false}]}`},
+		{[]string{"instance", "remove", "j1"}, `{"schema":"ftctl/instance-remove/v1","items":[{"name":"j1","removed":true}]}`},
+		{[]string{"instance", "remove", "j1"}, `{"schema":"ftctl/instance-remove/v1","items":[{"name":"j1","removed":false}]}`},
 	} {
 		code, out, errs := run(t, append([]string{"--tracefs", root, "-o", "json"}, c.args...)...)
 		if got := strings.Join(strings.Fields(out), ""); code != 0 || got != c.want {

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -386,8 +385,12 @@ type histKeyJSON struct {
 // printHist prints a table: with a stamp (--interval), the JSON on one line (one object a
 // line) with the interval and time, the text after a line with the time.
 func printHist(g *Globals, event string, t hist.Table, stamp histStamp) error {
-	if g.JSON() {
-		return writeHistJSON(g, event, t, stamp)
+	emit := g.printDoc
+	if stamp.n > 0 {
+		emit = g.printRecord // with --interval, one a line
+	}
+	if ok, err := emit(histFormat, histDoc(event, t, stamp)); ok {
+		return err
 	}
 	if stamp.n > 0 {
 		if stamp.n > 1 {
@@ -423,8 +426,8 @@ func printHist(g *Globals, event string, t hist.Table, stamp histStamp) error {
 	return err
 }
 
-// writeHistJSON writes a table as one JSON object: indented, or with --interval one line.
-func writeHistJSON(g *Globals, event string, t hist.Table, stamp histStamp) error {
+// histDoc is a table as -o json prints it.
+func histDoc(event string, t hist.Table, stamp histStamp) histJSON {
 	out := histJSON{Event: event, Trigger: t.Trigger, Rows: []histRowJSON{}, Hits: t.Hits, Entries: t.Entries, Dropped: t.Dropped}
 	if stamp.n > 0 {
 		out.Interval, out.Time = stamp.n, stamp.at.UTC().Format(time.RFC3339Nano)
@@ -444,10 +447,5 @@ func writeHistJSON(g *Globals, event string, t hist.Table, stamp histStamp) erro
 		}
 		out.Rows = append(out.Rows, jr)
 	}
-	if stamp.n > 0 {
-		enc := json.NewEncoder(g.Out)
-		enc.SetEscapeHTML(false)
-		return enc.Encode(out)
-	}
-	return writeJSON(g.Out, out)
+	return out
 }

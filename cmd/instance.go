@@ -56,11 +56,11 @@ func instanceListRun(_ context.Context, opts *InstanceListOptions) error {
 	if err != nil {
 		return err
 	}
-	if g.JSON() {
-		if names == nil {
-			names = []string{}
-		}
-		return writeJSON(g.Out, names)
+	if names == nil {
+		names = []string{}
+	}
+	if ok, err := g.printDoc(instanceListFormat, names); ok {
+		return err
 	}
 	for _, n := range names {
 		fmt.Fprintln(g.Out, safe(n))
@@ -116,10 +116,8 @@ func instanceCreateRun(ctx context.Context, opts *InstanceCreateOptions) error {
 		}
 		done = append(done, instanceDone{Name: n, Created: created && !g.DryRun})
 	}
-	if g.JSON() {
-		return writeJSON(g.Out, done)
-	}
-	return nil
+	_, err = g.printDoc(instanceCreateFormat, done)
+	return err
 }
 
 // instanceDone is what `instance create` and `instance remove -o json` say of each NAME.
@@ -163,18 +161,16 @@ func instanceRemoveRun(ctx context.Context, opts *InstanceRemoveOptions) error {
 		return err
 	}
 	defer lock.Unlock()
-	var done []map[string]any
+	done := []instanceRemoved{}
 	for _, n := range opts.Names {
 		existed := fs.HasInstance(n)
 		if err := fs.Remove(n); err != nil {
 			return err
 		}
-		done = append(done, map[string]any{"name": n, "removed": existed && !g.DryRun})
+		done = append(done, instanceRemoved{Name: n, Removed: existed && !g.DryRun})
 	}
-	if g.JSON() {
-		return writeJSON(g.Out, done)
-	}
-	return nil
+	_, err = g.printDoc(instanceRemoveFormat, done)
+	return err
 }
 
 // validateInstanceNames checks every name before anything is touched.

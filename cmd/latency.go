@@ -313,8 +313,8 @@ func latencyGroups(by string, t hist.Table) (all latencyGroup, groups []latencyG
 
 func printLatency(g *Globals, fn, by string, t hist.Table) error {
 	all, groups := latencyGroups(by, t)
-	if g.JSON() {
-		return writeJSON(g.Out, latencyJSON{Func: fn, Buckets: all.Buckets, Count: all.Count, Groups: groups, Dropped: t.Dropped})
+	if ok, err := g.printDoc(latencyFormat, latencyJSON{Func: fn, Buckets: all.Buckets, Count: all.Count, Groups: groups, Dropped: t.Dropped}); ok {
+		return err
 	}
 	if by == "" {
 		groups = []latencyGroup{all}

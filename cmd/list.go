@@ -103,23 +103,19 @@ func listEventsRun(_ context.Context, opts *ListOptions) error {
 	if err != nil {
 		return err
 	}
-	type row struct {
-		System string `json:"system"`
-		Event  string `json:"event"`
-	}
-	rows := []row{}
+	rows := []eventRow{}
 	var names []string
 	for _, e := range events {
 		names = append(names, e.System+":"+e.Event)
 		if opts.match(e.System + ":" + e.Event) {
-			rows = append(rows, row{e.System, e.Event})
+			rows = append(rows, eventRow{e.System, e.Event})
 		}
 	}
 	if len(rows) == 0 && opts.Glob != "" {
 		return nothingMatched("event", opts.Glob, names)
 	}
-	if g.JSON() {
-		return writeJSON(g.Out, rows)
+	if ok, err := g.printDoc(listEventsFormat, rows); ok {
+		return err
 	}
 	for _, r := range rows {
 		fmt.Fprintf(g.Out, "%s:%s\n", safe(r.System), safe(r.Event))
@@ -157,18 +153,14 @@ func listTracersRun(_ context.Context, opts *ListOptions) error {
 	if err != nil {
 		return err
 	}
-	type row struct {
-		Name    string `json:"name"`
-		Current bool   `json:"current"`
-	}
-	rows := []row{}
+	rows := []tracerRow{}
 	for _, t := range available {
 		if opts.match(t) {
-			rows = append(rows, row{t, t == current})
+			rows = append(rows, tracerRow{t, t == current})
 		}
 	}
-	if g.JSON() {
-		return writeJSON(g.Out, rows)
+	if ok, err := g.printDoc(listTracersFormat, rows); ok {
+		return err
 	}
 	for _, r := range rows {
 		mark := ""
@@ -217,8 +209,8 @@ func listOptionsRun(_ context.Context, opts *ListOptions) error {
 			rows = append(rows, o)
 		}
 	}
-	if g.JSON() {
-		return writeJSON(g.Out, rows)
+	if ok, err := g.printDoc(listOptionsFormat, rows); ok {
+		return err
 	}
 	for _, o := range rows {
 		state := "off"

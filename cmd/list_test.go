@@ -45,7 +45,7 @@ func TestList(t *testing.T) {
 		Name    string `json:"name"`
 		Enabled bool   `json:"enabled"`
 	}
-	if err := json.Unmarshal([]byte(out), &opts); code != 0 || err != nil || len(opts) != 2 || !opts[1].Enabled {
+	if err := json.Unmarshal([]byte(payload(t, "list-options", out)), &opts); code != 0 || err != nil || len(opts) != 2 || !opts[1].Enabled {
 		t.Errorf("json: %d %v %q", code, err, out)
 	}
 	for _, a := range [][]string{{"list", "events", "["}, {"list", "events", "a", "b"}, {"-B", "nosuch", "list", "tracers"}} {

@@ -73,8 +73,8 @@ func mountRun(_ context.Context, opts *MountOptions) error {
 	case !g.DryRun:
 		g.Notice("mounted tracefs at %s", path)
 	}
-	if g.JSON() {
-		return writeJSON(g.Out, map[string]any{"path": path, "mounted": made && !g.DryRun})
+	if ok, err := g.printDoc(mountFormat, mountDoc{Path: path, Mounted: made && !g.DryRun}); ok {
+		return err
 	}
 	return nil
 }

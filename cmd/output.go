@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,14 +12,6 @@ import (
 
 	"github.com/ftctl/ftctl/tracefs"
 )
-
-// writeJSON writes v as indented JSON, HTML characters unescaped (scripts read it, not browsers).
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
 
 // safe escapes control characters and invalid UTF-8 in text that came from the kernel or from
 // other users (instance names, probe definitions, process names) before it reaches a terminal.
@@ -73,12 +64,6 @@ func args(v cobra.PositionalArgs) cobra.PositionalArgs {
 		}
 		return nil
 	}
-}
-
-// jsonString encodes s as a JSON string (for output streamed by hand).
-func jsonString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }
 
 // plural is "1 function", "2 functions".

@@ -272,16 +272,16 @@ func probeAddError(err error) error {
 // and what the kernel did beyond the asked on stderr (nothing in a dry run, which printed its
 // writes).
 func printProbeAdded(g *Globals, opts *ProbeAddOptions, d *probes.Definition, a *probes.Added) error {
-	if g.JSON() {
-		out := map[string]any{
-			"group": a.Group, "event": a.Event, "name": a.Group + "/" + a.Event,
-			"written": a.Written, "definitions": nonNil(a.Lines), "appended": a.Appended,
-			"enabled": opts.Enable, "instance": g.Instance, "filter": opts.Filter,
-		}
-		if d.IsUprobe() {
-			out["uprobe"] = uprobeJSON(d.Uprobe)
-		}
-		return writeJSON(g.Out, out)
+	out := probeAddDoc{
+		Group: a.Group, Event: a.Event, Name: a.Group + "/" + a.Event,
+		Written: a.Written, Definitions: nonNil(a.Lines), Appended: a.Appended,
+		Enabled: opts.Enable, Instance: g.Instance, Filter: opts.Filter,
+	}
+	if d.IsUprobe() {
+		out.Uprobe = uprobeJSON(d.Uprobe)
+	}
+	if ok, err := g.printDoc(probeAddFormat, out); ok {
+		return err
 	}
 	if g.DryRun {
 		return nil
@@ -411,7 +411,7 @@ owner: "ftctl" for the groups ftctl uses (ftctl, and ftctl_PID_ID for trace sess
 as PATH:SYMBOL[+OFFS], the symbol read back from the ELF file (the kernel lists a file
 offset). Read only.`,
 		Example: `  sudo ftctl probe list
-  sudo ftctl probe list -o json | jq -r '.[] | select(.owner == "ftctl") | .name'`,
+  sudo ftctl probe list -o json | jq -r '.items[] | select(.owner == "ftctl") | .name'`,
 		Args:        args(cobra.NoArgs),
 		Annotations: map[string]string{AnnotationJSON: probeListJSON},
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -430,16 +430,12 @@ func probeListRun(_ context.Context, opts *ProbeListOptions) error {
 	if err != nil {
 		return err
 	}
-	if g.JSON() {
-		type jp struct {
-			Name string `json:"name"`
-			probes.Probe
-		}
-		out := []jp{}
-		for _, p := range list {
-			out = append(out, jp{p.Name(), p})
-		}
-		return writeJSON(g.Out, out)
+	out := []probeListEntry{}
+	for _, p := range list {
+		out = append(out, probeListEntry{p.Name(), p})
+	}
+	if ok, err := g.printDoc(probeListFormat, out); ok {
+		return err
 	}
 	if len(list) == 0 {
 		g.Notice("no probes")
@@ -555,14 +551,12 @@ func probeRemoveRun(ctx context.Context, opts *ProbeRemoveOptions) error {
 			return err
 		}
 		removed = append(removed, t.group+"/"+t.event)
-		if !g.JSON() && !g.DryRun {
+		if !g.machine() && !g.DryRun {
 			fmt.Fprintf(g.Out, "removed %s\n", safe(t.group+"/"+t.event))
 		}
 	}
-	if g.JSON() {
-		return writeJSON(g.Out, map[string]any{"removed": removed})
-	}
-	return nil
+	_, err = g.printDoc(probeRemoveFormat, probeRemoveDoc{removed})
+	return err
 }
 
 // ProbeEnableOptions are the inputs of `ftctl probe enable` and `ftctl probe disable`.
@@ -718,13 +712,8 @@ func writeFormat(g *Globals, system string, f *tracefs.Format) error {
 			fields = append(fields, formatField{fd.Name, fd.Decl(), fd.Offset, fd.Size, fd.Signed, set.common})
 		}
 	}
-	if g.JSON() {
-		return writeJSON(g.Out, struct {
-			Name   string        `json:"name"`
-			ID     int           `json:"id"`
-			Fields []formatField `json:"fields"`
-			Print  string        `json:"print_fmt"`
-		}{f.Name, f.ID, fields, f.Print})
+	if ok, err := g.printDoc(probeFormatFormat, probeFormatDoc{f.Name, f.ID, fields, f.Print}); ok {
+		return err
 	}
 	fmt.Fprintf(g.Out, "%s/%s (id %d)\n", safe(system), safe(f.Name), f.ID)
 	tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
@@ -838,8 +827,8 @@ func probeArgsRun(_ context.Context, opts *ProbeArgsOptions) error {
 	if err != nil {
 		return err
 	}
-	if g.JSON() {
-		return writeJSON(g.Out, info)
+	if ok, err := g.printDoc(probeArgsFormat, info); ok {
+		return err
 	}
 	writeFuncInfo(g.Out, info)
 	return nil

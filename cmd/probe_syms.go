@@ -83,11 +83,9 @@ func probeSymsRun(_ context.Context, opts *ProbeSymsOptions) error {
 	if len(funcs) == 0 && pat != nil {
 		return nothingMatched("function symbol of "+safe(opts.Path), opts.Glob, b.Names())
 	}
-	if g.JSON() {
-		return writeJSON(g.Out, map[string]any{
-			"path": opts.Path, "type": b.Type, "go": b.Go, "go_version": b.GoVersion,
-			"segments": nonNilSegments(b.Segments), "functions": funcs,
-		})
+	doc := probeSymsDoc{Path: opts.Path, Type: b.Type, Go: b.Go, GoVersion: b.GoVersion, Segments: nonNilSegments(b.Segments), Functions: funcs}
+	if ok, err := g.printDoc(probeSymsFormat, doc); ok {
+		return err
 	}
 	if len(funcs) == 0 {
 		what := "no function symbols"
@@ -116,14 +114,14 @@ func nonNilSegments(s []probes.Segment) []probes.Segment {
 }
 
 // uprobeJSON is a uprobe's place in probe add's JSON.
-func uprobeJSON(u *probes.UprobePlace) map[string]any {
-	out := map[string]any{"path": u.AbsPath, "offset": u.Offset, "symbol": "", "symbol_offset": uint64(0), "segment": "", "go": u.Go}
+func uprobeJSON(u *probes.UprobePlace) *uprobeDoc {
+	out := &uprobeDoc{Path: u.AbsPath, Offset: u.Offset, Go: u.Go}
 	if u.Func != nil {
-		out["symbol"] = u.Func.Name
-		out["symbol_offset"] = u.Offset - u.Func.Offset
+		out.Symbol = u.Func.Name
+		out.SymbolOffset = u.Offset - u.Func.Offset
 	}
 	if u.Segment != nil {
-		out["segment"] = u.Segment.String()
+		out.Segment = u.Segment.String()
 	}
 	return out
 }

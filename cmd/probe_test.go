@@ -66,7 +66,7 @@ func TestProbeListOwnersAndEscaping(t *testing.T) {
 	}
 	code, out, _ = run(t, "probe", "list", "-o", "json", "--tracefs", root)
 	var list []map[string]any
-	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list) != 2 {
+	if err := json.Unmarshal([]byte(payload(t, "probe-list", out)), &list); code != 0 || err != nil || len(list) != 2 {
 		t.Fatalf("json: exit %d, %v\n%s", code, err, out)
 	}
 	if list[0]["owner"] != "ftctl" || list[1]["owner"] != "other" || list[0]["type"] != "kprobe" || list[0]["place"] != "vfs_read" {
@@ -125,6 +125,7 @@ print fmt: "(%lx) path=\"%s\" arr={%u,%u,%u,%u}", REC->__probe_ip, __get_str(pat
 	}
 	code, out, stderr = run(t, "probe", "format", "a", "-o", "json", "--tracefs", root)
 	wantJSON := `{
+  "schema": "ftctl/probe-format/v1",
   "name": "a",
   "id": 1834,
   "fields": [

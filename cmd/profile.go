@@ -114,8 +114,8 @@ func profileValidateRun(_ context.Context, opts *ProfileValidateOptions) error {
 	for _, e := range found {
 		report.Errors = append(report.Errors, profileError{Line: e.Line, Column: e.Column, Path: e.Path, Reason: e.Reason})
 	}
-	if g.JSON() {
-		if werr := writeJSON(g.Out, report); werr != nil {
+	if ok, werr := g.printDoc(validateFormat, report); ok {
+		if werr != nil {
 			return werr
 		}
 	} else if err == nil {

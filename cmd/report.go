@@ -160,7 +160,7 @@ func printRecording(ctx context.Context, g *Globals, file *tracedat.File, fo str
 		return nil, 0, 0, err
 	}
 	defer src.Close()
-	out := stream.Output{W: g.Out, JSON: g.JSON(), Text: stream.TextOptions{Color: g.colorFor(g.Out) && !g.JSON()}, Filter: *filter}
+	out := stream.Output{W: g.Out, JSON: g.machine(), Text: stream.TextOptions{Color: g.colorFor(g.Out) && !g.machine()}, Filter: *filter}
 	if b := file.Buffers(); len(b) > 0 {
 		out.Text.BufferWidth = stream.BufferWidth(b)
 	}

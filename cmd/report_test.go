@@ -50,7 +50,7 @@ func TestReportBuffers(t *testing.T) {
 	}
 	js := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	for _, l := range js {
-		if !strings.HasPrefix(l, `{"buffer":"ftbuf",`) {
+		if !strings.HasPrefix(l, `{"schema":"ftctl/event/v1","buffer":"ftbuf",`) {
 			t.Fatalf("--buffer ftbuf: %q", l)
 		}
 	}
@@ -58,7 +58,7 @@ func TestReportBuffers(t *testing.T) {
 		t.Errorf("--buffer ftbuf: %d events, the text had %d", len(js), inst)
 	}
 	code, out, _ = run(t, "report", file, "--buffer", "", "-o", "json")
-	if n := strings.Count(out, `{"buffer":"",`); code != 0 || n != len(lines)-inst || n != strings.Count(out, "\n") {
+	if n := strings.Count(out, `{"schema":"ftctl/event/v1","buffer":"",`); code != 0 || n != len(lines)-inst || n != strings.Count(out, "\n") {
 		t.Errorf("--buffer '': exit %d, %d top-level events of %d lines, want %d", code, n, strings.Count(out, "\n"), len(lines)-inst)
 	}
 	code, _, errs = run(t, "report", file, "--buffer", "nope")

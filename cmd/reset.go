@@ -128,8 +128,8 @@ func resetRun(ctx context.Context, opts *ResetOptions) error {
 	if owners == nil {
 		owners = []*session.Owner{}
 	}
-	if g.JSON() {
-		if err := writeJSON(g.Out, map[string]any{"removed": removed, "left": kept, "recordings": recs, "owners": owners}); err != nil {
+	if ok, err := g.printDoc(resetFormat, resetDoc{Removed: removed, Left: kept, Recordings: recs, Owners: owners}); ok {
+		if err != nil {
 			return err
 		}
 	} else {
@@ -160,7 +160,7 @@ func removeLeftovers(g *Globals, fs *tracefs.FS, left []*session.Leftover) (remo
 		} else {
 			removed = append(removed, l)
 		}
-		if !g.JSON() {
+		if !g.machine() {
 			printLeftover(g, l)
 		}
 	}
@@ -255,7 +255,7 @@ func recordings(g *Globals, fs *tracefs.FS, remove bool) ([]*session.LeftRecordi
 				errs = append(errs, err)
 			}
 		}
-		if g.JSON() {
+		if g.machine() {
 			continue
 		}
 		dir := safe(l.Dir)

@@ -43,9 +43,6 @@ type Globals struct {
 	fs *tracefs.FS
 }
 
-// JSON reports whether -o json was asked for.
-func (g *Globals) JSON() bool { return g.Output == "json" }
-
 // Notice prints an informational line on stderr unless -q.
 func (g *Globals) Notice(format string, args ...any) {
 	if !g.Quiet {
@@ -103,7 +100,7 @@ func (g *Globals) FS() (*tracefs.FS, error) {
 		// The plan is the output of a dry run, except with -o json, where stdout is one JSON
 		// document for scripts and the plan goes to stderr.
 		fs.DryRun = g.Out
-		if g.JSON() {
+		if g.machine() {
 			fs.DryRun = g.Err
 		}
 	}
@@ -287,10 +284,8 @@ func NewRootCmd(g *Globals) *cobra.Command {
 
 // checkGlobals checks the global flags before any command runs (exit 2 for a mistake).
 func checkGlobals(c *cobra.Command, g *Globals) error {
-	switch g.Output {
-	case "text", "json":
-	default:
-		return InvalidInput(fmt.Errorf("-o/--output must be text or json, not %q", g.Output))
+	if err := g.checkOutput(c.CommandPath()); err != nil {
+		return err
 	}
 	if g.Instance != "" || c.Flags().Changed("instance") {
 		if err := tracefs.ValidateInstanceName(g.Instance); err != nil {
@@ -312,7 +307,7 @@ func rootFlags(root *cobra.Command, g *Globals) {
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.TracefsDir, "tracefs", "", "use the tracing directory `DIR` (default: $FTCTL_TRACEFS, else found in /proc/self/mountinfo)")
 	pf.StringVarP(&g.Instance, "instance", "B", "", "trace instance `NAME` (default: the top-level trace array)")
-	pf.StringVarP(&g.Output, "output", "o", "text", "output `FORMAT`: text or json")
+	g.outputFlag(root)
 	pf.BoolVar(&g.DryRun, "dry-run", false, "print each write that would happen, in order, and change nothing")
 	pf.BoolVar(&g.ShowWrites, "show-writes", false, "print each write, mkdir and rmdir on stderr as it is made, as --dry-run prints them (with \"+ \")")
 	pf.BoolVarP(&g.Quiet, "quiet", "q", false, "print no notices on stderr (errors still are)")
@@ -320,7 +315,6 @@ func rootFlags(root *cobra.Command, g *Globals) {
 	pf.StringVar(&g.Color, "color", "auto", "colour output `WHEN`: auto (a terminal, NO_COLOR unset, TERM not dumb), always or never")
 	registerFlagCompletion(root, "tracefs", cobra.FixedCompletions(nil, cobra.ShellCompDirectiveFilterDirs))
 	registerFlagCompletion(root, "instance", completeInstanceNames(g))
-	registerFlagCompletion(root, "output", cobra.FixedCompletions([]cobra.Completion{"text", "json"}, noFiles))
 	registerFlagCompletion(root, "color", cobra.FixedCompletions(colorModes, noFiles))
 	root.CompletionOptions.SetDefaultShellCompDirective(noFiles) // see complete.go
 }

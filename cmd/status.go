@@ -98,8 +98,8 @@ func statusRun(_ context.Context, opts *StatusOptions) error {
 	if err != nil {
 		return err
 	}
-	if g.JSON() {
-		return writeJSON(g.Out, st)
+	if ok, err := g.printDoc(statusFormat, st); ok {
+		return err
 	}
 	return printStatus(g.Out, st)
 }

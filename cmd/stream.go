@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -209,7 +208,7 @@ func streamRun(ctx context.Context, o *StreamOptions) error {
 	if o.Raw {
 		so.Lines = "--raw prints the kernel's lines, which only trace_pipe has"
 	}
-	out := stream.Output{W: g.Out, JSON: g.JSON(), Text: stream.TextOptions{Color: o.Color && !g.JSON(), Raw: o.Raw},
+	out := stream.Output{W: g.Out, JSON: g.machine(), Text: stream.TextOptions{Color: o.Color && !g.machine(), Raw: o.Raw},
 		Filter: filter, Count: o.Count}
 	return printStream(ctx, g, in, so, out, o.Summary)
 }
@@ -259,12 +258,7 @@ func printSummary(g *Globals, summary bool, sum *stream.Summary) error {
 	if !summary {
 		return nil
 	}
-	if g.JSON() {
-		b, err := json.Marshal(sum)
-		if err != nil {
-			return err
-		}
-		_, err = g.Out.Write(append(b, '\n'))
+	if ok, err := g.printRecord(streamSummaryFormat, sum); ok {
 		return err
 	}
 	_, err := fmt.Fprintf(g.Out, "summary: %s\n", sum)

@@ -273,6 +273,7 @@ func TestStreamJSONFormatIsDocumented(t *testing.T) {
 	for _, m := range regexp.MustCompile("`([a-z_]+)`|\\\\?\"([a-z_]+)\\\\?\"").FindAllStringSubmatch(streamJSONDoc, -1) {
 		docKeys[m[1]+m[2]] = true
 	}
+	delete(printed, "schema") // every record's: the seam's (format.go), documented once
 	for k := range printed {
 		base, suffix, _ := strings.Cut(k, "_")
 		if !docKeys[k] && !(docKeys[base] && docKeys["_"+suffix]) {

@@ -26,9 +26,9 @@ func TestStreamBinaryReader(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	want := `{"ts":1.000001,"cpu":0,"comm":"cat","pid":154,"flags":".....","event":"marker","text":"first"}
-{"ts":1.000002,"cpu":0,"comm":"e\u001bx y","pid":155,"flags":".....","event":"marker","text":"third"}
-{"ts":2.000001,"cpu":1,"comm":"cat","pid":154,"flags":".....","event":"marker","text":"second \u001b[2J"}
+	want := `{"schema":"ftctl/event/v1","ts":1.000001,"cpu":0,"comm":"cat","pid":154,"flags":".....","event":"marker","text":"first"}
+{"schema":"ftctl/event/v1","ts":1.000002,"cpu":0,"comm":"e\u001bx y","pid":155,"flags":".....","event":"marker","text":"third"}
+{"schema":"ftctl/event/v1","ts":2.000001,"cpu":1,"comm":"cat","pid":154,"flags":".....","event":"marker","text":"second \u001b[2J"}
 `
 	lines := strings.SplitAfter(out, "\n")
 	if got := strings.Join(lines[:3], ""); got != want {

@@ -448,7 +448,7 @@ func traceStream(ctx context.Context, g *Globals, opts *TraceOptions, s *session
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	so := stream.Options{Duration: opts.Duration, IncludeSelf: opts.IncludeSelf}
-	out := stream.Output{W: g.Out, JSON: g.JSON(), Text: stream.TextOptions{Color: g.colorFor(g.Out) && !g.JSON()}, Count: opts.Count}
+	out := stream.Output{W: g.Out, JSON: g.machine(), Text: stream.TextOptions{Color: g.colorFor(g.Out) && !g.machine()}, Count: opts.Count}
 	err, commandErr := streamWithCommand(s, command, cancel, func() error {
 		return printStream(sctx, g, s.Instance, so, out, false)
 	})

@@ -158,7 +158,7 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 func (opts *TUIOptions) check() error {
 	g := opts.G
 	switch {
-	case g.JSON():
+	case g.machine():
 		return InvalidInput(errors.New("ftctl tui is interactive: it has no -o json"))
 	case g.DryRun:
 		return InvalidInput(errors.New("ftctl tui has no --dry-run: every change it makes is confirmed first"))

@@ -96,8 +96,8 @@ release and platform that built it. The same as 'ftctl --version'. It reads noth
 
 func versionRun(_ context.Context, opts *VersionOptions) error {
 	v := Version()
-	if opts.G.JSON() {
-		return writeJSON(opts.G.Out, v)
+	if ok, err := opts.G.printDoc(versionFormat, v); ok {
+		return err
 	}
 	_, err := fmt.Fprint(opts.G.Out, v.String())
 	return err

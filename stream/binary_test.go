@@ -240,20 +240,20 @@ func TestBinaryStackAndGeneric(t *testing.T) {
 	stack := entry(4, 0, 0, 154, u32(3), u32(0), u64(0x7fffffff), u64(0xffffffff81200010), u64(0xffffffffc0500104), u64(0xffffffff81200405), u64(^uint64(0)))
 	d.Decode(&ev, 0, 1e9, stack)
 	got := string(AppendJSON(nil, &ev, false))
-	want := `{"ts":1.000000,"cpu":0,"comm":"cat","pid":154,"flags":".....","event":"stack","stack":["[FTRACE TRAMPOLINE]","vfs_read","dummy_init","do_syscall_64"]}` + "\n"
+	want := `{"schema":"ftctl/event/v1","ts":1.000000,"cpu":0,"comm":"cat","pid":154,"flags":".....","event":"stack","stack":["[FTRACE TRAMPOLINE]","vfs_read","dummy_init","do_syscall_64"]}` + "\n"
 	if got != want {
 		t.Errorf("stack:\n got %s\nwant %s", got, want)
 	}
 	wake := entry(300, 0, 0, 154, []byte("kworker/1:1\x00\x00\x00\x00\x00"), u32(77), u32(120))
 	d.Decode(&ev, 0, 1e9, wake)
 	got = string(AppendJSON(nil, &ev, false))
-	want = `{"ts":1.000000,"cpu":0,"comm":"cat","pid":154,"flags":".....","event":"sched_wakeup","text":"comm=kworker/1:1 pid=77 prio=120","fields":{"comm":"kworker/1:1","pid":77,"prio":120}}` + "\n"
+	want = `{"schema":"ftctl/event/v1","ts":1.000000,"cpu":0,"comm":"cat","pid":154,"flags":".....","event":"sched_wakeup","text":"comm=kworker/1:1 pid=77 prio=120","fields":{"comm":"kworker/1:1","pid":77,"prio":120}}` + "\n"
 	if got != want {
 		t.Errorf("tracepoint:\n got %s\nwant %s", got, want)
 	}
 	d.Decode(&ev, 0, 1e9, entry(301, 0, 0, 154, u64(0xffffffff81200012), u64(0xffff888012345678)))
 	got = string(AppendJSON(nil, &ev, false))
-	want = `{"ts":1.000000,"cpu":0,"comm":"cat","pid":154,"flags":".....","event":"kfree","text":"call_site=18446744071580942354 ptr=18446612682375452280"}` + "\n"
+	want = `{"schema":"ftctl/event/v1","ts":1.000000,"cpu":0,"comm":"cat","pid":154,"flags":".....","event":"kfree","text":"call_site=18446744071580942354 ptr=18446612682375452280"}` + "\n"
 	if got != want {
 		t.Errorf("generic:\n got %s\nwant %s", got, want)
 	}

@@ -369,7 +369,7 @@ func appendCallLines(dst []byte, c *Call, task []byte, level int) []byte {
 	return append(dst, '\n')
 }
 
-// AppendCallJSON appends a call tree as one JSON object: "func", "duration_us" (absent when
+// AppendCallJSON appends a call tree as one JSON object: "schema" (GraphSchema), "func", "duration_us" (absent when
 // the call had not returned), "cpu", "pid" and "comm" (at the top level: the callees are the
 // same task's), "retval" where the kernel records it, "entry_lost" or "unfinished" when a
 // record is missing, and "calls", the callees in order.
@@ -378,7 +378,11 @@ func AppendCallJSON(dst []byte, c *Call) []byte {
 }
 
 func appendCallJSON(dst []byte, c *Call, top bool) []byte {
-	dst = append(dst, `{"func":`...)
+	if top {
+		dst = append(dst, `{"schema":"`+GraphSchema+`","func":`...)
+	} else {
+		dst = append(dst, `{"func":`...)
+	}
 	dst = AppendJSONString(dst, []byte(c.Func))
 	if !c.NoExit {
 		dst = append(dst, `,"duration_us":`...)

@@ -276,14 +276,14 @@ func TestCallTreeMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		`{"func":"outer","duration_us":0.009,"cpu":0,"pid":7,"comm":"t","entry_lost":true,"calls":[{"func":"inner","duration_us":0.003,"entry_lost":true,"calls":[]}]}`,
-		`{"func":"b","duration_us":0.002,"cpu":0,"pid":9,"comm":"t","calls":[]}`,
-		`{"func":"a","duration_us":0.009,"cpu":1,"pid":8,"comm":"t","calls":[{"func":"a1","duration_us":0.002,"calls":[]},{"func":"a2","unfinished":true,"calls":[]}]}`,
+		`{"schema":"ftctl/graph/v1","func":"outer","duration_us":0.009,"cpu":0,"pid":7,"comm":"t","entry_lost":true,"calls":[{"func":"inner","duration_us":0.003,"entry_lost":true,"calls":[]}]}`,
+		`{"schema":"ftctl/graph/v1","func":"b","duration_us":0.002,"cpu":0,"pid":9,"comm":"t","calls":[]}`,
+		`{"schema":"ftctl/graph/v1","func":"a","duration_us":0.009,"cpu":1,"pid":8,"comm":"t","calls":[{"func":"a1","duration_us":0.002,"calls":[]},{"func":"a2","unfinished":true,"calls":[]}]}`,
 	}
 	end := map[string]bool{
-		`{"func":"mid","duration_us":0.005,"cpu":1,"pid":10,"comm":"t","entry_lost":true,"calls":[{"func":"deep","duration_us":0.001,"entry_lost":true,"calls":[]},{"func":"deep2","duration_us":0.001,"entry_lost":true,"calls":[]}]}`: true,
-		`{"func":"alone","duration_us":0.001,"cpu":1,"pid":10,"comm":"t","entry_lost":true,"calls":[]}`:                                                                                                                                 true,
-		`{"func":"open","cpu":1,"pid":11,"comm":"t","unfinished":true,"calls":[{"func":"openkid","unfinished":true,"calls":[]}]}`:                                                                                                       true,
+		`{"schema":"ftctl/graph/v1","func":"mid","duration_us":0.005,"cpu":1,"pid":10,"comm":"t","entry_lost":true,"calls":[{"func":"deep","duration_us":0.001,"entry_lost":true,"calls":[]},{"func":"deep2","duration_us":0.001,"entry_lost":true,"calls":[]}]}`: true,
+		`{"schema":"ftctl/graph/v1","func":"alone","duration_us":0.001,"cpu":1,"pid":10,"comm":"t","entry_lost":true,"calls":[]}`:                                                                                                                                 true,
+		`{"schema":"ftctl/graph/v1","func":"open","cpu":1,"pid":11,"comm":"t","unfinished":true,"calls":[{"func":"openkid","unfinished":true,"calls":[]}]}`:                                                                                                       true,
 	}
 	if len(got) != len(want)+len(end) {
 		t.Fatalf("got %d trees:\n%s", len(got), strings.Join(got, "\n"))

@@ -61,7 +61,7 @@ func TestReadFileBuffers(t *testing.T) {
 	tag := func(name string, events []string) []string {
 		var out []string
 		for _, e := range events {
-			out = append(out, fmt.Sprintf(`{"buffer":%q,`, name)+e[1:])
+			out = append(out, fmt.Sprintf(`{"schema":%q,"buffer":%q,`, EventSchema, name)+strings.TrimPrefix(e, `{"schema":"`+EventSchema+`",`))
 		}
 		return out
 	}
@@ -81,9 +81,9 @@ func TestReadFileBuffers(t *testing.T) {
 			var top, inst []string
 			for _, e := range got {
 				switch {
-				case strings.HasPrefix(e, `{"buffer":"",`):
+				case strings.HasPrefix(e, `{"schema":"ftctl/event/v1","buffer":"",`):
 					top = append(top, e)
-				case strings.HasPrefix(e, `{"buffer":"inst",`):
+				case strings.HasPrefix(e, `{"schema":"ftctl/event/v1","buffer":"inst",`):
 					inst = append(inst, e)
 				default:
 					t.Fatalf("an event without its buffer: %s", e)

@@ -2,18 +2,25 @@ package stream
 
 import "strconv"
 
-// AppendJSON appends ev as one line of NDJSON (the schema is in the README, "Stream"):
+// EventSchema is the schema tag every event record begins with (its JSON Schema is
+// docs/json/event.schema.json); GraphSchema, every call tree's.
+const (
+	EventSchema = "ftctl/event/v1"
+	GraphSchema = "ftctl/graph/v1"
+)
+
+// AppendJSON appends ev as one line of NDJSON (docs/json/event.schema.json):
 //
-//	{"ts":4.634804,"cpu":1,"comm":"cat","pid":154,"flags":".....","event":"function","func":"ksys_write","parent":"do_syscall_64"}
-//	{"ts":18.05,"cpu":0,"comm":"sh","pid":152,"flags":".N...","event":"open","probe":"do_sys_openat2+0x0/0xe0","args":{"dfd":-100,"path":"/dev/null","bad":null}}
-//	{"event":"lost","cpu":1,"lost":1849}
+//	{"schema":"ftctl/event/v1","ts":4.634804,"cpu":1,"comm":"cat","pid":154,"flags":".....","event":"function","func":"ksys_write","parent":"do_syscall_64"}
+//	{"schema":"ftctl/event/v1","ts":18.05,"cpu":0,"comm":"sh","pid":152,"flags":".N...","event":"open","probe":"do_sys_openat2+0x0/0xe0","args":{"dfd":-100,"path":"/dev/null","bad":null}}
+//	{"schema":"ftctl/event/v1","event":"lost","cpu":1,"lost":1849}
 //
-// Keys come in a fixed order and only when the line had them ("buffer" first, for the events of
-// a recording with instances' buffers: FileSource). With raw, the line as read is
+// Keys come in a fixed order and only when the line had them: "schema" first, then "buffer" (for
+// the events of a recording with instances' buffers: FileSource). With raw, the line as read is
 // added as "raw". Encoding is by hand (it runs once per event), and every string goes through
 // AppendJSONString, so the output is valid JSON whatever bytes the trace held.
 func AppendJSON(dst []byte, ev *Event, raw bool) []byte {
-	o := jsonObject{b: dst}
+	o := jsonObject{b: append(dst, `{"schema":"`+EventSchema+`"`...), open: true}
 	if ev.Buffer != nil {
 		o.str(`,"buffer":`, ev.Buffer)
 	}

@@ -24,6 +24,11 @@ fi
 for f in "$top"/docs/profiles/*.yaml; do
 	extra+=(--file "$f:/etc/ftctl-profiles/$(basename "$f")")
 done
+# The JSON Schemas of -o json (docs/json), which the suite validates every JSON output against
+# (vmtest/main_test.go, checkJSON).
+for f in "$top"/docs/json/*.schema.json; do
+	extra+=(--file "$f:/etc/ftctl-json/$(basename "$f")")
+done
 # Debian's trace-cmd (3.1.6) and its libraries, for the record/report interop tests (vmtest/
 # record_test.go), when the host has it (.ci/run installs it). Its plugins are left out: trace-cmd
 # report then prints every event by its print fmt, as the kernel does.

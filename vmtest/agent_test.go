@@ -51,7 +51,7 @@ type agentRun struct {
 func startAgent(t *testing.T, file string, extra ...string) *agentRun {
 	t.Helper()
 	args := append([]string{"agent", "-f", file, "--listen", "127.0.0.1:0", "--interval", "1s"}, extra...)
-	cmd := exec.Command(ftctl, args...)
+	cmd := ftctlCommand(t, args...)
 	errb := &fixture.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = io.Discard, errb
 	cmd.Env = []string{"PATH=/bin"}

@@ -253,7 +253,7 @@ func TestTraceSignalDuringSetupHoldsCommand(t *testing.T) {
 	before := tracingState(t)
 	marker := "/tmp/ftctl-setup-signal-marker"
 	os.Remove(marker)
-	cmd := exec.Command(ftctl, "trace", "-f", "vfs_*", "-f", "ksys_*", "-p", "p:open do_sys_openat2", "--", "/bin/touch", marker)
+	cmd := ftctlCommand(t, "trace", "-f", "vfs_*", "-f", "ksys_*", "-p", "p:open do_sys_openat2", "--", "/bin/touch", marker)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
@@ -339,6 +339,7 @@ func TestSessionsOfSamePIDInTwoNamespaces(t *testing.T) {
 		if err := c.Wait(); err != nil {
 			t.Errorf("a session: %v", err)
 		}
+		checkJSON(t, c.Args[4:], c.Stdout.(*bytes.Buffer).String()) // ftctl's, through unshare
 	}
 	checkWorld(t, before)
 }

@@ -124,7 +124,7 @@ func callsOf(rows []countRow, fn string) (n uint64) {
 // its instance, and the hist trigger there (hist) or the function tracer (stream).
 func startCount(t *testing.T, method string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(ftctl, args...)
+	cmd := ftctlCommand(t, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Env = []string{"PATH=/bin"}

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -253,7 +252,7 @@ func TestSessionSIGKILLSoak(t *testing.T) {
 // has said it made its k-th write; it returns that write.
 func killAfterWrite(t *testing.T, k int, args ...string) (last string) {
 	t.Helper()
-	c := exec.Command(ftctl, args...)
+	c := ftctlCommand(t, args...)
 	stderr, _ := c.StderrPipe()
 	if err := c.Start(); err != nil {
 		t.Fatal(err)

@@ -196,7 +196,7 @@ func TestDynProbeLifecycle(t *testing.T) {
 			}
 			r = ftctlRun(t, "probe", "list", "-o", "json")
 			var list []map[string]any
-			if err := json.Unmarshal([]byte(r.stdout), &list); r.code != 0 || err != nil {
+			if err := json.Unmarshal(items(r.stdout), &list); r.code != 0 || err != nil {
 				t.Fatalf("list: %v %v", r, err)
 			}
 			found := false

@@ -30,7 +30,7 @@ func TestEprobeListFilter(t *testing.T) {
 	t.Logf("dynamic_events lists: %q (the filter listed: %v)", listed, kernelLists)
 	r = ftctlRun(t, "probe", "list", "-o", "json")
 	var list []probes.Probe
-	if err := json.Unmarshal([]byte(r.stdout), &list); r.code != 0 || err != nil {
+	if err := json.Unmarshal(items(r.stdout), &list); r.code != 0 || err != nil {
 		t.Fatalf("probe list: %v %v", err, r)
 	}
 	from := "ftctl"

@@ -144,7 +144,7 @@ func TestTraceEventFilter(t *testing.T) {
 	defer func() { busy.Process.Kill(); busy.Wait() }()
 	pid := busy.Process.Pid
 	filter := fmt.Sprintf("prev_pid == %d || next_pid == %d", pid, pid)
-	cmd := exec.Command(ftctl, "trace", "-e", "sched:sched_switch", "--filter", filter, "--duration", "4s", "-o", "json")
+	cmd := ftctlCommand(t, "trace", "-e", "sched:sched_switch", "--filter", filter, "--duration", "4s", "-o", "json")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {

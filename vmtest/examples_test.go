@@ -98,7 +98,7 @@ func TestHelpExamples(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "noisy.txt"), []byte("*spin_lock*\n"), 0o644)
 	withPID(t, 1234)
 	withPID(t, 4242)
-	t.Cleanup(func() { exec.Command(ftctl, "reset", "--all", "--yes").Run() })
+	t.Cleanup(func() { ftctlCommand(t, "reset", "--all", "--yes").Run() })
 	os.WriteFile("/etc/hostname", []byte("ftctl-vm\n"), 0o644)
 	// The state the examples assume, made again before each (what an example removed): the
 	// instances they name, mytrace tracing vfs_read with the function tracer, the probes
@@ -150,7 +150,7 @@ func TestHelpExamples(t *testing.T) {
 			line = line[:i]
 		}
 		setup(line)
-		runs := exec.Command("/bin/sh", "-c", "exec "+line+" >/dev/null")
+		runs := exec.Command("/bin/sh", "-c", "exec "+line+" >/tmp/example-stdout")
 		runs.Dir = dir
 		runs.Env = []string{"PATH=/bin:/sbin:/usr/bin", "HOME=/root"}
 		runs.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a pipeline is signalled whole
@@ -195,6 +195,9 @@ func TestHelpExamples(t *testing.T) {
 			}
 		}
 		code := exitCode(werr)
+		if stdout, _ := os.ReadFile("/tmp/example-stdout"); !strings.ContainsAny(line, "|>") {
+			checkJSON(t, strings.Fields(line), string(stdout)) // the example's -o json, as printed
+		}
 		want := 0
 		if interrupted && endless {
 			want = 130

@@ -61,7 +61,7 @@ func predicted(t *testing.T, pattern string) filters.Multiset {
 		t.Fatalf("functions %q: %v", pattern, r)
 	}
 	var recs []struct{ Name, Module string }
-	if err := json.Unmarshal([]byte(r.stdout), &recs); err != nil {
+	if err := json.Unmarshal(items(r.stdout), &recs); err != nil {
 		t.Fatalf("functions %q: %v", pattern, err)
 	}
 	for _, x := range recs {
@@ -314,7 +314,7 @@ func TestFilterConcurrentAdds(t *testing.T) {
 			// The default --lock-timeout (5 s without the lock changing hands). When the whole
 			// wait counted, 5 to 6 of 32 gave up (exit 5) on both kernels in two full runs of
 			// 2026-11-27 on this slower machine (bursts of 18.5-32.6 s: BENCHMARKS.md).
-			out, err := exec.Command(ftctl, "-B", "conc", "filter", "add", fn).CombinedOutput()
+			out, err := ftctlCommand(t, "-B", "conc", "filter", "add", fn).CombinedOutput()
 			if err != nil {
 				t.Errorf("add %s: %v\n%s", fn, err, out)
 			}
@@ -700,7 +700,7 @@ func TestFilterSIGKILL(t *testing.T) {
 	for k := 0; k < 12; k++ {
 		delay := whole * time.Duration(25+6*k) / 100 // from 25% to 91% of a whole run
 		reset()
-		c := exec.Command(ftctl, "-B", "kill", "filter", "set", "[a-m]*")
+		c := ftctlCommand(t, "-B", "kill", "filter", "set", "[a-m]*")
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -739,7 +739,7 @@ func TestFilterInterrupt(t *testing.T) {
 	for k := 0; k < 6; k++ {
 		truncate(t, "instances/intr/set_ftrace_filter")
 		write(t, "instances/intr/set_ftrace_filter", "[n-z]*\n")
-		c := exec.Command(ftctl, "-B", "intr", "filter", "set", "[a-m]*")
+		c := ftctlCommand(t, "-B", "intr", "filter", "set", "[a-m]*")
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,6 @@ package vmtest
 import (
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -74,7 +73,7 @@ func TestFlightRecorder(t *testing.T) {
 		TracingOn bool   `json:"tracing_on"`
 		Snapshot  bool   `json:"snapshot"`
 	}
-	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil || len(st) != 1 || st[0].Name != "box" || !st[0].TracingOn || st[0].BufferKB < 256 {
+	if r.code != 0 || json.Unmarshal(items(r.stdout), &st) != nil || len(st) != 1 || st[0].Name != "box" || !st[0].TracingOn || st[0].BufferKB < 256 {
 		t.Errorf("flight status: %+v %v", st, r)
 	}
 	if r := ftctlRun(t, "flight", "stop", "box"); r.code != 0 {
@@ -97,7 +96,7 @@ func TestFlightArm(t *testing.T) {
 		t.Fatalf("flight start: %v", r)
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(ftctl, "flight", "arm", "armed", "-d", dir, "--keep", "2", "--rate", "2s")
+	cmd := ftctlCommand(t, "flight", "arm", "armed", "-d", dir, "--keep", "2", "--rate", "2s")
 	var errb fixture.SyncBuffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {

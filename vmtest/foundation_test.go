@@ -493,7 +493,7 @@ func TestLockOnRealTracefs(t *testing.T) {
 
 	// released once the writer says it waits (on a loaded host, ftctl may take longer to
 	// start than any fixed delay: seen in CI, a release after 400 ms came before it asked)
-	waiter := exec.Command(ftctl, "--lock-timeout", "30s", "instance", "create", "lk2")
+	waiter := ftctlCommand(t, "--lock-timeout", "30s", "instance", "create", "lk2")
 	var werr fixture.SyncBuffer
 	waiter.Stderr = &werr
 	if err := waiter.Start(); err != nil {
@@ -519,7 +519,7 @@ func TestLockOnRealTracefs(t *testing.T) {
 func TestListRealKernel(t *testing.T) {
 	r := ftctlRun(t, "list", "events", "-o", "json")
 	var events []struct{ System, Event string }
-	if err := json.Unmarshal([]byte(r.stdout), &events); r.code != 0 || err != nil {
+	if err := json.Unmarshal(items(r.stdout), &events); r.code != 0 || err != nil {
 		t.Fatalf("list events: %v %v", err, r)
 	}
 	if want := strings.Count(read(t, "available_events"), "\n"); len(events) != want || want < 100 {

@@ -108,7 +108,7 @@ func readTrees(calls []graphCall) (n int) {
 // the top level) with tracing on.
 func startGraph(t *testing.T, args ...string) (*exec.Cmd, *fixture.SyncBuffer, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(ftctl, append([]string{"graph"}, args...)...)
+	cmd := ftctlCommand(t, append([]string{"graph"}, args...)...)
 	var out fixture.SyncBuffer
 	var errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -369,7 +369,7 @@ func TestGraphKilledCommandThenReset(t *testing.T) {
 	pids := "/tmp/ftctl-graph-pids"
 	os.Remove(pids)
 	script := "sleep 300 & echo $$ $! > " + pids + "; while :; do read l < /proc/version; sleep 0.2; done"
-	cmd := exec.Command(ftctl, "graph", "-f", "ksys_read", "-o", "json", "--", "/bin/sh", "-c", script)
+	cmd := ftctlCommand(t, "graph", "-f", "ksys_read", "-o", "json", "--", "/bin/sh", "-c", script)
 	devnull, err := os.OpenFile("/dev/null", os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)

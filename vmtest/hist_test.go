@@ -55,7 +55,7 @@ func readLoop(t *testing.T, n int) *exec.Cmd {
 // trigger in the file its path matches (glob, relative to the instance) and tracing is on.
 func startSession(t *testing.T, glob string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(ftctl, args...)
+	cmd := ftctlCommand(t, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Env = []string{"PATH=/bin"}

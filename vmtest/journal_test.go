@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
@@ -117,7 +116,7 @@ func TestGraphTeardownLeavesWhatAnotherChanged(t *testing.T) {
 // and says 'ftctl reset' puts them back, which it does once the lock is free.
 func TestGraphTeardownWithoutTheLock(t *testing.T) {
 	before := graphWorld(t)
-	cmd := exec.Command(ftctl, "--lock-timeout", "300ms", "graph", "-f", "ksys_read", "--depth", "5", "--duration", "120s", "-o", "json")
+	cmd := ftctlCommand(t, "--lock-timeout", "300ms", "graph", "-f", "ksys_read", "--depth", "5", "--duration", "120s", "-o", "json")
 	var errb bytes.Buffer
 	cmd.Stdout = io.Discard
 	cmd.Stderr = &errb

@@ -6,15 +6,18 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ftctl/ftctl/internal/outputcheck"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
@@ -34,7 +37,71 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	fmt.Printf("vmtest: kernel %s\n", tracefs.KernelRelease())
-	os.Exit(m.Run())
+	if _, err := os.Stat(filepath.Join(jsonSchemas, "status.schema.json")); err != nil {
+		fmt.Fprintf(os.Stderr, "vmtest: the JSON Schemas are not shipped (vm/suite.sh): %v\n", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	fmt.Printf("vmtest: -o json: %d values of %d runs validated against docs/json\n", jsonValues.Load(), jsonRuns.Load())
+	os.Exit(code)
+}
+
+// jsonSchemas holds docs/json, shipped by vm/suite.sh: every -o json output of ftctlRun and
+// ftctlCommand is validated against it (checkJSON), so a new test is without code of its own.
+const jsonSchemas = "/etc/ftctl-json"
+
+var (
+	outputSchemas        = outputcheck.New(jsonSchemas)
+	jsonRuns, jsonValues atomic.Int64
+)
+
+// checkJSON validates what an ftctl run with args printed on stdout when args ask for -o json.
+// A record cut short by a kill (no newline yet) is left out, and so is what a traced command
+// (-- COMMAND) printed on the same stdout; a whole record of ftctl's must match its schema.
+func checkJSON(t *testing.T, args []string, stdout string) {
+	t.Helper()
+	if !outputcheck.AsksJSON(args) {
+		return
+	}
+	if outputcheck.Traced(args) { // the traced command writes to the same stdout
+		stdout = string(outputcheck.Records([]byte(stdout)))
+	}
+	if i := strings.LastIndexByte(stdout, '\n'); i >= 0 {
+		stdout = stdout[:i+1]
+	} else {
+		stdout = ""
+	}
+	n, err := outputSchemas.Check([]byte(stdout))
+	jsonRuns.Add(1)
+	jsonValues.Add(int64(n))
+	if err != nil {
+		t.Errorf("ftctl %q: -o json does not match docs/json: %v\n%s", args, err, stdout)
+	}
+}
+
+// items is the list a document of -o json holds ({"schema": ..., "items": [...]}), or nil.
+func items(stdout string) []byte {
+	var doc struct {
+		Items json.RawMessage `json:"items"`
+	}
+	if json.Unmarshal([]byte(stdout), &doc) != nil {
+		return nil
+	}
+	return doc.Items
+}
+
+// ftctlCommand is exec.Command of ftctl for a test that starts it itself: its stdout (a buffer
+// the test sets) is validated by checkJSON once the test is done, if the test waited for it.
+func ftctlCommand(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(ftctl, args...)
+	t.Cleanup(func() {
+		out, ok := cmd.Stdout.(interface{ String() string })
+		if ok && cmd.ProcessState != nil {
+			checkJSON(t, args, out.String())
+		}
+	})
+	return cmd
 }
 
 // holdLockHelper is the body of a helper process: take the ftctl lock, say so, hold it until
@@ -88,6 +155,7 @@ func ftctlRunFor(t *testing.T, limit time.Duration, cred *syscall.Credential, ar
 	}
 	err := cmd.Run()
 	r := result{stdout: out.String(), stderr: errb.String()}
+	checkJSON(t, args, r.stdout)
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
 	} else if err != nil {

@@ -115,14 +115,14 @@ func runDocumentCommands(t *testing.T, doc string, cmds []readmeCommand) {
 	dir := t.TempDir()
 	// What the examples refer to: a file of function names for --from-file.
 	os.WriteFile(dir+"/names", []byte("vfs_read\nvfs_write\nksys_read\n"), 0o644)
-	t.Cleanup(func() { exec.Command(ftctl, "reset", "--all", "--yes").Run() })
+	t.Cleanup(func() { ftctlCommand(t, "reset", "--all", "--yes").Run() })
 	for _, c := range cmds {
 		if strings.HasPrefix(c.cmd, "ftctl graph") {
 			freeTop(t) // what the graph commands assume where instances cannot run function_graph
 		}
 		start := time.Now()
 		// Braces and a newline: a trailing "# comment" must not swallow the redirections.
-		cmd := exec.Command("/bin/sh", "-c", "{ "+c.cmd+"\n} >/dev/null 2>/tmp/readme-stderr")
+		cmd := exec.Command("/bin/sh", "-c", "{ "+c.cmd+"\n} >/tmp/readme-stdout 2>/tmp/readme-stderr")
 		cmd.Dir = dir
 		cmd.Env = []string{"PATH=/bin:/sbin:/usr/bin", "HOME=/root"}
 		done := make(chan error, 1)
@@ -145,6 +145,9 @@ func runDocumentCommands(t *testing.T, doc string, cmds []readmeCommand) {
 			t.Fatal(werr)
 		}
 		stderr, _ := os.ReadFile("/tmp/readme-stderr")
+		if stdout, _ := os.ReadFile("/tmp/readme-stdout"); !strings.ContainsAny(c.cmd, "|>") {
+			checkJSON(t, strings.Fields(c.cmd), string(stdout)) // a document's -o json, as printed
+		}
 		// The console needs a terminal, which this harness does not give it (its pty tests,
 		// tui_test.go, run it): refused before it reads anything.
 		if code == 2 && strings.HasPrefix(c.cmd, "ftctl tui") && strings.Contains(string(stderr), "needs a terminal") {

@@ -358,7 +358,7 @@ func TestRecordEndsCleanly(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			out := filepath.Join(dir, sig.String()+".dat")
-			cmd := exec.Command(ftctl, append(args, "-o", out)...)
+			cmd := ftctlCommand(t, append(args, "-o", out)...)
 			var errb bytes.Buffer
 			cmd.Stderr = &errb
 			cmd.Env = []string{"PATH=/bin"}
@@ -389,7 +389,7 @@ func TestRecordEndsCleanly(t *testing.T) {
 	})
 	t.Run("SIGKILL", func(t *testing.T) {
 		out := filepath.Join(dir, "k.dat")
-		cmd := exec.Command(ftctl, append(args, "-o", out)...)
+		cmd := ftctlCommand(t, append(args, "-o", out)...)
 		var errb bytes.Buffer
 		cmd.Stderr = &errb
 		cmd.Env = []string{"PATH=/bin"}
@@ -478,7 +478,7 @@ func TestRecordInstance(t *testing.T) {
 	}
 	st := state()
 	out := filepath.Join(t.TempDir(), "b.dat")
-	cmd := exec.Command(ftctl, "-B", name, "record", "--duration", "2s", "-o", out)
+	cmd := ftctlCommand(t, "-B", name, "record", "--duration", "2s", "-o", out)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {

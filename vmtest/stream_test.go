@@ -32,7 +32,7 @@ type streamProc struct {
 func startStream(t *testing.T, stdout io.Writer, args ...string) *streamProc {
 	t.Helper()
 	p := &streamProc{out: &fixture.SyncBuffer{}, errb: &fixture.SyncBuffer{}}
-	p.cmd = exec.Command(ftctl, args...)
+	p.cmd = ftctlCommand(t, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.errb
 	if stdout != nil {
 		p.cmd.Stdout = stdout
@@ -445,7 +445,7 @@ func TestStreamInterruptLatency(t *testing.T) {
 // | head: the reader of stdout goes away; stream ends quietly with exit 0.
 func TestStreamClosedStdout(t *testing.T) {
 	inst := streamInstance(t, "st_head")
-	cmd := exec.Command(ftctl, "-B", "st_head", "stream")
+	cmd := ftctlCommand(t, "-B", "st_head", "stream")
 	cmd.Env = []string{"PATH=/bin"}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -60,7 +60,7 @@ var sessionArgs = []string{"trace", "-f", "vfs_*", "-p", "p:open do_sys_openat2 
 // startTrace starts ftctl trace and waits until its session is tracing.
 func startTrace(t *testing.T, extra ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(ftctl, append(append([]string{}, sessionArgs...), extra...)...)
+	cmd := ftctlCommand(t, append(append([]string{}, sessionArgs...), extra...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Env = []string{"PATH=/bin"}
@@ -134,7 +134,7 @@ func TestTraceEndsCleanly(t *testing.T) {
 		})
 	}
 	t.Run("closed stdout", func(t *testing.T) {
-		cmd := exec.Command(ftctl, sessionArgs...)
+		cmd := ftctlCommand(t, sessionArgs...)
 		cmd.Env = []string{"PATH=/bin"}
 		var errb bytes.Buffer
 		cmd.Stderr = &errb
@@ -344,7 +344,7 @@ func TestTraceBufferClockOptions(t *testing.T) {
 	// The top level's default clock is local, or global where the kernel found sched_clock
 	// unstable (6.1 under emulation: "Unstable clock detected, switching default tracing clock").
 	topClock := read(t, "trace_clock")
-	cmd := exec.Command(ftctl, "trace", "-e", "sched:sched_switch", "-b", "1234", "-C", "mono", "-O", "sym-offset", "-O", "print-parent=0", "--duration", "20s")
+	cmd := ftctlCommand(t, "trace", "-e", "sched:sched_switch", "-b", "1234", "-C", "mono", "-O", "sym-offset", "-O", "print-parent=0", "--duration", "20s")
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {

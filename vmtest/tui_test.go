@@ -69,7 +69,7 @@ func startTUIEnv(t *testing.T, env []string, args ...string) *tuiRun {
 func startTUIUntil(t *testing.T, env []string, first string, args ...string) *tuiRun {
 	t.Helper()
 	master, slave := openPTY(t)
-	cmd := exec.Command(ftctl, args...)
+	cmd := ftctlCommand(t, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.Env = append([]string{"PATH=/bin", "HOME=/root"}, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}

@@ -103,7 +103,7 @@ func TestUprobeLifecycle(t *testing.T) {
 		Name, Type, Place, Owner string
 		Uprobe                   *struct{ Symbol string }
 	}
-	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &list) != nil {
+	if r.code != 0 || json.Unmarshal(items(r.stdout), &list) != nil {
 		t.Fatalf("list: %v", r)
 	}
 	got := map[string]string{}

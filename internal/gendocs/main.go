@@ -2,7 +2,7 @@
 // (ftctl.1 and one page per command), the bash, zsh and fish completion scripts in completions/,
 // the exit-code table of README.md (from cmd.ExitStatuses), and the generated sections of
 // docs/reference.md (the global flags, exit codes, environment, files and JSON formats, from the
-// same sources as ftctl(1)'s). `make docs` runs it from the repository's root; its test fails
+// same sources as ftctl(1)'s), and the JSON Schemas of every JSON format in docs/json. `make docs` runs it from the repository's root; its test fails
 // when the checked-in copies differ from what it would write.
 //
 // It is a separate program rather than a hidden ftctl command so that the shipped binary
@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -108,6 +109,13 @@ func render(in inputs) (map[string][]byte, error) {
 	for name, s := range scripts {
 		out[completionsDir+"/"+name] = s
 	}
+	schemas, err := jsonSchemaFiles(newRoot())
+	if err != nil {
+		return nil, err
+	}
+	for name, b := range schemas {
+		out[name] = b
+	}
 	if out[readmeFile], err = readmeWithExitCodes(in.readme); err != nil {
 		return nil, err
 	}
@@ -147,16 +155,29 @@ func completionScripts(root *cobra.Command) (map[string][]byte, error) {
 	return map[string][]byte{"ftctl.bash": bash.Bytes(), "_ftctl": zsh.Bytes(), "ftctl.fish": fish.Bytes()}, nil
 }
 
-// stale lists the generated-looking files of man/ (ftctl*.1) that render no longer produces: the
-// pages of removed commands.
+// stale lists the generated-looking files of man/ (ftctl*.1) and docs/json (*.schema.json) that
+// render no longer produces: the pages of removed commands, the schemas of removed formats.
 func stale(repo string, files map[string][]byte) ([]string, error) {
-	have, err := filepath.Glob(filepath.Join(repo, manDir, "ftctl*.1"))
+	var out []string
+	for _, glob := range []string{manDir + "/ftctl*.1", jsonDir + "/*.schema.json"} {
+		gone, err := staleIn(repo, glob, files)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, gone...)
+	}
+	return out, nil
+}
+
+// staleIn lists the files matching glob (relative, with slashes) that files lacks.
+func staleIn(repo, glob string, files map[string][]byte) ([]string, error) {
+	have, err := filepath.Glob(filepath.Join(repo, filepath.FromSlash(glob)))
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, p := range have {
-		rel := manDir + "/" + filepath.Base(p)
+		rel := path.Dir(glob) + "/" + filepath.Base(p)
 		if _, ok := files[rel]; !ok {
 			out = append(out, rel)
 		}

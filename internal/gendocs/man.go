@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -273,9 +274,17 @@ func commandPage(c *cobra.Command, version string) string {
 
 	if isRoot {
 		referenceSections(p, c)
-	} else if j := c.Annotations[cmd.AnnotationJSON]; j != "" {
+	} else if formats := formatsOf(c.Root(), c); len(formats) > 0 {
 		p.section("JSON OUTPUT")
-		p.text(j)
+		if j := c.Annotations[cmd.AnnotationJSON]; j != "" {
+			p.text(j)
+		}
+		for _, f := range formats {
+			if f.text != c.Annotations[cmd.AnnotationJSON] {
+				p.text(f.text)
+			}
+			p.text(f.schemaLine())
+		}
 	}
 
 	if c.Example != "" {
@@ -414,44 +423,67 @@ func referenceSections(p *page, root *cobra.Command) {
 		p.item(`\fI`+escape(f.Term)+`\fR`, inline(f.Text))
 	}
 
-	// JSON FORMATS: one subsection per distinct format, naming every command that prints it.
+	// JSON FORMATS: one subsection per format, naming every command that prints it.
 	if formats := jsonFormats(root); len(formats) > 0 {
 		p.section("JSON FORMATS")
-		p.text("With `-o json` a command prints one JSON document on stdout; field names are stable.")
+		p.text(jsonIntro)
 		for _, f := range formats {
-			p.subsection(commandList(f.commands))
+			p.subsection(commandList(f.commands) + " (" + cmp.Or(f.tag, "profile") + ")")
 			p.text(f.text)
+			p.text(f.schemaLine())
 		}
 	}
 }
 
-// jsonFormat is one documented JSON format (a cmd.AnnotationJSON text) and the commands that
-// print it, in the order of the command tree.
+// jsonFormat is one JSON format (cmd.JSONFormats) as the documentation shows it: what it is
+// for people, its schema tag and file, and the commands that print it.
 type jsonFormat struct {
 	text     string
+	tag      string // "ftctl/NAME/vN"; "" for an exported profile, versioned by its apiVersion
+	file     string // docs/json/NAME.schema.json
+	records  bool
 	commands []*cobra.Command
 }
 
-// jsonFormats are the distinct JSON formats of the command tree, in the order first met: what
+// schemaLine says where the format's JSON Schema is and how its values are tagged.
+func (f *jsonFormat) schemaLine() string {
+	switch {
+	case f.tag == "":
+		return "JSON Schema: " + f.file + " (a profile: its apiVersion is its version)."
+	case f.records:
+		return "JSON Schema: " + f.file + "; each record (one JSON object a line) begins with \"schema\": \"" + f.tag + "\"."
+	}
+	return "JSON Schema: " + f.file + "; the document begins with \"schema\": \"" + f.tag + "\"."
+}
+
+// jsonFormats are the JSON formats with a schema, in the order cmd declares them: what
 // ftctl(1)'s JSON FORMATS section and the reference's list.
 func jsonFormats(root *cobra.Command) []*jsonFormat {
 	var formats []*jsonFormat
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		if j := c.Annotations[cmd.AnnotationJSON]; j != "" {
-			i := slices.IndexFunc(formats, func(f *jsonFormat) bool { return f.text == j })
-			if i < 0 {
-				formats = append(formats, &jsonFormat{text: j})
-				i = len(formats) - 1
-			}
-			formats[i].commands = append(formats[i].commands, c)
+	for _, f := range cmd.JSONFormats() {
+		if f.Type == nil && f.Name != "profile" {
+			continue // a JSON Schema itself (profile schema)
 		}
-		for _, s := range subcommands(c) {
-			walk(s)
+		jf := &jsonFormat{text: about(root, f), tag: f.Tag, file: jsonDir + "/" + f.Name + ".schema.json", records: f.Records}
+		for _, path := range f.Commands {
+			if c, _, err := root.Find(strings.Fields(path)[1:]); err == nil {
+				jf.commands = append(jf.commands, c)
+			}
+		}
+		formats = append(formats, jf)
+	}
+	return formats
+}
+
+// formatsOf are the formats c prints.
+func formatsOf(root, c *cobra.Command) []*jsonFormat {
+	var out []*jsonFormat
+	for _, f := range jsonFormats(root) {
+		if slices.Contains(f.commands, c) {
+			out = append(out, f)
 		}
 	}
-	walk(root)
-	return formats
+	return out
 }
 
 // exitStatus is the EXIT STATUS section: the one table, cmd.ExitStatuses.
@@ -479,3 +511,11 @@ func commandList(cmds []*cobra.Command) string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// jsonIntro opens the JSON formats of ftctl(1) and of the reference.
+const jsonIntro = `With -o json a command prints one JSON document on stdout, or a stream of records, one JSON
+object a line (NDJSON). Every document and record begins with "schema": "ftctl/NAME/vN", its
+format and version; a document that is a list is {"schema": ..., "items": [...]}. A member may
+be added within a version; one removed, renamed or changed in meaning takes a new version. The
+JSON Schemas (draft 2020-12) in docs/json, generated from ftctl's Go types, are the reference of
+each format; the VM suite validates every -o json output it produces against them.`

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"strings"
 	"unicode"
@@ -41,7 +42,7 @@ var (
 		func(*cobra.Command) string { return itemsMarkdown(cmd.Environment) }}
 	filesSection = section{"files", "cmd.Files (tracefs.KernelFiles)",
 		func(*cobra.Command) string { return itemsMarkdown(cmd.Files) }}
-	jsonSection = section{"JSON formats", "the commands' JSON annotations (cmd.AnnotationJSON)",
+	jsonSection = section{"JSON formats", "cmd.JSONFormats and the commands' JSON annotations (cmd.AnnotationJSON)",
 		jsonFormatsMarkdown}
 )
 
@@ -127,9 +128,12 @@ func itemsMarkdown(items []cmd.DocItem) string {
 // prints it, as ftctl(1)'s JSON FORMATS section has them.
 func jsonFormatsMarkdown(root *cobra.Command) string {
 	var b strings.Builder
+	b.WriteString("\n" + markdownText(jsonIntro))
 	for _, f := range jsonFormats(root) {
-		b.WriteString("\n### `" + commandList(f.commands) + "`\n\n")
+		b.WriteString("\n### `" + commandList(f.commands) + "` (`" + cmp.Or(f.tag, "profile") + "`)\n\n")
 		b.WriteString(markdownText(f.text))
+		before, after, _ := strings.Cut(f.schemaLine(), f.file)
+		b.WriteString("\n" + markdownInline(before) + "[" + f.file + "](" + strings.TrimPrefix(f.file, "docs/") + ")" + markdownInline(after) + "\n")
 	}
 	return b.String()
 }
