@@ -354,8 +354,10 @@ written: what was written is lost, as bootconfig's ftrace2bconf.sh also says), t
 events with their filters, the probes enabled there, and, for a profile's own instance, its
 probes, synthetic events and triggers. Nothing is written.
 
-A hist trigger is listed by the kernel in a form it does not always take back (a modifier in
-sort=, such as lat.log2): the export leaves such modifiers out of sort=.`,
+A hist trigger is listed by the kernel in a form it does not always take back: each sort=
+key with the key's modifiers (lat.log2, pid.buckets=1000), where it takes only NAME and
+.descending or .ascending. The export writes sort= as the kernel takes it (the order is kept;
+the modifiers stay on keys=).`,
 		Example: `  sudo ftctl export -B ftctl-owned-slowreads > slowreads.yaml
   sudo ftctl export -B incident42 --name incident42 -o json`,
 		Args:        args(cobra.NoArgs),

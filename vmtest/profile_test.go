@@ -455,3 +455,60 @@ func TestProfileApplyCheck(t *testing.T) {
 		t.Errorf("--check repaired the drift")
 	}
 }
+
+// A hist trigger's sort= as written (hitcount.descending, a key's .descending, a key with a
+// modifier) survives export: export → delete → apply of the export gives the kernel the same
+// triggers, and diff is 0.
+func TestProfileExportHistSort(t *testing.T) {
+	if !hasHist(t) {
+		t.Skip("no hist triggers on this kernel")
+	}
+	file := profileFile(t, "sort.json", `{
+  "apiVersion": "ftctl.dev/v1alpha1", "kind": "TracingProfile", "metadata": {"name": "histsort"},
+  "spec": {
+    "triggers": [
+      {"event": "sched:sched_process_fork", "trigger": "hist:keys=common_pid:vals=hitcount:sort=hitcount.descending"},
+      {"event": "sched:sched_process_exit", "trigger": "hist:keys=prio.log2,common_pid:vals=hitcount:sort=prio.descending,hitcount.descending"},
+      {"event": "sched:sched_process_exec", "trigger": "hist:keys=pid:vals=hitcount:sort=pid.descending:size=256"},
+      {"event": "sched:sched_process_free", "trigger": "hist:keys=pid.buckets=1000,common_pid.execname:sort=pid.descending,common_pid"}
+    ]
+  }
+}
+`)
+	t.Cleanup(func() { ftctlRun(t, "delete", "-f", file) })
+	if r := ftctlRun(t, "apply", "-f", file); r.code != 0 {
+		t.Fatalf("apply: %v\n%s", r, read(t, "error_log"))
+	}
+	inst := "instances/ftctl-owned-histsort/events/sched/"
+	listings := func() string {
+		var b strings.Builder
+		for _, ev := range []string{"sched_process_fork", "sched_process_exit", "sched_process_exec", "sched_process_free"} {
+			b.WriteString(read(t, inst+ev+"/trigger"))
+		}
+		return b.String()
+	}
+	want := listings()
+	if strings.Count(want, "descending") != 5 {
+		t.Fatalf("the kernel's listing of the triggers:\n%s", want)
+	}
+	r := ftctlRun(t, "export", "-B", "ftctl-owned-histsort")
+	if r.code != 0 {
+		t.Fatalf("export: %v", r)
+	}
+	exported := profileFile(t, "exported.yaml", r.stdout)
+	if r := ftctlRun(t, "delete", "-f", file); r.code != 0 {
+		t.Fatalf("delete: %v", r)
+	}
+	if r := ftctlRun(t, "apply", "-f", exported); r.code != 0 {
+		t.Fatalf("apply of the export: %v\n%s\nexport:\n%s", r, read(t, "error_log"), readFile(t, exported))
+	}
+	if got := listings(); got != want {
+		t.Errorf("the export's triggers are not the profile's:\nwant:\n%s\ngot:\n%s\nexport:\n%s", want, got, readFile(t, exported))
+	}
+	if r := ftctlRun(t, "diff", "-f", exported); r.code != 0 {
+		t.Errorf("diff of the applied export: %v", r)
+	}
+	if r := ftctlRun(t, "delete", "-f", exported); r.code != 0 {
+		t.Fatalf("delete of the export: %v", r)
+	}
+}
