@@ -72,6 +72,9 @@ type Spec struct {
 	// Source is what a declared owner was declared from (a profile), kept in its
 	// declaration (Owner.Source) for the next apply to compare with; a session ignores it.
 	Source []byte
+	// Derived is what the declarer worked out from Source against the running kernel, kept
+	// in the declaration (Owner.Derived) for the next apply or diff; a session ignores it.
+	Derived []byte
 	// Graph makes a function_graph session (ftctl graph, graph.go): Tracer is then
 	// function_graph, and Filters may be empty (the graph's roots choose the calls).
 	Graph *GraphSpec

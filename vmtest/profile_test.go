@@ -512,3 +512,108 @@ func TestProfileExportHistSort(t *testing.T) {
 		t.Fatalf("delete of the export: %v", r)
 	}
 }
+
+// planGlobs runs plan -o json: whether it is in sync, and what the globs were resolved against.
+func planGlobs(t *testing.T, file string) (inSync bool, from string) {
+	t.Helper()
+	r := ftctlRun(t, "plan", "-f", file, "-o", "json")
+	var doc struct {
+		InSync    bool   `json:"in_sync"`
+		GlobsFrom string `json:"globsFrom"`
+		Patterns  []struct {
+			Pattern   string `json:"pattern"`
+			Functions int    `json:"functions"`
+		} `json:"patterns"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &doc) != nil {
+		t.Fatalf("plan: %v", r)
+	}
+	if !slices.ContainsFunc(doc.Patterns, func(p struct {
+		Pattern   string `json:"pattern"`
+		Functions int    `json:"functions"`
+	}) bool {
+		return p.Pattern == "vfs_read*" && p.Functions > 0
+	}) {
+		t.Errorf("plan does not show the glob with what it selects: %s", r.stdout)
+	}
+	return doc.InSync, doc.GlobsFrom
+}
+
+// editDeclaration rewrites a field of the resolution the profile's declaration keeps.
+func editDeclaration(t *testing.T, name, field string, value any) {
+	t.Helper()
+	path := "/run/ftctl/owners/" + name + ".json"
+	var o map[string]any
+	if err := json.Unmarshal([]byte(readFile(t, path)), &o); err != nil {
+		t.Fatal(err)
+	}
+	d, ok := o["derived"].(map[string]any)
+	if !ok {
+		t.Fatalf("the declaration keeps no resolution: %s", readFile(t, path))
+	}
+	d[field] = value
+	b, _ := json.Marshal(o)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An applied profile's globs are not resolved against available_filter_functions again while
+// the declaration's resolution holds (the same function records: the fingerprint; the same
+// lists in the kernel: their digests); any difference is resolved afresh, so that a drift is
+// shown as the index says, a resolution the fingerprint no longer vouches for is not used,
+// and one whose lists the kernel does not hold is never taken for in sync.
+func TestProfileKeptGlobs(t *testing.T) {
+	file := profileFile(t, "vmprof.json", vmprof(t, false))
+	t.Cleanup(func() { ftctlRun(t, "delete", "-f", file) })
+	if r := ftctlRun(t, "apply", "-f", file); r.code != 0 {
+		t.Fatalf("apply: %v", r)
+	}
+	if in, from := planGlobs(t, file); !in || from != "declaration" {
+		t.Fatalf("plan after apply: in sync %v, globs from %q", in, from)
+	}
+	inst := "instances/ftctl-owned-vmprof/"
+	write(t, inst+"set_ftrace_filter", "vfs_write\n")
+	if r := ftctlRun(t, "diff", "-f", file); r.code != 1 || !strings.Contains(r.stdout, "      - vfs_write") {
+		t.Errorf("diff after a function was added: %v", r)
+	}
+	if in, from := planGlobs(t, file); in || from != "index" {
+		t.Errorf("plan after a drift: in sync %v, globs from %q", in, from)
+	}
+	if r := ftctlRun(t, "apply", "-f", file); r.code != 0 {
+		t.Fatalf("repair: %v", r)
+	}
+	if in, from := planGlobs(t, file); !in || from != "declaration" {
+		t.Errorf("plan after the repair: in sync %v, globs from %q", in, from)
+	}
+
+	// a resolution made against other function records (a module loaded or gone since)
+	editDeclaration(t, "vmprof", "fingerprint", "boot 00000000-0000-0000-0000-000000000000\n")
+	if in, from := planGlobs(t, file); !in || from != "index" {
+		t.Errorf("plan with another fingerprint: in sync %v, globs from %q", in, from)
+	}
+	// a no-op apply keeps the fresh resolution (and writes nothing to the kernel)
+	if r := ftctlRun(t, "--show-writes", "apply", "-f", file); r.code != 0 || strings.Contains(r.stderr, "+ write") {
+		t.Errorf("no-op apply: %v", r)
+	}
+	if in, from := planGlobs(t, file); !in || from != "declaration" {
+		t.Errorf("plan after the no-op apply: in sync %v, globs from %q", in, from)
+	}
+
+	// a resolution whose lists the kernel does not hold is not taken for in sync: the globs
+	// are resolved afresh, and the kernel is in sync with those
+	editDeclaration(t, "vmprof", "filterSum", strings.Repeat("0", 64))
+	if r := ftctlRun(t, "diff", "-f", file); r.code != 0 {
+		t.Errorf("diff with a wrong digest kept: %v", r)
+	}
+	if in, from := planGlobs(t, file); !in || from != "index" {
+		t.Errorf("plan with a wrong digest kept: in sync %v, globs from %q", in, from)
+	}
+
+	// other globs: resolved now, and shown
+	other := profileFile(t, "other.json", strings.Replace(vmprof(t, false), `"filter": ["vfs_read*"]`, `"filter": ["vfs_read*", "vfs_write"]`, 1))
+	r := ftctlRun(t, "diff", "-f", other)
+	if r.code != 1 || !strings.Contains(r.stdout, "      + vfs_write") {
+		t.Errorf("diff of a profile with another glob: %v", r)
+	}
+}
