@@ -60,6 +60,8 @@ type Plan struct {
 	// read now) or "declaration" (the resolution the last apply kept, which the kernel's
 	// function records and lists still match: see resolution); "" with no globs.
 	GlobsFrom string `json:"globsFrom,omitempty"`
+	// Uses are the dynamic events of others the profile uses, as spec.uses names them.
+	Uses []Use `json:"uses"`
 
 	owner   *session.Owner
 	want    state
@@ -273,7 +275,10 @@ func Compute(fs *tracefs.FS, p *Profile) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	pl := &Plan{Profile: p.Metadata.Name, Instance: p.InstanceName(), Changes: []Change{}, Patterns: []PatternMatch{}, profile: p}
+	pl := &Plan{Profile: p.Metadata.Name, Instance: p.InstanceName(), Changes: []Change{}, Patterns: []PatternMatch{}, Uses: []Use{}, profile: p}
+	if err := pl.checkUses(fs); err != nil {
+		return nil, err
+	}
 	o, err := session.ReadOwner(fs, p.Metadata.Name)
 	switch {
 	case errors.Is(err, session.ErrNoOwner):
@@ -451,9 +456,38 @@ func (pl *Plan) compareSettings(in *tracefs.Instance) error {
 		}
 		if have != want {
 			pl.inPlace("option "+name, "options/"+name, have, want)
+			pl.Changes[len(pl.Changes)-1].write = optionWrite(name, have, want)
 		}
 	}
 	return nil
+}
+
+// optionWrite sets an option of the instance, which held have, and refuses it, both put
+// back, where the kernel keeps it for every trace array at once: the top level's changed too
+// (6.1's function tracer flags), and a profile does not own the top level.
+func optionWrite(name, have, want string) func(*applyCtx) error {
+	file := "options/" + name
+	return func(a *applyCtx) error {
+		top := a.fs.Top()
+		before, berr := readTrim(top, file)
+		if err := a.in.Write(file, want); err != nil {
+			return err
+		}
+		if a.fs.DryRun != nil || berr != nil || before == want {
+			return nil
+		}
+		if after, err := readTrim(top, file); err != nil || after != want {
+			return err
+		}
+		errs := []error{session.SharedOptionError(a.in, name)}
+		if err := top.Write(file, before); err != nil {
+			errs = append(errs, fmt.Errorf("putting the top level's %s back: %w", file, err))
+		}
+		if err := a.in.Write(file, have); err != nil {
+			errs = append(errs, fmt.Errorf("putting %s back: %w", file, err))
+		}
+		return errors.Join(errs...)
+	}
 }
 
 // bufferHolds says whether a ring of have KiB per CPU is what writing want gave: the kernel

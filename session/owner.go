@@ -128,6 +128,8 @@ func Declare(fs *tracefs.FS, name string, spec Spec) (*Owner, error) {
 	// The declaring process goes away, and its thread ids are reused by others: none is left
 	// out of the owner's instance (Spec.IncludeSelf).
 	spec.IncludeSelf = true
+	// No process holds it to put back, at its end, what it changed outside its own.
+	spec.InstanceOnly = true
 	id := OwnerID(name)
 	if in, err := fs.Existing(id.Instance()); err == nil && in.Has("tracing_on") {
 		return nil, fmt.Errorf("%w: %s: instance %s exists without a declaration ('ftctl reset --all' removes it)", ErrOwnerExists, name, id.Instance())

@@ -617,3 +617,94 @@ func TestProfileKeptGlobs(t *testing.T) {
 		t.Errorf("diff of a profile with another glob: %v", r)
 	}
 }
+
+// What a profile does not own it changes only where it says so: another owner's probe
+// enabled in its instance or named by its trigger is refused (exit 2, nothing written)
+// unless spec.uses names it, and then plan shows it; an option the kernel keeps for every
+// trace array at once (6.1's func_stack_trace) is refused (exit 4) rather than changing the
+// top level's, on a first apply and on an update, the state as before.
+func TestProfileOwnershipExplicit(t *testing.T) {
+	write(t, "kprobe_events", "p:theirs/theiropen do_sys_openat2\n")
+	removeProbeLater(t, "theirs", "theiropen")
+	warmProfile(t, profileFile(t, "vmprof.json", vmprof(t, false)))
+	before := controlState(t)
+	uses := strings.Replace(vmprof(t, false), `{"name": "sched:sched_process_fork"},`, `{"name": "sched:sched_process_fork"},
+      {"name": "theirs:theiropen"},`, 1)
+	refused := profileFile(t, "refused.json", uses)
+	t.Cleanup(func() { ftctlRun(t, "delete", "-f", refused) })
+	for _, cmd := range []string{"plan", "apply"} {
+		r := ftctlRun(t, cmd, "-f", refused)
+		if r.code != 2 || !strings.Contains(r.stderr, `spec.events[2].name: "theirs:theiropen" is another owner's probe (p)`) {
+			t.Errorf("%s of a profile using another owner's probe unnamed: %v", cmd, r)
+		}
+	}
+	if after := controlState(t); after != before {
+		t.Fatalf("a refused profile changed the state:\n%s", lineDiff(before, after))
+	}
+	named := profileFile(t, "named.json", strings.Replace(uses, `"spec": {`, `"spec": {"uses": ["theirs:theiropen"],`, 1))
+	if r := ftctlRun(t, "plan", "-f", named); r.code != 0 || !strings.Contains(r.stdout, "= uses theirs:theiropen, not the profile's: another owner's probe (p)") {
+		t.Errorf("plan of a profile naming what it uses: %v", r)
+	}
+	if r := ftctlRun(t, "apply", "-f", named); r.code != 0 {
+		t.Fatalf("apply: %v", r)
+	}
+	if got := read(t, "instances/ftctl-owned-vmprof/events/theirs/theiropen/enable"); !strings.HasPrefix(got, "1") {
+		t.Errorf("the probe it uses is not enabled in its instance: %q", got)
+	}
+	if r := ftctlRun(t, "diff", "-f", named); r.code != 0 || !strings.Contains(r.stdout, "= uses theirs:theiropen") {
+		t.Errorf("diff: %v", r)
+	}
+	if r := ftctlRun(t, "delete", "-f", named); r.code != 0 {
+		t.Fatalf("delete: %v", r)
+	}
+	if after := controlState(t); after != before {
+		t.Errorf("delete did not leave the state as before:\n%s", lineDiff(before, after))
+	}
+
+	// func_stack_trace: where the kernel keeps it for every trace array, never set
+	topOption := func() string { return strings.TrimSpace(read(t, "options/func_stack_trace")) }
+	top := topOption()
+	stack := profileFile(t, "stack.json", strings.Replace(vmprof(t, false), `"sym-offset": true`, `"sym-offset": true, "func_stack_trace": true`, 1))
+	t.Cleanup(func() { ftctlRun(t, "delete", "-f", stack) })
+	r := ftctlRun(t, "apply", "-f", stack)
+	if topOption() != top {
+		t.Fatalf("apply changed the top level's func_stack_trace (%s -> %s): %v", top, topOption(), r)
+	}
+	shared := r.code == 4
+	t.Logf("func_stack_trace kept for every trace array at once: %v", shared)
+	switch {
+	case shared && strings.Contains(r.stderr, "keeps the option func_stack_trace for every trace array at once"):
+		if after := controlState(t); after != before {
+			t.Fatalf("a refused apply changed the state:\n%s", lineDiff(before, after))
+		}
+	case r.code == 0:
+		if r := ftctlRun(t, "delete", "-f", stack); r.code != 0 {
+			t.Fatalf("delete: %v", r)
+		}
+	default:
+		t.Fatalf("apply with func_stack_trace: %v", r)
+	}
+	// the same as an update of an applied profile
+	plain := profileFile(t, "plain.json", vmprof(t, false))
+	if r := ftctlRun(t, "apply", "-f", plain); r.code != 0 {
+		t.Fatalf("apply: %v", r)
+	}
+	applied := controlState(t)
+	r = ftctlRun(t, "apply", "-f", stack)
+	if topOption() != top {
+		t.Fatalf("an update changed the top level's func_stack_trace (%s -> %s): %v", top, topOption(), r)
+	}
+	if shared {
+		if r.code != 4 || !strings.Contains(r.stderr, "state before the apply was restored") {
+			t.Errorf("update with func_stack_trace: %v", r)
+		}
+		if after := controlState(t); after != applied {
+			t.Errorf("a refused update changed the state:\n%s", lineDiff(applied, after))
+		}
+	} else if r.code != 0 {
+		t.Errorf("update with func_stack_trace: %v", r)
+	}
+	if r := ftctlRun(t, "delete", "-f", plain); r.code != 0 {
+		t.Fatalf("delete: %v", r)
+	}
+}
