@@ -65,8 +65,8 @@ written: not the top level, not another owner's instance or probes. A profile th
 another owner's probe or synthetic event (enabled in its instance, a trigger on it or naming
 it, an eprobe on it: its owner then cannot remove it) is refused unless spec.uses names it,
 and plan shows each one named ("= uses"). An option this kernel keeps for every trace array at
-once (6.1: func_stack_trace) is refused, exit 4, the top level's put back. The profile's schema
-is in docs/profiles.md ('ftctl profile schema' prints it for editors).`
+once (func_stack_trace, on 6.1 and 6.12) is refused, exit 4, the top level's put back. The
+profile's schema is in docs/profiles.md ('ftctl profile schema' prints it for editors).`
 
 // NewCmdPlan builds `ftctl plan`.
 func NewCmdPlan(g *Globals, runF func(context.Context, *ProfileOptions) error) *cobra.Command {

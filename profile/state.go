@@ -464,7 +464,8 @@ func (pl *Plan) compareSettings(in *tracefs.Instance) error {
 
 // optionWrite sets an option of the instance, which held have, and refuses it, both put
 // back, where the kernel keeps it for every trace array at once: the top level's changed too
-// (6.1's function tracer flags), and a profile does not own the top level.
+// (the function tracer's flags, seen on 6.1 and 6.12), and a profile does not own the top
+// level.
 func optionWrite(name, have, want string) func(*applyCtx) error {
 	file := "options/" + name
 	return func(a *applyCtx) error {

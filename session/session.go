@@ -591,7 +591,7 @@ func (s *Session) setBufferClockOptions(in *tracefs.Instance) error {
 }
 
 // SharedOptionError is the refusal of an option the kernel keeps for every trace array at
-// once (6.1: the function tracer's flags, func_stack_trace...) where nothing outside the
+// once (the function tracer's flags, func_stack_trace..., seen on 6.1 and 6.12) where nothing outside the
 // instance may change (Spec.InstanceOnly: a declared owner, a profile): the kernel cannot
 // set it in this instance alone.
 func SharedOptionError(in *tracefs.Instance, name string) error {

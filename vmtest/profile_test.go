@@ -621,7 +621,7 @@ func TestProfileKeptGlobs(t *testing.T) {
 // What a profile does not own it changes only where it says so: another owner's probe
 // enabled in its instance or named by its trigger is refused (exit 2, nothing written)
 // unless spec.uses names it, and then plan shows it; an option the kernel keeps for every
-// trace array at once (6.1's func_stack_trace) is refused (exit 4) rather than changing the
+// trace array at once (func_stack_trace, on 6.1 and 6.12) is refused (exit 4) rather than changing the
 // top level's, on a first apply and on an update, the state as before.
 func TestProfileOwnershipExplicit(t *testing.T) {
 	write(t, "kprobe_events", "p:theirs/theiropen do_sys_openat2\n")
