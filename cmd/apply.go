@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"maps"
 	"slices"
@@ -60,8 +61,12 @@ func newProfileCmd(opts *ProfileOptions, use, short, long, example, jsonDoc stri
 const profileOwnership = `A profile owns what it creates, named after it: the instance ftctl-owned-NAME, the probe
 group ftctl_owned_NAME and the synthetic events ftctl_owned_NAME_WHAT. No process holds them:
 'ftctl reset' keeps them (and names them), 'ftctl delete -f' removes them. Nothing else is
-written: not the top level, not another owner's instance or probes. The profile's schema is in
-docs/profiles.md ('ftctl profile schema' prints it for editors).`
+written: not the top level, not another owner's instance or probes. A profile that uses
+another owner's probe or synthetic event (enabled in its instance, a trigger on it or naming
+it, an eprobe on it: its owner then cannot remove it) is refused unless spec.uses names it,
+and plan shows each one named ("= uses"). An option this kernel keeps for every trace array at
+once (func_stack_trace, on 6.1 and 6.12) is refused, exit 4, the top level's put back. The
+profile's schema is in docs/profiles.md ('ftctl profile schema' prints it for editors).`
 
 // NewCmdPlan builds `ftctl plan`.
 func NewCmdPlan(g *Globals, runF func(context.Context, *ProfileOptions) error) *cobra.Command {
@@ -78,9 +83,12 @@ in the running kernel now. 'ftctl --dry-run apply -f' prints the writes themselv
 
 const planJSON = `{"profile": "slowreads", "instance": "ftctl-owned-slowreads", "declared": true, ` +
 	`"in_sync": false, "changes": [{"object": "event sched:sched_process_exit", "file": "events/sched/sched_process_exit/enable", ` +
-	`"op": "+", "have": "0", "want": "1"}], "patterns": [{"file": "set_ftrace_filter", "pattern": "vfs_read*", "functions": 4, "exact": false}]}: ` +
+	`"op": "+", "have": "0", "want": "1"}], "patterns": [{"file": "set_ftrace_filter", "pattern": "vfs_read*", "functions": 4, "exact": false}], ` +
+	`"globsFrom": "declaration", "uses": [{"event": "theirs:open", "what": "probe (p)", "by": "spec.events[1].name"}]}: ` +
 	`declared is false before the first apply; a change with "recreate": true is made by setting the owner up again; ` +
-	`"added"/"removed" list a function list's functions.`
+	`"added"/"removed" list a function list's functions; globsFrom says what the globs were resolved against ("index": ` +
+	`available_filter_functions now; "declaration": the last apply's resolution, kept while the kernel's function records ` +
+	`and lists are as they were); uses lists the objects of others spec.uses names.`
 
 // planDoc is a plan as -o json shows it.
 type planDoc struct {
@@ -137,6 +145,7 @@ func showPlan(g *Globals, pl *profile.Plan) error {
 			fmt.Fprintf(w, "      - %s\n", safe(f))
 		}
 	}
+	showUses(w, pl.Uses)
 	exact := map[string]int{}
 	for k, m := range pl.Patterns {
 		if m.Exact {
@@ -155,6 +164,13 @@ func showPlan(g *Globals, pl *profile.Plan) error {
 		fmt.Fprintln(w, "apply sets the owner up again (a definition changed): what its ring holds is lost")
 	}
 	return nil
+}
+
+// showUses lists the objects of others the profile uses, as spec.uses names them.
+func showUses(w io.Writer, uses []profile.Use) {
+	for _, u := range uses {
+		fmt.Fprintf(w, "  = uses %s, not the profile's: another owner's %s, kept busy while applied (%s)\n", safe(u.Event), safe(u.What), u.By)
+	}
 }
 
 func quoteEmpty(s string) string {
@@ -352,8 +368,10 @@ written: what was written is lost, as bootconfig's ftrace2bconf.sh also says), t
 events with their filters, the probes enabled there, and, for a profile's own instance, its
 probes, synthetic events and triggers. Nothing is written.
 
-A hist trigger is listed by the kernel in a form it does not always take back (a modifier in
-sort=, such as lat.log2): the export leaves such modifiers out of sort=.`,
+A hist trigger is listed by the kernel in a form it does not always take back: each sort=
+key with the key's modifiers (lat.log2, pid.buckets=1000), where it takes only NAME and
+.descending or .ascending. The export writes sort= as the kernel takes it (the order is kept;
+the modifiers stay on keys=).`,
 		Example: `  sudo ftctl export -B ftctl-owned-slowreads > slowreads.yaml
   sudo ftctl export -B incident42 --name incident42 -o json`,
 		Args:        args(cobra.NoArgs),

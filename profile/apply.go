@@ -51,6 +51,12 @@ var ErrRestored = errors.New("the state before the apply was restored")
 func (pl *Plan) Apply(ctx context.Context, fs *tracefs.FS, notice func(string, ...any)) (*Result, error) {
 	res := &Result{Profile: pl.Profile, Instance: pl.Instance, Action: "none", Changes: pl.Changes}
 	if pl.InSync() {
+		if pl.fresh != nil && fs.DryRun == nil {
+			// the kernel holds the profile, and the globs were resolved afresh: the
+			// declaration keeps that (nothing is written to the kernel)
+			pl.owner.Derived = pl.derived()
+			return res, session.MarkOwner(fs, pl.owner, pl.owner.State, pl.owner.Source)
+		}
 		return res, nil
 	}
 	source, err := json.Marshal(pl.profile)
@@ -61,10 +67,10 @@ func (pl *Plan) Apply(ctx context.Context, fs *tracefs.FS, notice func(string, .
 	switch {
 	case !pl.Declared:
 		res.Action = "created"
-		return res, pl.declare(fs, pl.profile, source, notice)
+		return res, pl.declare(fs, pl.profile, source, pl.derived())
 	case pl.Recreates():
 		res.Action = "recreated"
-		return res, pl.recreate(fs, source, res, notice)
+		return res, pl.recreate(fs, source, res)
 	}
 	res.Action = "updated"
 	in, err := fs.Existing(pl.Instance)
@@ -94,6 +100,7 @@ func (pl *Plan) Apply(ctx context.Context, fs *tracefs.FS, notice func(string, .
 			return res, fmt.Errorf("%w; %w", err, ErrRestored)
 		}
 	}
+	pl.owner.Derived = pl.derived()
 	return res, session.MarkOwner(fs, pl.owner, "applied", source)
 }
 
@@ -104,13 +111,14 @@ var profileWords = map[session.Field]string{
 	session.FieldClock: "spec.instance.clock", session.FieldOption: "spec.instance.options",
 }
 
-// declare declares p's owner and, where p keeps tracing off, turns it off.
-func (pl *Plan) declare(fs *tracefs.FS, p *Profile, source []byte, notice func(string, ...any)) error {
+// declare declares p's owner (its declaration keeping source and derived) and, where p keeps
+// tracing off, turns it off.
+func (pl *Plan) declare(fs *tracefs.FS, p *Profile, source, derived []byte) error {
 	spec, err := p.SessionSpec()
 	if err != nil {
 		return err
 	}
-	spec.Source = source
+	spec.Source, spec.Derived = source, derived
 	if _, err := session.Declare(fs, p.Metadata.Name, spec); err != nil {
 		return session.Reword(err, profileWords)
 	}
@@ -126,7 +134,7 @@ func (pl *Plan) declare(fs *tracefs.FS, p *Profile, source []byte, notice func(s
 
 // recreate tears the owner down and declares it from the profile; on failure it declares it
 // again from the profile it was applied from.
-func (pl *Plan) recreate(fs *tracefs.FS, source []byte, res *Result, notice func(string, ...any)) error {
+func (pl *Plan) recreate(fs *tracefs.FS, source []byte, res *Result) error {
 	old := pl.declared()
 	if _, err := session.Undeclare(fs, pl.Profile); err != nil {
 		return fmt.Errorf("tearing the previous set-up of %s down: %w", pl.Profile, err)
@@ -135,14 +143,14 @@ func (pl *Plan) recreate(fs *tracefs.FS, source []byte, res *Result, notice func
 		fmt.Fprintf(fs.DryRun, "dry-run: (then %s is set up as on a kernel without it: 'ftctl --dry-run apply' after 'ftctl delete' shows those writes)\n", pl.Profile)
 		return nil
 	}
-	err := pl.declare(fs, pl.profile, source, notice)
+	err := pl.declare(fs, pl.profile, source, pl.derived())
 	if err == nil {
 		return nil
 	}
 	if old == nil {
 		return fmt.Errorf("%w (the previous set-up cannot be put back: its declaration did not keep its profile)", err)
 	}
-	if rerr := pl.declare(fs, old, pl.owner.Source, notice); rerr != nil {
+	if rerr := pl.declare(fs, old, pl.owner.Source, pl.owner.Derived); rerr != nil {
 		return errors.Join(err, fmt.Errorf("putting the previous set-up back: %w", rerr))
 	}
 	res.Restored = true

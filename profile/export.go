@@ -2,7 +2,6 @@ package profile
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/ftctl/ftctl/filters"
@@ -234,12 +233,12 @@ func (x *exporter) synthetic() error {
 	return nil
 }
 
-// sortModifier is a key's modifier in a hist trigger's sort=, which the kernel lists
-// ("sort=lat.log2") but refuses when written back (EINVAL, seen on 6.1 and 6.12).
-var sortModifier = regexp.MustCompile(`\.(log2|hex|sym|sym-offset|execname|syscall|buckets|usecs|percent|graph)\b`)
-
 // writable turns a trigger as the kernel lists it into one it takes back: without the
-// listing's " [active]" / " [paused]", and without modifiers in a hist trigger's sort=.
+// listing's " [active]" / " [paused]", and with a hist trigger's sort= keys as the kernel
+// parses them. It lists each sort key as hist_field_print does, the key's modifiers and their
+// parameters included ("sort=lat.log2", "sort=pid.buckets=1000.descending"), but takes a
+// sort key as NAME[.descending|.ascending] only (create_sort_keys, kernel/trace/
+// trace_events_hist.c: anything else is EINVAL; seen on 6.1 and 6.12).
 func writable(t string) string {
 	t = strings.TrimSpace(t)
 	for _, state := range []string{"[active]", "[paused]"} {
@@ -250,9 +249,25 @@ func writable(t string) string {
 	}
 	parts := strings.Split(t, ":")
 	for i, part := range parts {
-		if s, ok := strings.CutPrefix(part, "sort="); ok {
-			parts[i] = "sort=" + sortModifier.ReplaceAllString(s, "")
+		s, ok := strings.CutPrefix(part, "sort=")
+		if !ok {
+			continue
 		}
+		keys := strings.Split(s, ",")
+		for k, key := range keys {
+			// a filter ("if ...") may follow the last key in the same part
+			key, rest, _ := strings.Cut(key, " ")
+			if rest != "" {
+				rest = " " + rest
+			}
+			f := strings.Split(key, ".")
+			keys[k] = f[0]
+			if n := len(f); n > 1 && (f[n-1] == "descending" || f[n-1] == "ascending") {
+				keys[k] += "." + f[n-1]
+			}
+			keys[k] += rest
+		}
+		parts[i] = "sort=" + strings.Join(keys, ",")
 	}
 	return strings.Join(parts, ":")
 }

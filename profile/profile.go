@@ -62,6 +62,12 @@ type Spec struct {
 	// Triggers are event triggers written into the instance, in order (a trigger whose action
 	// names a synthetic event comes after the one that feeds it).
 	Triggers []Trigger `json:"triggers,omitempty"`
+	// Uses names dynamic events the profile does not own but uses, as SYSTEM:EVENT: another
+	// owner's probe or synthetic event enabled in the profile's instance, a trigger on it or
+	// naming it, an eprobe on it. Using one keeps it busy (its owner cannot remove it while
+	// the profile holds it), so a profile that uses one without naming it here is refused,
+	// and plan shows each one named.
+	Uses []string `json:"uses,omitempty"`
 }
 
 // Instance is the profile's instance's settings. A setting left out is not managed, except

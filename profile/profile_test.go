@@ -3,6 +3,7 @@ package profile
 import (
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -220,6 +221,10 @@ func TestValidate(t *testing.T) {
 			p.Spec.Synthetic = []Synthetic{{Name: "lat", Fields: "u64 lat"}}
 			p.Spec.Events = []Event{{Name: "synthetic:${group}lat"}}
 		}, `spec.events[0].name: "synthetic:${group}lat": the profile's synthetic events are synthetic:${group}_NAME`},
+		{"uses another's event", func(p *Profile) { p.Spec.Uses = []string{"theirs:open", "synthetic:their_lat"} }, ""},
+		{"uses its own", func(p *Profile) { p.Spec.Uses = []string{"${group}:open"} },
+			`spec.uses[0]: "${group}:open": the profile's own events are not listed in uses`},
+		{"uses twice", func(p *Profile) { p.Spec.Uses = []string{"a:b", "a:b"} }, `spec.uses[1]: "a:b" is already listed at spec.uses[0]`},
 		{"newline in a trigger", func(p *Profile) { p.Spec.Triggers = []Trigger{{Event: "a:b", Trigger: "traceon\ntraceoff"}} },
 			"spec.triggers[0].trigger: a trigger is one line"},
 		{"newline in a probe", func(p *Profile) { p.Spec.Probes = []string{"p:a vfs_read\np:b vfs_write"} },
@@ -285,5 +290,34 @@ func TestPositionsFollowTheProfile(t *testing.T) {
 	}
 	if !strings.HasPrefix(p.Validate().Error(), "testdata/broken.yaml:3:13: ") {
 		t.Errorf("the original lost its positions")
+	}
+}
+
+// The events a profile names, wherever it names them: what the ownership check looks up.
+func TestReferences(t *testing.T) {
+	p := &Profile{Metadata: Metadata{Name: "p1"}, Spec: Spec{
+		Events: []Event{{Name: "theirs:open"}, {Name: "${group}:mine"}, {Name: "kprobes"}},
+		Triggers: []Trigger{
+			{Event: "sched:sched_switch", Trigger: "hist:keys=next_pid:onmatch(theirs.start).trace(their_lat,$x)"},
+			{Event: "a:b", Trigger: "hist:keys=pid:onmatch(x.y).old_synth($v)"},
+			{Event: "a:c", Trigger: "enable_event:grp:ev:2 if pid > 1"},
+			{Event: "a:d", Trigger: "hist:keys=pid:onmax($v).save(pid)"},
+		},
+		Probes: []string{"e:ep theirs/open $x", "e:ep2 sys.ev", "p:kp vfs_read"},
+	}}
+	var got []string
+	for _, r := range p.references() {
+		got = append(got, r.path+" "+r.event)
+	}
+	want := []string{
+		"spec.events[0].name theirs:open", "spec.events[1].name ftctl_owned_p1:mine", "spec.events[2].name kprobes",
+		"spec.triggers[0].event sched:sched_switch", "spec.triggers[0].trigger theirs:start", "spec.triggers[0].trigger synthetic:their_lat",
+		"spec.triggers[1].event a:b", "spec.triggers[1].trigger x:y", "spec.triggers[1].trigger synthetic:old_synth",
+		"spec.triggers[2].event a:c", "spec.triggers[2].trigger grp:ev",
+		"spec.triggers[3].event a:d",
+		"spec.probes[0] theirs:open", "spec.probes[1] sys:ev",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("references:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -1,6 +1,8 @@
 package profile
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,10 +56,21 @@ type Plan struct {
 	Declared bool           `json:"declared"`
 	Changes  []Change       `json:"changes"`
 	Patterns []PatternMatch `json:"patterns"`
+	// GlobsFrom says what the globs were resolved against: "index" (available_filter_functions,
+	// read now) or "declaration" (the resolution the last apply kept, which the kernel's
+	// function records and lists still match: see resolution); "" with no globs.
+	GlobsFrom string `json:"globsFrom,omitempty"`
+	// Uses are the dynamic events of others the profile uses, as spec.uses names them.
+	Uses []Use `json:"uses"`
 
 	owner   *session.Owner
 	want    state
 	profile *Profile
+	// cached: the declaration's resolution of the globs, which vouches for them (wanted);
+	// fresh: the globs' resolution against the index now (want holds it), to keep in the
+	// declaration.
+	cached *resolution
+	fresh  *resolution
 }
 
 // InSync says whether the kernel holds the profile.
@@ -75,34 +88,68 @@ type state struct {
 	eventFilters    map[string]string // per enabled event ("" none)
 }
 
-// wanted resolves the profile's globs and event systems against the running kernel.
+// resolution is what a plan resolved the profile's function globs to, kept in the owner's
+// declaration (session.Owner.Derived) with the fingerprint of the function records it was
+// resolved against (tracefs.FunctionsFingerprint). A later plan whose globs are the same,
+// under the same fingerprint, selects the same functions, and reads the index (more than
+// half a no-op apply's time under emulation, BENCHMARKS.md) only when the kernel's lists
+// differ from what was kept: what it shows as a difference is always resolved afresh.
+type resolution struct {
+	Fingerprint string   `json:"fingerprint"`
+	Filter      []string `json:"filter,omitempty"`
+	Notrace     []string `json:"notrace,omitempty"`
+	// FilterSum and NotraceSum are digests of the lists the globs select (multisetSum).
+	FilterSum  string         `json:"filterSum"`
+	NotraceSum string         `json:"notraceSum"`
+	Patterns   []PatternMatch `json:"patterns"`
+}
+
+// multisetSum is a digest of a function list: its keys and counts, sorted.
+func multisetSum(m filters.Multiset) string {
+	lines := make([]string, 0, len(m))
+	for k, n := range m {
+		if n > 0 {
+			lines = append(lines, fmt.Sprintf("%s\x00%s\x00%d\n", k.Name, k.Module, n))
+		}
+	}
+	slices.Sort(lines)
+	h := sha256.New()
+	for _, l := range lines {
+		h.Write([]byte(l))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// kept is the resolution the declaration holds, when it still vouches for the profile's
+// globs: the same globs, the same fingerprint now.
+func (pl *Plan) kept(fs *tracefs.FS) *resolution {
+	if pl.owner == nil || len(pl.owner.Derived) == 0 {
+		return nil
+	}
+	var r resolution
+	if json.Unmarshal(pl.owner.Derived, &r) != nil || r.Fingerprint == "" {
+		return nil
+	}
+	fn := pl.profile.Spec.Functions
+	if !slices.Equal(r.Filter, fn.Filter) || !slices.Equal(r.Notrace, fn.Notrace) {
+		return nil
+	}
+	if fp, ok := fs.FunctionsFingerprint(); !ok || fp != r.Fingerprint {
+		return nil
+	}
+	return &r
+}
+
+// wanted resolves the profile's globs and event systems against the running kernel. The
+// globs' resolution kept in the declaration is used instead of the index while it vouches
+// for them (kept); compareFunctions resolves afresh when the kernel's lists differ from it.
 func (pl *Plan) wanted(fs *tracefs.FS, spec session.Spec) error {
 	p := pl.profile
 	if len(spec.Filters)+len(spec.Notrace) > 0 {
-		ix, err := filters.LoadIndex(fs.Top())
-		if err != nil {
+		if pl.cached = pl.kept(fs); pl.cached != nil {
+			pl.Patterns, pl.GlobsFrom = append(pl.Patterns, pl.cached.Patterns...), "declaration"
+		} else if err := pl.resolve(fs, spec); err != nil {
 			return err
-		}
-		resolve := func(file string, ps []*filters.Pattern) (filters.Multiset, error) {
-			var recs []int
-			for _, pt := range ps {
-				r := ix.Resolve(pt)
-				if len(r) == 0 {
-					return nil, &filters.NoMatchError{Pattern: pt.Text, Suggestions: ix.Suggest(pt.Literal(), 3)}
-				}
-				_, exact := pt.ExactName()
-				pl.Patterns = append(pl.Patterns, PatternMatch{file, pt.Text, len(r), exact})
-				recs = append(recs, r...)
-			}
-			slices.Sort(recs)
-			return ix.SetOf(slices.Compact(recs)), nil
-		}
-		var err2 error
-		if pl.want.notrace, err2 = resolve(filters.NotraceFile, spec.Notrace); err2 != nil {
-			return err2
-		}
-		if pl.want.filter, err2 = resolve(filters.FilterFile, spec.Filters); err2 != nil {
-			return err2
 		}
 	}
 	pl.want.eventFilters = map[string]string{}
@@ -147,6 +194,63 @@ func (pl *Plan) wanted(fs *tracefs.FS, spec session.Spec) error {
 	return nil
 }
 
+// resolve reads the index and resolves the profile's globs, each of which must select a
+// function; the resolution is kept for the declaration (pl.fresh) when the fingerprint
+// vouched for the index before and after it was read.
+func (pl *Plan) resolve(fs *tracefs.FS, spec session.Spec) error {
+	fp, ok := fs.FunctionsFingerprint()
+	ix, err := filters.LoadIndex(fs.Top())
+	if err != nil {
+		return err
+	}
+	pl.Patterns, pl.cached = pl.Patterns[:0], nil
+	var patterns []PatternMatch
+	one := func(file string, ps []*filters.Pattern) (filters.Multiset, error) {
+		var recs []int
+		for _, pt := range ps {
+			r := ix.Resolve(pt)
+			if len(r) == 0 {
+				return nil, &filters.NoMatchError{Pattern: pt.Text, Suggestions: ix.Suggest(pt.Literal(), 3)}
+			}
+			_, exact := pt.ExactName()
+			patterns = append(patterns, PatternMatch{file, pt.Text, len(r), exact})
+			recs = append(recs, r...)
+		}
+		slices.Sort(recs)
+		return ix.SetOf(slices.Compact(recs)), nil
+	}
+	if pl.want.notrace, err = one(filters.NotraceFile, spec.Notrace); err != nil {
+		return err
+	}
+	if pl.want.filter, err = one(filters.FilterFile, spec.Filters); err != nil {
+		return err
+	}
+	pl.Patterns, pl.GlobsFrom = append(pl.Patterns, patterns...), "index"
+	if after, ok2 := fs.FunctionsFingerprint(); ok && ok2 && after == fp {
+		fn := pl.profile.Spec.Functions
+		pl.fresh = &resolution{Fingerprint: fp, Filter: fn.Filter, Notrace: fn.Notrace, Patterns: patterns,
+			FilterSum: multisetSum(pl.want.filter), NotraceSum: multisetSum(pl.want.notrace)}
+	}
+	return nil
+}
+
+// derived is what the declaration keeps of this plan: the fresh resolution, else the one it
+// kept and still vouches for, else nothing.
+func (pl *Plan) derived() []byte {
+	r := pl.fresh
+	if r == nil {
+		r = pl.cached
+	}
+	if r == nil {
+		return nil
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
 // probeName is the event name a probe definition gives: "p:NAME SYM" and "p:GROUP/NAME SYM"
 // name NAME; "" when it names none.
 func probeName(def string) string {
@@ -171,7 +275,10 @@ func Compute(fs *tracefs.FS, p *Profile) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	pl := &Plan{Profile: p.Metadata.Name, Instance: p.InstanceName(), Changes: []Change{}, Patterns: []PatternMatch{}, profile: p}
+	pl := &Plan{Profile: p.Metadata.Name, Instance: p.InstanceName(), Changes: []Change{}, Patterns: []PatternMatch{}, Uses: []Use{}, profile: p}
+	if err := pl.checkUses(fs); err != nil {
+		return nil, err
+	}
 	o, err := session.ReadOwner(fs, p.Metadata.Name)
 	switch {
 	case errors.Is(err, session.ErrNoOwner):
@@ -349,9 +456,39 @@ func (pl *Plan) compareSettings(in *tracefs.Instance) error {
 		}
 		if have != want {
 			pl.inPlace("option "+name, "options/"+name, have, want)
+			pl.Changes[len(pl.Changes)-1].write = optionWrite(name, have, want)
 		}
 	}
 	return nil
+}
+
+// optionWrite sets an option of the instance, which held have, and refuses it, both put
+// back, where the kernel keeps it for every trace array at once: the top level's changed too
+// (the function tracer's flags, seen on 6.1 and 6.12), and a profile does not own the top
+// level.
+func optionWrite(name, have, want string) func(*applyCtx) error {
+	file := "options/" + name
+	return func(a *applyCtx) error {
+		top := a.fs.Top()
+		before, berr := readTrim(top, file)
+		if err := a.in.Write(file, want); err != nil {
+			return err
+		}
+		if a.fs.DryRun != nil || berr != nil || before == want {
+			return nil
+		}
+		if after, err := readTrim(top, file); err != nil || after != want {
+			return err
+		}
+		errs := []error{session.SharedOptionError(a.in, name)}
+		if err := top.Write(file, before); err != nil {
+			errs = append(errs, fmt.Errorf("putting the top level's %s back: %w", file, err))
+		}
+		if err := a.in.Write(file, have); err != nil {
+			errs = append(errs, fmt.Errorf("putting %s back: %w", file, err))
+		}
+		return errors.Join(errs...)
+	}
 }
 
 // bufferHolds says whether a ring of have KiB per CPU is what writing want gave: the kernel
@@ -362,8 +499,20 @@ func bufferHolds(have, want int) bool {
 	return have == want || have == pages*4080/1024
 }
 
-// compareFunctions: the function lists, as multisets of records.
+// compareFunctions: the function lists, as multisets of records. Against the declaration's
+// resolution (cached) a list is in sync when its digest is the one kept; any difference is
+// resolved afresh from the index and compared again, so what a plan shows is never a stale
+// resolution's.
 func (pl *Plan) compareFunctions(in *tracefs.Instance, spec session.Spec) error {
+	if pl.cached != nil {
+		same, err := pl.sameAsKept(in)
+		if err != nil || same {
+			return err
+		}
+		if err := pl.resolve(in.FS(), spec); err != nil {
+			return err
+		}
+	}
 	for _, l := range []struct {
 		file, object string
 		want         filters.Multiset
@@ -413,6 +562,25 @@ func (pl *Plan) compareFunctions(in *tracefs.Instance, spec session.Spec) error 
 		pl.Changes = append(pl.Changes, c)
 	}
 	return nil
+}
+
+// sameAsKept says whether the instance's function lists are what the declaration's
+// resolution selects.
+func (pl *Plan) sameAsKept(in *tracefs.Instance) (bool, error) {
+	ap := &filters.Applier{In: in, Top: in.FS().Top(), ByName: !in.FS().IndexWrites()}
+	for _, l := range []struct{ file, sum string }{{filters.NotraceFile, pl.cached.NotraceSum}, {filters.FilterFile, pl.cached.FilterSum}} {
+		if !in.Has(l.file) {
+			return false, nil
+		}
+		have, _, err := ap.Current(l.file)
+		if err != nil {
+			return false, err
+		}
+		if multisetSum(have) != l.sum {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // compareEvents: the events enabled and their filters.

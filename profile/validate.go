@@ -127,6 +127,17 @@ func (v *validator) check(p *Profile) {
 	synth := v.synthetic(p)
 	v.events(s, probeNames, synth)
 	v.triggers(s, probeNames, synth)
+	for i, u := range s.Uses {
+		path := fmt.Sprintf("spec.uses[%d]", i)
+		if strings.Contains(u, GroupVar) {
+			v.fail(path, "%q: the profile's own events are not listed in uses", u)
+			continue
+		}
+		v.eventName(path, u, false, probeNames, synth)
+		if j := slices.Index(s.Uses, u); j < i {
+			v.fail(path, "%q is already listed at spec.uses[%d]", u, j)
+		}
+	}
 }
 
 func (v *validator) instance(s *Spec) {

@@ -78,6 +78,10 @@ type Owner struct {
 	// Source is what the owner was declared from (Spec.Source: a profile, as JSON), for the
 	// next apply to compare with.
 	Source json.RawMessage `json:"source,omitempty"`
+	// Derived is what the declarer worked out from Source against the kernel (Spec.Derived:
+	// a profile's globs as resolved, with what they were resolved against); session neither
+	// reads nor trusts it, and the declarer checks it before use.
+	Derived json.RawMessage `json:"derived,omitempty"`
 }
 
 // ownersDir is where declarations live.
@@ -124,6 +128,8 @@ func Declare(fs *tracefs.FS, name string, spec Spec) (*Owner, error) {
 	// The declaring process goes away, and its thread ids are reused by others: none is left
 	// out of the owner's instance (Spec.IncludeSelf).
 	spec.IncludeSelf = true
+	// No process holds it to put back, at its end, what it changed outside its own.
+	spec.InstanceOnly = true
 	id := OwnerID(name)
 	if in, err := fs.Existing(id.Instance()); err == nil && in.Has("tracing_on") {
 		return nil, fmt.Errorf("%w: %s: instance %s exists without a declaration ('ftctl reset --all' removes it)", ErrOwnerExists, name, id.Instance())
@@ -134,7 +140,7 @@ func Declare(fs *tracefs.FS, name string, spec Spec) (*Owner, error) {
 	}
 	o := &Owner{Name: name, Instance: id.Instance(), Group: id.Group(), Boot: fs.BootID(), Since: time.Now().UTC().Truncate(time.Second),
 		State: "applying", Dynamic: s.spec.Dynamic, Triggers: s.spec.Triggers, Events: append(slices.Clone(s.spec.Events), s.late...), Probes: spec.Probes,
-		Source: spec.Source}
+		Source: spec.Source, Derived: spec.Derived}
 	for _, p := range spec.Filters {
 		o.Filters = append(o.Filters, p.Text)
 	}

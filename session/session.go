@@ -73,6 +73,14 @@ type Spec struct {
 	// Source is what a declared owner was declared from (a profile), kept in its
 	// declaration (Owner.Source) for the next apply to compare with; a session ignores it.
 	Source []byte
+	// InstanceOnly refuses to change anything outside the session's instance and group: an
+	// option the kernel keeps for every trace array at once (see optionSetting.shared) is
+	// then an error, the top level's put back, not a notice. A declared owner, which no
+	// process holds to put the top level back at its end, sets it (Declare).
+	InstanceOnly bool
+	// Derived is what the declarer worked out from Source against the running kernel, kept
+	// in the declaration (Owner.Derived) for the next apply or diff; a session ignores it.
+	Derived []byte
 	// Graph makes a function_graph session (ftctl graph, graph.go): Tracer is then
 	// function_graph, and Filters may be empty (the graph's roots choose the calls).
 	Graph *GraphSpec
@@ -574,10 +582,23 @@ func (s *Session) setBufferClockOptions(in *tracefs.Instance) error {
 		}
 		if after, err := s.FS.Top().ReadFile("options/" + o.Name); err == nil && strings.TrimSpace(string(after)) == v && strings.TrimSpace(string(before)) != v {
 			s.spec.options[k].shared, s.spec.options[k].topBefore = true, strings.TrimSpace(string(before))
+			if s.spec.InstanceOnly { // Start's teardown puts the top level's back
+				return SharedOptionError(in, o.Name)
+			}
 			s.Notice("-O %s: this kernel keeps the option for every trace array at once (the top level's changed too); it is put back at the end", o.Name)
 		}
 	}
 	return nil
+}
+
+// SharedOptionError is the refusal of an option the kernel keeps for every trace array at
+// once (the function tracer's flags, func_stack_trace..., seen on 6.1 and 6.12) where nothing outside the
+// instance may change (Spec.InstanceOnly: a declared owner, a profile): the kernel cannot
+// set it in this instance alone.
+func SharedOptionError(in *tracefs.Instance, name string) error {
+	return &tracefs.Error{Op: "write", Path: in.Path("options/" + name), Class: tracefs.ErrUnavailable,
+		Reason: "this kernel keeps the option " + name + " for every trace array at once: setting it changed the top level's too, " +
+			"which a declared owner (a profile) does not own; it was put back"}
 }
 
 // restoreSharedOptions puts back the top level's value of each -O option the kernel keeps for

@@ -2,6 +2,7 @@ package tracefs
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"strconv"
@@ -193,4 +194,89 @@ func MapFile(f *os.File, off int64, size int) (b []byte, unmap func(), err error
 		return nil, nil, err
 	}
 	return b, func() { unix.Munmap(b) }, nil
+}
+
+// FunctionsFingerprint identifies what available_filter_functions lists, so that what was
+// resolved against it can be kept and trusted while the fingerprint holds (a profile's globs:
+// reading and parsing the list costs more than half a second under emulation). The list is
+// the core kernel's ftrace records, fixed once the boot's init memory is freed, and each
+// loaded module's, added when it loads (ftrace_module_init) and removed when it goes
+// (ftrace_release_mod), its init functions when its init has run (ftrace_free_mem). So the
+// fingerprint is the boot id and, per module /proc/modules lists, its name, size, state and
+// load address and the inode number of its /sys/module/NAME directory: sysfs makes that
+// directory when the module loads and removes it when it goes, and kernfs never gives a
+// number twice in a boot (64-bit ids from a cyclic allocator with a generation, since Linux
+// 5.5), so a module unloaded and loaded again (even another build, at the same address)
+// changes it.
+//
+// ok is false when the fingerprint cannot vouch for the list: the boot id or a module's
+// directory cannot be read, or a module is loading or going (its init functions are listed
+// until its init has run). What it cannot see: a module so early in its load that
+// /proc/modules does not list it yet (the kernel's MODULE_STATE_UNFORMED, milliseconds), whose
+// records may already be listed; a caller compares what it kept with the kernel and reads the
+// list again on any difference.
+func (f *FS) FunctionsFingerprint() (fp string, ok bool) {
+	boot := f.BootID()
+	if boot == "" {
+		return "", false
+	}
+	var b strings.Builder
+	b.WriteString("boot " + boot + "\n")
+	text, err := os.ReadFile("/proc/modules")
+	if errors.Is(err, fs.ErrNotExist) {
+		return b.String(), true // CONFIG_MODULES off: the core kernel's records alone
+	}
+	if err != nil {
+		return "", false
+	}
+	mods, ok := ParseModules(string(text))
+	if !ok {
+		return "", false
+	}
+	for _, m := range mods {
+		var st unix.Stat_t
+		if err := unix.Stat("/sys/module/"+m.Name, &st); err != nil {
+			return "", false
+		}
+		fmt.Fprintf(&b, "%s %d %s %d\n", m.Name, m.Size, m.Address, st.Ino)
+	}
+	return b.String(), true
+}
+
+// Module is a loaded module as /proc/modules lists it.
+type Module struct {
+	Name    string
+	Size    int64
+	State   string // Live, Loading, Unloading
+	Address string // its load address, 0x0000000000000000 to a reader without CAP_SYSLOG
+}
+
+// ParseModules parses /proc/modules ("name size refcount deps state address [taints]").
+// ok is false when a line does not parse or a module is not Live (loading or going).
+func ParseModules(text string) (mods []Module, ok bool) {
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) < 6 || !validModuleName(f[0]) {
+			return nil, false
+		}
+		size, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil || size < 0 {
+			return nil, false
+		}
+		m := Module{Name: f[0], Size: size, State: f[4], Address: f[5]}
+		if m.State != "Live" {
+			return nil, false
+		}
+		mods = append(mods, m)
+	}
+	return mods, true
+}
+
+// validModuleName: a module's name as the kernel allows it (no '/', not "." or ".."), so that
+// /sys/module/NAME names its directory.
+func validModuleName(s string) bool {
+	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\x00")
 }

@@ -31,3 +31,27 @@ func TestParseStatus(t *testing.T) {
 		t.Error("Task(0) runs")
 	}
 }
+
+func TestParseModules(t *testing.T) {
+	text := "ext4 1036288 1 - Live 0xffffffffc0a1b000\n" +
+		"mbcache 16384 1 ext4, Live 0xffffffffc0a14000\n" +
+		"crc16 12288 1 ext4, Live 0xffffffffc09f4000 (E)\n"
+	mods, ok := ParseModules(text)
+	if !ok || len(mods) != 3 || mods[0] != (Module{"ext4", 1036288, "Live", "0xffffffffc0a1b000"}) || mods[2].Name != "crc16" {
+		t.Fatalf("ParseModules = %+v, %v", mods, ok)
+	}
+	if mods, ok := ParseModules(""); !ok || len(mods) != 0 {
+		t.Errorf("no modules: %+v, %v", mods, ok)
+	}
+	for _, bad := range []string{
+		"ext4 1036288 1 - Loading 0xffffffffc0a1b000\n", // its init functions are still listed
+		"ext4 1036288 1 - Unloading 0xffffffffc0a1b000\n",
+		"ext4 big 1 - Live 0x0\n",
+		"ext4 1 1 - Live\n",
+		"../x 1 1 - Live 0x0\n",
+	} {
+		if _, ok := ParseModules(bad); ok {
+			t.Errorf("ParseModules(%q) vouched for it", bad)
+		}
+	}
+}

@@ -455,3 +455,256 @@ func TestProfileApplyCheck(t *testing.T) {
 		t.Errorf("--check repaired the drift")
 	}
 }
+
+// A hist trigger's sort= as written (hitcount.descending, a key's .descending, a key with a
+// modifier) survives export: export → delete → apply of the export gives the kernel the same
+// triggers, and diff is 0.
+func TestProfileExportHistSort(t *testing.T) {
+	if !hasHist(t) {
+		t.Skip("no hist triggers on this kernel")
+	}
+	file := profileFile(t, "sort.json", `{
+  "apiVersion": "ftctl.dev/v1alpha1", "kind": "TracingProfile", "metadata": {"name": "histsort"},
+  "spec": {
+    "triggers": [
+      {"event": "sched:sched_process_fork", "trigger": "hist:keys=common_pid:vals=hitcount:sort=hitcount.descending"},
+      {"event": "sched:sched_process_exit", "trigger": "hist:keys=prio.log2,common_pid:vals=hitcount:sort=prio.descending,hitcount.descending"},
+      {"event": "sched:sched_process_exec", "trigger": "hist:keys=pid:vals=hitcount:sort=pid.descending:size=256"},
+      {"event": "sched:sched_process_free", "trigger": "hist:keys=pid.buckets=1000,common_pid.execname:sort=pid.descending,common_pid"}
+    ]
+  }
+}
+`)
+	t.Cleanup(func() { ftctlRun(t, "delete", "-f", file) })
+	if r := ftctlRun(t, "apply", "-f", file); r.code != 0 {
+		t.Fatalf("apply: %v\n%s", r, read(t, "error_log"))
+	}
+	inst := "instances/ftctl-owned-histsort/events/sched/"
+	listings := func() string {
+		var b strings.Builder
+		for _, ev := range []string{"sched_process_fork", "sched_process_exit", "sched_process_exec", "sched_process_free"} {
+			b.WriteString(read(t, inst+ev+"/trigger"))
+		}
+		return b.String()
+	}
+	want := listings()
+	if strings.Count(want, "descending") != 5 {
+		t.Fatalf("the kernel's listing of the triggers:\n%s", want)
+	}
+	r := ftctlRun(t, "export", "-B", "ftctl-owned-histsort")
+	if r.code != 0 {
+		t.Fatalf("export: %v", r)
+	}
+	exported := profileFile(t, "exported.yaml", r.stdout)
+	if r := ftctlRun(t, "delete", "-f", file); r.code != 0 {
+		t.Fatalf("delete: %v", r)
+	}
+	if r := ftctlRun(t, "apply", "-f", exported); r.code != 0 {
+		t.Fatalf("apply of the export: %v\n%s\nexport:\n%s", r, read(t, "error_log"), readFile(t, exported))
+	}
+	if got := listings(); got != want {
+		t.Errorf("the export's triggers are not the profile's:\nwant:\n%s\ngot:\n%s\nexport:\n%s", want, got, readFile(t, exported))
+	}
+	if r := ftctlRun(t, "diff", "-f", exported); r.code != 0 {
+		t.Errorf("diff of the applied export: %v", r)
+	}
+	if r := ftctlRun(t, "delete", "-f", exported); r.code != 0 {
+		t.Fatalf("delete of the export: %v", r)
+	}
+}
+
+// planGlobs runs plan -o json: whether it is in sync, and what the globs were resolved against.
+func planGlobs(t *testing.T, file string) (inSync bool, from string) {
+	t.Helper()
+	r := ftctlRun(t, "plan", "-f", file, "-o", "json")
+	var doc struct {
+		InSync    bool   `json:"in_sync"`
+		GlobsFrom string `json:"globsFrom"`
+		Patterns  []struct {
+			Pattern   string `json:"pattern"`
+			Functions int    `json:"functions"`
+		} `json:"patterns"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &doc) != nil {
+		t.Fatalf("plan: %v", r)
+	}
+	if !slices.ContainsFunc(doc.Patterns, func(p struct {
+		Pattern   string `json:"pattern"`
+		Functions int    `json:"functions"`
+	}) bool {
+		return p.Pattern == "vfs_read*" && p.Functions > 0
+	}) {
+		t.Errorf("plan does not show the glob with what it selects: %s", r.stdout)
+	}
+	return doc.InSync, doc.GlobsFrom
+}
+
+// editDeclaration rewrites a field of the resolution the profile's declaration keeps.
+func editDeclaration(t *testing.T, name, field string, value any) {
+	t.Helper()
+	path := "/run/ftctl/owners/" + name + ".json"
+	var o map[string]any
+	if err := json.Unmarshal([]byte(readFile(t, path)), &o); err != nil {
+		t.Fatal(err)
+	}
+	d, ok := o["derived"].(map[string]any)
+	if !ok {
+		t.Fatalf("the declaration keeps no resolution: %s", readFile(t, path))
+	}
+	d[field] = value
+	b, _ := json.Marshal(o)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An applied profile's globs are not resolved against available_filter_functions again while
+// the declaration's resolution holds (the same function records: the fingerprint; the same
+// lists in the kernel: their digests); any difference is resolved afresh, so that a drift is
+// shown as the index says, a resolution the fingerprint no longer vouches for is not used,
+// and one whose lists the kernel does not hold is never taken for in sync.
+func TestProfileKeptGlobs(t *testing.T) {
+	file := profileFile(t, "vmprof.json", vmprof(t, false))
+	t.Cleanup(func() { ftctlRun(t, "delete", "-f", file) })
+	if r := ftctlRun(t, "apply", "-f", file); r.code != 0 {
+		t.Fatalf("apply: %v", r)
+	}
+	if in, from := planGlobs(t, file); !in || from != "declaration" {
+		t.Fatalf("plan after apply: in sync %v, globs from %q", in, from)
+	}
+	inst := "instances/ftctl-owned-vmprof/"
+	write(t, inst+"set_ftrace_filter", "vfs_write\n")
+	if r := ftctlRun(t, "diff", "-f", file); r.code != 1 || !strings.Contains(r.stdout, "      - vfs_write") {
+		t.Errorf("diff after a function was added: %v", r)
+	}
+	if in, from := planGlobs(t, file); in || from != "index" {
+		t.Errorf("plan after a drift: in sync %v, globs from %q", in, from)
+	}
+	if r := ftctlRun(t, "apply", "-f", file); r.code != 0 {
+		t.Fatalf("repair: %v", r)
+	}
+	if in, from := planGlobs(t, file); !in || from != "declaration" {
+		t.Errorf("plan after the repair: in sync %v, globs from %q", in, from)
+	}
+
+	// a resolution made against other function records (a module loaded or gone since)
+	editDeclaration(t, "vmprof", "fingerprint", "boot 00000000-0000-0000-0000-000000000000\n")
+	if in, from := planGlobs(t, file); !in || from != "index" {
+		t.Errorf("plan with another fingerprint: in sync %v, globs from %q", in, from)
+	}
+	// a no-op apply keeps the fresh resolution (and writes nothing to the kernel)
+	if r := ftctlRun(t, "--show-writes", "apply", "-f", file); r.code != 0 || strings.Contains(r.stderr, "+ write") {
+		t.Errorf("no-op apply: %v", r)
+	}
+	if in, from := planGlobs(t, file); !in || from != "declaration" {
+		t.Errorf("plan after the no-op apply: in sync %v, globs from %q", in, from)
+	}
+
+	// a resolution whose lists the kernel does not hold is not taken for in sync: the globs
+	// are resolved afresh, and the kernel is in sync with those
+	editDeclaration(t, "vmprof", "filterSum", strings.Repeat("0", 64))
+	if r := ftctlRun(t, "diff", "-f", file); r.code != 0 {
+		t.Errorf("diff with a wrong digest kept: %v", r)
+	}
+	if in, from := planGlobs(t, file); !in || from != "index" {
+		t.Errorf("plan with a wrong digest kept: in sync %v, globs from %q", in, from)
+	}
+
+	// other globs: resolved now, and shown
+	other := profileFile(t, "other.json", strings.Replace(vmprof(t, false), `"filter": ["vfs_read*"]`, `"filter": ["vfs_read*", "vfs_write"]`, 1))
+	r := ftctlRun(t, "diff", "-f", other)
+	if r.code != 1 || !strings.Contains(r.stdout, "      + vfs_write") {
+		t.Errorf("diff of a profile with another glob: %v", r)
+	}
+}
+
+// What a profile does not own it changes only where it says so: another owner's probe
+// enabled in its instance or named by its trigger is refused (exit 2, nothing written)
+// unless spec.uses names it, and then plan shows it; an option the kernel keeps for every
+// trace array at once (func_stack_trace, on 6.1 and 6.12) is refused (exit 4) rather than changing the
+// top level's, on a first apply and on an update, the state as before.
+func TestProfileOwnershipExplicit(t *testing.T) {
+	write(t, "kprobe_events", "p:theirs/theiropen do_sys_openat2\n")
+	removeProbeLater(t, "theirs", "theiropen")
+	warmProfile(t, profileFile(t, "vmprof.json", vmprof(t, false)))
+	before := controlState(t)
+	uses := strings.Replace(vmprof(t, false), `{"name": "sched:sched_process_fork"},`, `{"name": "sched:sched_process_fork"},
+      {"name": "theirs:theiropen"},`, 1)
+	refused := profileFile(t, "refused.json", uses)
+	t.Cleanup(func() { ftctlRun(t, "delete", "-f", refused) })
+	for _, cmd := range []string{"plan", "apply"} {
+		r := ftctlRun(t, cmd, "-f", refused)
+		if r.code != 2 || !strings.Contains(r.stderr, `spec.events[2].name: "theirs:theiropen" is another owner's probe (p)`) {
+			t.Errorf("%s of a profile using another owner's probe unnamed: %v", cmd, r)
+		}
+	}
+	if after := controlState(t); after != before {
+		t.Fatalf("a refused profile changed the state:\n%s", lineDiff(before, after))
+	}
+	named := profileFile(t, "named.json", strings.Replace(uses, `"spec": {`, `"spec": {"uses": ["theirs:theiropen"],`, 1))
+	if r := ftctlRun(t, "plan", "-f", named); r.code != 0 || !strings.Contains(r.stdout, "= uses theirs:theiropen, not the profile's: another owner's probe (p)") {
+		t.Errorf("plan of a profile naming what it uses: %v", r)
+	}
+	if r := ftctlRun(t, "apply", "-f", named); r.code != 0 {
+		t.Fatalf("apply: %v", r)
+	}
+	if got := read(t, "instances/ftctl-owned-vmprof/events/theirs/theiropen/enable"); !strings.HasPrefix(got, "1") {
+		t.Errorf("the probe it uses is not enabled in its instance: %q", got)
+	}
+	if r := ftctlRun(t, "diff", "-f", named); r.code != 0 || !strings.Contains(r.stdout, "= uses theirs:theiropen") {
+		t.Errorf("diff: %v", r)
+	}
+	if r := ftctlRun(t, "delete", "-f", named); r.code != 0 {
+		t.Fatalf("delete: %v", r)
+	}
+	if after := controlState(t); after != before {
+		t.Errorf("delete did not leave the state as before:\n%s", lineDiff(before, after))
+	}
+
+	// func_stack_trace: where the kernel keeps it for every trace array, never set
+	topOption := func() string { return strings.TrimSpace(read(t, "options/func_stack_trace")) }
+	top := topOption()
+	stack := profileFile(t, "stack.json", strings.Replace(vmprof(t, false), `"sym-offset": true`, `"sym-offset": true, "func_stack_trace": true`, 1))
+	t.Cleanup(func() { ftctlRun(t, "delete", "-f", stack) })
+	r := ftctlRun(t, "apply", "-f", stack)
+	if topOption() != top {
+		t.Fatalf("apply changed the top level's func_stack_trace (%s -> %s): %v", top, topOption(), r)
+	}
+	shared := r.code == 4
+	t.Logf("func_stack_trace kept for every trace array at once: %v", shared)
+	switch {
+	case shared && strings.Contains(r.stderr, "keeps the option func_stack_trace for every trace array at once"):
+		if after := controlState(t); after != before {
+			t.Fatalf("a refused apply changed the state:\n%s", lineDiff(before, after))
+		}
+	case r.code == 0:
+		if r := ftctlRun(t, "delete", "-f", stack); r.code != 0 {
+			t.Fatalf("delete: %v", r)
+		}
+	default:
+		t.Fatalf("apply with func_stack_trace: %v", r)
+	}
+	// the same as an update of an applied profile
+	plain := profileFile(t, "plain.json", vmprof(t, false))
+	if r := ftctlRun(t, "apply", "-f", plain); r.code != 0 {
+		t.Fatalf("apply: %v", r)
+	}
+	applied := controlState(t)
+	r = ftctlRun(t, "apply", "-f", stack)
+	if topOption() != top {
+		t.Fatalf("an update changed the top level's func_stack_trace (%s -> %s): %v", top, topOption(), r)
+	}
+	if shared {
+		if r.code != 4 || !strings.Contains(r.stderr, "state before the apply was restored") {
+			t.Errorf("update with func_stack_trace: %v", r)
+		}
+		if after := controlState(t); after != applied {
+			t.Errorf("a refused update changed the state:\n%s", lineDiff(applied, after))
+		}
+	} else if r.code != 0 {
+		t.Errorf("update with func_stack_trace: %v", r)
+	}
+	if r := ftctlRun(t, "delete", "-f", plain); r.code != 0 {
+		t.Fatalf("delete: %v", r)
+	}
+}
