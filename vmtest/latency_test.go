@@ -130,9 +130,16 @@ func TestLatency(t *testing.T) {
 	t.Run("invalid", func(t *testing.T) {
 		for _, args := range [][]string{
 			{"no_such_function_ftctl"}, {"vfs_*"}, {"vfs_read", "--by", "cpu"}, {"vfs_read", "--pid", "-3"},
+			// a symbol that exists but that ftrace cannot trace (neither Debian kernel lists it
+			// in available_filter_functions): the kernel refuses the probe, then the index says why
+			{"__x64_sys_getppid"}, {"no_such_function_ftctl", "--dry-run"},
 		} {
-			if r := ftctlRun(t, append([]string{"latency"}, args...)...); r.code != 2 {
+			r := ftctlRun(t, append([]string{"latency"}, args...)...)
+			if r.code != 2 {
 				t.Errorf("latency %q: want exit 2: %v", args, r)
+			}
+			if (args[0] == "__x64_sys_getppid" || len(args) == 2 && args[1] == "--dry-run") && !strings.Contains(r.stderr, "is not a traceable function") {
+				t.Errorf("latency %q: want 'is not a traceable function': %v", args, r)
 			}
 		}
 		if after := latencyState(t); after != before {
