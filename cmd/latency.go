@@ -47,7 +47,8 @@ and fires the synthetic event (onmatch().trace()), the synthetic event's counts 
 read and printed, then every piece is removed in the reverse order, each by the exact text
 written.
 
-FUNC must be a traceable function (available_filter_functions). --pid PID counts the calls of
+FUNC is one function: one ftrace can trace (available_filter_functions) where fprobes measure
+it, any function the kernel lets kprobes probe where a kprobe and a kretprobe do. --pid PID counts the calls of
 task PID only (the kernel's common_pid: a thread id); with -- COMMAND, ftctl starts COMMAND and
 counts its own calls, ending when it exits (COMMAND's children are not counted), and exits
 as trace -- COMMAND does: with COMMAND's status, 125 when ftctl itself failed, 126 or 127 when
