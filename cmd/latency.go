@@ -48,12 +48,12 @@ read and printed, then every piece is removed in the reverse order, each by the 
 written.
 
 FUNC is one function: one ftrace can trace (available_filter_functions) where fprobes measure
-it, any function the kernel lets kprobes probe where a kprobe and a kretprobe do. --pid PID counts the calls of
-task PID only (the kernel's common_pid: a thread id); with -- COMMAND, ftctl starts COMMAND and
-counts its own calls, ending when it exits (COMMAND's children are not counted), and exits
-as trace -- COMMAND does: with COMMAND's status, 125 when ftctl itself failed, 126 or 127 when
-COMMAND cannot be run or found. --by comm or --by pid gives one histogram per program name or
-per task.`,
+it, any function the kernel lets kprobes probe where a kprobe and a kretprobe do. --pid PID
+counts the calls of task PID only (the kernel's common_pid: a thread id); with -- COMMAND,
+ftctl starts COMMAND and counts its own calls, ending when it exits (COMMAND's children are
+not counted), and exits as trace -- COMMAND does: with COMMAND's status, 125 when ftctl itself
+failed, 126 or 127 when COMMAND cannot be run or found. --by comm or --by pid gives one
+histogram per program name or per task.`,
 		Example: `  # how long vfs_read takes, for 5 seconds
   sudo ftctl latency vfs_read --duration 5s
   # per program, as JSON
