@@ -47,7 +47,9 @@
 # exec-to-first-read taken out) and to done (last read to the tool's exit), and for latency the median bucket of each tool against the reference's median
 # duration. Medians of RUNS rounds, with the spread (min-max).
 #
-# usage: [RUNS=N] [CALLS=N] [CONDS="none graph ..."] vm/bench-peers.sh [KERNEL...]  (default 6.1 6.12)
+# usage: [RUNS=N] [CALLS=N] [CONDS="none graph ..."] [ICOUNT=3] vm/bench-peers.sh [KERNEL...]  (default 6.1 6.12)
+# ICOUNT=N: the guest's clock counts instructions (qemu -icount shift=N): durations free of the
+# shared host's load (seen 2026-11-28: 6.12 runs so; 6.1 printed nothing in 15 minutes)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -211,7 +213,7 @@ for k in $kernels; do
 	while busy_host && [ "$waited" -lt "${BENCH_WAIT:-600}" ]; do sleep 30; waited=$((waited + 30)); done
 	log=$build/bench-peers-$k.log
 	load0=$(cut -d' ' -f1-3 /proc/loadavg)
-	FTCTL_VM_TCG_THREAD=single FTCTL_VM_ICOUNT=${ICOUNT-3} "$here/run.sh" --kernel "$k" --mode cmd --script "$guest" --timeout "${BENCH_TIMEOUT:-900}" --log "$log" \
+	FTCTL_VM_TCG_THREAD=single FTCTL_VM_ICOUNT=${ICOUNT-} "$here/run.sh" --kernel "$k" --mode cmd --script "$guest" --timeout "${BENCH_TIMEOUT:-900}" --log "$log" \
 		--file "$build/ftctl:/bin/ftctl" --file "$build/readloop:/bin/readloop" --file "$build/stopwatch:/bin/stopwatch" \
 		--bin "$tracecmd:/usr/bin/trace-cmd" --bin "$perf:/usr/bin/perf" >/dev/null 2>&1 || echo "bench-peers: the $k boot failed; see $log" >&2
 	echo "== kernel $k ($(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]*' "$log" | sed 's/.*=//')), TCG single-threaded, $(date -u '+%F %H:%M'), ftctl $rev; host load $load0 before (after waiting ${waited}s), $(cut -d' ' -f1-3 /proc/loadavg) after"
