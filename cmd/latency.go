@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ftctl/ftctl/count"
-	"github.com/ftctl/ftctl/filters"
 	"github.com/ftctl/ftctl/hist"
 	"github.com/ftctl/ftctl/session"
 	"github.com/ftctl/ftctl/tracefs"
@@ -48,12 +47,13 @@ and fires the synthetic event (onmatch().trace()), the synthetic event's counts 
 read and printed, then every piece is removed in the reverse order, each by the exact text
 written.
 
-FUNC must be a traceable function (available_filter_functions). --pid PID counts the calls of
-task PID only (the kernel's common_pid: a thread id); with -- COMMAND, ftctl starts COMMAND and
-counts its own calls, ending when it exits (COMMAND's children are not counted), and exits
-as trace -- COMMAND does: with COMMAND's status, 125 when ftctl itself failed, 126 or 127 when
-COMMAND cannot be run or found. --by comm or --by pid gives one histogram per program name or
-per task.`,
+FUNC is one function: one ftrace can trace (available_filter_functions) where fprobes measure
+it, any function the kernel lets kprobes probe where a kprobe and a kretprobe do. --pid PID
+counts the calls of task PID only (the kernel's common_pid: a thread id); with -- COMMAND,
+ftctl starts COMMAND and counts its own calls, ending when it exits (COMMAND's children are
+not counted), and exits as trace -- COMMAND does: with COMMAND's status, 125 when ftctl itself
+failed, 126 or 127 when COMMAND cannot be run or found. --by comm or --by pid gives one
+histogram per program name or per task.`,
 		Example: `  # how long vfs_read takes, for 5 seconds
   sudo ftctl latency vfs_read --duration 5s
   # per program, as JSON
@@ -105,7 +105,7 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	if err := count.CheckLatency(fs, ft); err != nil {
 		return err
 	}
-	if err := checkLatencyFunc(top, opts.Func); err != nil {
+	if err := checkLatencyFunc(g, top, opts.Func); err != nil {
 		return err
 	}
 	command, pid, err := commandToTrace(g, fs, argv0, opts.Command)
@@ -122,7 +122,7 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 		if command != nil {
 			command.Abort()
 		}
-		return err
+		return latencyFuncError(top, opts.Func, err)
 	}
 	defer traceTeardown(g, fs, s)
 	latencyNotice(g, opts.Func, s, l)
@@ -173,20 +173,30 @@ func (opts *LatencyOptions) check() error {
 	return nil
 }
 
-// checkLatencyFunc checks that fn is one function ftrace (fprobes) and kprobes can attach to.
-func checkLatencyFunc(top *tracefs.Instance, fn string) error {
-	pat, err := filters.Compile(fn)
-	if err != nil || strings.Trim(fn, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") != "" {
-		return InvalidInput(fmt.Errorf("%s: want one function name (no wildcards)", safe(strconv.Quote(fn))))
+// checkLatencyFunc checks FUNC's form; a dry run, which defines no probe, also checks it
+// against the index of traceable functions. A run leaves that to the kernel (latencyFuncError).
+func checkLatencyFunc(g *Globals, top *tracefs.Instance, fn string) error {
+	err := count.CheckLatencyName(fn)
+	if err == nil && g.DryRun {
+		err = count.CheckLatencyFunc(top, fn)
 	}
-	ix, err := filters.LoadIndex(top)
-	if err != nil {
-		return err
+	if errors.Is(err, count.ErrLatencyFunc) {
+		return InvalidInput(err)
 	}
-	if len(ix.Resolve(pat)) == 0 {
-		return InvalidInput(fmt.Errorf("%s is not a traceable function (not in available_filter_functions; 'ftctl functions' lists them)", safe(fn)))
+	return err
+}
+
+// latencyFuncError is err, or invalid input (exit 2) where the kernel refused FUNC's probes
+// and FUNC is not a traceable function.
+func latencyFuncError(top *tracefs.Instance, fn string, err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	err = count.LatencyFuncRefused(top, fn, err)
+	if errors.Is(err, count.ErrLatencyFunc) {
+		return InvalidInput(err)
+	}
+	return err
 }
 
 // measureFor turns tracing on and waits for the end of the measure: the command's exit (it is

@@ -32,18 +32,19 @@ $1 == "BENCHB" { b[$2, $3, $4 + 0] += $5; tot[$2, $3] += $5; les[$2, $3] = les[$
 $1 == "BENCHREF" { ref[$2, $3] = $5; next }
 $1 == "BENCHLOAD" { load[$2] = load[$2] " " $4; next }
 END {
-	order = "none graph lat-ftctl lat-perf none0 graph0 lat0-ftctl lat0-perf cnt-ftctl cnt-fstream cnt-perfstat cnt-perftrace cnt-tracecmd hist-ftctl hist-tracecmd hist-raw"
+	order = "none graph lat-ftctl lat-perf none0 graph0 lat0-ftctl lat0-perf cnt-ftctl cnt-fstream cnt-perfstat cnt-perftrace cnt-tracecmd hist-ftctl hist-tracecmd hist-raw lp0-floor lp0-ts lp0-retsoft lp0-delta lp0-act lp0-full lp0-ns"
 	nc = split(order, O, " ")
-	printf "%-14s %-22s %-20s %-20s %-11s %-18s %-18s %s\n", "condition", "counted/made", "workload time/none", "tool CPU s", "CPU s/Mcall", "armed after s", "done after s", "median bucket (µs) vs graph's"
+	printf "%-14s %-22s %-20s %-16s %-20s %-11s %-18s %-18s %s\n", "condition", "counted/made", "workload time/none", "µs/call added", "tool CPU s", "CPU s/Mcall", "armed after s", "done after s", "median bucket (µs) vs graph's"
 	for (i = 1; i <= nc; i++) {
 		c = O[i]
 		if (!seen[c]) continue
-		R = ""; C = ""; P = ""; M = ""; D = ""; LE = ""; A = ""; Z = ""
+		R = ""; C = ""; P = ""; M = ""; D = ""; LE = ""; A = ""; Z = ""; U = ""
 		# conditions on the getppid workload (none0 graph0 lat0-*) against its own baseline
 		base = (c ~ /0$|0-/) ? "none0" : "none"; g = (c ~ /0$|0-/) ? "graph0" : "graph"
 		for (r in rounds) {
 			if (!((c, r) in secs) || !((base, r) in secs)) continue
 			R = R " " secs[c, r] / secs[base, r]
+			if (c != base) U = U " " 1e6 * (secs[c, r] - secs[base, r]) / made[c, r]
 			if ((c, r) in arm && c != base) { A = A " " arm[c, r] - arm[base, r]; Z = Z " " done[c, r] - done[base, r] }
 			if ((c, r) in tcpu) t = tcpu[c, r]
 			else t = (cpuall[c, r] - self[c, r]) - (cpuall[base, r] - self[base, r])
@@ -59,18 +60,19 @@ END {
 				LE = LE " " le; D = D " " lg(le / rl)
 			}
 		}
-		printf "%-14s %-22s %-20s %-20s %-11s %-18s %-18s %s\n", c,
+		printf "%-14s %-22s %-20s %-16s %-20s %-11s %-18s %-18s %s\n", c,
 			(M == "" ? "-" : sprintf("%.4f %s", med(M), spread(M, "%.4f"))),
 			sprintf("%.2f %s", med(R), spread(R, "%.2f")),
+			(U == "" ? "-" : sprintf("%.1f %s", med(U), spread(U, "%.1f"))),
 			(C == "" ? "-" : sprintf("%.2f %s", med(C), spread(C, "%.2f"))),
 			(P == "" ? "-" : sprintf("%.2f", med(P))),
 			(A == "" ? "-" : sprintf("%.2f %s", med(A), spread(A, "%.2f"))),
 			(Z == "" ? "-" : sprintf("%.2f %s", med(Z), spread(Z, "%.2f"))),
-			(c == g ? sprintf("median duration %s µs %s", med(refs(g)), spread(refs(g), "%.2f")) : (LE == "" ? "" : sprintf("LE %s %s, buckets above graph's: %s %s", med(LE), spread(LE, "%d"), med(D), spread(D, "%d"))))
+			(c == g ? sprintf("median duration %s µs %s", med(refs(g)), spread(refs(g), "%.2f")) : (LE == "" ? "" : sprintf("LE %s %s, buckets above graph's: %s %s", med(LE), spread(LE, "%g"), med(D), spread(D, "%.1f"))))
 	}
 	# ftctl against each peer, round by round (the two ran a few seconds apart: less of the
 	# host's drift than in two ratios to none): the workload's loop time under ftctl / under the peer
-	np = split("lat-ftctl/lat-perf lat0-ftctl/lat0-perf cnt-ftctl/cnt-perfstat cnt-ftctl/cnt-tracecmd cnt-ftctl/cnt-perftrace hist-ftctl/hist-tracecmd hist-ftctl/hist-raw", PR, " ")
+	np = split("lat0-ftctl/lp0-full lp0-ns/lp0-full lat-ftctl/lat-perf lat0-ftctl/lat0-perf cnt-ftctl/cnt-perfstat cnt-ftctl/cnt-tracecmd cnt-ftctl/cnt-perftrace hist-ftctl/hist-tracecmd hist-ftctl/hist-raw", PR, " ")
 	for (i = 1; i <= np; i++) {
 		split(PR[i], ab, "/"); Q = ""
 		for (r in rounds) if ((ab[1], r) in secs && (ab[2], r) in secs && secs[ab[2], r] > 0) Q = Q " " secs[ab[1], r] / secs[ab[2], r]

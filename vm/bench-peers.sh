@@ -28,6 +28,18 @@
 #   hist-tracecmd `trace-cmd start -B th -e syscalls:sys_enter_pread64 -R hist:keys=common_pid`
 #               (trace-cmd's way to a hist trigger; `trace-cmd hist` only reads a trace.dat)
 #   hist-raw    the same trigger echoed into the event's trigger file (what sqlhist writes)
+#   lp0-*       ftctl latency's kernel chain on the near-zero function, written by hand in an
+#               instance, built up piece by piece (where its per-call cost lies; not in the
+#               default CONDS): the probe pair of the kind ftctl uses (fprobes where the README
+#               announces them, else a kprobe and a kretprobe), then
+#     lp0-floor   the pair enabled, written to the instance's ring buffer, no trigger
+#     lp0-ts      the entry's hist trigger saving ts0 (filtered on the workload's pid, as
+#                 ftctl's), and a plain hist trigger keyed by common_pid on the return
+#     lp0-delta   the return's trigger also computes lat = common_timestamp.usecs - \$ts0
+#     lp0-act     ... and sends it to a synthetic event (onmatch().trace()) nobody hooks
+#     lp0-full    ... whose .log2 hist trigger buckets it: ftctl latency's whole chain
+#     lp0-ns      lp0-full in nanoseconds (common_timestamp, no .usecs)
+#     lp0-retsoft lp0-ts's triggers with tracing_on 0 in the instance (no ring buffer)
 # Per condition: calls counted (by the tool) against calls made, the workload's own time (its
 # loop, measured inside it) against none's, the tool's CPU (user+system of the tool and its
 # helpers, the workload's own CPU taken out: vm/stopwatch's wait4 figure minus readloop's
@@ -35,7 +47,9 @@
 # exec-to-first-read taken out) and to done (last read to the tool's exit), and for latency the median bucket of each tool against the reference's median
 # duration. Medians of RUNS rounds, with the spread (min-max).
 #
-# usage: [RUNS=N] [CALLS=N] [CONDS="none graph ..."] vm/bench-peers.sh [KERNEL...]  (default 6.1 6.12)
+# usage: [RUNS=N] [CALLS=N] [CONDS="none graph ..."] [ICOUNT=3] vm/bench-peers.sh [KERNEL...]  (default 6.1 6.12)
+# ICOUNT=N: the guest's clock counts instructions (qemu -icount shift=N): durations free of the
+# shared host's load (seen 2026-11-28: 6.12 runs so; 6.1 printed nothing in 15 minutes)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -80,6 +94,48 @@ ready() { # ready GLOB: wait up to 30 s for a hist trigger in a file matching GL
 	echo "BENCHERR not ready: \$1"
 }
 bkt() { sed "s/^/BENCHB \$1 \$2 /"; } # bkt COND ROUND: "LE COUNT" lines, bucket (LE/2, LE] µs
+# ftctl latency's chain by hand (lp0-*): the probe pair of the kind ftctl uses
+if [ \$(grep -c 'f\[:\[<group>' README) -gt 0 ]; then PE=f:bp/e PR=f:bp/r PRS=%return PF=dynamic_events
+else PE=p:bp/e PR=r:bp/r PRS= PF=kprobe_events; fi
+lpunset() { # remove what lp set, newest first; each removal by the text written
+	E=instances/lp/events
+	[ -n "\$T3" ] && echo "!\$T3" >> \$E/synthetic/lpsyn/trigger
+	[ -n "\$T2" ] && echo "!\$T2" >> \$E/bp/r/trigger
+	[ -f /tmp/t1 ] && echo "!\$(cat /tmp/t1)" >> \$E/bp/e/trigger
+	echo 0 > \$E/bp/e/enable 2>/dev/null; echo 0 > \$E/bp/r/enable 2>/dev/null
+	grep -q '^lpsyn' synthetic_events && echo '!lpsyn u64 lat' >> synthetic_events
+	echo -:bp/r >> \$PF; echo -:bp/e >> \$PF; rmdir instances/lp; rm -f /tmp/t1 /tmp/t2
+}
+lp() { # lp COND ROUND
+	E=instances/lp/events; u=.usecs; T2=; T3=
+	case \$1 in *-ns) u= ;; esac
+	mkdir instances/lp; echo "\$PE \$F" >> \$PF; echo "\$PR \$F\$PRS" >> \$PF
+	T1="hist:keys=common_pid:ts0=common_timestamp\$u"
+	case \$1 in
+	*-floor) echo 1 > \$E/bp/e/enable; echo 1 > \$E/bp/r/enable ;;
+	*-ts|*-retsoft) T2="hist:keys=common_pid" ;;
+	*-delta) T2="hist:keys=common_pid:lat=common_timestamp\$u-"'\$ts0' ;;
+	*) T2="hist:keys=common_pid:lat=common_timestamp\$u-"'\$ts0:onmatch(bp.e).trace(lpsyn,\$lat)'
+		echo 'lpsyn u64 lat' >> synthetic_events ;;
+	esac
+	case \$1 in *-full|*-ns) T3="hist:keys=lat.log2:sort=lat"; echo "\$T3" >> \$E/synthetic/lpsyn/trigger ;; esac
+	printf '%s\\n' "\$T2" > /tmp/t2
+	case \$1 in *-retsoft) echo 0 > instances/lp/tracing_on ;; esac
+	# the entry's trigger filtered on the workload's pid, as ftctl's, then the return's (which
+	# names the entry's variable), written by the workload's shell before it becomes the
+	# workload (the loop's time is measured inside it)
+	case \$1 in
+	*-floor) sw \$1 \$2 "\$W" ;;
+	*) sw \$1 \$2 "echo \\"\$T1 if common_pid == \\\$\\\$\\" | tee /tmp/t1 >> \$T/\$E/bp/e/trigger; read -r l < /tmp/t2; echo \\"\\\$l\\" >> \$T/\$E/bp/r/trigger; exec \$W" ;;
+	esac
+	h=\$E/bp/r/hist; [ -n "\$T3" ] && h=\$E/synthetic/lpsyn/hist
+	[ -n "\$T2" ] && echo "BENCHCALLS \$1 \$2 \$(grep 'Hits:' \$h | awk '{ print \$2 }')"
+	if [ -n "\$T3" ]; then # the buckets, LE in µs ((LE/2, LE]; in ns for lp0-ns, divided by 1000)
+		d=1; [ -z "\$u" ] && d=1000
+		awk -v d=\$d '/hitcount:/ { e = \$0; sub(/.*2\\^/, "", e); sub(/[^0-9].*/, "", e); c = \$0; sub(/.*hitcount: */, "", c); p = 1; for (i = 0; i < e + 0; i++) p *= 2; print p / d, c + 0 }' \$h | bkt \$1 \$2
+	fi
+	lpunset
+}
 run() { # run COND ROUND
 	F=vfs_read; W=\$W1
 	case \$1 in *0|*0-*) F=\$F0; W=\$W0 ;; esac
@@ -128,6 +184,7 @@ run() { # run COND ROUND
 		sw \$1 \$2 "\$W"
 		echo "BENCHCALLS \$1 \$2 \$(grep 'Hits:' instances/th/events/syscalls/sys_enter_pread64/hist | awk '{ print \$2 }') toolcpu \$(cut -d' ' -f5 /tmp/sw0)"
 		trace-cmd reset -B th > /dev/null 2>&1; rmdir instances/th 2>/dev/null ;;
+	lp0-*) lp \$1 \$2 ;;
 	hist-raw) mkdir instances/hr; echo 'hist:keys=common_pid' > instances/hr/events/syscalls/sys_enter_pread64/trigger
 		sw \$1 \$2 "\$W"
 		echo "BENCHCALLS \$1 \$2 \$(grep 'Hits:' instances/hr/events/syscalls/sys_enter_pread64/hist | awk '{ print \$2 }') toolcpu 0"
@@ -137,6 +194,8 @@ run() { # run COND ROUND
 # A fresh VM has no entropy source: the first getrandom(2) blocks (6.12 spins jitter entropy
 # meanwhile) until the CRNG is ready. Wait for it here, once, outside the rounds; say how long.
 stopwatch crng "head -c 1 /dev/random > /dev/null" 2>/dev/null | sed 's/^BENCH /BENCHINFO /'
+# what reading the function index costs (ftctl latency read it at every start until h-lat)
+stopwatch index "cat available_filter_functions > /dev/null" 2>/dev/null | sed 's/^BENCH /BENCHINFO /'
 for n in \$(seq ${RUNS:-5}); do
 	for c in ${CONDS:-none graph lat-ftctl lat-perf none0 graph0 lat0-ftctl lat0-perf cnt-ftctl cnt-perfstat cnt-perftrace cnt-tracecmd hist-ftctl hist-tracecmd hist-raw}; do
 		run \$c \$n; echo "BENCHLOAD \$c \$n \$(cat /proc/loadavg)"
@@ -154,7 +213,7 @@ for k in $kernels; do
 	while busy_host && [ "$waited" -lt "${BENCH_WAIT:-600}" ]; do sleep 30; waited=$((waited + 30)); done
 	log=$build/bench-peers-$k.log
 	load0=$(cut -d' ' -f1-3 /proc/loadavg)
-	FTCTL_VM_TCG_THREAD=single "$here/run.sh" --kernel "$k" --mode cmd --script "$guest" --timeout "${BENCH_TIMEOUT:-900}" --log "$log" \
+	FTCTL_VM_TCG_THREAD=single FTCTL_VM_ICOUNT=${ICOUNT-} "$here/run.sh" --kernel "$k" --mode cmd --script "$guest" --timeout "${BENCH_TIMEOUT:-900}" --log "$log" \
 		--file "$build/ftctl:/bin/ftctl" --file "$build/readloop:/bin/readloop" --file "$build/stopwatch:/bin/stopwatch" \
 		--bin "$tracecmd:/usr/bin/trace-cmd" --bin "$perf:/usr/bin/perf" >/dev/null 2>&1 || echo "bench-peers: the $k boot failed; see $log" >&2
 	echo "== kernel $k ($(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]*' "$log" | sed 's/.*=//')), TCG single-threaded, $(date -u '+%F %H:%M'), ftctl $rev; host load $load0 before (after waiting ${waited}s), $(cut -d' ' -f1-3 /proc/loadavg) after"

@@ -96,6 +96,10 @@ tcg_thread=${FTCTL_VM_TCG_THREAD:-single}
 append="console=ttyS0 quiet loglevel=3 panic=-1 oops=panic ftctl.mode=$mode ftctl.vmtest=1 ${FTCTL_VM_APPEND:-}"
 qemu=(qemu-system-x86_64 -accel "tcg,thread=$tcg_thread" -m 1024 -smp 2 -kernel "$vmlinuz" -initrd "$work/initrd.cpio"
 	-append "$append" -display none -no-reboot)
+# FTCTL_VM_ICOUNT=N: the guest's clock counts instructions, 2^N ns each (qemu -icount
+# shift=N), not the host's time: a benchmark's durations are then the guest's work alone,
+# whatever else the shared host runs (its load moved the TCG figures by up to 3x).
+if [ -n "${FTCTL_VM_ICOUNT:-}" ]; then qemu+=(-icount "shift=$FTCTL_VM_ICOUNT,sleep=on"); fi
 
 if [ "$mode" = sandbox ]; then
 	# mon:stdio: Ctrl-C reaches the guest's shell, Ctrl-A X leaves qemu.

@@ -130,10 +130,22 @@ func TestLatency(t *testing.T) {
 	t.Run("invalid", func(t *testing.T) {
 		for _, args := range [][]string{
 			{"no_such_function_ftctl"}, {"vfs_*"}, {"vfs_read", "--by", "cpu"}, {"vfs_read", "--pid", "-3"},
+			{"no_such_function_ftctl", "--dry-run"},
 		} {
-			if r := ftctlRun(t, append([]string{"latency"}, args...)...); r.code != 2 {
+			r := ftctlRun(t, append([]string{"latency"}, args...)...)
+			if r.code != 2 {
 				t.Errorf("latency %q: want exit 2: %v", args, r)
 			}
+			if args[0] == "no_such_function_ftctl" && !strings.Contains(r.stderr, "is not a traceable function") {
+				t.Errorf("latency %q: want 'is not a traceable function': %v", args, r)
+			}
+		}
+		// a symbol ftrace cannot trace (neither Debian kernel lists it in
+		// available_filter_functions): fprobes refuse it, and the index then says why (exit 2);
+		// a kprobe pair takes it (6.1: kprobes need no ftrace record), and measures it
+		r := ftctlRun(t, "latency", "__x64_sys_getppid", "--duration", "1s")
+		if fp := topFS(t).DetectFeatures().Probe.Fprobe; fp && (r.code != 2 || !strings.Contains(r.stderr, "is not a traceable function")) || !fp && r.code != 0 {
+			t.Errorf("latency __x64_sys_getppid (fprobes %v): %v", fp, r)
 		}
 		if after := latencyState(t); after != before {
 			t.Errorf("state changed:\n%s\n%s", before, after)
