@@ -200,3 +200,37 @@ func (s Status) Summary() string {
 		map[bool]string{true: "", false: "; not recording"}[s.TracingOn] +
 		map[bool]string{true: "", false: "; no snapshot buffer (a dump empties the ring)"}[s.Snapshot]
 }
+
+// Prune removes the state of recorders whose owner is gone (`ftctl reset --all` deleted it):
+// a directory flight/NAME with no declaration of NAME. It returns the names it removed (with
+// fs.DryRun, would remove). The caller holds the tracefs lock.
+func Prune(fs *tracefs.FS) ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(fs.StatePath(), "flight"))
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	var pruned []string
+	var errs []error
+	for _, e := range ents {
+		n := e.Name()
+		if session.CheckOwnerName(n) != nil {
+			continue // not a recorder's
+		}
+		if _, err := session.ReadOwner(fs, n); !errors.Is(err, session.ErrNoOwner) {
+			continue
+		}
+		if fs.DryRun == nil {
+			if err := os.RemoveAll(dir(fs, n)); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		pruned = append(pruned, n)
+	}
+	if fs.DryRun == nil {
+		os.Remove(filepath.Join(fs.StatePath(), "flight")) // empty now: gone, as after the last stop
+	}
+	return pruned, errors.Join(errs...)
+}
