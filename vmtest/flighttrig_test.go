@@ -88,6 +88,7 @@ func bigMarkers(t *testing.T, inst, tag string, n int) {
 // recording; reset removes the dead arm's instance and leaves the recorder; stop removes
 // everything.
 func TestFlightArmEvent(t *testing.T) {
+	warmProfile(t, profileFile(t, "vmprof.json", vmprof(t, false))) // the rings expanded first: before is after that
 	before := controlState(t)
 	t.Cleanup(func() { ftctlRun(t, "flight", "stop", "trig") })
 	if r := ftctlRun(t, "flight", "start", "trig", "-e", "sched:sched_process_exit", "--buffer-kb", "1024"); r.code != 0 {
@@ -295,6 +296,7 @@ func TestFlightArmIdleCPU(t *testing.T) {
 // READY=1 each time); SIGTERM ends arm (143) and stops the recorder.
 func TestFlightArmSystemd(t *testing.T) {
 	t.Cleanup(func() { ftctlRun(t, "flight", "stop", "unit") })
+	warmProfile(t, profileFile(t, "vmprof.json", vmprof(t, false)))
 	before := controlState(t)
 	sock := filepath.Join(t.TempDir(), "notify")
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
