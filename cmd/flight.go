@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
-	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -148,13 +144,19 @@ func NewCmdFlightStatus(g *Globals, runF func(context.Context, *FlightNameOption
 	opts := &FlightNameOptions{G: g}
 	return &cobra.Command{
 		Use:   "status [NAME]",
-		Short: "Show the flight recorders: ring size and fill, overwritten events per CPU",
+		Short: "Show the flight recorders: ring fill, overruns per CPU, triggers, dumps",
 		Example: `  sudo ftctl flight status
   sudo ftctl flight status box -o json`,
 		Args: args(cobra.MaximumNArgs(1)),
 		Annotations: map[string]string{AnnotationJSON: `[{"name": "box", "instance": "ftctl-owned-box", "state": "applied", "since": "2026-11-27T22:40:00Z", ` +
 			`"buffer_kb": 4096, "tracing_on": true, "snapshot": true, "cpus": [{"cpu": 0, "entries": 1200, "overrun": 0, "commit_overrun": 0, ` +
-			`"dropped_events": 0, "read_events": 0, "bytes": 65536}], "events": ["sched:sched_process_exit"]}]: overrun counts the events the ring overwrote`},
+			`"dropped_events": 0, "read_events": 0, "bytes": 65536}], "fill_percent": 1.6, "events": ["sched:sched_process_exit"], ` +
+			`"arm": {"pid": 4242, "instance": "ftctl-4242-1a2b3c", "since": "2026-11-27T22:41:00Z", "dir": "/var/lib/ftctl/flight", "rate": "10s", "keep": 10, "max_bytes": 0, ` +
+			`"triggers": [{"kind": "signal", "spec": "SIGUSR1", "fired": 1, "dumps": 1, "last_fired": "...", "last_dump": "..."}, ` +
+			`{"kind": "event", "spec": "sched:sched_process_exit if comm == \"nginx\"", "event": "sched:sched_process_exit", "filter": "comm == \"nginx\"", "fired": 0, "dumps": 0}], "alive": true}, ` +
+			`"dumps": [{"name": "box-20261127T224500.000Z.dat", "size": 1048576}]}]: overrun counts the events the ring overwrote; ` +
+			`fill_percent the bytes in the ring against its size; "arm" is null when no 'flight arm' armed it, its "alive" false when the arming process is gone; ` +
+			`"kind" is signal, event, latency or warn; "dumps" lists the dumps in the arm's directory, oldest first`},
 		RunE: func(c *cobra.Command, a []string) error {
 			if len(a) == 1 {
 				opts.Name = a[0]
@@ -188,8 +190,40 @@ func flightStatusRun(_ context.Context, opts *FlightNameOptions) error {
 		for _, c := range s.CPUs {
 			fmt.Fprintf(g.Out, "  cpu%d: %d events, %d overwritten, %d KiB\n", c.CPU, c.Entries, c.Overrun, c.BytesInBuffer>>10)
 		}
+		printArm(g, s)
 	}
 	return nil
+}
+
+// printArm prints who arms a recorder, its triggers and the dumps on disk.
+func printArm(g *Globals, s flight.Status) {
+	a := s.Arm
+	if a == nil {
+		fmt.Fprintf(g.Out, "  not armed ('ftctl flight arm %s -d DIR' dumps it on triggers)\n", s.Name)
+		return
+	}
+	state := "armed"
+	if !a.Alive {
+		state = "was armed (its process is gone: no trigger dumps it)"
+	}
+	fmt.Fprintf(g.Out, "  %s by pid %d since %s: dumps into %s, at most one per %s per trigger, keep %d, max %d MiB\n",
+		state, a.PID, a.Since.Format(time.RFC3339), safe(a.Dir), a.Rate, a.Keep, a.MaxBytes>>20)
+	for _, t := range a.Triggers {
+		last := ""
+		if !t.LastFired.IsZero() {
+			last = ", last " + t.LastFired.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(g.Out, "  trigger %s %s: fired %d, dumped %d%s\n", t.Kind, safe(t.Spec), t.Fired, t.Dumps, last)
+	}
+	var total int64
+	for _, d := range s.Dumps {
+		total += d.Size
+	}
+	fmt.Fprintf(g.Out, "  %d dumps on disk (%d KiB)", len(s.Dumps), total>>10)
+	if len(s.Dumps) > 0 {
+		fmt.Fprintf(g.Out, ", newest %s", safe(s.Dumps[len(s.Dumps)-1].Name))
+	}
+	fmt.Fprintln(g.Out)
 }
 
 // FlightDumpOptions are the inputs of `ftctl flight dump`.
@@ -282,107 +316,4 @@ func flightStopRun(ctx context.Context, opts *FlightNameOptions) error {
 		g.Notice("flight %s stopped and removed", opts.Name)
 	}
 	return nil
-}
-
-// FlightArmOptions are the inputs of `ftctl flight arm`.
-type FlightArmOptions struct {
-	G        *Globals
-	Name     string
-	Dir      string        // -d: where the dumps go
-	Keep     int           // --keep
-	MaxBytes int64         // --max-mb, in bytes
-	Rate     time.Duration // --rate: at most one dump per
-}
-
-// NewCmdFlightArm builds `ftctl flight arm`.
-func NewCmdFlightArm(g *Globals, runF func(context.Context, *FlightArmOptions) error) *cobra.Command {
-	opts := &FlightArmOptions{G: g}
-	var maxMB int64
-	c := &cobra.Command{
-		Use:   "arm NAME -d DIR [--keep N] [--max-mb M] [--rate D]",
-		Short: "Dump a flight recorder's ring on SIGUSR1, rate-limited, the dumps rotated",
-		Long: `Wait for SIGUSR1 and dump the ring of the flight recorder NAME into DIR at each one, as
-NAME-TIME.dat (UTC, sortable), without stopping it: a dump holds the minutes before the signal.
-A signal within --rate of the last dump is ignored (said on stderr), so that a storm of alerts
-makes one dump. After each dump the oldest of NAME's dumps in DIR are removed until at most
---keep are left and they hold at most --max-mb MiB together (the newest is always kept).
-"armed" is said on stderr once signals are awaited. SIGINT or SIGTERM ends it (the recorder goes
-on recording: 'flight stop' stops it).`,
-		Example: `  sudo ftctl flight arm box -d . --keep 5 --rate 1m   # an alert: pkill -USR1 -f 'arm box'`,
-		Args:    args(cobra.ExactArgs(1)),
-		RunE: func(c *cobra.Command, a []string) error {
-			opts.Name, opts.MaxBytes = a[0], maxMB<<20
-			return runCmd(c, runF, flightArmRun, opts)
-		},
-	}
-	f := c.Flags()
-	f.StringVarP(&opts.Dir, "dir", "d", "", "write the dumps into `DIR` (yours, or root's; not writable by others)")
-	f.IntVar(&opts.Keep, "keep", 10, "keep at most `N` dumps of the recorder in DIR (0: no limit by count)")
-	f.Int64Var(&maxMB, "max-mb", 0, "keep at most `M` MiB of the recorder's dumps in DIR (0: no limit by size)")
-	f.DurationVar(&opts.Rate, "rate", 10*time.Second, "dump at most once per `D`")
-	return c
-}
-
-func flightArmRun(ctx context.Context, opts *FlightArmOptions) error {
-	g := opts.G
-	if err := session.CheckOwnerName(opts.Name); err != nil {
-		return InvalidInput(err)
-	}
-	if opts.Dir == "" || opts.Keep < 0 || opts.MaxBytes < 0 || opts.Rate < 0 {
-		return InvalidInput(errors.New("-d DIR is required, and --keep, --max-mb and --rate must not be negative"))
-	}
-	if st, err := os.Stat(opts.Dir); err != nil || !st.IsDir() {
-		return InvalidInput(fmt.Errorf("-d %s: not a directory", safe(opts.Dir)))
-	}
-	if g.DryRun {
-		return InvalidInput(errors.New("flight arm waits for signals and dumps then: 'ftctl --dry-run flight dump NAME -o FILE' shows what a dump writes"))
-	}
-	fs, err := g.FS()
-	if err != nil {
-		return err
-	}
-	if _, err := flight.Statuses(fs, opts.Name); err != nil {
-		return InvalidInput(err)
-	}
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	defer signal.Stop(usr1)
-	g.Notice("flight %s armed: SIGUSR1 (pid %d) dumps into %s", opts.Name, os.Getpid(), safe(opts.Dir))
-	var last time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-usr1:
-		}
-		if !last.IsZero() && time.Since(last) < opts.Rate {
-			g.Notice("flight %s: SIGUSR1 within --rate %v of the last dump: none made", opts.Name, opts.Rate)
-			continue
-		}
-		last = time.Now()
-		if err := armDump(ctx, opts, last); err != nil {
-			g.Notice("flight %s: the dump failed: %v", opts.Name, err) // armed still: the next signal tries again
-		}
-	}
-}
-
-// armDump makes one triggered dump and rotates the recorder's dumps.
-func armDump(ctx context.Context, opts *FlightArmOptions, at time.Time) error {
-	g := opts.G
-	fs, lock, err := g.BeginWrite(ctx)
-	if err != nil {
-		return err
-	}
-	out := filepath.Join(opts.Dir, flight.DumpName(opts.Name, at))
-	st, err := flight.Dump(ctx, fs, opts.Name, out, fileOwners()...)
-	lock.Unlock()
-	if err != nil {
-		return err
-	}
-	g.Notice("flight %s: dumped %d events (%d KiB, %d overwritten) into %s", opts.Name, st.Events, st.Bytes>>10, st.Lost, safe(out))
-	removed, err := flight.Rotate(opts.Dir, opts.Name, opts.Keep, opts.MaxBytes)
-	for _, r := range removed {
-		g.Notice("flight %s: removed the old dump %s", opts.Name, safe(r))
-	}
-	return err
 }

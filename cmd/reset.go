@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ftctl/ftctl/flight"
 	"github.com/ftctl/ftctl/session"
 	"github.com/ftctl/ftctl/tracefs"
 )
@@ -231,6 +232,13 @@ func resetAll(ctx context.Context, opts *ResetOptions) error {
 	}
 	defer lock.Unlock()
 	errs := session.ResetAll(fs, g.Notice)
+	pruned, err := flight.Prune(fs) // their owners went with the rest
+	if err != nil {
+		errs = append(errs, fmt.Errorf("removing the flight recorders' state: %w", err))
+	}
+	for _, n := range pruned {
+		g.Notice("%s flight recorder %s's state (its instance is gone)", map[bool]string{true: "would remove", false: "removed"}[g.DryRun], n)
+	}
 	if _, err := recordings(g, fs, opts.RemoveRecordings); err != nil {
 		errs = append(errs, err)
 	}

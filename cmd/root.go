@@ -475,7 +475,7 @@ func withSignals(parent context.Context) (context.Context, func()) {
 // configuration again" (claimSIGHUP).
 var hupClaim atomic.Pointer[chan struct{}]
 
-// claimSIGHUP makes SIGHUP a reload for a daemon command (agent): the returned channel receives
+// claimSIGHUP makes SIGHUP a reload for a daemon command (agent, flight arm -f): the returned channel receives
 // it, until release.
 func claimSIGHUP() (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)

@@ -142,8 +142,14 @@ type Status struct {
 	TracingOn bool               `json:"tracing_on"`
 	Snapshot  bool               `json:"snapshot"` // dumps swap the ring out (no gap)
 	CPUs      []tracefs.CPUStats `json:"cpus"`
+	// FillPercent is how full the ring is: the bytes it holds against its size, all CPUs.
+	FillPercent float64 `json:"fill_percent"`
 	// Events are the events enabled in the ring.
 	Events []string `json:"events"`
+	// Arm is the arming process's state (flight arm), null when none armed it; Dumps are
+	// the dumps on disk in its directory.
+	Arm   *ArmState  `json:"arm"`
+	Dumps []DumpFile `json:"dumps"`
 }
 
 // Statuses lists the recorders (only name when given).
@@ -166,7 +172,7 @@ func Statuses(fs *tracefs.FS, name string) ([]Status, error) {
 		if err != nil {
 			return nil, err
 		}
-		st := Status{Name: n, Instance: in.Name, Snapshot: in.Has("snapshot"), Events: []string{}}
+		st := Status{Name: n, Instance: in.Name, Snapshot: in.Has("snapshot"), Events: []string{}, Dumps: []DumpFile{}}
 		if o, err := session.ReadOwner(fs, n); err == nil {
 			st.State, st.Since = o.State, o.Since.Format("2006-01-02T15:04:05Z")
 		} else {
@@ -180,6 +186,10 @@ func Statuses(fs *tracefs.FS, name string) ([]Status, error) {
 		st.BufferKB, _, _ = in.BufferSizeKB()
 		st.TracingOn, _ = in.TracingOn()
 		st.CPUs, _ = in.CPUStats()
+		st.FillPercent = fill(st.CPUs, st.BufferKB)
+		if st.Arm = readArm(fs, n); st.Arm != nil {
+			st.Dumps, _ = Dumps(st.Arm.Dir, n)
+		}
 		if ev, err := in.EnabledEvents(); err == nil {
 			for _, e := range ev {
 				st.Events = append(st.Events, e.System+":"+e.Event)
@@ -190,13 +200,92 @@ func Statuses(fs *tracefs.FS, name string) ([]Status, error) {
 	return out, nil
 }
 
+// fill is the percentage of the rings of cpus (bufferKB each) their bytes take.
+func fill(cpus []tracefs.CPUStats, bufferKB int) float64 {
+	var bytes int64
+	for _, c := range cpus {
+		bytes += c.BytesInBuffer
+	}
+	if bufferKB <= 0 || len(cpus) == 0 {
+		return 0
+	}
+	return float64(bytes) * 100 / float64(int64(bufferKB)<<10*int64(len(cpus)))
+}
+
 // Summary of a status's CPUs: entries, overruns (events the ring overwrote) and bytes.
 func (s Status) Summary() string {
 	var entries, overrun, bytes int64
 	for _, c := range s.CPUs {
 		entries, overrun, bytes = entries+c.Entries, overrun+c.Overrun, bytes+c.BytesInBuffer
 	}
-	return fmt.Sprintf("%d events in the ring (%d KiB), %d overwritten", entries, bytes>>10, overrun) +
+	return fmt.Sprintf("%d events in the ring (%d KiB, %.0f%% full), %d overwritten", entries, bytes>>10, s.FillPercent, overrun) +
 		map[bool]string{true: "", false: "; not recording"}[s.TracingOn] +
 		map[bool]string{true: "", false: "; no snapshot buffer (a dump empties the ring)"}[s.Snapshot]
+}
+
+// Prune removes the state of recorders whose owner is gone (`ftctl reset --all` deleted it):
+// a directory flight/NAME with no declaration of NAME. It returns the names it removed (with
+// fs.DryRun, would remove). The caller holds the tracefs lock.
+func Prune(fs *tracefs.FS) ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(fs.StatePath(), "flight"))
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	var pruned []string
+	var errs []error
+	for _, e := range ents {
+		n := e.Name()
+		if session.CheckOwnerName(n) != nil {
+			continue // not a recorder's
+		}
+		if _, err := session.ReadOwner(fs, n); !errors.Is(err, session.ErrNoOwner) {
+			continue
+		}
+		if fs.DryRun == nil {
+			if err := os.RemoveAll(dir(fs, n)); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		pruned = append(pruned, n)
+	}
+	if fs.DryRun == nil {
+		os.Remove(filepath.Join(fs.StatePath(), "flight")) // empty now: gone, as after the last stop
+	}
+	return pruned, errors.Join(errs...)
+}
+
+// Reapply brings the running recorder p.Metadata.Name to p through the engine
+// (profile.Plan.Apply: what changed written in place, or the owner set up again when its
+// definitions changed, and on failure the kernel put back as it was), then allocates its
+// snapshot buffer again if the set-up made a new instance, and captures what its dumps need
+// again (its events may have changed). The caller holds the tracefs lock.
+func Reapply(ctx context.Context, fs *tracefs.FS, p *profile.Profile, notice func(string, ...any)) (*profile.Result, error) {
+	name := p.Metadata.Name
+	if _, err := recorder(fs, name); err != nil {
+		return nil, err
+	}
+	pl, err := profile.Compute(fs, p)
+	if err != nil {
+		return nil, err
+	}
+	res, err := pl.Apply(ctx, fs, notice)
+	if err != nil || fs.DryRun != nil || !res.Changed {
+		return res, err
+	}
+	in, err := fs.Existing(p.InstanceName())
+	if err != nil {
+		return res, err
+	}
+	if ok, _ := in.SnapshotAllocated(); !ok {
+		if err := stream.PrepareSnapshot(in); err != nil {
+			notice("flight %s: no snapshot buffer (%v): a dump will read the ring itself, emptying it", name, err)
+		}
+	}
+	if err := stream.SaveHeader(in, filepath.Join(dir(fs, name), headerFile)); err != nil {
+		return res, fmt.Errorf("capturing what a dump needs (formats, kallsyms): %w", err)
+	}
+	return res, nil
 }

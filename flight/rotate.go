@@ -20,16 +20,40 @@ func DumpName(name string, t time.Time) string {
 // newest is never removed. It returns the files removed. Only files named as DumpName names
 // them are looked at.
 func Rotate(dir, name string, keep int, maxBytes int64) ([]string, error) {
+	dumps, err := Dumps(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	var total int64
+	for _, d := range dumps {
+		total += d.Size
+	}
+	var removed []string
+	for len(dumps) > 1 && (keep > 0 && len(dumps) > keep || maxBytes > 0 && total > maxBytes) {
+		p := filepath.Join(dir, dumps[0].Name)
+		if err := os.Remove(p); err != nil {
+			return removed, fmt.Errorf("rotating the dumps: %w", err)
+		}
+		removed = append(removed, p)
+		total -= dumps[0].Size
+		dumps = dumps[1:]
+	}
+	return removed, nil
+}
+
+// DumpFile is a triggered dump on disk.
+type DumpFile struct {
+	Name string `json:"name"`
+	Size int64  `json:"size"`
+}
+
+// Dumps lists recorder name's dumps in dir (files named as DumpName names them), oldest first.
+func Dumps(dir, name string) ([]DumpFile, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	type dump struct {
-		name string
-		size int64
-	}
-	var dumps []dump
-	var total int64
+	var dumps []DumpFile
 	for _, e := range ents {
 		n := e.Name()
 		if !e.Type().IsRegular() || !strings.HasPrefix(n, name+"-") || !strings.HasSuffix(n, "Z.dat") {
@@ -39,19 +63,8 @@ func Rotate(dir, name string, keep int, maxBytes int64) ([]string, error) {
 		if err != nil {
 			continue
 		}
-		dumps = append(dumps, dump{n, info.Size()})
-		total += info.Size()
+		dumps = append(dumps, DumpFile{n, info.Size()})
 	}
-	sort.Slice(dumps, func(i, j int) bool { return dumps[i].name < dumps[j].name })
-	var removed []string
-	for len(dumps) > 1 && (keep > 0 && len(dumps) > keep || maxBytes > 0 && total > maxBytes) {
-		p := filepath.Join(dir, dumps[0].name)
-		if err := os.Remove(p); err != nil {
-			return removed, fmt.Errorf("rotating the dumps: %w", err)
-		}
-		removed = append(removed, p)
-		total -= dumps[0].size
-		dumps = dumps[1:]
-	}
-	return removed, nil
+	sort.Slice(dumps, func(i, j int) bool { return dumps[i].Name < dumps[j].Name })
+	return dumps, nil
 }

@@ -260,6 +260,19 @@ func (p *Pipe) wait() error {
 	}
 }
 
+// NoEOF makes Read wait in poll(2) with no timeout, for a reader that turns tracing off only
+// after it stopped reading (an armed flight recorder's trigger): the end of file that tracing
+// turned off gives is not looked for, so a reader waiting on an idle buffer takes no CPU (a
+// Read otherwise reads tracing_on every eofCheck once it has returned something).
+func (p *Pipe) NoEOF() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.on >= 0 {
+		unix.Close(p.on)
+		p.on = -1
+	}
+}
+
 // Close stops the reader: a Read blocked in another goroutine returns ErrPipeClosed, then the
 // descriptors are closed. Calling it again does nothing.
 func (p *Pipe) Close() error {

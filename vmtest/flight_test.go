@@ -4,7 +4,10 @@ package vmtest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	iofs "io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -139,5 +142,23 @@ func TestFlightArm(t *testing.T) {
 	out := filepath.Join(dir, "after.dat")
 	if r := ftctlRun(t, "flight", "dump", "armed", "-o", out); r.code != 0 || !strings.Contains(ftctlRun(t, "report", out).stdout, "flight-marker-99\n") {
 		t.Errorf("the recorder does not record after arm ended: %v", r)
+	}
+}
+
+// reset --all removes a flight recorder's instance (its owner), and with it the recorder's
+// state in /run/ftctl/flight: nothing names a recorder that is gone.
+func TestFlightResetAll(t *testing.T) {
+	t.Cleanup(func() { ftctlRun(t, "flight", "stop", "gone") })
+	if r := ftctlRun(t, "flight", "start", "gone", "-e", "sched:sched_process_exit", "--buffer-kb", "64"); r.code != 0 {
+		t.Fatalf("flight start: %v", r)
+	}
+	if r := ftctlRun(t, "reset", "--all", "--yes"); r.code != 0 {
+		t.Fatalf("reset --all: %v", r)
+	}
+	if _, err := os.Stat("/run/ftctl/flight/gone"); !errors.Is(err, iofs.ErrNotExist) {
+		t.Errorf("reset --all left /run/ftctl/flight/gone: %v", err)
+	}
+	if r := ftctlRun(t, "flight", "status"); r.code != 0 || strings.Contains(r.stdout, "gone") {
+		t.Errorf("flight status after reset --all: %v", r)
 	}
 }

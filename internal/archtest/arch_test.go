@@ -35,7 +35,7 @@ var allowed = map[string][]string{
 	// parsers, applied through session's declared owners
 	"profile": {"tracefs", "filters", "probes", "eventfilter", "session"},
 	// the flight recorder: a profile applied as a declared owner, its ring dumped by stream/
-	"flight":           {"tracefs", "session", "profile", "stream"},
+	"flight":           {"tracefs", "session", "profile", "stream", "count"}, // count: a latency trigger's set-up
 	"cmd":              {"tracefs", "filters", "probes", "eventfilter", "stream", "session", "tui", "hist", "count", "tracedat", "internal/atdir", "profile", "flight", "agent"},
 	"agent":            {"tracefs", "profile", "hist"},
 	"internal/gendocs": {"cmd", "profile"},
