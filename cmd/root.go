@@ -248,35 +248,7 @@ func NewRootCmd(g *Globals) *cobra.Command {
 
 	rootFlags(root, g)
 
-	root.AddCommand(
-		NewCmdStatus(g, nil),
-		NewCmdMount(g, nil),
-		NewCmdInstance(g),
-		NewCmdFunctions(g, nil),
-		NewCmdFilter(g, filters.FilterFile),
-		NewCmdFilter(g, filters.NotraceFile),
-		NewCmdStream(g, nil),
-		NewCmdProbe(g),
-		NewCmdTrace(g, nil),
-		NewCmdRecord(g, nil),
-		NewCmdReport(g, nil),
-		NewCmdHist(g, nil),
-		NewCmdLatency(g, nil),
-		NewCmdCount(g, nil),
-		NewCmdGraph(g, nil),
-		NewCmdTUI(g, nil),
-		NewCmdReset(g, nil),
-		NewCmdExport(g, nil),
-		NewCmdPlan(g, nil),
-		NewCmdApply(g, nil),
-		NewCmdDiff(g, nil),
-		NewCmdDelete(g, nil),
-		NewCmdFlight(g),
-		NewCmdAgent(g, nil),
-		NewCmdList(g),
-		NewCmdProfile(g),
-		NewCmdVersion(g, nil),
-	)
+	root.AddCommand(subcommands(g)...)
 	groupsRefuseTypos(root)
 	groupCommands(root)
 	return root
@@ -330,6 +302,18 @@ var commandGroups = []struct {
 		[]string{"apply", "plan", "diff", "export", "delete", "profile", "flight", "agent"}},
 	{"setup", "Set tracing up by hand:", []string{"filter", "notrace", "probe", "instance", "functions", "list"}},
 	{"inspect", "See and clean up:", []string{"status", "reset", "mount", "version", "completion", "help"}},
+}
+
+// subcommands are the root's commands.
+func subcommands(g *Globals) []*cobra.Command {
+	return []*cobra.Command{
+		NewCmdStatus(g, nil), NewCmdMount(g, nil), NewCmdInstance(g), NewCmdFunctions(g, nil),
+		NewCmdFilter(g, filters.FilterFile), NewCmdFilter(g, filters.NotraceFile), NewCmdStream(g, nil),
+		NewCmdProbe(g), NewCmdTrace(g, nil), NewCmdRecord(g, nil), NewCmdReport(g, nil), NewCmdHist(g, nil),
+		NewCmdLatency(g, nil), NewCmdCount(g, nil), NewCmdGraph(g, nil), NewCmdTUI(g, nil), NewCmdReset(g, nil),
+		NewCmdExport(g, nil), NewCmdPlan(g, nil), NewCmdApply(g, nil), NewCmdDiff(g, nil), NewCmdDelete(g, nil),
+		NewCmdFlight(g), NewCmdAgent(g, nil), NewCmdList(g), NewCmdProfile(g), NewCmdVersion(g, nil),
+	}
 }
 
 // groupCommands puts each of the root's commands in its group (commandGroups).
