@@ -204,7 +204,7 @@ func LastBoot(ctx context.Context, fs *tracefs.FS, name, out, bootDir string, ow
 	}
 	evs, _ := in.EnabledEvents()
 	if err := stream.SaveHeaderEvents(in, header, evs); err != nil {
-		return nil, fmt.Errorf("saving this boot's formats and symbols into %s: %w", header, err)
+		return nil, fmt.Errorf("%s written, but saving this boot's formats and symbols into %s failed (the next reboot's last-boot reads it with the old ones): %w", out, header, err)
 	}
 	return &LastBootResult{DumpStats: st, Shift: shift}, nil
 }

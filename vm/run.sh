@@ -13,11 +13,11 @@
 #   and the shared libraries ldd lists; --module copies one of the kernel's own modules, given by
 #   its path under kernel/ without extension (e.g. drivers/net/dummy), decompressed, to
 #   /lib/modules/ftctl/NAME.ko (for :mod: tests: insmod it there).
-#   --reboot boots with the kernel parameters PARAMS and ftctl.reboot=1, a fresh 16 MiB ext4 disk
+#   --reboot boots with the kernel parameters PARAMS and ftctl.reboot=1, a fresh 64 MiB ext4 disk
 #   (/dev/vda, which vm/init mounts at /var/lib/ftctl) and without -no-reboot: a `reboot -f` in
 #   the guest warm-resets the same qemu (its RAM, and so a persistent ring buffer, kept), and
 #   vm/init runs its second phase in the boot after (it needs --module drivers/block/virtio_blk
-#   and ext4's modules).
+#   and ext4's modules, with crypto/crc32c_generic: ext4 loads crc32c at mount).
 # The exit status is the guest's; 1 also when the VM dies, times out or never reports.
 set -euo pipefail
 
@@ -104,8 +104,8 @@ append="console=ttyS0 quiet loglevel=3 panic=-1 oops=panic ftctl.mode=$mode ftct
 qemu=(qemu-system-x86_64 -accel "tcg,thread=$tcg_thread" -m 1024 -smp 2 -kernel "$vmlinuz" -initrd "$work/initrd.cpio" -display none)
 if [ -n "$reboot" ]; then
 	command -v mkfs.ext4 >/dev/null || { echo "run.sh: --reboot needs mkfs.ext4 (apt-get install e2fsprogs)" >&2; exit 1; }
-	truncate -s 16M "$work/disk.img"
-	mkfs.ext4 -q -F -O ^metadata_csum "$work/disk.img" # (metadata_csum needs crc32c, a module ext4 would load)
+	truncate -s 64M "$work/disk.img" # (sparse; a capture with kallsyms is ~10 MiB, written beside the old)
+	mkfs.ext4 -q -F "$work/disk.img"
 	qemu+=(-append "$append $reboot ftctl.reboot=1" -drive "file=$work/disk.img,format=raw,if=virtio")
 else
 	qemu+=(-append "$append" -no-reboot)

@@ -65,7 +65,7 @@ for k in $kernels; do
 		if [ -n "$reboot_run" ] && [[ " $reboot_kernels " == *" $k "* ]]; then
 			"$here/run.sh" --kernel "$k" --mode test --timeout 600 --log "$build/vmtest-$k-reboot.log" --reboot "$reboot_params" \
 				--file "$build/ftctl:/bin/ftctl" --file "$build/vmtest.test:/bin/vmtest.test" \
-				--module lib/crc16 --module fs/mbcache --module fs/jbd2/jbd2 --module fs/ext4/ext4 --module drivers/block/virtio_blk \
+				--module crypto/crc32c_generic --module lib/crc16 --module fs/mbcache --module fs/jbd2/jbd2 --module fs/ext4/ext4 --module drivers/block/virtio_blk \
 				"${reboot_extra[@]}" >/dev/null 2>>"$build/vmtest-$k.runner" || r=1
 		fi
 		echo "$r $(( ($(date +%s%N) - start) / 1000000 ))" >"$build/vmtest-$k.status"
