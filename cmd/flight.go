@@ -32,6 +32,7 @@ from -f PROFILE, or from -e and --function for the simple cases.`,
 		Args: args(cobra.NoArgs),
 	}
 	c.AddCommand(NewCmdFlightStart(g, nil), NewCmdFlightStatus(g, nil), NewCmdFlightDump(g, nil), NewCmdFlightArm(g, nil), NewCmdFlightStop(g, nil))
+	c.AddCommand(flightBootCommands(g)...)
 	return c
 }
 

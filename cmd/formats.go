@@ -42,6 +42,7 @@ var (
 	applyFormat          = document[profile.Result]("apply", "", "ftctl apply", "ftctl flight start")
 	deleteFormat         = document[deleteDoc]("delete", "", "ftctl delete")
 	flightStatusFormat   = document[[]flight.Status]("flight-status", "", "ftctl flight status")
+	bootConfigFormat     = document[flight.BootConfig]("flight-boot-config", "", "ftctl flight boot-config")
 	resetFormat          = document[resetDoc]("reset", "", "ftctl reset")
 	latencyFormat        = document[latencyJSON]("latency", latencyAbout, "ftctl latency")
 	histFormat           = document[histJSON]("hist", histAbout, "ftctl hist")

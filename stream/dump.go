@@ -170,6 +170,13 @@ const swapSettle = 10 * time.Millisecond
 // out is written as a recording is (MakeRecordDir's rules for its directory; its pages in
 // OUT.tmp-PID first): mode 0600, under its name only whole.
 func Dump(ctx context.Context, in *tracefs.Instance, header, out string, owners ...int) (*DumpStats, error) {
+	return dump(ctx, in, header, out, nil, owners)
+}
+
+// dump is Dump, and DumpLastBoot where fix is not nil: then the ring is read through
+// trace_pipe_raw (a persistent ring has no snapshot) and the saved header's addresses are moved
+// to the previous boot's.
+func dump(ctx context.Context, in *tracefs.Instance, header, out string, fix *AddressShift, owners []int) (*DumpStats, error) {
 	start := time.Now()
 	st := &DumpStats{}
 	saved, closeSaved, err := readSavedHeader(header)
@@ -182,7 +189,7 @@ func Dump(ctx context.Context, in *tracefs.Instance, header, out string, owners 
 		return nil, err
 	}
 	defer rd.Remove() // after the rename, nothing of it is left but the directory
-	st.Snapshot = in.HasSnapshot()
+	st.Snapshot = in.HasSnapshot() && fix == nil
 	var sp *tracefs.Splicer
 	if st.Snapshot {
 		// open before the swap: a failure then costs nothing. A CPU's snapshot_raw reads the
@@ -229,7 +236,7 @@ func Dump(ctx context.Context, in *tracefs.Instance, header, out string, owners 
 		// written during dumps in the dumps (TestFlightDumpNoGap).
 		time.Sleep(swapSettle)
 	}
-	sizes, readErr := readRing(ctx, sp, files, stats, st.Snapshot)
+	sizes, readErr := readRing(ctx, sp, files, stats, st.Snapshot || fix != nil)
 	if st.Snapshot {
 		// cleared even when reading failed: the next dump must not find these pages in it
 		if err := in.WriteSnapshot(tracefs.SnapshotClear); err != nil && readErr == nil {
@@ -244,6 +251,9 @@ func Dump(ctx context.Context, in *tracefs.Instance, header, out string, owners 
 	}
 
 	h := saved.Header
+	if fix != nil {
+		h.Kallsyms, h.Printk = fix.Kallsyms(h.Kallsyms), fix.Printk(h.Printk)
+	}
 	h.Options = nil
 	if now, err := readPageHeader(in); err == nil {
 		h.HeaderPage, h.HeaderEvent, h.Options = now.HeaderPage, now.HeaderEvent, now.Options
@@ -255,7 +265,7 @@ func Dump(ctx context.Context, in *tracefs.Instance, header, out string, owners 
 		}
 	}
 	h.PageSize = sp.PageSize()
-	if b, err := in.FS().Top().ReadFile("saved_cmdlines"); err == nil {
+	if b, err := in.FS().Top().ReadFile("saved_cmdlines"); err == nil && fix == nil { // (the last boot's: the saved ones)
 		h.Cmdlines = b
 	}
 	h.Options = append(h.Options, cpuStatOptions(stats)...)
@@ -295,7 +305,7 @@ func Dump(ctx context.Context, in *tracefs.Instance, header, out string, owners 
 }
 
 // readRing moves every CPU's pages into its file and says how many bytes each got. A snapshot
-// is read until it is empty (nothing writes into it), at most its size in pages; the live ring
+// (or a persistent ring's last boot, bounded) is read until it is empty (nothing writes into it), at most its size in pages; the live ring
 // (trace_pipe_raw) at most what each CPU held when the dump began (flushLimit: tracing on, a
 // traced reader would never empty it).
 func readRing(ctx context.Context, sp *tracefs.Splicer, files []*os.File, stats []tracefs.CPUStats, snapshot bool) ([]int64, error) {

@@ -29,6 +29,8 @@ var KernelFiles = []KernelFile{
 	{"/proc/self/task", "ftctl's own threads, whose events the stream leaves out."},
 	{"/proc/PID/status", "A task's process, parent and state: `ftctl reset` tells the children the kernel " +
 		"added to a killed session's pid list (function-fork) from another user's pids."},
+	{CmdlinePath, "The running kernel's command line, which `ftctl flight boot-config` checks for " +
+		"the parameters of a persistent ring buffer."},
 	{BootIDPath, "This boot's identity, written into a session's journal of the kernel-wide " +
 		"files it changes: `ftctl reset` drops a journal of an earlier boot (the kernel started " +
 		"from its defaults) without writing anything."},

@@ -8,15 +8,21 @@
 #
 # usage: vm/run.sh [--kernel 6.1|6.12] [--mode MODE] [--timeout SECONDS] [--log FILE]
 #                  [--script FILE] [--file SRC:DEST]... [--bin SRC:DEST]... [--module PATH]...
+#                  [--reboot PARAMS]
 #   --file  copies a file into the initramfs; --bin does the same for a dynamically linked program
 #   and the shared libraries ldd lists; --module copies one of the kernel's own modules, given by
 #   its path under kernel/ without extension (e.g. drivers/net/dummy), decompressed, to
 #   /lib/modules/ftctl/NAME.ko (for :mod: tests: insmod it there).
+#   --reboot boots with the kernel parameters PARAMS and ftctl.reboot=1, a fresh 64 MiB ext4 disk
+#   (/dev/vda, which vm/init mounts at /var/lib/ftctl) and without -no-reboot: a `reboot -f` in
+#   the guest warm-resets the same qemu (its RAM, and so a persistent ring buffer, kept), and
+#   vm/init runs its second phase in the boot after (it needs --module drivers/block/virtio_blk
+#   and ext4's modules, with crypto/crc32c_generic: ext4 loads crc32c at mount).
 # The exit status is the guest's; 1 also when the VM dies, times out or never reports.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-kernel=6.12 mode=test timeout=480 log= script=
+kernel=6.12 mode=test timeout=480 log= script= reboot=
 files=() bins=() modules=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -28,6 +34,7 @@ while [ $# -gt 0 ]; do
 	--file) files+=("$2"); shift 2 ;;
 	--bin) bins+=("$2"); shift 2 ;;
 	--module) modules+=("$2"); shift 2 ;;
+	--reboot) reboot=$2; shift 2 ;;
 	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -94,8 +101,15 @@ done
 # on 6.12 while enabling a kprobe event). FTCTL_VM_TCG_THREAD=multi brings MTTCG back.
 tcg_thread=${FTCTL_VM_TCG_THREAD:-single}
 append="console=ttyS0 quiet loglevel=3 panic=-1 oops=panic ftctl.mode=$mode ftctl.vmtest=1 ${FTCTL_VM_APPEND:-}"
-qemu=(qemu-system-x86_64 -accel "tcg,thread=$tcg_thread" -m 1024 -smp 2 -kernel "$vmlinuz" -initrd "$work/initrd.cpio"
-	-append "$append" -display none -no-reboot)
+qemu=(qemu-system-x86_64 -accel "tcg,thread=$tcg_thread" -m 1024 -smp 2 -kernel "$vmlinuz" -initrd "$work/initrd.cpio" -display none)
+if [ -n "$reboot" ]; then
+	command -v mkfs.ext4 >/dev/null || { echo "run.sh: --reboot needs mkfs.ext4 (apt-get install e2fsprogs)" >&2; exit 1; }
+	truncate -s 64M "$work/disk.img" # (sparse; a capture with kallsyms is ~10 MiB, written beside the old)
+	mkfs.ext4 -q -F "$work/disk.img"
+	qemu+=(-append "$append $reboot ftctl.reboot=1" -drive "file=$work/disk.img,format=raw,if=virtio")
+else
+	qemu+=(-append "$append" -no-reboot)
+fi
 # FTCTL_VM_ICOUNT=N: the guest's clock counts instructions, 2^N ns each (qemu -icount
 # shift=N), not the host's time: a benchmark's durations are then the guest's work alone,
 # whatever else the shared host runs (its load moved the TCG figures by up to 3x).

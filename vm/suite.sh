@@ -42,6 +42,22 @@ prometheus=$(command -v prometheus || true)
 if [ -n "$prometheus" ]; then
 	extra+=(--bin "$prometheus:/usr/bin/prometheus")
 fi
+# The reboot test (vmtest/flightboot_test.go) boots a kernel of REBOOT_KERNELS once more, after
+# its suite, with a persistent ring buffer's parameters; `reboot -f` warm-resets that qemu and
+# its second boot reads the ring (run.sh --reboot). Skipped when VMTEST_RUN selects no reboot
+# test. Its console is build/vmtest-KERNEL-reboot.log, counted with the kernel's.
+reboot_kernels=${REBOOT_KERNELS:-6.12}
+reboot_params="nokaslr reserve_mem=16M:4096:boot trace_instance=ftctl-owned-boot@boot"
+reboot_run=1
+if [ -n "${VMTEST_RUN:-}" ] && ! echo TestFlightRebootBefore | grep -q -E -- "$VMTEST_RUN"; then
+	reboot_run=
+fi
+printf -- '-test.run=^TestFlightReboot(Before|After)$\n' >"$build/vmtest-reboot-args"
+reboot_extra=(--file "$build/vmtest-reboot-args:/etc/ftctl-test-args")
+[ -z "$tracecmd" ] || reboot_extra+=(--bin "$tracecmd:/usr/bin/trace-cmd")
+for f in "$top"/docs/json/*.schema.json; do # -o json is validated in this boot too
+	reboot_extra+=(--file "$f:/etc/ftctl-json/$(basename "$f")")
+done
 summary=()
 # The kernels boot in parallel (single-threaded TCG: one host core each); their consoles go to
 # build/vmtest-KERNEL.log and are printed, one after the other, when all are done.
@@ -59,6 +75,13 @@ for k in $kernels; do
 			--module drivers/net/dummy --module fs/nls/nls_utf8 --module lib/crc16 --module fs/mbcache --module fs/jbd2/jbd2 --module fs/ext4/ext4 "${extra[@]+"${extra[@]}"}" \
 			>/dev/null 2>"$build/vmtest-$k.runner"
 		r=$?
+		rm -f "$build/vmtest-$k-reboot.log"
+		if [ -n "$reboot_run" ] && [[ " $reboot_kernels " == *" $k "* ]]; then
+			"$here/run.sh" --kernel "$k" --mode test --timeout 600 --log "$build/vmtest-$k-reboot.log" --reboot "$reboot_params" \
+				--file "$build/ftctl:/bin/ftctl" --file "$build/vmtest.test:/bin/vmtest.test" \
+				--module crypto/crc32c_generic --module lib/crc16 --module fs/mbcache --module fs/jbd2/jbd2 --module fs/ext4/ext4 --module drivers/block/virtio_blk \
+				"${reboot_extra[@]}" >/dev/null 2>>"$build/vmtest-$k.runner" || r=1
+		fi
 		echo "$r $(( ($(date +%s%N) - start) / 1000000 ))" >"$build/vmtest-$k.status"
 	) &
 	pid[$k]=$!
@@ -71,10 +94,16 @@ for k in $kernels; do
 	log=$build/vmtest-$k.log
 	echo "===== kernel $k: console ====="
 	cat "$log"
+	logs=("$log")
+	if [ -f "$build/vmtest-$k-reboot.log" ]; then
+		echo "===== kernel $k: console of the reboot test's boots ====="
+		cat "$build/vmtest-$k-reboot.log"
+		logs+=("$build/vmtest-$k-reboot.log")
+	fi
 	cat "$build/vmtest-$k.runner" >&2
-	p=$(grep -a -c -E '^--- PASS: ' "$log")
-	f=$(grep -a -c -E '^--- FAIL: ' "$log")
-	s=$(grep -a -c -E '^--- SKIP: ' "$log")
+	p=$(cat "${logs[@]}" | grep -a -c -E '^--- PASS: ')
+	f=$(cat "${logs[@]}" | grep -a -c -E '^--- FAIL: ')
+	s=$(cat "${logs[@]}" | grep -a -c -E '^--- SKIP: ')
 	boot=$(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]* uptime=[0-9.]*' "$log" | sed 's/.*uptime=//')
 	done_at=$(grep -a -o 'FTCTL-VM-RESULT rc=[0-9]* uptime=[0-9.]*' "$log" | sed 's/.*uptime=//')
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
@@ -88,11 +117,13 @@ for k in $kernels; do
 done
 # What failed, with its output, last: a CI log shows its end.
 for k in $kernels; do
-	if grep -a -q -E '^--- FAIL: |^panic: |test timed out after' "$build/vmtest-$k.log"; then
-		echo
-		echo "===== kernel $k: what failed ====="
-		awk -v max=80 -f "$here/failures.awk" "$build/vmtest-$k.log"
-	fi
+	for log in "$build/vmtest-$k.log" "$build/vmtest-$k-reboot.log"; do
+		if [ -f "$log" ] && grep -a -q -E '^--- FAIL: |^panic: |test timed out after' "$log"; then
+			echo
+			echo "===== kernel $k: what failed ($(basename "$log")) ====="
+			awk -v max=80 -f "$here/failures.awk" "$log"
+		fi
+	done
 done
 echo
 printf '%s\n' "${summary[@]}"
