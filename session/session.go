@@ -136,7 +136,7 @@ type optionSetting struct {
 	Name string
 	On   bool
 	// shared: the write changed the top level's option too, which held topBefore: the kernel
-	// keeps some options for every trace array at once (6.1: the function tracer's, such as
+	// keeps some options for every trace array at once (6.1 and 6.12: the function tracer's, such as
 	// func_stack_trace, in one set of flags), and Teardown puts the top level's back.
 	shared    bool
 	topBefore string
