@@ -166,7 +166,7 @@ func TestHelpExamples(t *testing.T) {
 		// command to trace) is ended with Ctrl-C after 2 s, as its user would (exit 130).
 		endless := (strings.HasPrefix(line, "ftctl stream") || strings.HasPrefix(line, "ftctl trace") ||
 			strings.HasPrefix(line, "ftctl hist") || strings.HasPrefix(line, "ftctl latency") || strings.HasPrefix(line, "ftctl count") || strings.HasPrefix(line, "ftctl graph") ||
-			strings.HasPrefix(line, "ftctl flight arm")) &&
+			strings.HasPrefix(line, "ftctl flight arm") || strings.HasPrefix(line, "ftctl agent")) &&
 			!strings.Contains(line, "--count") && !strings.Contains(line, "--duration") &&
 			!strings.Contains(line, "| head") && !strings.Contains(line, " -- ")
 		// 90 s, as TestReadmeExamples: a graph example switches function_graph on and off,

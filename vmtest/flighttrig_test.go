@@ -29,7 +29,8 @@ func armed(t *testing.T, env []string, args ...string) (*exec.Cmd, *fixture.Sync
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	// a test that fails leaves arm's session dead, not its probes on the next tests' functions
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); ftctlRun(t, "reset") })
 	wait := func(what string, n int) {
 		t.Helper()
 		for i := 0; i < 300 && strings.Count(errb.String(), what) < n; i++ {
@@ -65,7 +66,7 @@ func statusOf(t *testing.T, name string) flightStatus {
 	t.Helper()
 	r := ftctlRun(t, "flight", "status", name, "-o", "json")
 	var st []flightStatus
-	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil || len(st) != 1 {
+	if r.code != 0 || json.Unmarshal(items(r.stdout), &st) != nil || len(st) != 1 {
 		t.Fatalf("flight status %s: %v", name, r)
 	}
 	return st[0]
