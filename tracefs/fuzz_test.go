@@ -82,6 +82,7 @@ func FuzzSmallParsers(f *testing.F) {
 			t.Fatal("unknown lockdown without a note")
 		}
 		ParseCPUStats(0, s)
+		ParseLastBootInfo(s)
 		findFlockHolder(strings.NewReader(s), 0, 0, 0)
 		parseStampMicros(s)
 		for _, e := range ParseEventList(s) { // system:event, neither empty nor spanning lines
