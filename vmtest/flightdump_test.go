@@ -190,7 +190,9 @@ func TestFlightDumpWrapped(t *testing.T) {
 		t.Errorf("figures of a wrapped ring: %+v", st)
 	}
 	markers, report, _ := dumpedMarkers(t, out)
-	if len(markers) == 0 || markers[len(markers)-1] != fmt.Sprintf("%05d", n) || markers[0] == "00001" {
+	// the newest is kept and the oldest are lost; the first marker may survive, in the ring of
+	// a CPU the writing thread left early, which did not wrap (seen on 6.1, 2026-11-28)
+	if len(markers) == 0 || markers[len(markers)-1] != fmt.Sprintf("%05d", n) || len(markers) >= n {
 		t.Errorf("markers of a wrapped ring: %d, from %v to %v", len(markers), markers[:min(1, len(markers))], markers[max(0, len(markers)-1):])
 	}
 	// in order, with no hole but where the ring lost (one CPU's markers follow each other)
