@@ -52,7 +52,8 @@ the lock, and puts the defaults back at the end. function_graph runs in the sess
 instance where the kernel offers it there (Linux 6.11 and later); elsewhere at the top level,
 only when the top level is free (the nop tracer, no event enabled, no function or pid list
 set; else exit 4 with the reason), and every top-level file written is put back as it was
-(the top level's ring buffer is emptied by the tracer's change). ftctl says which it does.
+(the top level's ring buffer is emptied by the tracer's change, and grown for the session to
+a new ring's size where it holds less). ftctl says which it does.
 
 The session ends at --duration, after --count top-level calls, when COMMAND exits, on Ctrl-C,
 SIGTERM or SIGHUP, or when stdout closes, and tears down on each as 'ftctl trace' does; calls

@@ -222,6 +222,9 @@ func (s *Session) startGraph() error {
 		if err := s.topPIDs(); err != nil {
 			return err
 		}
+		if err := s.sizeTopRing(); err != nil {
+			return err
+		}
 	}
 	if err := st.setList(top, graphNotraceFile, g.Notrace); err != nil {
 		return err
@@ -244,6 +247,40 @@ func (s *Session) startGraph() error {
 		return st.set(top, "current_tracer", "function_graph", "nop")
 	}
 	return in.Write("current_tracer", "function_graph")
+}
+
+// sizeTopRing gives the top level's ring, where function_graph runs there, the size the
+// session's Spec asks or, at least, the size the kernel gives a new ring: the
+// session's own instance's. The top level may hold less than a first use expands it to: on
+// 6.1 a write to any instance's buffer_size_kb marks every ring expanded without growing the
+// top level's, which then keeps its boot size (7 KiB per CPU), and a graph there loses nearly
+// every event (seen in the VM suite, 2026-11-28). Journaled: the size is put back at the end.
+func (s *Session) sizeTopRing() error {
+	top, st := s.FS.Top(), s.graph
+	b, err := top.ReadFile("buffer_size_kb")
+	if err != nil {
+		return err
+	}
+	old := strings.TrimSpace(string(b))
+	have, allocated, ok := tracefs.BufferSize(old)
+	if !ok || !allocated {
+		return nil // "7 (expanded: N)": the tracer's change expands it as a first use does
+	}
+	want := s.spec.BufferKB
+	if want == 0 {
+		ib, err := s.Instance.ReadFile("buffer_size_kb")
+		if err != nil {
+			return nil // a dry run's planned instance: nothing to compare with
+		}
+		if want, _, ok = tracefs.BufferSize(string(ib)); !ok || want <= have {
+			return nil
+		}
+		s.Notice("the top level's ring holds %d KiB per CPU, less than a new ring's %d: sized to %d for the graph, put back at the end", have, want, want)
+	}
+	if want == have {
+		return nil
+	}
+	return st.set(top, "buffer_size_kb", strconv.Itoa(want), old)
 }
 
 // graphFree says why function_graph's global files (and, at the top level, the top level's

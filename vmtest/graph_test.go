@@ -456,3 +456,30 @@ func TestResetAllGraphValues(t *testing.T) {
 		}
 	}
 }
+
+// TestGraphSmallTopRing: where function_graph runs at the top level (6.1), a top-level ring
+// left at its boot size (7 KiB per CPU: on 6.1 what an instance's buffer_size_kb write as the
+// boot's first use leaves) is grown for the graph to a new ring's size and put back at the
+// end; before, the graph of 50 reads kept ~150 of ~2,500 events (CI, 2026-11-28).
+func TestGraphSmallTopRing(t *testing.T) {
+	graphWorld(t)
+	if graphInInstances(t) {
+		t.Skip("function_graph runs in the session's instance on this kernel: the top level's ring is not used")
+	}
+	old := strings.TrimSpace(read(t, "buffer_size_kb"))
+	write(t, "buffer_size_kb", "7")
+	t.Cleanup(func() { write(t, "buffer_size_kb", old) })
+	const n = 50
+	file := "/tmp/ftctl-graph-reads"
+	os.WriteFile(file, []byte(strings.Repeat("x", n+10)), 0o644)
+	r := ftctlRun(t, "graph", "-f", "ksys_read", "-o", "json", "--", "/bin/dd", "if="+file, "of=/dev/null", "bs=1", "count="+strconv.Itoa(n))
+	if r.code != 0 || !strings.Contains(r.stderr, "sized to") {
+		t.Fatalf("want exit 0 and a notice of the ring sized: %v", r)
+	}
+	if got := readTrees(parseGraph(t, r.stdout)); got < n {
+		t.Errorf("%d trees of ksys_read holding vfs_read, want at least %d:\n%s", got, n, r)
+	}
+	if got := strings.TrimSpace(read(t, "buffer_size_kb")); got != "7" {
+		t.Errorf("the top level's buffer_size_kb is %q after the graph, want 7 put back", got)
+	}
+}
