@@ -286,8 +286,13 @@ func flightDumpRun(ctx context.Context, opts *FlightDumpOptions) error {
 func NewCmdFlightStop(g *Globals, runF func(context.Context, *FlightNameOptions) error) *cobra.Command {
 	opts := &FlightNameOptions{G: g}
 	return &cobra.Command{
-		Use:     "stop NAME",
-		Short:   "Stop a flight recorder and remove exactly what start made",
+		Use:   "stop NAME",
+		Short: "Stop a flight recorder and remove exactly what start made",
+		Long: `Stop a flight recorder and remove exactly what start made: its instance (the ring and
+its snapshot buffer), its declaration and the state captured at start. A recorder that a live
+'ftctl flight arm' process arms is refused (exit 5, naming the process): its triggers would
+dump from a recorder gone; stop that process first (systemctl stop ftctl-flight@NAME), or give
+arm --stop-at-exit so that it stops the recorder as it ends.`,
 		Example: `  sudo ftctl flight stop box`,
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,8 +37,9 @@ type FlightArmOptions struct {
 	Stop bool
 }
 
-const flightArmLong = `Dump the ring of the flight recorder NAME into DIR, as NAME-TIME.dat (UTC, sortable),
-without stopping it, whenever a trigger fires: a dump holds the minutes before the trigger.
+const flightArmLong = `Dump the ring of the flight recorder NAME into DIR, as NAME-TIME.dat (UTC to the millisecond,
+sortable; a second dump in the same millisecond is named a millisecond later), without
+stopping it, whenever a trigger fires: a dump holds the minutes before the trigger.
 SIGUSR1 is always a trigger; the others are events the kernel matches, in an instance of the
 arming process's own (ftctl-PID-ID), where they are recorded with their filters: the process
 sleeps in poll(2) on that instance's trace_pipe and the kernel wakes it only when one matched.
@@ -302,7 +302,7 @@ func armDump(ctx context.Context, opts *FlightArmOptions, at time.Time, by strin
 	if err != nil {
 		return err
 	}
-	out := filepath.Join(opts.Dir, flight.DumpName(opts.Name, at))
+	out := flight.DumpPath(opts.Dir, opts.Name, at)
 	st, err := flight.Dump(ctx, fs, opts.Name, out, fileOwners()...)
 	lock.Unlock()
 	if err != nil {

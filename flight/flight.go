@@ -103,10 +103,16 @@ func recorder(fs *tracefs.FS, name string) (*tracefs.Instance, error) {
 }
 
 // Stop removes exactly what Start made: the snapshot buffer freed, the owner deleted
-// (session.Undeclare), the captured state removed. A recorder half gone is finished.
+// (session.Undeclare), the captured state removed. A recorder half gone is finished. A
+// recorder another live process arms is refused (tracefs.ErrBusy): its triggers would fire
+// into a recorder gone.
 func Stop(fs *tracefs.FS, name string) (*session.Owner, error) {
 	if err := session.CheckOwnerName(name); err != nil {
 		return nil, err
+	}
+	if a := readArm(fs, name); a != nil && a.Alive && a.PID != os.Getpid() {
+		return nil, fmt.Errorf("%w: recorder %s is armed by process %d (ftctl flight arm), whose dumps would fail: stop it first (systemctl stop ftctl-flight@%s, or kill %d), or arm with --stop-at-exit",
+			tracefs.ErrBusy, name, a.PID, name, a.PID)
 	}
 	var errs []error
 	if in, err := fs.Existing(session.OwnerID(name).Instance()); err == nil && in.Has("snapshot") {
@@ -225,7 +231,8 @@ func (s Status) Summary() string {
 
 // Prune removes the state of recorders whose owner is gone (`ftctl reset --all` deleted it):
 // a directory flight/NAME with no declaration of NAME. It returns the names it removed (with
-// fs.DryRun, would remove). The caller holds the tracefs lock.
+// fs.DryRun, would remove: a dry run of reset --all deleted no owner, so there every
+// recorder's state is one it would remove). The caller holds the tracefs lock.
 func Prune(fs *tracefs.FS) ([]string, error) {
 	ents, err := os.ReadDir(filepath.Join(fs.StatePath(), "flight"))
 	if errors.Is(err, iofs.ErrNotExist) {
@@ -240,7 +247,7 @@ func Prune(fs *tracefs.FS) ([]string, error) {
 		if session.CheckOwnerName(n) != nil {
 			continue // not a recorder's
 		}
-		if _, err := session.ReadOwner(fs, n); !errors.Is(err, session.ErrNoOwner) {
+		if _, err := session.ReadOwner(fs, n); !errors.Is(err, session.ErrNoOwner) && fs.DryRun == nil {
 			continue
 		}
 		if fs.DryRun == nil {

@@ -1,7 +1,9 @@
 package flight
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,6 +15,19 @@ import (
 // name and the time, so that the names sort as the dumps were made.
 func DumpName(name string, t time.Time) string {
 	return name + "-" + t.UTC().Format("20060102T150405.000Z") + ".dat"
+}
+
+// DumpPath is the path in dir of a new triggered dump of recorder name made at t: DumpName's,
+// or, where a dump of that millisecond exists already (two triggers at once, a clock set
+// back), the first free name a millisecond later, so no dump replaces another and the names
+// still sort as the dumps were made.
+func DumpPath(dir, name string, t time.Time) string {
+	for i := 0; ; i++ {
+		p := filepath.Join(dir, DumpName(name, t.Add(time.Duration(i)*time.Millisecond)))
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) || i == 1000 {
+			return p
+		}
+	}
 }
 
 // Rotate removes recorder name's dumps in dir, oldest first, until at most keep are left

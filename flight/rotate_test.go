@@ -49,3 +49,26 @@ func TestRotate(t *testing.T) {
 		t.Errorf("left: %q", got)
 	}
 }
+
+// TestDumpPathSameMillisecond: a second dump in the same millisecond gets the next free name
+// and sorts after the first; before DumpPath, the second dump replaced the first.
+func TestDumpPathSameMillisecond(t *testing.T) {
+	dir := t.TempDir()
+	at := time.Date(2026, 11, 28, 4, 0, 0, 123456789, time.UTC)
+	var made []string
+	for i := 0; i < 3; i++ {
+		p := DumpPath(dir, "box", at)
+		if err := os.WriteFile(p, []byte{byte(i)}, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, filepath.Base(p))
+	}
+	want := []string{"box-20261128T040000.123Z.dat", "box-20261128T040000.124Z.dat", "box-20261128T040000.125Z.dat"}
+	if !slices.Equal(made, want) {
+		t.Fatalf("names %q, want %q", made, want)
+	}
+	dumps, err := Dumps(dir, "box")
+	if err != nil || len(dumps) != 3 || dumps[0].Name != want[0] || dumps[2].Name != want[2] {
+		t.Errorf("Dumps: %v %v", dumps, err)
+	}
+}

@@ -8,6 +8,7 @@
 #   none      the workload alone
 #   events    the events enabled by hand in an instance of its own (4 MiB per CPU, overwrite):
 #             what the events themselves cost, with no tool
+#   snap      as events, with the instance's snapshot buffer allocated as flight start does
 #   flight    `ftctl flight start fb -e ... --buffer-kb 4096` before, the workload, `flight
 #             stop` after: the recorder records with no process (the number of ftctl processes
 #             alive while the workload runs is reported)
@@ -54,8 +55,13 @@ run() { # run COND ROUND
 		sw events \$2 "\$W"
 		echo "BENCHEVENTS events \$2 \$(cat instances/evb/per_cpu/cpu*/stats | awk '/^entries:/ { e += \$2 } /^overrun:/ { o += \$2 } END { print e + o }')"
 		echo 0 > instances/evb/events/enable; rmdir instances/evb ;;
+	snap) mkdir instances/evs; echo 4096 > instances/evs/buffer_size_kb; echo 1 > instances/evs/snapshot; echo 2 > instances/evs/snapshot
+		echo 1 > instances/evs/events/syscalls/sys_enter_pread64/enable; echo 1 > instances/evs/events/syscalls/sys_exit_pread64/enable
+		sw snap \$2 "\$W"
+		echo "BENCHEVENTS snap \$2 \$(cat instances/evs/per_cpu/cpu*/stats | awk '/^entries:/ { e += \$2 } /^overrun:/ { o += \$2 } END { print e + o }')"
+		echo 0 > instances/evs/events/enable; echo 0 > instances/evs/snapshot; rmdir instances/evs ;;
 	flight) stopwatch fstart "ftctl flight start fb \$EV --buffer-kb 4096" > /tmp/sw0 2>/tmp/e0
-		sw flight \$2 "\$W & sleep 0.2; echo PROCS \\\$(pgrep -c ftctl) >&2; wait"
+		sw flight \$2 "\$W & sleep 0.2; echo PROCS \\\$(cat /proc/[0-9]*/comm 2>/dev/null | grep -c -x ftctl) >&2; wait"
 		echo "BENCHEVENTS flight \$2 \$(cat instances/ftctl-owned-fb/per_cpu/cpu*/stats | awk '/^entries:/ { e += \$2 } /^overrun:/ { o += \$2 } END { print e + o }') procs \$(grep -a '^PROCS' /tmp/out | cut -d' ' -f2)"
 		stopwatch fstop "ftctl flight stop fb" > /tmp/sw1 2>/tmp/e1
 		echo "BENCHTOOL flight \$2 start \$(grep '^BENCH' /tmp/sw0 | cut -d' ' -f3,5) stop \$(grep '^BENCH' /tmp/sw1 | cut -d' ' -f3,5)"
@@ -66,7 +72,7 @@ run() { # run COND ROUND
 }
 stopwatch crng "head -c 1 /dev/random > /dev/null" 2>/dev/null | sed 's/^BENCH /BENCHINFO /'
 for n in \$(seq ${RUNS:-5}); do
-	for c in none events flight tracecmd; do run \$c \$n; done
+	for c in none events snap flight tracecmd; do run \$c \$n; done
 done
 # the dump of a 64 MiB ring
 ftctl flight start big \$EV --buffer-kb 32768 2>/dev/null || echo "BENCHERR flight start big"

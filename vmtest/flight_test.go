@@ -146,11 +146,19 @@ func TestFlightArm(t *testing.T) {
 }
 
 // reset --all removes a flight recorder's instance (its owner), and with it the recorder's
-// state in /run/ftctl/flight: nothing names a recorder that is gone.
+// state in /run/ftctl/flight: nothing names a recorder that is gone. Its dry run lists that
+// state (it did not, before: no owner was deleted in the dry run, so none was gone).
 func TestFlightResetAll(t *testing.T) {
 	t.Cleanup(func() { ftctlRun(t, "flight", "stop", "gone") })
 	if r := ftctlRun(t, "flight", "start", "gone", "-e", "sched:sched_process_exit", "--buffer-kb", "64"); r.code != 0 {
 		t.Fatalf("flight start: %v", r)
+	}
+	// the dry run lists the recorder's state among what it would remove, and removes nothing
+	if r := ftctlRun(t, "--dry-run", "reset", "--all"); r.code != 0 || !strings.Contains(r.stderr, "would remove flight recorder gone's state") {
+		t.Errorf("reset --all --dry-run does not list the recorder's state: %v", r)
+	}
+	if _, err := os.Stat("/run/ftctl/flight/gone"); err != nil {
+		t.Errorf("the dry run removed /run/ftctl/flight/gone: %v", err)
 	}
 	if r := ftctlRun(t, "reset", "--all", "--yes"); r.code != 0 {
 		t.Fatalf("reset --all: %v", r)

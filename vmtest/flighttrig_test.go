@@ -149,6 +149,13 @@ func TestFlightArmEvent(t *testing.T) {
 		!strings.Contains(r.stdout, fmt.Sprintf("  %d dumps on disk", want)) {
 		t.Errorf("flight status: %v", r)
 	}
+	// stop under a live arm: refused (busy), the recorder and the arm left as they were
+	if r := ftctlRun(t, "flight", "stop", "trig"); r.code != 5 || !strings.Contains(r.stderr, "armed by process") {
+		t.Errorf("flight stop under a live arm: want exit 5 naming the arming process: %v", r)
+	}
+	if st := statusOf(t, "trig"); st.Arm == nil || !st.Arm.Alive {
+		t.Errorf("status after a refused stop: %+v", st.Arm)
+	}
 	armInstance := st.Arm.Instance
 	cmd.Process.Kill()
 	cmd.Wait()
