@@ -110,6 +110,7 @@ func NewCmdCount(g *Globals, runF func(context.Context, *CountOptions) error) *c
 	f.IntVar(&opts.PID, "pid", 0, "count only the calls of task `PID`")
 	f.StringVar(&opts.Method, "method", "", "count with `METHOD`: hist or stream (default: the cheapest the kernel allows)")
 	registerFlagCompletion(c, "method", cobra.FixedCompletions([]cobra.Completion{"hist", "stream"}, noFiles))
+	registerReadyFD(c, g)
 	c.ValidArgsFunction = completeFunctionNames(g)
 	return c
 }
@@ -219,6 +220,7 @@ func countRun(ctx context.Context, opts *CountOptions) error {
 	if err := counter.Begin(ctx); err != nil {
 		return abort(err)
 	}
+	g.Armed("counting in " + s.Instance.Label())
 	return countUntilEnd(ctx, opts, namedFuncs(patterns), counter, command)
 }
 

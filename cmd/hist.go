@@ -102,6 +102,7 @@ func NewCmdHist(g *Globals, runF func(context.Context, *HistOptions) error) *cob
 	registerFlagCompletion(c, "value", noFileCompletion)
 	registerFlagCompletion(c, "sort", noFileCompletion)
 	registerFlagCompletion(c, "filter", noFileCompletion)
+	registerReadyFD(c, g)
 	c.ValidArgsFunction = completeEventNames(g)
 	return c
 }
@@ -160,6 +161,7 @@ func histRun(ctx context.Context, opts *HistOptions) error {
 		if err := s.Begin(); err != nil {
 			return err
 		}
+		g.Armed("counting in " + s.Instance.Label())
 		if printed, err = histIntervals(ctx, g, opts, s, system, event); err != nil {
 			return err
 		}

@@ -80,6 +80,7 @@ histogram per program name or per task.`,
 	f.IntVar(&opts.PID, "pid", 0, "count only the calls of task `PID`")
 	f.DurationVar(&opts.Duration, "duration", 0, "end after `D` (e.g. 10s; default: until Ctrl-C or COMMAND's exit)")
 	registerFlagCompletion(c, "by", cobra.FixedCompletions([]cobra.Completion{"comm", "pid"}, noFiles))
+	registerReadyFD(c, g)
 	c.ValidArgsFunction = completeFunctionNames(g)
 	return c
 }
@@ -126,7 +127,7 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	}
 	defer traceTeardown(g, fs, s)
 	latencyNotice(g, opts.Func, s, l)
-	commandErr, err := measureFor(ctx, s, command, opts.Duration)
+	commandErr, err := measureFor(ctx, g, s, command, opts.Duration)
 	if err != nil {
 		return err
 	}
@@ -202,7 +203,7 @@ func latencyFuncError(top *tracefs.Instance, fn string, err error) error {
 // measureFor turns tracing on and waits for the end of the measure: the command's exit (it is
 // released first, and stopped at the other ends), d (0: none) or ctx's end (a signal). A
 // signal before tracing is on aborts the command. It returns the command's end.
-func measureFor(ctx context.Context, s *session.Session, command *session.Command, d time.Duration) (commandErr, err error) {
+func measureFor(ctx context.Context, g *Globals, s *session.Session, command *session.Command, d time.Duration) (commandErr, err error) {
 	if ctx.Err() == nil {
 		err = s.Begin()
 	}
@@ -212,6 +213,7 @@ func measureFor(ctx context.Context, s *session.Session, command *session.Comman
 		}
 		return nil, err
 	}
+	g.Armed("measuring in " + s.Instance.Label())
 	if command == nil {
 		wait(ctx, d)
 		return nil, nil

@@ -39,8 +39,11 @@ type Globals struct {
 	Quiet       bool          // -q
 	LockTimeout time.Duration // --lock-timeout
 	Color       string        // --color auto|always|never (colorFor)
+	ReadyFD     int           // --ready-fd of the commands that arm a session (registerReadyFD)
 
-	fs *tracefs.FS
+	fs    *tracefs.FS
+	ready io.WriteCloser // --ready-fd's descriptor until Armed closes it
+	start time.Time      // when Run began: Armed says how long arming took
 }
 
 // Notice prints an informational line on stderr unless -q.
@@ -270,6 +273,13 @@ func checkGlobals(c *cobra.Command, g *Globals) error {
 	if g.LockTimeout < 0 {
 		return InvalidInput(fmt.Errorf("--lock-timeout must not be negative"))
 	}
+	if f := c.Flags().Lookup("ready-fd"); f != nil && f.Changed {
+		w, err := openReadyFD(g.ReadyFD)
+		if err != nil {
+			return err
+		}
+		g.ready = w
+	}
 	return nil
 }
 
@@ -381,7 +391,8 @@ func Run(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) 
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := withSignals(ctx)
 	defer stop()
-	g := &Globals{In: in, Out: out, Err: errw}
+	g := &Globals{In: in, Out: out, Err: errw, start: time.Now()}
+	defer g.closeReady()
 	root := NewRootCmd(g)
 	root.SetArgs(args)
 	err := unknownWithHelp(args)
