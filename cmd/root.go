@@ -178,7 +178,7 @@ func missingInstance(fs *tracefs.FS, name string) error {
 // shellWord is s as one word a shell reads back as s: as it is when it holds only characters
 // no shell treats specially, else in single quotes.
 func shellWord(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,:+@%=-") == "" {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,:+@%=/-") == "" {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
@@ -259,7 +259,7 @@ func NewRootCmd(g *Globals) *cobra.Command {
 
 // checkGlobals checks the global flags before any command runs (exit 2 for a mistake).
 func checkGlobals(c *cobra.Command, g *Globals) error {
-	if err := g.checkOutput(c.CommandPath()); err != nil {
+	if err := g.checkOutput(c); err != nil {
 		return err
 	}
 	if g.Instance != "" || c.Flags().Changed("instance") {
