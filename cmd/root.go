@@ -161,7 +161,20 @@ func registerCreate(c *cobra.Command, create *bool) {
 // missingInstance is the refusal of a write to an instance that does not exist: the name, the
 // existing instances close to it, and the two ways to create it.
 func missingInstance(fs *tracefs.FS, name string) error {
-	msg := fmt.Sprintf("no instance %s: a write does not create one", safe(strconv.Quote(name)))
+	msg := closeInstances(fs, name, fmt.Sprintf("no instance %s: a write does not create one", safe(strconv.Quote(name))))
+	msg += "\nto create it, add --create, or run first: ftctl instance create " + safe(shellWord(name))
+	return InvalidInput(errors.New(msg))
+}
+
+// noInstance is the refusal of a command that reads (or disables in) an instance that does not
+// exist: the name and the existing instances close to it.
+func noInstance(fs *tracefs.FS, name string) error {
+	return InvalidInput(errors.New(closeInstances(fs, name, fmt.Sprintf("no instance %s", safe(strconv.Quote(name))))))
+}
+
+// closeInstances is msg followed by the existing instances close to name ("did you mean"), or
+// where to find them.
+func closeInstances(fs *tracefs.FS, name, msg string) string {
 	names, _ := fs.Instances() // the suggestion is a help: a failure to list leaves it out
 	if s := filters.Suggest(name, names, 3); len(s) > 0 {
 		for i := range s {
@@ -171,8 +184,7 @@ func missingInstance(fs *tracefs.FS, name string) error {
 	} else if len(names) > 0 {
 		msg += "; 'ftctl instance list' lists the existing ones"
 	}
-	msg += "\nto create it, add --create, or run first: ftctl instance create " + safe(shellWord(name))
-	return InvalidInput(errors.New(msg))
+	return msg
 }
 
 // shellWord is s as one word a shell reads back as s: as it is when it holds only characters
@@ -184,9 +196,14 @@ func shellWord(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// ReadInstance is the instance a read command works on (-B); a missing one is an error.
+// ReadInstance is the instance a read command works on (-B), or one that only takes away
+// (probe disable); a missing one is refused (exit 2) with the existing names close to it.
 func (g *Globals) ReadInstance(fs *tracefs.FS) (*tracefs.Instance, error) {
-	return fs.Lookup(g.Instance)
+	in, err := fs.Lookup(g.Instance)
+	if errors.Is(err, tracefs.ErrNoInstance) {
+		return nil, noInstance(fs, g.Instance)
+	}
+	return in, err
 }
 
 // OpenInstance finds tracefs and the trace array -B names, for a command that only reads it.
