@@ -418,12 +418,12 @@ func (o *countOutput) summary(end time.Time, lowerBound bool) error {
 
 // countJSON is one row of `ftctl count -o json`.
 type countJSON struct {
-	Interval int     `json:"interval"`
-	Time     string  `json:"time"`
-	Seconds  float64 `json:"seconds"`
-	Func     string  `json:"func"`
-	Count    uint64  `json:"count"`
-	Method   string  `json:"method"`
+	Interval int     `json:"interval"` // the interval's number, from 1 (1 without --interval)
+	Time     string  `json:"time"`     // when the interval ended (RFC 3339, UTC)
+	Seconds  float64 `json:"seconds"`  // the interval's length
+	Func     string  `json:"func"`     // the function (" [module]" after a module's, as the kernel keys it)
+	Count    uint64  `json:"count"`    // its calls in the interval (0 for a function named and not called)
+	Method   string  `json:"method"`   // how it was counted: hist (in the kernel) or stream
 }
 
 // countSummaryJSON is the last record of `ftctl count -o json`.

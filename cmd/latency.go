@@ -255,23 +255,23 @@ func latencyTable(s *session.Session, l count.Latency) (hist.Table, error) {
 // latencyBucket is one log2 bucket: durations in (le_us/2, le_us] µs (the kernel's .log2 key
 // is ilog2(roundup_pow_of_two(v)): "2^N" holds 2^(N-1) < v <= 2^N).
 type latencyBucket struct {
-	LeUS  uint64 `json:"le_us"`
-	Count uint64 `json:"count"`
+	LeUS  uint64 `json:"le_us"` // the bucket's upper bound in µs (a power of 2): it holds the durations above half of it and up to it
+	Count uint64 `json:"count"` // the calls whose duration fell in it
 }
 
 type latencyGroup struct {
-	Comm    string          `json:"comm,omitempty"`
-	PID     uint64          `json:"pid,omitempty"`
-	Buckets []latencyBucket `json:"buckets"`
-	Count   uint64          `json:"count"`
+	Comm    string          `json:"comm,omitempty"` // with --by comm: the program name, its tasks summed
+	PID     uint64          `json:"pid,omitempty"`  // with --by pid: the task
+	Buckets []latencyBucket `json:"buckets"`        // its histogram
+	Count   uint64          `json:"count"`          // its calls
 }
 
 type latencyJSON struct {
-	Func    string          `json:"func"`
-	Buckets []latencyBucket `json:"buckets"`
-	Count   uint64          `json:"count"`
-	Groups  []latencyGroup  `json:"groups,omitempty"`
-	Dropped uint64          `json:"dropped"`
+	Func    string          `json:"func"`             // the function measured
+	Buckets []latencyBucket `json:"buckets"`          // the histogram of its durations, shortest first
+	Count   uint64          `json:"count"`            // the calls measured (the buckets' sum)
+	Groups  []latencyGroup  `json:"groups,omitempty"` // with --by: one histogram per program name or task
+	Dropped uint64          `json:"dropped"`          // what the kernel's table could not hold
 }
 
 // latencyGroups folds the table's rows into histograms: one, or one per task (--by pid) or
