@@ -27,7 +27,7 @@ func TestTraceCmdInstanceReadByFtctl(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(dir, c.name+".dat")
 			cmd := "echo " + instMarker + " > " + tracing + "/instances/" + inst + "/trace_marker; head -n1 /proc/version > /dev/null; sleep 0.1"
-			args := []string{"record", "-w", out}
+			args := []string{"record", "-o", out}
 			if c.version != "" {
 				args = append(args, "--file-version", c.version)
 			}
