@@ -221,7 +221,7 @@ func countRun(ctx context.Context, opts *CountOptions) error {
 	if err := counter.Begin(ctx); err != nil {
 		return abort(err)
 	}
-	g.Armed("counting in " + s.Instance.Label())
+	g.Armed("counting in the " + s.Instance.Label())
 	return countUntilEnd(ctx, opts, namedFuncs(patterns), counter, command)
 }
 

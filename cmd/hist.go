@@ -161,7 +161,7 @@ func histRun(ctx context.Context, opts *HistOptions) error {
 		if err := s.Begin(); err != nil {
 			return err
 		}
-		g.Armed("counting in " + s.Instance.Label())
+		g.Armed("counting in the " + s.Instance.Label())
 		if printed, err = histIntervals(ctx, g, opts, s, system, event); err != nil {
 			return err
 		}

@@ -213,7 +213,7 @@ func measureFor(ctx context.Context, g *Globals, s *session.Session, command *se
 		}
 		return nil, err
 	}
-	g.Armed("measuring in " + s.Instance.Label())
+	g.Armed("measuring in the " + s.Instance.Label())
 	if command == nil {
 		wait(ctx, d)
 		return nil, nil

@@ -194,7 +194,7 @@ func recordInstance(ctx context.Context, opts *RecordOptions, fs *tracefs.FS, rd
 	rec.NameSelf = !opts.IncludeSelf
 	defer rec.Close()
 	warnIfIdle(g, in)
-	g.Armed("recording " + in.Label())
+	g.Armed("recording the " + in.Label())
 	return recordTo(ctx, g, opts, rec, nil, nil, keepDir)
 }
 

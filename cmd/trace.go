@@ -251,7 +251,7 @@ func runSession(ctx context.Context, g *Globals, fs *tracefs.FS, s *session.Sess
 	if err := s.Begin(); err != nil {
 		return abort(err)
 	}
-	g.Armed("tracing is on in " + s.Instance.Label())
+	g.Armed("tracing is on in the " + s.Instance.Label())
 	return body(command)
 }
 

@@ -136,7 +136,7 @@ func TestReadyFDCommand(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("%v: %s", err, errb)
 	}
-	armed, work := strings.Index(errb.String(), "ftctl: armed: tracing is on in instance"), strings.Index(errb.String(), "WORKLOAD")
+	armed, work := strings.Index(errb.String(), "ftctl: armed: tracing is on in the instance"), strings.Index(errb.String(), "WORKLOAD")
 	if armed < 0 || work < armed {
 		t.Errorf("want the armed notice before the command's output:\n%s", errb)
 	}
