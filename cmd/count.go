@@ -55,8 +55,9 @@ kernel, over every function, and Debian's kernels lack it.
 At the end (--duration, COMMAND's exit, Ctrl-C, SIGTERM, SIGHUP) the counts are printed, most
 called first, then every piece is removed (the trigger, the probes, the instance), each by the
 exact text written. --interval prints the calls of each interval as it ends. --top keeps the N
-most called. Functions not called are not listed, but with -o json a function a PATTERN names
-exactly (no wildcard) always is, with its count, 0 included. With the stream method, events the
+most called. Functions a glob selects are listed when called; a function a PATTERN names
+exactly (no wildcard) always is, with its count, 0 included, in text as with -o json (--top
+aside): "not called" is a row with 0, never a missing row. With the stream method, events the
 ring buffer lost make the counts lower bounds: that is said.
 
 --pid PID counts the calls of task PID only (a thread id); with -- COMMAND, ftctl starts COMMAND
@@ -110,6 +111,7 @@ func NewCmdCount(g *Globals, runF func(context.Context, *CountOptions) error) *c
 	f.IntVar(&opts.PID, "pid", 0, "count only the calls of task `PID`")
 	f.StringVar(&opts.Method, "method", "", "count with `METHOD`: hist or stream (default: the cheapest the kernel allows)")
 	registerFlagCompletion(c, "method", cobra.FixedCompletions([]cobra.Completion{"hist", "stream"}, noFiles))
+	registerReadyFD(c, g)
 	c.ValidArgsFunction = completeFunctionNames(g)
 	return c
 }
@@ -219,6 +221,7 @@ func countRun(ctx context.Context, opts *CountOptions) error {
 	if err := counter.Begin(ctx); err != nil {
 		return abort(err)
 	}
+	g.Armed("counting in the " + s.Instance.Label())
 	return countUntilEnd(ctx, opts, namedFuncs(patterns), counter, command)
 }
 
@@ -334,7 +337,7 @@ type countOutput struct {
 	g         *Globals
 	intervals bool     // --interval: each interval under its time
 	top       int      // --top
-	named     []string // the functions a pattern names exactly: a JSON record each, 0 included
+	named     []string // the functions a pattern names exactly: a row each, 0 included
 	method    string
 	functions int // how many the patterns selected
 	start     time.Time
@@ -372,11 +375,10 @@ func (o *countOutput) interval(cur count.Counts, now time.Time) error {
 	if o.top > 0 && len(rows) > o.top {
 		rows = rows[:o.top]
 	}
-	iv := countInterval{n: o.n, at: now, seconds: now.Sub(o.last).Seconds(), rows: rows}
+	// every function named has its row, 0 included, in text as in JSON: a script (or a reader)
+	// tells "not called" from "not counted"
+	iv := countInterval{n: o.n, at: now, seconds: now.Sub(o.last).Seconds(), rows: withNamed(rows, all, o.named)}
 	o.prev, o.last = cur, now
-	if o.g.machine() {
-		iv.rows = withNamed(rows, all, o.named)
-	}
 	return printCount(o.g, o.intervals, o.method, iv)
 }
 
@@ -416,12 +418,12 @@ func (o *countOutput) summary(end time.Time, lowerBound bool) error {
 
 // countJSON is one row of `ftctl count -o json`.
 type countJSON struct {
-	Interval int     `json:"interval"`
-	Time     string  `json:"time"`
-	Seconds  float64 `json:"seconds"`
-	Func     string  `json:"func"`
-	Count    uint64  `json:"count"`
-	Method   string  `json:"method"`
+	Interval int     `json:"interval"` // the interval's number, from 1 (1 without --interval)
+	Time     string  `json:"time"`     // when the interval ended (RFC 3339, UTC)
+	Seconds  float64 `json:"seconds"`  // the interval's length
+	Func     string  `json:"func"`     // the function (" [module]" after a module's, as the kernel keys it)
+	Count    uint64  `json:"count"`    // its calls in the interval (0 for a function named and not called)
+	Method   string  `json:"method"`   // how it was counted: hist (in the kernel) or stream
 }
 
 // countSummaryJSON is the last record of `ftctl count -o json`.

@@ -94,11 +94,19 @@ func TestCountOutputNamedAndSummary(t *testing.T) {
 		t.Errorf("summary %s", s)
 	}
 
+	// text as JSON: a row for every function named, 0 included (issue 33: a named function
+	// not called had no row, and an interval of none said "0 functions"); no summary
 	text := feed("text", 0)
-	if strings.Contains(text, "summary") || strings.Count(text, "ksys_read") != 1 || strings.Count(text, "vfs_read") != 1 {
+	if strings.Contains(text, "summary") || strings.Count(text, "ksys_read") != 3 || strings.Count(text, "vfs_read") != 3 ||
+		strings.Count(text, "nls_fn") != 3 {
 		t.Errorf("text:\n%s", text)
 	}
-	if !strings.Contains(text, "0 functions, 0 calls") || !strings.Contains(text, "3 functions, 13 calls") {
-		t.Errorf("text totals:\n%s", text)
+	if !slices.ContainsFunc(strings.Split(text, "\n"), func(l string) bool { return strings.Join(strings.Fields(l), " ") == "ksys_read 0" }) {
+		t.Errorf("text has no row of ksys_read with 0 calls:\n%s", text)
+	}
+	for _, want := range []string{"4 functions, 5 calls", "4 functions, 13 calls", "3 functions, 0 calls"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
 	}
 }

@@ -129,7 +129,7 @@ func flightStartRun(ctx context.Context, opts *FlightStartOptions) error {
 		return err
 	}
 	if !g.DryRun {
-		g.Notice("flight %s records in instance %s ('ftctl flight dump %s -o FILE' writes what it holds)", p.Metadata.Name, p.InstanceName(), p.Metadata.Name)
+		g.Notice("flight %s records in instance %s ('ftctl flight dump %s -w FILE' writes what it holds)", p.Metadata.Name, p.InstanceName(), p.Metadata.Name)
 	}
 	return nil
 }
@@ -231,28 +231,27 @@ func printArm(g *Globals, s flight.Status) {
 type FlightDumpOptions struct {
 	G    *Globals
 	Name string
-	File string // -o
+	File string // -w
 }
 
 // NewCmdFlightDump builds `ftctl flight dump`.
 func NewCmdFlightDump(g *Globals, runF func(context.Context, *FlightDumpOptions) error) *cobra.Command {
 	opts := &FlightDumpOptions{G: g}
 	c := &cobra.Command{
-		Use:   "dump NAME -o FILE",
+		Use:   "dump NAME -w FILE",
 		Short: "Write what a flight recorder's ring holds into a trace.dat, without stopping it",
 		Long: `Write the ring of the flight recorder NAME into FILE, a trace.dat that 'ftctl report',
 trace-cmd report and KernelShark read. The recorder goes on recording: the ring's content is
 swapped into the kernel's snapshot buffer and read from there. FILE is made 0600 (it holds kernel
 addresses), whole or not at all.`,
-		Example: `  sudo ftctl flight dump box -o incident.dat && ftctl report incident.dat`,
+		Example: `  sudo ftctl flight dump box -w incident.dat && ftctl report incident.dat`,
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			opts.Name = a[0]
 			return runCmd(c, runF, flightDumpRun, opts)
 		},
 	}
-	c.Flags().StringVarP(&opts.File, "output", "o", "", "write the dump to `FILE` (a trace.dat)")
-	registerFlagCompletion(c, "output", cobra.FixedCompletions(nil, cobra.ShellCompDirectiveDefault))
+	registerWriteFlag(c, &opts.File, "", "write the dump to `FILE` (a trace.dat)")
 	return c
 }
 
@@ -269,7 +268,7 @@ func flightDumpRun(ctx context.Context, opts *FlightDumpOptions) error {
 	st, err := flight.Dump(ctx, fs, opts.Name, opts.File, fileOwners()...)
 	switch {
 	case errors.Is(err, stream.ErrRecordDir):
-		return InvalidInput(fmt.Errorf("-o %s: %s", safe(opts.File), safe(err.Error())))
+		return InvalidInput(fmt.Errorf("-w %s: %s", safe(opts.File), safe(err.Error())))
 	case errors.Is(err, flight.ErrNoRecorder):
 		return InvalidInput(err)
 	case err != nil || st == nil: // (a dry run printed its plan)

@@ -110,7 +110,7 @@ func flightBootConfigRun(ctx context.Context, opts *FlightBootOptions) error {
 type FlightLastBootOptions struct {
 	G       *Globals
 	Name    string
-	File    string // -o
+	File    string // -w
 	BootDir string // --boot-dir
 }
 
@@ -118,7 +118,7 @@ type FlightLastBootOptions struct {
 func NewCmdFlightLastBoot(g *Globals, runF func(context.Context, *FlightLastBootOptions) error) *cobra.Command {
 	opts := &FlightLastBootOptions{G: g}
 	c := &cobra.Command{
-		Use:   "last-boot NAME -o FILE",
+		Use:   "last-boot NAME -w FILE",
 		Short: "Write what a persistent recorder's ring kept from the previous boot into a trace.dat",
 		Long: `After a warm reboot, write the previous boot's events that the persistent ring of the flight
 recorder NAME kept (the kernel booted with 'ftctl flight boot-config NAME''s parameters) into
@@ -127,16 +127,15 @@ symbols are those boot-config (or an earlier last-boot) saved in --boot-dir, wit
 addresses moved to where the previous boot had them (last_boot_info's deltas, and how far
 KASLR moved the kernel since they were saved). Reading empties the ring. This boot's formats
 and symbols are saved then, for the next reboot. FILE is made 0600, whole or not at all.`,
-		Example: `  sudo ftctl flight last-boot crash -o lastboot.dat && ftctl report lastboot.dat`,
+		Example: `  sudo ftctl flight last-boot crash -w lastboot.dat && ftctl report lastboot.dat`,
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			opts.Name = a[0]
 			return runCmd(c, runF, flightLastBootRun, opts)
 		},
 	}
-	c.Flags().StringVarP(&opts.File, "output", "o", "", "write the previous boot's events to `FILE` (a trace.dat)")
+	registerWriteFlag(c, &opts.File, "", "write the previous boot's events to `FILE` (a trace.dat)")
 	c.Flags().StringVar(&opts.BootDir, "boot-dir", flight.DefaultBootDir, "the formats and symbols saved under `DIR`")
-	registerFlagCompletion(c, "output", cobra.FixedCompletions(nil, cobra.ShellCompDirectiveDefault))
 	return c
 }
 

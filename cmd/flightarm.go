@@ -109,7 +109,7 @@ func (opts *FlightArmOptions) triggers() ([]*flight.Trigger, error) {
 		return nil, InvalidInput(fmt.Errorf("-d %s: not a directory", safe(opts.Dir)))
 	}
 	if opts.G.DryRun {
-		return nil, InvalidInput(errors.New("flight arm waits for triggers and dumps then: 'ftctl --dry-run flight dump NAME -o FILE' shows what a dump writes"))
+		return nil, InvalidInput(errors.New("flight arm waits for triggers and dumps then: 'ftctl --dry-run flight dump NAME -w FILE' shows what a dump writes"))
 	}
 	ts := []*flight.Trigger{flight.SignalTrigger()}
 	for _, on := range opts.On {

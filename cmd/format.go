@@ -32,7 +32,8 @@ const (
 // formats are the values of -o, in the order help lists them.
 var formats = []Format{FormatText, FormatJSON}
 
-// outputFlag declares -o, every command's (but record's and flight dump's, whose -o is a file).
+// outputFlag declares -o, every command's output format. The commands that write a file
+// (record, flight dump, flight last-boot) name it with -w/--write (registerWriteFlag).
 func (g *Globals) outputFlag(root *cobra.Command) {
 	names := make([]string, len(formats))
 	for i, f := range formats {
@@ -43,9 +44,16 @@ func (g *Globals) outputFlag(root *cobra.Command) {
 }
 
 // checkOutput refuses a value of -o that is no format, and a machine format for a command
-// that prints none (exit 2): a script asking for JSON would otherwise parse text.
-func (g *Globals) checkOutput(path string) error {
+// that prints none (exit 2): a script asking for JSON would otherwise parse text. c writes a
+// file (-w) when it has such a flag: a file name given to -o (trace-cmd's and perf's habit,
+// and ftctl's own before -w came) is then refused with the spelling that writes it.
+func (g *Globals) checkOutput(c *cobra.Command) error {
+	path := c.CommandPath()
 	if !slices.Contains(formats, Format(g.Output)) {
+		if c.Flags().Lookup("write") != nil {
+			return InvalidInput(fmt.Errorf("-o %s: -o is the output format (text or json) in every ftctl command; %s writes its file with -w/--write FILE (trace-cmd record's -o FILE): %s -w %s",
+				safe(g.Output), path, path, safe(shellWord(g.Output))))
+		}
 		return InvalidInput(fmt.Errorf("-o/--output must be text or json, not %q", g.Output))
 	}
 	if !g.machine() || printsJSON(path) {

@@ -63,20 +63,20 @@ var (
 
 // mountDoc is `ftctl mount -o json`.
 type mountDoc struct {
-	Path    string `json:"path"`
-	Mounted bool   `json:"mounted"`
+	Path    string `json:"path"`    // where tracefs is mounted
+	Mounted bool   `json:"mounted"` // true when this command mounted it, false when it was mounted already
 }
 
 // eventRow is one event of `ftctl list events -o json`.
 type eventRow struct {
-	System string `json:"system"`
-	Event  string `json:"event"`
+	System string `json:"system"` // the event's system (sched, syscalls, a probe's group)
+	Event  string `json:"event"`  // its name
 }
 
 // tracerRow is one tracer of `ftctl list tracers -o json`.
 type tracerRow struct {
-	Name    string `json:"name"`
-	Current bool   `json:"current"`
+	Name    string `json:"name"`    // a tracer this kernel has
+	Current bool   `json:"current"` // the trace array's current tracer
 }
 
 // functionDoc is one record of `ftctl functions -o json`.
@@ -179,50 +179,51 @@ type resetDoc struct {
 // stream.AppendJSON encodes the records by hand (once per event), in this order, each member
 // only when the line had it.
 type eventDoc struct {
-	Buffer       *string        `json:"buffer,omitempty"`
-	TS           *float64       `json:"ts,omitempty"`
-	CPU          *int           `json:"cpu,omitempty"`
-	Comm         *string        `json:"comm,omitempty"`
-	PID          *int           `json:"pid,omitempty"`
-	TGID         *int           `json:"tgid,omitempty"`
-	Flags        *string        `json:"flags,omitempty"`
-	Event        string         `json:"event"`
-	Func         *string        `json:"func,omitempty"`
-	FuncOffset   *string        `json:"func_offset,omitempty"`
-	FuncModule   *string        `json:"func_module,omitempty"`
-	FuncAddr     *string        `json:"func_addr,omitempty"`
-	Parent       *string        `json:"parent,omitempty"`
-	ParentOffset *string        `json:"parent_offset,omitempty"`
-	ParentModule *string        `json:"parent_module,omitempty"`
-	ParentAddr   *string        `json:"parent_addr,omitempty"`
-	Repeats      *int64         `json:"repeats,omitempty"`
-	LastTS       *float64       `json:"last_ts,omitempty"`
-	Probe        *string        `json:"probe,omitempty"`
-	ReturnTo     *string        `json:"return_to,omitempty"`
-	Args         map[string]any `json:"args,omitempty"`
-	Text         *string        `json:"text,omitempty"`
-	Fields       map[string]any `json:"fields,omitempty"`
-	Stack        []string       `json:"stack,omitempty"`
-	Type         *string        `json:"type,omitempty" jsonschema:"enum=entry,enum=exit,enum=call"`
-	Depth        *int           `json:"depth,omitempty"`
-	DurationUS   *float64       `json:"duration_us,omitempty"`
-	Comment      *string        `json:"comment,omitempty"`
-	Lost         *int64         `json:"lost,omitempty" jsonschema:"oneof_type=integer;null"`
-	Raw          *string        `json:"raw,omitempty"`
+	Buffer       *string        `json:"buffer,omitempty"`        // ftctl report of a file holding instances' buffers (trace-cmd record -B NAME): the buffer the event was recorded in, "" for the top level
+	TS           *float64       `json:"ts,omitempty"`            // the timestamp: seconds for the time clocks, the raw count for counter, uptime and x86-tsc, as the kernel printed it
+	CPU          *int           `json:"cpu,omitempty"`           // the CPU the event was recorded on
+	Comm         *string        `json:"comm,omitempty"`          // the task's name as the kernel saved it (<...> when it had none)
+	PID          *int           `json:"pid,omitempty"`           // the task
+	TGID         *int           `json:"tgid,omitempty"`          // its thread group, with the record-tgid option when the kernel knew it
+	Flags        *string        `json:"flags,omitempty"`         // the irq-info flags (d..2.), absent with irq-info off
+	Event        string         `json:"event"`                   // function, the probe's or tracepoint's own name, marker, stack, user_stack, graph, lost or raw
+	Func         *string        `json:"func,omitempty"`          // a function event's function (function_graph: the function entered or left)
+	FuncOffset   *string        `json:"func_offset,omitempty"`   // its offset, with sym-offset
+	FuncModule   *string        `json:"func_module,omitempty"`   // its module, when printed
+	FuncAddr     *string        `json:"func_addr,omitempty"`     // its address, with sym-addr
+	Parent       *string        `json:"parent,omitempty"`        // a function event's caller
+	ParentOffset *string        `json:"parent_offset,omitempty"` // the caller's offset, with sym-offset
+	ParentModule *string        `json:"parent_module,omitempty"` // the caller's module, when printed
+	ParentAddr   *string        `json:"parent_addr,omitempty"`   // the caller's address, with sym-addr
+	Repeats      *int64         `json:"repeats,omitempty"`       // with func-no-repeats: how many times the call repeated
+	LastTS       *float64       `json:"last_ts,omitempty"`       // with func-no-repeats: the last repeat's timestamp
+	Probe        *string        `json:"probe,omitempty"`         // a probe's location as printed; for a return probe, the probed function
+	ReturnTo     *string        `json:"return_to,omitempty"`     // a return probe's caller
+	Args         map[string]any `json:"args,omitempty"`          // a probe's fields: numbers as numbers, strings as strings, (fault) as null, arrays as arrays, anything else as the string printed
+	Text         *string        `json:"text,omitempty"`          // the arguments when they cannot be split; the text of markers, tracepoints and raw lines
+	Fields       map[string]any `json:"fields,omitempty"`        // a tracepoint read from trace_pipe_raw: its own fields as recorded, in format order
+	Stack        []string       `json:"stack,omitempty"`         // a stack event's frames, innermost first
+	// function_graph: entry, exit or call (a leaf, entry and exit in one)
+	Type       *string  `json:"type,omitempty" jsonschema:"enum=entry,enum=exit,enum=call"`
+	Depth      *int     `json:"depth,omitempty"`                                     // function_graph: the call depth
+	DurationUS *float64 `json:"duration_us,omitempty"`                               // function_graph: the call's duration in µs, at its exit or call
+	Comment    *string  `json:"comment,omitempty"`                                   // function_graph: a comment line (a marker or event inside the graph)
+	Lost       *int64   `json:"lost,omitempty" jsonschema:"oneof_type=integer;null"` // a lost record: the events lost on its CPU, null when the kernel did not count
+	Raw        *string  `json:"raw,omitempty"`                                       // with --raw, the line as read
 }
 
 // callDoc is one call of `ftctl graph -o json`, for its JSON Schema (stream.AppendCallJSON
 // encodes them by hand); cpu, pid and comm are the top-level call's.
 type callDoc struct {
-	Func       string    `json:"func"`
-	DurationUS *float64  `json:"duration_us,omitempty"`
-	CPU        *int      `json:"cpu,omitempty"`
-	PID        *int      `json:"pid,omitempty"`
-	Comm       *string   `json:"comm,omitempty"`
-	Retval     *int64    `json:"retval,omitempty"`
-	EntryLost  bool      `json:"entry_lost,omitempty"`
-	Unfinished bool      `json:"unfinished,omitempty"`
-	Calls      []callDoc `json:"calls"`
+	Func       string    `json:"func"`                  // the function called
+	DurationUS *float64  `json:"duration_us,omitempty"` // how long the call took, in µs (none when unfinished)
+	CPU        *int      `json:"cpu,omitempty"`         // the top-level call's CPU
+	PID        *int      `json:"pid,omitempty"`         // the top-level call's task
+	Comm       *string   `json:"comm,omitempty"`        // the top-level call's program name
+	Retval     *int64    `json:"retval,omitempty"`      // the return value, where the kernel records it (CONFIG_FUNCTION_GRAPH_RETVAL)
+	EntryLost  bool      `json:"entry_lost,omitempty"`  // its entry was not recorded: it began before the session, its record was lost, or --threshold
+	Unfinished bool      `json:"unfinished,omitempty"`  // still running when the session ended
+	Calls      []callDoc `json:"calls"`                 // what it called, in order
 }
 
 // What the formats of the session commands are, for people (their commands have no AnnotationJSON).

@@ -94,6 +94,7 @@ func NewCmdGraph(g *Globals, runF func(context.Context, *GraphOptions) error) *c
 	f.IntVar(&opts.PID, "pid", 0, "graph only process `PID` and its children")
 	f.DurationVar(&opts.Duration, "duration", 0, "end after `D` (e.g. 10s)")
 	f.IntVar(&opts.Count, "count", 0, "end after `N` top-level calls")
+	registerReadyFD(c, g)
 	registerFlagCompletion(c, "function", completeFunctionNames(g))
 	registerFlagCompletion(c, "notrace", completeFunctionNames(g))
 	return c

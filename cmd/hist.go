@@ -102,6 +102,7 @@ func NewCmdHist(g *Globals, runF func(context.Context, *HistOptions) error) *cob
 	registerFlagCompletion(c, "value", noFileCompletion)
 	registerFlagCompletion(c, "sort", noFileCompletion)
 	registerFlagCompletion(c, "filter", noFileCompletion)
+	registerReadyFD(c, g)
 	c.ValidArgsFunction = completeEventNames(g)
 	return c
 }
@@ -160,6 +161,7 @@ func histRun(ctx context.Context, opts *HistOptions) error {
 		if err := s.Begin(); err != nil {
 			return err
 		}
+		g.Armed("counting in the " + s.Instance.Label())
 		if printed, err = histIntervals(ctx, g, opts, s, system, event); err != nil {
 			return err
 		}
@@ -363,23 +365,23 @@ func histRejected(err error) error {
 type histJSON struct {
 	Interval int           `json:"interval,omitempty"` // with --interval: the table's number, from 1
 	Time     string        `json:"time,omitempty"`     // with --interval: when it was read
-	Event    string        `json:"event"`
-	Trigger  string        `json:"trigger"`
-	Rows     []histRowJSON `json:"rows"`
-	Hits     uint64        `json:"hits"`
-	Entries  uint64        `json:"entries"`
-	Dropped  uint64        `json:"dropped"`
+	Event    string        `json:"event"`              // SYSTEM:EVENT
+	Trigger  string        `json:"trigger"`            // the trigger as the kernel lists it
+	Rows     []histRowJSON `json:"rows"`               // the table's rows, as the kernel sorted them
+	Hits     uint64        `json:"hits"`               // the kernel's total of hits
+	Entries  uint64        `json:"entries"`            // the kernel's count of keys
+	Dropped  uint64        `json:"dropped"`            // hits the kernel's table could not hold
 }
 
 type histRowJSON struct {
-	Keys   []histKeyJSON      `json:"keys"`
-	Values map[string]float64 `json:"values"`
+	Keys   []histKeyJSON      `json:"keys"`   // the row's keys, in the order given
+	Values map[string]float64 `json:"values"` // its values by name (hitcount always)
 }
 
 type histKeyJSON struct {
-	Name string  `json:"name"`
-	Text string  `json:"text"`
-	Num  *uint64 `json:"num,omitempty"`
+	Name string  `json:"name"`          // the key's field
+	Text string  `json:"text"`          // as the kernel printed it: a program name, a symbol, a syscall, 2^5 for a .log2 bucket
+	Num  *uint64 `json:"num,omitempty"` // its number, when it has one
 }
 
 // printHist prints a table: with a stamp (--interval), the JSON on one line (one object a

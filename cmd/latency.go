@@ -80,6 +80,7 @@ histogram per program name or per task.`,
 	f.IntVar(&opts.PID, "pid", 0, "count only the calls of task `PID`")
 	f.DurationVar(&opts.Duration, "duration", 0, "end after `D` (e.g. 10s; default: until Ctrl-C or COMMAND's exit)")
 	registerFlagCompletion(c, "by", cobra.FixedCompletions([]cobra.Completion{"comm", "pid"}, noFiles))
+	registerReadyFD(c, g)
 	c.ValidArgsFunction = completeFunctionNames(g)
 	return c
 }
@@ -126,7 +127,7 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	}
 	defer traceTeardown(g, fs, s)
 	latencyNotice(g, opts.Func, s, l)
-	commandErr, err := measureFor(ctx, s, command, opts.Duration)
+	commandErr, err := measureFor(ctx, g, s, command, opts.Duration)
 	if err != nil {
 		return err
 	}
@@ -202,7 +203,7 @@ func latencyFuncError(top *tracefs.Instance, fn string, err error) error {
 // measureFor turns tracing on and waits for the end of the measure: the command's exit (it is
 // released first, and stopped at the other ends), d (0: none) or ctx's end (a signal). A
 // signal before tracing is on aborts the command. It returns the command's end.
-func measureFor(ctx context.Context, s *session.Session, command *session.Command, d time.Duration) (commandErr, err error) {
+func measureFor(ctx context.Context, g *Globals, s *session.Session, command *session.Command, d time.Duration) (commandErr, err error) {
 	if ctx.Err() == nil {
 		err = s.Begin()
 	}
@@ -212,6 +213,7 @@ func measureFor(ctx context.Context, s *session.Session, command *session.Comman
 		}
 		return nil, err
 	}
+	g.Armed("measuring in the " + s.Instance.Label())
 	if command == nil {
 		wait(ctx, d)
 		return nil, nil
@@ -253,23 +255,23 @@ func latencyTable(s *session.Session, l count.Latency) (hist.Table, error) {
 // latencyBucket is one log2 bucket: durations in (le_us/2, le_us] µs (the kernel's .log2 key
 // is ilog2(roundup_pow_of_two(v)): "2^N" holds 2^(N-1) < v <= 2^N).
 type latencyBucket struct {
-	LeUS  uint64 `json:"le_us"`
-	Count uint64 `json:"count"`
+	LeUS  uint64 `json:"le_us"` // the bucket's upper bound in µs (a power of 2): it holds the durations above half of it and up to it
+	Count uint64 `json:"count"` // the calls whose duration fell in it
 }
 
 type latencyGroup struct {
-	Comm    string          `json:"comm,omitempty"`
-	PID     uint64          `json:"pid,omitempty"`
-	Buckets []latencyBucket `json:"buckets"`
-	Count   uint64          `json:"count"`
+	Comm    string          `json:"comm,omitempty"` // with --by comm: the program name, its tasks summed
+	PID     uint64          `json:"pid,omitempty"`  // with --by pid: the task
+	Buckets []latencyBucket `json:"buckets"`        // its histogram
+	Count   uint64          `json:"count"`          // its calls
 }
 
 type latencyJSON struct {
-	Func    string          `json:"func"`
-	Buckets []latencyBucket `json:"buckets"`
-	Count   uint64          `json:"count"`
-	Groups  []latencyGroup  `json:"groups,omitempty"`
-	Dropped uint64          `json:"dropped"`
+	Func    string          `json:"func"`             // the function measured
+	Buckets []latencyBucket `json:"buckets"`          // the histogram of its durations, shortest first
+	Count   uint64          `json:"count"`            // the calls measured (the buckets' sum)
+	Groups  []latencyGroup  `json:"groups,omitempty"` // with --by: one histogram per program name or task
+	Dropped uint64          `json:"dropped"`          // what the kernel's table could not hold
 }
 
 // latencyGroups folds the table's rows into histograms: one, or one per task (--by pid) or

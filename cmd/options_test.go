@@ -62,7 +62,7 @@ func TestOptionsParsed(t *testing.T) {
 		var got *RecordOptions
 		c := NewCmdRecord(g(), func(_ context.Context, o *RecordOptions) error { got = o; return nil })
 		c.SetArgs([]string{"-f", "vfs_*", "-e", "sched", "--filter", "common_pid != 1", "-C", "global", "-O", "sym-offset",
-			"--option", "norecord-tgid", "--include-self", "-b", "4096", "--duration", "3s", "--count", "9", "-o", "x.dat", "--", "ls"})
+			"--option", "norecord-tgid", "--include-self", "-b", "4096", "--duration", "3s", "--count", "9", "-w", "x.dat", "--", "ls"})
 		if err := c.Execute(); err != nil || got == nil {
 			t.Fatalf("%v", err)
 		}

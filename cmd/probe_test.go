@@ -292,3 +292,22 @@ func TestProbeArgsTracepoint(t *testing.T) {
 		}
 	}
 }
+
+// probe disable -B NAME with no such instance: refused (exit 2) saying what is missing, with the
+// close names (issue 33: it said "read commands never create instances", no did-you-mean), and
+// nothing written.
+func TestProbeDisableMissingInstance(t *testing.T) {
+	root := fakeRoot(t)
+	if err := os.Mkdir(filepath.Join(root, "instances", "incident42"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(root, "kprobe_events"))
+	code, _, errs := run(t, "--tracefs", root, "-B", "incident24", "probe", "disable", "ftctl/a")
+	if code != ExitInvalid || !strings.Contains(errs, `no instance "incident24"`) || !strings.Contains(errs, "did you mean incident42?") ||
+		strings.Contains(errs, "read commands") || strings.Contains(errs, "--create") {
+		t.Errorf("exit %d:\n%s", code, errs)
+	}
+	if after, _ := os.ReadFile(filepath.Join(root, "kprobe_events")); string(after) != string(before) {
+		t.Errorf("kprobe_events changed: %q", after)
+	}
+}

@@ -20,7 +20,7 @@ import (
 // RecordOptions are the inputs of `ftctl record`: trace's session, and the file.
 type RecordOptions struct {
 	TraceOptions
-	File string // -o/--output
+	File string // -w/--write
 	Mode string // --mode: the file's permissions, octal (0600 unless widened)
 }
 
@@ -28,9 +28,10 @@ type RecordOptions struct {
 const recordLong = `Set a session up as 'ftctl trace' does (its own instance and probe group, removed at the end
 on every exit path; -f, -n, -p, -e, --filter, --tracer, --pid, --buffer-kb, --clock and -O as
 trace takes them), or read an existing instance with -B (its settings are left alone; what is
-recorded is consumed from its buffer), and record the ring buffer into FILE (default trace.dat)
-in trace-cmd's format (file version 6), which 'trace-cmd report', KernelShark and 'ftctl
-report' read.
+recorded is consumed from its buffer), and record the ring buffer into FILE (-w FILE, default
+trace.dat) in trace-cmd's format (file version 6), which 'trace-cmd report', KernelShark and
+'ftctl report' read. trace-cmd and perf name the file with record -o; in ftctl -o is the
+output format in every command, so the file is -w/--write (record -o FILE is refused, exit 2).
 
 Each CPU's pages are moved from per_cpu/cpuN/trace_pipe_raw into a file of its own with
 splice(2): nothing is decoded while recording. The pages come first: in a session of its own,
@@ -73,7 +74,7 @@ to read it, and removes it only with --remove-recordings.`
 
 // recordExample lists the examples of `ftctl record`.
 const recordExample = `  # functions of ext4 for 2 seconds (read them back with: ftctl report ext4.dat)
-  sudo ftctl record -f 'ext4_*' --duration 2s -o ext4.dat
+  sudo ftctl record -f 'ext4_*' --duration 2s -w ext4.dat
   # a kprobe with a string argument and sched tracepoints, for one command
   sudo ftctl record -p 'p:open do_sys_openat2 path=+0(%si):string' -e sched:sched_switch -- ls /tmp
   trace-cmd report trace.dat`
@@ -105,9 +106,8 @@ func NewCmdRecord(g *Globals, runF func(context.Context, *RecordOptions) error) 
 	f.DurationVar(&opts.Duration, "duration", 0, "end the recording after `D` (e.g. 30s)")
 	f.IntVar(&opts.Count, "count", 0, "end the recording once the kernel handed over `N` events")
 	f.BoolVar(&opts.IncludeSelf, "include-self", false, "keep ftctl's own threads in the session's instance; with -B, do not name them in the file (report shows their events)")
-	f.StringVarP(&opts.File, "output", "o", "trace.dat", "write the recording to `FILE`")
+	registerWriteFlag(c, &opts.File, "trace.dat", "write the recording to `FILE`")
 	f.StringVar(&opts.Mode, "mode", "0600", "give FILE the permissions `MODE` (octal, read and write bits only, at least 0600): it holds kernel addresses")
-	registerFlagCompletion(c, "output", cobra.FixedCompletions(nil, cobra.ShellCompDirectiveDefault))
 	return c
 }
 
@@ -194,6 +194,7 @@ func recordInstance(ctx context.Context, opts *RecordOptions, fs *tracefs.FS, rd
 	rec.NameSelf = !opts.IncludeSelf
 	defer rec.Close()
 	warnIfIdle(g, in)
+	g.Armed("recording the " + in.Label())
 	return recordTo(ctx, g, opts, rec, nil, nil, keepDir)
 }
 
@@ -279,21 +280,25 @@ func recordDir(file string) (*stream.RecordDir, error) {
 	}
 	rd, err := stream.MakeRecordDir(file, os.Getpid(), fileOwners()...)
 	if err != nil {
-		return nil, InvalidInput(fmt.Errorf("-o %s: %s", safe(file), safe(err.Error())))
+		return nil, InvalidInput(fmt.Errorf("-w %s: %s", safe(file), safe(err.Error())))
 	}
 	return rd, nil
 }
 
-// checkRecordName refuses a -o that names no file, or names an output format.
+// checkRecordName refuses a -w that names no file.
 func checkRecordName(file string) error {
 	if file == "" {
-		return InvalidInput(errors.New("-o: a file name is needed"))
-	}
-	if file == "json" || file == "text" {
-		// -o is the output format everywhere else: 'ftctl -o json record' means that, not a file
-		return InvalidInput(fmt.Errorf("-o %s: for ftctl record, -o names the file to write (default trace.dat), not an output format; name a file such as ./%s.dat", file, file))
+		return InvalidInput(errors.New("-w/--write: a file name is needed (-w FILE)"))
 	}
 	return nil
+}
+
+// registerWriteFlag gives a command that writes a trace.dat its -w/--write FILE. trace-cmd
+// record and perf record name their file with -o; in ftctl -o is the output format in every
+// command, so that it means one thing (checkOutput points a file given to -o here).
+func registerWriteFlag(c *cobra.Command, file *string, def, usage string) {
+	c.Flags().StringVarP(file, "write", "w", def, usage+" (trace-cmd's and perf's record -o FILE; -o is the output format)")
+	registerFlagCompletion(c, "write", cobra.FixedCompletions(nil, cobra.ShellCompDirectiveDefault))
 }
 
 // recordMode parses --mode: octal, read and write bits only (a recording is not a program),

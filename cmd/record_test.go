@@ -39,9 +39,9 @@ func TestRecordReportRefusals(t *testing.T) {
 		{[]string{"report", "--pid", "-3", notDat}, "--pid must not be negative"},
 		{[]string{"report", "--comm", "[x", notDat}, "--comm: malformed glob"},
 		{[]string{"report", "--cpu", "-1", notDat}, "--cpu must not be negative"},
-		{[]string{"--tracefs", root, "record", "-o", filepath.Join(dir, "no", "x.dat")}, "directory " + filepath.Join(dir, "no") + " does not exist"},
-		{[]string{"--tracefs", root, "record", "-o", dir}, "is a directory"},
-		{[]string{"--tracefs", root, "record", "-o", filepath.Join(shared, "x.dat")}, shared + ": not a private directory: every user can write in it (mode 0777, not sticky)"},
+		{[]string{"--tracefs", root, "record", "-w", filepath.Join(dir, "no", "x.dat")}, "directory " + filepath.Join(dir, "no") + " does not exist"},
+		{[]string{"--tracefs", root, "record", "-w", dir}, "is a directory"},
+		{[]string{"--tracefs", root, "record", "-w", filepath.Join(shared, "x.dat")}, shared + ": not a private directory: every user can write in it (mode 0777, not sticky)"},
 		{[]string{"--tracefs", root, "record", "--mode", "0755"}, "--mode 0755: want octal permissions"},
 		{[]string{"--tracefs", root, "record", "--mode", "0400"}, "--mode 0400"},
 		{[]string{"--tracefs", root, "record", "--mode", "rw"}, "--mode rw"},
@@ -50,7 +50,13 @@ func TestRecordReportRefusals(t *testing.T) {
 		{[]string{"--tracefs", root, "-B", "x", "record", "--clock", "global"}, "with -B, ftctl record reads the instance"},
 		{[]string{"--tracefs", root, "-B", "x", "record", "-O", "sym-offset"}, "with -B, ftctl record reads the instance"},
 		{[]string{"--tracefs", root, "record", "--count", "-1"}, "must not be negative"},
-		{[]string{"--tracefs", root, "-o", "json", "record"}, "names the file to write"},
+		// -o is the output format everywhere: a file given to it (trace-cmd's record -o FILE)
+		// is refused with the spelling that writes it, never written
+		{[]string{"--tracefs", root, "-o", "json", "record"}, "ftctl record has no -o json: it prints no JSON"},
+		{[]string{"--tracefs", root, "record", "-o", filepath.Join(dir, "x.dat")}, "ftctl record writes its file with -w/--write FILE (trace-cmd record's -o FILE): ftctl record -w " + filepath.Join(dir, "x.dat")},
+		{[]string{"--tracefs", root, "flight", "dump", "box", "-o", "x.dat"}, "ftctl flight dump writes its file with -w/--write FILE"},
+		{[]string{"--tracefs", root, "flight", "last-boot", "box", "--output=x.dat"}, "ftctl flight last-boot writes its file with -w/--write FILE"},
+		{[]string{"--tracefs", root, "record", "-w", ""}, "-w/--write: a file name is needed"},
 	} {
 		code, _, errs := run(t, c.args...)
 		if code != ExitInvalid || !strings.Contains(errs, c.want) {
@@ -125,7 +131,7 @@ func TestSessionDryRunChangesNothing(t *testing.T) {
 	}{
 		{[]string{"trace", "-f", "vfs_read"}, []string{"dry-run: mkdir " + root + "/instances/ftctl-", "/tracing_on \"0\"", "set_ftrace_filter for writing", "/current_tracer \"function\""}},
 		{[]string{"trace", "-f", "vfs_read", "--", "touch", marker}, []string{"dry-run: mkdir", "/set_ftrace_pid \"$COMMAND_PID\\n\"", "/current_tracer \"function\""}},
-		{[]string{"record", "-f", "vfs_read", "-o", filepath.Join(dir, "x.dat"), "--", "touch", marker}, []string{"dry-run: mkdir", "set_ftrace_filter for writing", "/current_tracer \"function\""}},
+		{[]string{"record", "-f", "vfs_read", "-w", filepath.Join(dir, "x.dat"), "--", "touch", marker}, []string{"dry-run: mkdir", "set_ftrace_filter for writing", "/current_tracer \"function\""}},
 	} {
 		code, out, errs := run(t, append([]string{"--tracefs", root, "--dry-run"}, c.args...)...)
 		if code != 0 || !strings.Contains(errs, "dry run: nothing was changed") {

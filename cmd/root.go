@@ -39,8 +39,11 @@ type Globals struct {
 	Quiet       bool          // -q
 	LockTimeout time.Duration // --lock-timeout
 	Color       string        // --color auto|always|never (colorFor)
+	ReadyFD     int           // --ready-fd of the commands that arm a session (registerReadyFD)
 
-	fs *tracefs.FS
+	fs    *tracefs.FS
+	ready io.WriteCloser // --ready-fd's descriptor until Armed closes it
+	start time.Time      // when Run began: Armed says how long arming took
 }
 
 // Notice prints an informational line on stderr unless -q.
@@ -158,7 +161,20 @@ func registerCreate(c *cobra.Command, create *bool) {
 // missingInstance is the refusal of a write to an instance that does not exist: the name, the
 // existing instances close to it, and the two ways to create it.
 func missingInstance(fs *tracefs.FS, name string) error {
-	msg := fmt.Sprintf("no instance %s: a write does not create one", safe(strconv.Quote(name)))
+	msg := closeInstances(fs, name, fmt.Sprintf("no instance %s: a write does not create one", safe(strconv.Quote(name))))
+	msg += "\nto create it, add --create, or run first: ftctl instance create " + safe(shellWord(name))
+	return InvalidInput(errors.New(msg))
+}
+
+// noInstance is the refusal of a command that reads (or disables in) an instance that does not
+// exist: the name and the existing instances close to it.
+func noInstance(fs *tracefs.FS, name string) error {
+	return InvalidInput(errors.New(closeInstances(fs, name, fmt.Sprintf("no instance %s", safe(strconv.Quote(name))))))
+}
+
+// closeInstances is msg followed by the existing instances close to name ("did you mean"), or
+// where to find them.
+func closeInstances(fs *tracefs.FS, name, msg string) string {
 	names, _ := fs.Instances() // the suggestion is a help: a failure to list leaves it out
 	if s := filters.Suggest(name, names, 3); len(s) > 0 {
 		for i := range s {
@@ -168,22 +184,26 @@ func missingInstance(fs *tracefs.FS, name string) error {
 	} else if len(names) > 0 {
 		msg += "; 'ftctl instance list' lists the existing ones"
 	}
-	msg += "\nto create it, add --create, or run first: ftctl instance create " + safe(shellWord(name))
-	return InvalidInput(errors.New(msg))
+	return msg
 }
 
 // shellWord is s as one word a shell reads back as s: as it is when it holds only characters
 // no shell treats specially, else in single quotes.
 func shellWord(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,:+@%=-") == "" {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,:+@%=/-") == "" {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// ReadInstance is the instance a read command works on (-B); a missing one is an error.
+// ReadInstance is the instance a read command works on (-B), or one that only takes away
+// (probe disable); a missing one is refused (exit 2) with the existing names close to it.
 func (g *Globals) ReadInstance(fs *tracefs.FS) (*tracefs.Instance, error) {
-	return fs.Lookup(g.Instance)
+	in, err := fs.Lookup(g.Instance)
+	if errors.Is(err, tracefs.ErrNoInstance) {
+		return nil, noInstance(fs, g.Instance)
+	}
+	return in, err
 }
 
 // OpenInstance finds tracefs and the trace array -B names, for a command that only reads it.
@@ -256,7 +276,7 @@ func NewRootCmd(g *Globals) *cobra.Command {
 
 // checkGlobals checks the global flags before any command runs (exit 2 for a mistake).
 func checkGlobals(c *cobra.Command, g *Globals) error {
-	if err := g.checkOutput(c.CommandPath()); err != nil {
+	if err := g.checkOutput(c); err != nil {
 		return err
 	}
 	if g.Instance != "" || c.Flags().Changed("instance") {
@@ -269,6 +289,13 @@ func checkGlobals(c *cobra.Command, g *Globals) error {
 	}
 	if g.LockTimeout < 0 {
 		return InvalidInput(fmt.Errorf("--lock-timeout must not be negative"))
+	}
+	if f := c.Flags().Lookup("ready-fd"); f != nil && f.Changed {
+		w, err := openReadyFD(g.ReadyFD)
+		if err != nil {
+			return err
+		}
+		g.ready = w
 	}
 	return nil
 }
@@ -381,7 +408,8 @@ func Run(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) 
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := withSignals(ctx)
 	defer stop()
-	g := &Globals{In: in, Out: out, Err: errw}
+	g := &Globals{In: in, Out: out, Err: errw, start: time.Now()}
+	defer g.closeReady()
 	root := NewRootCmd(g)
 	root.SetArgs(args)
 	err := unknownWithHelp(args)

@@ -150,6 +150,7 @@ func (opts *TraceOptions) addSessionFlags(c *cobra.Command, what string) {
 	f.StringArrayVarP(&opts.Options, "option", "O", nil, "set trace option `OPTION` (=1), OPTION=0 or noOPTION in the session (repeatable)")
 	registerFlagCompletion(c, "clock", completeClocks(g))
 	registerFlagCompletion(c, "option", completeOptions(g))
+	registerReadyFD(c, g)
 }
 
 // commandAfterDash accepts arguments only after --, as the command to run; hint says where
@@ -250,6 +251,7 @@ func runSession(ctx context.Context, g *Globals, fs *tracefs.FS, s *session.Sess
 	if err := s.Begin(); err != nil {
 		return abort(err)
 	}
+	g.Armed("tracing is on in the " + s.Instance.Label())
 	return body(command)
 }
 

@@ -57,6 +57,12 @@ and SIGHUP roll an apply back, the lists as they were (as ftctl filter does when
 Each waits 10 s at most; then q rolls back too, and after 10 s more the console quits anyway and
 says what it left unfinished.
 
+On a tracefs mounted read-only (a container's read-only bind mount: ftctl status says so), no
+instance can be made: the console opens read-only over -B's instance or the top level, as they
+are (the stream, the status, the lists, the probes), its status bar says read-only, and every
+change (filters, tracer, tracing on or off, probes, the Top view's count, a graph) is refused
+on screen with why, before the kernel is asked.
+
 Trace data is escaped before it reaches the terminal; the console keeps the last --ring events
 (memory is bounded); writes take the ftctl lock like every other command. The stream reads the
 ring buffer as ftctl stream does (trace_pipe_raw where it prints what trace_pipe would, else
@@ -121,13 +127,18 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	if err != nil {
 		return err
 	}
-	inst, group, done, err := tuiInstance(ctx, opts, fs)
+	readOnly := tuiReadOnly(fs)
+	inst, group, done, err := tuiInstance(ctx, opts, fs, readOnly != "")
 	if err != nil {
 		return err
 	}
 	defer done()
 	backend := tui.NewKernelBackend(fs, inst, group, g.LockTimeout)
 	backend.SetForce(opts.Force)
+	var be tui.Backend = backend
+	if readOnly != "" {
+		be = &tui.ReadOnlyBackend{Backend: backend, Why: readOnly}
+	}
 	defer func() {
 		// the Top view's count and the Graph view's graph, if they run: their sessions removed
 		if err := backend.Close(); err != nil {
@@ -138,7 +149,7 @@ func tuiRun(ctx context.Context, opts *TUIOptions) error {
 	if err != nil {
 		return err
 	}
-	m := tui.New(tui.Options{Backend: backend, Source: src, Instance: inst.Name, Private: g.Instance == "",
+	m := tui.New(tui.Options{Backend: be, Source: src, Instance: inst.Name, Private: g.Instance == "" && readOnly == "",
 		Group: group, RingSize: opts.RingSize, Context: ctx, Plain: !opts.G.colorFor(out), ForceColor: opts.G.Color == "always"})
 	aborted, err := tui.Run(ctx, m, in, out)
 	if m.Unfinished != "" {
@@ -174,14 +185,30 @@ func (opts *TUIOptions) check() error {
 	return nil
 }
 
+// tuiReadOnly is why the console opens read-only: tracefs mounted read-only (a container's
+// read-only bind mount, most often), where no instance can be made and every write fails with
+// EROFS; "" when it is writable.
+func tuiReadOnly(fs *tracefs.FS) string {
+	if !fs.Mount.ReadOnly {
+		return ""
+	}
+	if fs.Mount.Options == "" { // a --tracefs root: statfs says read-only, not the options
+		return "tracefs is mounted read-only"
+	}
+	return fmt.Sprintf("tracefs is mounted read-only (%s)", safe(fs.Mount.Options))
+}
+
 // tuiInstance is the instance the console works in, and its probe group: -B's, or a private
-// one set up now. done, once the console ended, removes the private one (--keep: keeps it,
-// and says so).
-func tuiInstance(ctx context.Context, opts *TUIOptions, fs *tracefs.FS) (inst *tracefs.Instance, group string, done func(), err error) {
+// one set up now; read-only (tracefs mounted so), -B's or the top level, as they are. done,
+// once the console ended, removes the private one (--keep: keeps it, and says so).
+func tuiInstance(ctx context.Context, opts *TUIOptions, fs *tracefs.FS, readOnly bool) (inst *tracefs.Instance, group string, done func(), err error) {
 	g := opts.G
-	if g.Instance != "" {
-		if inst, err = fs.Lookup(g.Instance); err != nil {
+	if g.Instance != "" || readOnly {
+		if inst, err = g.ReadInstance(fs); err != nil {
 			return nil, "", nil, err
+		}
+		if readOnly {
+			g.Notice("%s: the console opens read-only over %s, as it is (the stream and inspection; no change can be made)", tuiReadOnly(fs), safe(inst.Label()))
 		}
 		return inst, session.SharedGroup, func() {}, nil
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/ftctl/ftctl/tracefs"
 )
 
-// The journal of a recording's working directory. `ftctl record -o FILE` works in FILE.tmp-PID
+// The journal of a recording's working directory. `ftctl record -w FILE` works in FILE.tmp-PID
 // (a directory beside FILE) and renames the finished file; killed (SIGKILL), it leaves the
 // directory: the pages recorded so far, which `ftctl report --recover` reads. That directory is
 // evidence: nothing removes it unasked. Where it is, only the recording knew (FILE is wherever

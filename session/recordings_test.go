@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// recordingDir makes what a killed `ftctl record -o out.dat` leaves: out.dat.tmp-PID with a
+// recordingDir makes what a killed `ftctl record -w out.dat` leaves: out.dat.tmp-PID with a
 // header and a CPU's pages.
 func recordingDir(t *testing.T) (dir, file string) {
 	t.Helper()

@@ -86,7 +86,7 @@ for n in \$(seq ${DUMPS:-3}); do
 		[ \$(cat instances/ftctl-owned-big/per_cpu/cpu*/stats | awk '/^overrun:/ && \$2 > 0 { n++ } END { print n + 0 }') -ge 2 ] && break
 	done
 	echo "BENCHFILL \$n rounds \$i \$(cat instances/ftctl-owned-big/per_cpu/cpu*/stats | awk '/^bytes:/ { b += \$2 } END { printf "bytes %d", b }')"
-	stopwatch dump "ftctl flight dump big -o /tmp/big.dat" > /tmp/sw 2>/tmp/out
+	stopwatch dump "ftctl flight dump big -w /tmp/big.dat" > /tmp/sw 2>/tmp/out
 	echo "BENCHDUMP \$n \$(grep '^BENCH ' /tmp/sw | cut -d' ' -f3-5) size \$(stat -c %s /tmp/big.dat) \$(grep -a 'events' /tmp/out | tr '\n' ' ')"
 	rm -f /tmp/big.dat
 done

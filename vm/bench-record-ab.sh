@@ -25,6 +25,9 @@ trap 'rm -rf "$src" "$guest"' EXIT
 (cd "$top" && git archive "$old" | tar -x -C "$src")
 (cd "$src" && CGO_ENABLED=0 go build -o "$build/ftctl-old" .)
 (cd "$top" && CGO_ENABLED=0 go build -o "$build/ftctl-new" .)
+# record's file flag: -w/--write since -o became the output format everywhere, -o before
+ow=-o
+if "$build/ftctl-old" record --help 2>/dev/null | grep -q -- '--write'; then ow=-w; fi
 S=${SECONDS_RUN:-5}
 cat >"$guest" <<GUEST
 T=/sys/kernel/tracing
@@ -47,15 +50,15 @@ one() { # LABEL SECONDS SIGNAL COMMAND
 }
 for n in \$(seq ${ROUNDS:-3}); do
 	one cat $S TERM "cat \$I/trace_pipe"
-	one old $S INT "/bin/ftctl-old -B hot record -o /tmp/f.dat"
-	one new $S INT "/bin/ftctl -B hot record -o /tmp/f.dat"
-	one new $S INT "/bin/ftctl -B hot record -o /tmp/f.dat"
-	one old $S INT "/bin/ftctl-old -B hot record -o /tmp/f.dat"
+	one old $S INT "/bin/ftctl-old -B hot record $ow /tmp/f.dat"
+	one new $S INT "/bin/ftctl -B hot record -w /tmp/f.dat"
+	one new $S INT "/bin/ftctl -B hot record -w /tmp/f.dat"
+	one old $S INT "/bin/ftctl-old -B hot record $ow /tmp/f.dat"
 done
 for n in 1 2; do
 	one cat $((3 * S)) TERM "cat \$I/trace_pipe"
-	one old $((3 * S)) INT "/bin/ftctl-old -B hot record -o /tmp/f.dat"
-	one new $((3 * S)) INT "/bin/ftctl -B hot record -o /tmp/f.dat"
+	one old $((3 * S)) INT "/bin/ftctl-old -B hot record $ow /tmp/f.dat"
+	one new $((3 * S)) INT "/bin/ftctl -B hot record -w /tmp/f.dat"
 done
 echo 0 > \$I/tracing_on
 GUEST

@@ -4,7 +4,7 @@
 # runs (BUSY shell loops, default 1, each `cat /proc/stat > /dev/null` over and over), and the
 # readers take turns, each a fresh process, each for SECONDS_RUN (default 5) seconds:
 #   cat       busybox `cat trace_pipe > /dev/null` (the kernel formats every event)
-#   ftctl     `ftctl -B hot record -o /tmp/f.dat` (splice into per-CPU files, then the trace.dat)
+#   ftctl     `ftctl -B hot record -w /tmp/f.dat` (splice into per-CPU files, then the trace.dat)
 #   trace-cmd `trace-cmd record -B hot -p function -l '_raw_spin_lock*' -o /tmp/t.dat`
 #             (Debian's 3.1.6: its per-CPU recorders splice too; it sets the instance up again)
 # The buffer is cleared before each run (echo > trace zeroes the counters). After SECONDS_RUN
@@ -109,15 +109,15 @@ idle() { # idle LABEL N COMMAND: CPU of a reader of an instance that traces noth
 for n in \$(seq ${RUNS:-2}); do
 	if [ "${IDLE:-1}" = 1 ]; then
 		idle kallsyms \$n "cat /proc/kallsyms"
-		idle ftctl-idle \$n "env FTCTL_TIMING=1 ftctl -B idle record -o /tmp/fi.dat"
+		idle ftctl-idle \$n "env FTCTL_TIMING=1 ftctl -B idle record -w /tmp/fi.dat"
 		idle trace-cmd-idle \$n "trace-cmd record -B idle -p nop -o /tmp/ti.dat"
 	fi
 	run cat \$n /dev/null "cat \$I/trace_pipe"
-	run ftctl \$n /tmp/f.dat "env FTCTL_TIMING=1 ftctl -B hot record -o /tmp/f.dat"
+	run ftctl \$n /tmp/f.dat "env FTCTL_TIMING=1 ftctl -B hot record -w /tmp/f.dat"
 	run trace-cmd \$n /tmp/t.dat "trace-cmd record -B hot -p function -l '_raw_spin_lock*' -o /tmp/t.dat"
 	if [ "\$L" -gt 0 ]; then
 		run cat-long \$n /dev/null "cat \$I/trace_pipe"
-		run ftctl-long \$n /tmp/f.dat "env FTCTL_TIMING=1 ftctl -B hot record -o /tmp/f.dat"
+		run ftctl-long \$n /tmp/f.dat "env FTCTL_TIMING=1 ftctl -B hot record -w /tmp/f.dat"
 	fi
 done
 echo 0 > \$I/tracing_on

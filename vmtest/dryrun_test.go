@@ -116,7 +116,7 @@ func TestSessionDryRunIsTheRun(t *testing.T) {
 	cases := [][]string{
 		{"trace", "-f", "vfs_read", "-n", "vfs_write", "-e", "sched:sched_switch", "--filter", "prev_pid != 0", "-O", "sym-offset", "--clock", "global"},
 		{"trace", "-p", "p:open do_sys_openat2", "-e", "sched:sched_process_exit"},
-		{"record", "-f", "vfs_read", "-o", dat},
+		{"record", "-f", "vfs_read", "-w", dat},
 		{"graph", "-f", "vfs_read", "--depth", "3"},
 		{"count", "vfs_read", "vfs_write", "--method", "stream"},
 	}

@@ -43,12 +43,12 @@ func TestFlightRecorder(t *testing.T) {
 	markers(t, "ftctl-owned-box", 1, 50)
 	dir := t.TempDir()
 	first := filepath.Join(dir, "first.dat")
-	if r := ftctlRun(t, "flight", "dump", "box", "-o", first); r.code != 0 {
+	if r := ftctlRun(t, "flight", "dump", "box", "-w", first); r.code != 0 {
 		t.Fatalf("flight dump: %v", r)
 	}
 	markers(t, "ftctl-owned-box", 51, 51)
 	second := filepath.Join(dir, "second.dat")
-	if r := ftctlRun(t, "flight", "dump", "box", "-o", second); r.code != 0 {
+	if r := ftctlRun(t, "flight", "dump", "box", "-w", second); r.code != 0 {
 		t.Fatalf("second flight dump: %v", r)
 	}
 	rep := ftctlRun(t, "report", first)
@@ -140,7 +140,7 @@ func TestFlightArm(t *testing.T) {
 	}
 	markers(t, "ftctl-owned-armed", 99, 99)
 	out := filepath.Join(dir, "after.dat")
-	if r := ftctlRun(t, "flight", "dump", "armed", "-o", out); r.code != 0 || !strings.Contains(ftctlRun(t, "report", out).stdout, "flight-marker-99\n") {
+	if r := ftctlRun(t, "flight", "dump", "armed", "-w", out); r.code != 0 || !strings.Contains(ftctlRun(t, "report", out).stdout, "flight-marker-99\n") {
 		t.Errorf("the recorder does not record after arm ended: %v", r)
 	}
 }

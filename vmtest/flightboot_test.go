@@ -47,7 +47,7 @@ func rebootMarker(n int) string { return fmt.Sprintf("ftctl-reboot-marker-%04d",
 func TestFlightBootConfig(t *testing.T) {
 	dir := t.TempDir()
 	r := ftctlRun(t, "flight", "boot-config", "box2", "-e", "sched:sched_switch", "-e", "irq", "--boot-dir", dir)
-	lb := ftctlRun(t, "flight", "last-boot", "box2", "-o", filepath.Join(dir, "x.dat"), "--boot-dir", dir)
+	lb := ftctlRun(t, "flight", "last-boot", "box2", "-w", filepath.Join(dir, "x.dat"), "--boot-dir", dir)
 	if !persistentKernel() {
 		if r.code != 4 || !strings.Contains(r.stderr, "no persistent ring buffer") || r.stdout != "" {
 			t.Errorf("boot-config on a kernel without the persistent ring buffer: %v", r)
@@ -112,7 +112,7 @@ func TestFlightRebootBefore(t *testing.T) {
 func TestFlightRebootAfter(t *testing.T) {
 	rebootPhase(t, "2")
 	out := filepath.Join(t.TempDir(), "last.dat")
-	r := ftctlRun(t, "flight", "last-boot", rebootName, "-o", out, "--boot-dir", rebootDir)
+	r := ftctlRun(t, "flight", "last-boot", rebootName, "-w", out, "--boot-dir", rebootDir)
 	if r.code != 0 {
 		t.Fatalf("last-boot: %v", r)
 	}
@@ -129,7 +129,7 @@ func TestFlightRebootAfter(t *testing.T) {
 		t.Logf("no trace-cmd in this VM: %v", err)
 	}
 	// read, the ring is empty: a second last-boot has nothing of the previous boot
-	again := ftctlRun(t, "flight", "last-boot", rebootName, "-o", out+"2", "--boot-dir", rebootDir)
+	again := ftctlRun(t, "flight", "last-boot", rebootName, "-w", out+"2", "--boot-dir", rebootDir)
 	if rep := ftctlRun(t, "report", out+"2"); again.code != 0 || strings.Contains(rep.stdout, rebootMarker(1)) {
 		t.Errorf("a second last-boot: %v; report %v", again, rep)
 	}

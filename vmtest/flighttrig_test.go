@@ -170,7 +170,7 @@ func TestFlightArmEvent(t *testing.T) {
 		t.Errorf("status after SIGKILL of arm: %+v", st.Arm)
 	}
 	out := filepath.Join(dir, "after.dat")
-	if r := ftctlRun(t, "flight", "dump", "trig", "-o", out); r.code != 0 || !strings.Contains(ftctlRun(t, "report", out).stdout, "flight-marker-777\n") {
+	if r := ftctlRun(t, "flight", "dump", "trig", "-w", out); r.code != 0 || !strings.Contains(ftctlRun(t, "report", out).stdout, "flight-marker-777\n") {
 		t.Errorf("the ring does not record after arm was killed: %v", r)
 	}
 	if r := ftctlRun(t, "flight", "stop", "trig"); r.code != 0 {

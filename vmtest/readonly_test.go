@@ -87,3 +87,36 @@ func TestMountWhenMountedElsewhere(t *testing.T) {
 		t.Errorf("mount with tracefs mounted: %+v", r)
 	}
 }
+
+// The console over a read-only tracefs opens read-only instead of dying (it could make no
+// private instance): the top level's stream shows, the status bar says read-only, a change is
+// refused on screen with why, q exits 0, and nothing changed.
+func TestTUIReadOnly(t *testing.T) {
+	const ro = "/mnt/ro-tracing-tui"
+	if err := os.MkdirAll(ro, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, "mount --bind "+tracing+" "+ro+" && mount -o remount,bind,ro "+ro)
+	t.Cleanup(func() { exec.Command("/bin/sh", "-c", "umount "+ro).Run() })
+	if !strings.Contains(sh(t, "grep ' "+ro+" ' /proc/self/mountinfo"), " ro,") {
+		t.Skip("this busybox mount could not make a read-only bind mount")
+	}
+	state := "cat " + tracing + "/tracing_on " + tracing + "/current_tracer " + tracing + "/set_ftrace_filter; ls " + tracing + "/instances"
+	before := sh(t, state)
+	r := startTUI(t, "--tracefs", ro, "tui")
+	r.waitFor("(read-only)")
+	if strings.HasPrefix(before, "1") { // the top level traces: a marker shows in the stream
+		sh(t, "echo ro-console-marker > "+tracing+"/trace_marker")
+		r.waitFor("ro-console-marker")
+	}
+	r.keys("O") // tracing on or off
+	r.waitFor("the console is read-only")
+	r.keys("q")
+	if code := r.wait(); code != 0 {
+		t.Errorf("exit %d; screen:\n%s", code, r.screen)
+	}
+	r.restored()
+	if after := sh(t, state); after != before {
+		t.Errorf("state changed:\n%s\nthen\n%s", before, after)
+	}
+}

@@ -56,7 +56,7 @@ var recordCommand = []string{"/bin/sh", "-c", "for m in " + tracing + "/instance
 
 func recordArgs(out string) []string {
 	return append([]string{"record", "-f", "vfs_read", "-p", "p:open do_sys_openat2 path=+0(%si):string",
-		"-e", "sched:sched_switch", "-e", "sched:sched_process_exec", "-o", out, "--"}, recordCommand...)
+		"-e", "sched:sched_switch", "-e", "sched:sched_process_exec", "-w", out, "--"}, recordCommand...)
 }
 
 // tcLine is one line of trace-cmd report: comm-pid [cpu] ts: event: text.
@@ -324,7 +324,7 @@ func TestRecordEndsCleanly(t *testing.T) {
 	}
 	t.Run("duration", func(t *testing.T) {
 		out := filepath.Join(dir, "d.dat")
-		r := ftctlRun(t, append(args, "--duration", "1200ms", "-o", out)...)
+		r := ftctlRun(t, append(args, "--duration", "1200ms", "-w", out)...)
 		if r.code != 0 || reportCount(t, out) == 0 {
 			t.Errorf("%v", r)
 		}
@@ -341,7 +341,7 @@ func TestRecordEndsCleanly(t *testing.T) {
 	})
 	t.Run("count", func(t *testing.T) {
 		out := filepath.Join(dir, "c.dat")
-		r := ftctlRun(t, append(args, "--count", "50", "-o", out)...)
+		r := ftctlRun(t, append(args, "--count", "50", "-w", out)...)
 		if n := reportCount(t, out); r.code != 0 || n < 50 {
 			t.Errorf("%d events in the file: %v", n, r)
 		}
@@ -349,7 +349,7 @@ func TestRecordEndsCleanly(t *testing.T) {
 	})
 	t.Run("command", func(t *testing.T) {
 		out := filepath.Join(dir, "cmd.dat")
-		r := ftctlRun(t, append(args, "-o", out, "--", "/bin/sh", "-c", "head -n1 /proc/version >/dev/null; exit 3")...)
+		r := ftctlRun(t, append(args, "-w", out, "--", "/bin/sh", "-c", "head -n1 /proc/version >/dev/null; exit 3")...)
 		if r.code != 3 || reportCount(t, out) == 0 {
 			t.Errorf("exit %d, want the command's 3: %v", r.code, r)
 		}
@@ -358,7 +358,7 @@ func TestRecordEndsCleanly(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			out := filepath.Join(dir, sig.String()+".dat")
-			cmd := ftctlCommand(t, append(args, "-o", out)...)
+			cmd := ftctlCommand(t, append(args, "-w", out)...)
 			var errb bytes.Buffer
 			cmd.Stderr = &errb
 			cmd.Env = []string{"PATH=/bin"}
@@ -380,16 +380,16 @@ func TestRecordEndsCleanly(t *testing.T) {
 	}
 	t.Run("bad output", func(t *testing.T) {
 		for _, out := range []string{"/no/such/dir/x.dat", dir} {
-			r := ftctlRun(t, append(args, "--duration", "1s", "-o", out)...)
+			r := ftctlRun(t, append(args, "--duration", "1s", "-w", out)...)
 			if r.code != 2 || !strings.Contains(r.stderr, out) {
-				t.Errorf("-o %s: %v", out, r)
+				t.Errorf("-w %s: %v", out, r)
 			}
 			checkWorld(t, before)
 		}
 	})
 	t.Run("SIGKILL", func(t *testing.T) {
 		out := filepath.Join(dir, "k.dat")
-		cmd := ftctlCommand(t, append(args, "-o", out)...)
+		cmd := ftctlCommand(t, append(args, "-w", out)...)
 		var errb bytes.Buffer
 		cmd.Stderr = &errb
 		cmd.Env = []string{"PATH=/bin"}
@@ -478,7 +478,7 @@ func TestRecordInstance(t *testing.T) {
 	}
 	st := state()
 	out := filepath.Join(t.TempDir(), "b.dat")
-	cmd := ftctlCommand(t, "-B", name, "record", "--duration", "2s", "-o", out)
+	cmd := ftctlCommand(t, "-B", name, "record", "--duration", "2s", "-w", out)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
@@ -510,7 +510,7 @@ func TestRecordInstance(t *testing.T) {
 	if !strings.Contains(r.stdout, "sched_process_fork comm=") || strings.Contains(r.stdout, "no format known") {
 		t.Errorf("report of an event enabled and disabled while recording, want it decoded: %v", r)
 	}
-	if r := ftctlRun(t, "-B", "keepme", "record", "-e", "sched:sched_switch", "-o", out); r.code != 2 || !strings.Contains(r.stderr, "-B") {
+	if r := ftctlRun(t, "-B", "keepme", "record", "-e", "sched:sched_switch", "-w", out); r.code != 2 || !strings.Contains(r.stderr, "-B") {
 		t.Errorf("-B with -e: %v", r)
 	}
 	checkWorld(t, before)
@@ -535,7 +535,7 @@ func TestRecordInstanceLeavesOutItself(t *testing.T) {
 	dir := t.TempDir()
 	record := func(out string, extra ...string) {
 		t.Helper()
-		r := ftctlRun(t, append([]string{"-B", name, "record", "--duration", "2s", "-o", out}, extra...)...)
+		r := ftctlRun(t, append([]string{"-B", name, "record", "--duration", "2s", "-w", out}, extra...)...)
 		if r.code != 0 {
 			t.Fatalf("record %q: %v", extra, r)
 		}
@@ -585,7 +585,7 @@ func TestRecordSessionOptions(t *testing.T) {
 	before := sessionWorld(t)
 	out := filepath.Join(t.TempDir(), "opts.dat")
 	r := ftctlRun(t, "record", "-e", "sched:sched_switch", "--filter", "prev_pid == 0", "--clock", "global",
-		"-O", "irq-info=0", "--duration", "1200ms", "-o", out)
+		"-O", "irq-info=0", "--duration", "1200ms", "-w", out)
 	if r.code != 0 {
 		t.Fatalf("record: %v", r)
 	}
@@ -618,7 +618,7 @@ func TestRecordSessionOptions(t *testing.T) {
 		{"-O", "nosuchoption", "suchoption"}, {"--clock", "nosuchclock", "nosuchclock"}, {"--filter", "nosuchfield == 1", "nosuchfield"},
 	} {
 		work := t.TempDir()
-		args := []string{"record", "-e", "sched:sched_switch", "--duration", "1s", "-o", filepath.Join(work, "bad.dat"), bad.flag, bad.value}
+		args := []string{"record", "-e", "sched:sched_switch", "--duration", "1s", "-w", filepath.Join(work, "bad.dat"), bad.flag, bad.value}
 		if r := ftctlRun(t, args...); r.code != 2 || !strings.Contains(r.stderr, bad.want) {
 			t.Errorf("%s %q: %v", bad.flag, bad.value, r)
 		}
@@ -641,7 +641,7 @@ func TestRecordFileModes(t *testing.T) {
 		want os.FileMode
 	}{{"", 0o600}, {"0644", 0o644}, {"0640", 0o640}} {
 		out := filepath.Join(dir, "m"+c.mode+".dat")
-		a := append(args, "-o", out)
+		a := append(args, "-w", out)
 		if c.mode != "" {
 			a = append(a, "--mode", c.mode)
 		}
@@ -657,7 +657,7 @@ func TestRecordFileModes(t *testing.T) {
 	shared := filepath.Join(dir, "shared")
 	os.Mkdir(shared, 0o700)
 	os.Chmod(shared, 0o777)
-	r := ftctlRun(t, append(args, "-o", filepath.Join(shared, "x.dat"))...)
+	r := ftctlRun(t, append(args, "-w", filepath.Join(shared, "x.dat"))...)
 	if r.code != 2 || !strings.Contains(r.stderr, shared+": not a private directory") {
 		t.Errorf("a world-writable directory: %v", r)
 	}
@@ -667,7 +667,7 @@ func TestRecordFileModes(t *testing.T) {
 	sticky := filepath.Join(dir, "sticky")
 	os.Mkdir(sticky, 0o700)
 	os.Chmod(sticky, os.ModeSticky|0o777)
-	if r := ftctlRun(t, append(args, "-o", filepath.Join(sticky, "x.dat"))...); r.code != 0 {
+	if r := ftctlRun(t, append(args, "-w", filepath.Join(sticky, "x.dat"))...); r.code != 0 {
 		t.Errorf("a sticky directory of root's: %v", r)
 	}
 	if r := ftctlRun(t, append(args, "--mode", "0755")...); r.code != 2 || !strings.Contains(r.stderr, "--mode 0755") {

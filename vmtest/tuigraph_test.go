@@ -188,7 +188,7 @@ func TestTUIGraphRecording(t *testing.T) {
 		t.Skip("this kernel's instances offer no function_graph (instances/*/available_tracers), which ftctl record runs in")
 	}
 	out := filepath.Join(t.TempDir(), "graph.dat")
-	if r := ftctlRun(t, "record", "--tracer", "function_graph", "-f", "vfs_read", "-o", out, "--",
+	if r := ftctlRun(t, "record", "--tracer", "function_graph", "-f", "vfs_read", "-w", out, "--",
 		"/bin/dd", "if=/proc/version", "of=/dev/null", "bs=1", "count=20"); r.code != 0 {
 		t.Fatalf("%v", r)
 	}

@@ -27,14 +27,15 @@ const schemaBase = "https://ftctl.dev/schemas/json/"
 // of an object. No member but the type's is allowed anywhere, so that an output that drifts from
 // its type fails the VM suite's validation. A format that carries its own version (an exported
 // profile) gets the schema of that (profile.Schema).
-func jsonSchemaFiles(root *cobra.Command) (map[string][]byte, error) {
+// Each member's description is its Go field's comment (comments, from fieldComments).
+func jsonSchemaFiles(root *cobra.Command, comments map[string]string) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for _, f := range cmd.JSONFormats() {
 		var b []byte
 		var err error
 		switch {
 		case f.Type != nil:
-			b, err = formatSchema(f, about(root, f))
+			b, err = formatSchema(f, about(root, f), comments)
 		case f.Name == "profile":
 			b, err = profile.Schema()
 		default:
@@ -62,11 +63,19 @@ func about(root *cobra.Command, f cmd.JSONFormat) string {
 }
 
 // formatSchema is the JSON Schema of one tagged format.
-func formatSchema(f cmd.JSONFormat, about string) ([]byte, error) {
+func formatSchema(f cmd.JSONFormat, about string, comments map[string]string) ([]byte, error) {
 	r := &jsonschema.Reflector{
 		Anonymous:      true,
 		ExpandedStruct: true,
 		Namer:          typeName,
+		// a member's description is its field's comment; a type's is not taken: a format's
+		// is its about text, and the Go types' doc comments are for Go readers
+		LookupComment: func(t reflect.Type, field string) string {
+			if field == "" || t.Name() == "" {
+				return ""
+			}
+			return comments[t.PkgPath()+"."+t.Name()+"."+field]
+		},
 	}
 	s := r.ReflectFromType(f.Type)
 	nullables(s, f.Type, map[reflect.Type]bool{})
@@ -153,7 +162,10 @@ func nullables(s *jsonschema.Schema, t reflect.Type, seen map[reflect.Type]bool)
 			switch fd.Type.Kind() {
 			case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
 				if p.Type != "" || p.Ref != "" {
-					obj.Properties.Set(name, &jsonschema.Schema{AnyOf: []*jsonschema.Schema{p, {Type: "null"}}})
+					// the member's description goes with the member, not with one of its forms
+					d := p.Description
+					p.Description = ""
+					obj.Properties.Set(name, &jsonschema.Schema{AnyOf: []*jsonschema.Schema{p, {Type: "null"}}, Description: d})
 				}
 			}
 		}

@@ -66,6 +66,7 @@ type inputs struct {
 	version   string            // the release, from VERSION
 	today     string            // YYYY-MM-DD, the date of a page that changed
 	existing  map[string][]byte // the checked-in man pages, by name: their dates are kept
+	comments  map[string]string // the Go source's field comments (fieldComments)
 }
 
 // readInputs reads the inputs from the repository at repo.
@@ -83,6 +84,9 @@ func readInputs(repo string, today time.Time) (inputs, error) {
 		return in, err
 	}
 	in.version = strings.TrimSpace(string(v))
+	if in.comments, err = fieldComments(repo); err != nil {
+		return in, err
+	}
 	pages, err := filepath.Glob(filepath.Join(repo, manDir, "ftctl*.1"))
 	if err != nil {
 		return in, err
@@ -109,7 +113,7 @@ func render(in inputs) (map[string][]byte, error) {
 	for name, s := range scripts {
 		out[completionsDir+"/"+name] = s
 	}
-	schemas, err := jsonSchemaFiles(newRoot())
+	schemas, err := jsonSchemaFiles(newRoot(), in.comments)
 	if err != nil {
 		return nil, err
 	}

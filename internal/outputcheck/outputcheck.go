@@ -33,8 +33,7 @@ func New(dir string) *Checker {
 	return &Checker{dir: dir, compiled: map[string]*jsonschema.Schema{}}
 }
 
-// AsksJSON says whether ftctl's arguments ask for -o json (record's and flight dump's -o FILE
-// do not).
+// AsksJSON says whether ftctl's arguments ask for -o json.
 func AsksJSON(args []string) bool {
 	for i, a := range args {
 		switch {

@@ -54,7 +54,7 @@ func TestAsksJSON(t *testing.T) {
 		{[]string{"-o", "json", "status"}, true},
 		{[]string{"--output=json", "status"}, true},
 		{[]string{"status"}, false},
-		{[]string{"record", "-o", "out.dat"}, false},
+		{[]string{"record", "-w", "out.dat"}, false},
 		{[]string{"trace", "--", "prog", "-o", "json"}, false},
 	} {
 		if got := AsksJSON(tc.args); got != tc.want {
