@@ -27,6 +27,8 @@ type LatencyOptions struct {
 	PID      int
 	Duration time.Duration
 	Command  []string
+	// NoCorrect: the durations as measured, the probes' own cost left in (--no-correct)
+	NoCorrect bool
 }
 
 // NewCmdLatency builds `ftctl latency`.
@@ -79,6 +81,7 @@ histogram per program name or per task.`,
 	f.StringVar(&opts.By, "by", "", "one histogram per `KEY`: comm or pid")
 	f.IntVar(&opts.PID, "pid", 0, "count only the calls of task `PID`")
 	f.DurationVar(&opts.Duration, "duration", 0, "end after `D` (e.g. 10s; default: until Ctrl-C or COMMAND's exit)")
+	f.BoolVar(&opts.NoCorrect, "no-correct", false, "leave the probes' own cost in the durations (measured, not taken off)")
 	registerFlagCompletion(c, "by", cobra.FixedCompletions([]cobra.Completion{"comm", "pid"}, noFiles))
 	c.ValidArgsFunction = completeFunctionNames(g)
 	return c
@@ -108,6 +111,7 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	if err := checkLatencyFunc(g, top, opts.Func); err != nil {
 		return err
 	}
+	bias := latencyBias(ctx, g, fs, ft.Probe.Fprobe, opts.NoCorrect)
 	command, pid, err := commandToTrace(g, fs, argv0, opts.Command)
 	if err != nil {
 		return err
@@ -116,7 +120,7 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 		opts.PID = pid
 	}
 	id := session.NewID(os.Getpid())
-	l := count.LatencySetup(id, opts.Func, ft.Probe.Fprobe, opts.PID, opts.By)
+	l := count.LatencySetupCorrected(id, opts.Func, ft.Probe.Fprobe, opts.PID, opts.By, bias.US)
 	s, err := latencySession(ctx, g, fs, id, l)
 	if err != nil || g.DryRun {
 		if command != nil {
@@ -134,7 +138,7 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := printLatency(g, opts.Func, opts.By, table); err != nil {
+	if err := printLatency(g, opts.Func, opts.By, table, bias); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -151,6 +155,30 @@ func latencySession(ctx context.Context, g *Globals, fs *tracefs.FS, id session.
 	}
 	s.Notice = g.Notice
 	return s, histSetup(ctx, g, s, nil)
+}
+
+// latencyBias is the probes' own cost to take off the durations: the one measured earlier in
+// this boot, else measured now (and kept); none with --no-correct, in a dry run, or when it
+// cannot be measured (said on stderr).
+func latencyBias(ctx context.Context, g *Globals, fs *tracefs.FS, fprobe, no bool) count.Bias {
+	if no || g.DryRun {
+		return count.Bias{}
+	}
+	if b, ok := count.LoadBias(fs, fprobe); ok {
+		return b
+	}
+	b, err := count.MeasureBias(fs, fprobe, func(s *session.Session) error {
+		s.Notice = g.Notice
+		return histSetup(ctx, g, s, nil)
+	})
+	if err != nil {
+		g.Notice("durations not corrected: measuring the probes' own cost on %s: %s", count.NearZero, safe(err.Error()))
+		return count.Bias{}
+	}
+	if err := count.SaveBias(fs, b); err != nil {
+		g.Notice("%s", safe(err.Error()))
+	}
+	return b
 }
 
 // latencyNotice says on stderr what measures fn: the probes and the synthetic event.
@@ -270,11 +298,23 @@ type latencyJSON struct {
 	Count   uint64          `json:"count"`
 	Groups  []latencyGroup  `json:"groups,omitempty"`
 	Dropped uint64          `json:"dropped"`
+	// Correction: the probes' own cost taken off each duration (absent: durations as measured)
+	Correction *latencyCorrection `json:"correction,omitempty"`
+}
+
+// latencyCorrection is the probes' own cost taken off each duration: the median duration of
+// calls of a function that does next to nothing, measured with the same kind of probes.
+type latencyCorrection struct {
+	BiasUS   uint64 `json:"bias_us"`
+	Func     string `json:"func"`   // the function measured
+	Probes   string `json:"probes"` // fprobe, or kprobe (a kprobe and a kretprobe)
+	Calls    uint64 `json:"calls"`  // the calls measured
+	Measured string `json:"measured"`
 }
 
 // latencyGroups folds the table's rows into histograms: one, or one per task (--by pid) or
 // per program name (--by comm: the tasks of one name summed).
-func latencyGroups(by string, t hist.Table) (all latencyGroup, groups []latencyGroup) {
+func latencyGroups(by string, t hist.Table, corrected bool) (all latencyGroup, groups []latencyGroup) {
 	index := map[string]int{}
 	add := func(g *latencyGroup, le, n uint64) {
 		g.Count += n
@@ -290,7 +330,7 @@ func latencyGroups(by string, t hist.Table) (all latencyGroup, groups []latencyG
 	for _, r := range t.Rows {
 		lat := r.Keys[len(r.Keys)-1]
 		hits, _ := r.Value("hitcount")
-		le := uint64(1) << min(lat.Num, 63)
+		le := count.LatencyBucket(lat.Num, corrected)
 		add(&all, le, uint64(hits))
 		if by == "" || len(r.Keys) < 2 {
 			continue
@@ -321,9 +361,15 @@ func latencyGroups(by string, t hist.Table) (all latencyGroup, groups []latencyG
 	return all, groups
 }
 
-func printLatency(g *Globals, fn, by string, t hist.Table) error {
-	all, groups := latencyGroups(by, t)
-	if ok, err := g.printDoc(latencyFormat, latencyJSON{Func: fn, Buckets: all.Buckets, Count: all.Count, Groups: groups, Dropped: t.Dropped}); ok {
+func printLatency(g *Globals, fn, by string, t hist.Table, bias count.Bias) error {
+	all, groups := latencyGroups(by, t, bias.US > 0)
+	var corr *latencyCorrection
+	if bias.US > 0 {
+		corr = &latencyCorrection{BiasUS: bias.US, Func: bias.Func, Probes: bias.Kind, Calls: bias.Calls,
+			Measured: bias.Measured.UTC().Format(time.RFC3339)}
+	}
+	doc := latencyJSON{Func: fn, Buckets: all.Buckets, Count: all.Count, Groups: groups, Dropped: t.Dropped, Correction: corr}
+	if ok, err := g.printDoc(latencyFormat, doc); ok {
 		return err
 	}
 	if by == "" {
@@ -348,6 +394,11 @@ func printLatency(g *Globals, fn, by string, t hist.Table) error {
 		fmt.Fprintf(g.Out, ", %d dropped (the kernel's table was full)", t.Dropped)
 	}
 	fmt.Fprintln(g.Out)
+	if corr != nil {
+		fmt.Fprintf(g.Out, "corrected: %d µs taken off each duration, the probes' own cost (the median of %d calls of %s, %ss, measured %s);"+
+			" calls at or below it are in the first bucket (--no-correct: as measured)\n",
+			corr.BiasUS, corr.Calls, corr.Func, corr.Probes, corr.Measured)
+	}
 	return err
 }
 

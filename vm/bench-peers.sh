@@ -11,6 +11,8 @@
 #               a 32 MiB per-CPU buffer, read from the trace file afterwards: every call's duration
 #               as the graph tracer measures it (entry and exit timestamps in its own trampoline)
 #   lat-ftctl   `ftctl latency vfs_read -- W` (fprobes on 6.12, kprobe + kretprobe on 6.1, hist)
+#   lat-raw     `ftctl latency --no-correct vfs_read -- W`: the durations as measured (lat-ftctl
+#               takes the probes' own cost off each, measured once per boot on __task_pid_nr_ns)
 #   lat-perf    `perf ftrace latency -T vfs_read -- W` (Debian's perf 6.1: function_graph read
 #               from trace_pipe and bucketed in user space); -b (BPF) is tried once, reported
 #   none0 graph0 lat0-ftctl lat0-perf   the same on `readloop -getppid -count CALLS` and its
@@ -154,7 +156,8 @@ run() { # run COND ROUND
 				for (le in b) print "BENCHB " c " " r " " le, b[le] }' trace
 		echo nop > current_tracer; echo > set_ftrace_pid; echo > set_ftrace_filter; echo > set_graph_function
 		echo 0 > max_graph_depth; : > trace; echo 1408 > buffer_size_kb; echo 1 > tracing_on ;;
-	lat-ftctl|lat0-ftctl) sw \$1 \$2 "ftctl latency \$F -- \$W"
+	lat-ftctl|lat0-ftctl|lat-raw|lat0-raw) o=; case \$1 in *raw) o=--no-correct ;; esac
+		sw \$1 \$2 "ftctl latency \$o \$F -- \$W"
 		awk '\$2 == "->" { print \$3, \$5 }' /tmp/out | bkt \$1 \$2
 		echo "BENCHCALLS \$1 \$2 \$(grep -a "^\$F: " /tmp/out | awk '{ print \$2 }')"
 		grep -a -i 'dropped' /tmp/out | sed 's/^/STDERR /' ;;
@@ -196,6 +199,10 @@ run() { # run COND ROUND
 stopwatch crng "head -c 1 /dev/random > /dev/null" 2>/dev/null | sed 's/^BENCH /BENCHINFO /'
 # what reading the function index costs (ftctl latency read it at every start until h-lat)
 stopwatch index "cat available_filter_functions > /dev/null" 2>/dev/null | sed 's/^BENCH /BENCHINFO /'
+# latency's correction: measured by the first ftctl latency of the boot, kept for the others
+stopwatch calib "ftctl latency vfs_read --duration 1s -o json > /tmp/calib" 2>/dev/null | sed 's/^BENCH /BENCHINFO /'
+echo "BENCHINFO correction \$(grep -o '"correction":{[^}]*}' /tmp/calib)"
+stopwatch cached "ftctl latency vfs_read --duration 1s -o json > /dev/null" 2>/dev/null | sed 's/^BENCH /BENCHINFO /'
 for n in \$(seq ${RUNS:-5}); do
 	for c in ${CONDS:-none graph lat-ftctl lat-perf none0 graph0 lat0-ftctl lat0-perf cnt-ftctl cnt-perfstat cnt-perftrace cnt-tracecmd hist-ftctl hist-tracecmd hist-raw}; do
 		run \$c \$n; echo "BENCHLOAD \$c \$n \$(cat /proc/loadavg)"
