@@ -201,7 +201,7 @@ stopwatch crng "head -c 1 /dev/random > /dev/null" 2>/dev/null | sed 's/^BENCH /
 stopwatch index "cat available_filter_functions > /dev/null" 2>/dev/null | sed 's/^BENCH /BENCHINFO /'
 # latency's correction: measured by the first ftctl latency of the boot, kept for the others
 stopwatch calib "ftctl latency vfs_read --duration 1s -o json > /tmp/calib" 2>/dev/null | sed 's/^BENCH /BENCHINFO /'
-echo "BENCHINFO correction \$(grep -o '"correction":{[^}]*}' /tmp/calib)"
+echo "BENCHINFO correction \$(tr -d ' \\n' < /tmp/calib | grep -o '"correction":{[^}]*}')"
 stopwatch cached "ftctl latency vfs_read --duration 1s -o json > /dev/null" 2>/dev/null | sed 's/^BENCH /BENCHINFO /'
 for n in \$(seq ${RUNS:-5}); do
 	for c in ${CONDS:-none graph lat-ftctl lat-perf none0 graph0 lat0-ftctl lat0-perf cnt-ftctl cnt-perfstat cnt-perftrace cnt-tracecmd hist-ftctl hist-tracecmd hist-raw}; do
