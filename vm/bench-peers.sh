@@ -42,6 +42,7 @@
 #     lp0-full    ... whose .log2 hist trigger buckets it: ftctl latency's whole chain
 #     lp0-ns      lp0-full in nanoseconds (common_timestamp, no .usecs)
 #     lp0-retsoft lp0-ts's triggers with tracing_on 0 in the instance (no ring buffer)
+#   lpk0-*      the same with a kprobe and a kretprobe where the README offers fprobes (6.12)
 # Per condition: calls counted (by the tool) against calls made, the workload's own time (its
 # loop, measured inside it) against none's, the tool's CPU (user+system of the tool and its
 # helpers, the workload's own CPU taken out: vm/stopwatch's wait4 figure minus readloop's
@@ -96,9 +97,12 @@ ready() { # ready GLOB: wait up to 30 s for a hist trigger in a file matching GL
 	echo "BENCHERR not ready: \$1"
 }
 bkt() { sed "s/^/BENCHB \$1 \$2 /"; } # bkt COND ROUND: "LE COUNT" lines, bucket (LE/2, LE] µs
-# ftctl latency's chain by hand (lp0-*): the probe pair of the kind ftctl uses
-if [ \$(grep -c 'f\[:\[<group>' README) -gt 0 ]; then PE=f:bp/e PR=f:bp/r PRS=%return PF=dynamic_events
-else PE=p:bp/e PR=r:bp/r PRS= PF=kprobe_events; fi
+# ftctl latency's chain by hand (lp0-*): the probe pair of the kind ftctl uses; lpk0-*: a kprobe
+# and a kretprobe whatever the README offers
+kind() { # kind COND
+	if [ \$(grep -c 'f\[:\[<group>' README) -gt 0 ] && [ "\${1#lpk}" = "\$1" ]; then PE=f:bp/e PR=f:bp/r PRS=%return PF=dynamic_events
+	else PE=p:bp/e PR=r:bp/r PRS= PF=kprobe_events; fi
+}
 lpunset() { # remove what lp set, newest first; each removal by the text written
 	E=instances/lp/events
 	[ -n "\$T3" ] && echo "!\$T3" >> \$E/synthetic/lpsyn/trigger
@@ -109,7 +113,7 @@ lpunset() { # remove what lp set, newest first; each removal by the text written
 	echo -:bp/r >> \$PF; echo -:bp/e >> \$PF; rmdir instances/lp; rm -f /tmp/t1 /tmp/t2
 }
 lp() { # lp COND ROUND
-	E=instances/lp/events; u=.usecs; T2=; T3=
+	E=instances/lp/events; u=.usecs; T2=; T3=; kind \$1
 	case \$1 in *-ns) u= ;; esac
 	mkdir instances/lp; echo "\$PE \$F" >> \$PF; echo "\$PR \$F\$PRS" >> \$PF
 	T1="hist:keys=common_pid:ts0=common_timestamp\$u"
@@ -187,7 +191,7 @@ run() { # run COND ROUND
 		sw \$1 \$2 "\$W"
 		echo "BENCHCALLS \$1 \$2 \$(grep 'Hits:' instances/th/events/syscalls/sys_enter_pread64/hist | awk '{ print \$2 }') toolcpu \$(cut -d' ' -f5 /tmp/sw0)"
 		trace-cmd reset -B th > /dev/null 2>&1; rmdir instances/th 2>/dev/null ;;
-	lp0-*) lp \$1 \$2 ;;
+	lp0-*|lpk0-*) lp \$1 \$2 ;;
 	hist-raw) mkdir instances/hr; echo 'hist:keys=common_pid' > instances/hr/events/syscalls/sys_enter_pread64/trigger
 		sw \$1 \$2 "\$W"
 		echo "BENCHCALLS \$1 \$2 \$(grep 'Hits:' instances/hr/events/syscalls/sys_enter_pread64/hist | awk '{ print \$2 }') toolcpu 0"
