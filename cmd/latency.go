@@ -41,16 +41,16 @@ func NewCmdLatency(g *Globals, runF func(context.Context, *LatencyOptions) error
 bpftrace's hist), computed in the kernel: nothing is streamed to user space.
 
 ftctl defines, in its own session (instance ftctl-PID-ID, probe group ftctl_PID_ID), a probe on
-FUNC's entry and one on its return (fprobes where the tracefs README announces them, else a
-kprobe and a kretprobe), a synthetic event ftctl_PID_ID_lat carrying the time between them,
-and three hist triggers: the entry's saves the time per task, the return's computes the delta
-and fires the synthetic event (onmatch().trace()), the synthetic event's counts the deltas by
-.log2. At the end (--duration, COMMAND's exit, Ctrl-C, SIGTERM, SIGHUP) the kernel's table is
-read and printed, then every piece is removed in the reverse order, each by the exact text
-written.
+FUNC's entry and one on its return (a kprobe and a kretprobe, one probe point to the kernel;
+fprobes where it has no kprobe events), a synthetic event ftctl_PID_ID_lat carrying the time
+between them, and three hist triggers: the entry's saves the time per task, the return's
+computes the delta and fires the synthetic event (onmatch().trace()), the synthetic event's
+counts the deltas by .log2. At the end (--duration, COMMAND's exit, Ctrl-C, SIGTERM, SIGHUP)
+the kernel's table is read and printed, then every piece is removed in the reverse order,
+each by the exact text written.
 
-FUNC is one function: one ftrace can trace (available_filter_functions) where fprobes measure
-it, any function the kernel lets kprobes probe where a kprobe and a kretprobe do. --pid PID
+FUNC is one function: any function the kernel lets kprobes probe (one ftrace can trace,
+listed in available_filter_functions, where fprobes measure it). --pid PID
 counts the calls of task PID only (the kernel's common_pid: a thread id); with -- COMMAND,
 ftctl starts COMMAND and counts its own calls, ending when it exits (COMMAND's children are
 not counted), and exits as trace -- COMMAND does: with COMMAND's status, 125 when ftctl itself
@@ -111,7 +111,8 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	if err := checkLatencyFunc(g, top, opts.Func); err != nil {
 		return err
 	}
-	bias := latencyBias(ctx, g, fs, ft.Probe.Fprobe, opts.NoCorrect)
+	fprobes := count.LatencyFprobes(ft)
+	bias := latencyBias(ctx, g, fs, fprobes, opts.NoCorrect)
 	command, pid, err := commandToTrace(g, fs, argv0, opts.Command)
 	if err != nil {
 		return err
@@ -120,7 +121,7 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 		opts.PID = pid
 	}
 	id := session.NewID(os.Getpid())
-	l := count.LatencySetupCorrected(id, opts.Func, ft.Probe.Fprobe, opts.PID, opts.By, bias.US)
+	l := count.LatencySetupCorrected(id, opts.Func, fprobes, opts.PID, opts.By, bias.US)
 	s, err := latencySession(ctx, g, fs, id, l)
 	if err != nil || g.DryRun {
 		if command != nil {

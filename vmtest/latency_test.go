@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/ftctl/ftctl/count"
 )
 
 // latencyState is tracingState with the files latency writes beyond kprobe_events.
@@ -72,8 +74,8 @@ func TestLatency(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("%v", r)
 		}
-		want := "kprobe and kretprobe"
-		if strings.Contains(read(t, "README"), "f[:[<group>/][<event>]]") {
+		want := "kprobe and kretprobe" // fprobes only on a kernel without kprobe events
+		if count.LatencyFprobes(topFS(t).DetectFeatures()) {
 			want = "fprobes"
 		}
 		if !strings.Contains(r.stderr, "vfs_read: "+want+" ftctl_") {
@@ -143,9 +145,9 @@ func TestLatency(t *testing.T) {
 		}
 		// a symbol ftrace cannot trace (neither Debian kernel lists it in
 		// available_filter_functions): fprobes refuse it, and the index then says why (exit 2);
-		// a kprobe pair takes it (6.1: kprobes need no ftrace record), and measures it
+		// a kprobe pair takes it (kprobes need no ftrace record), and measures it
 		r := ftctlRun(t, "latency", "__x64_sys_getppid", "--duration", "1s")
-		if fp := topFS(t).DetectFeatures().Probe.Fprobe; fp && (r.code != 2 || !strings.Contains(r.stderr, "is not a traceable function")) || !fp && r.code != 0 {
+		if fp := count.LatencyFprobes(topFS(t).DetectFeatures()); fp && (r.code != 2 || !strings.Contains(r.stderr, "is not a traceable function")) || !fp && r.code != 0 {
 			t.Errorf("latency __x64_sys_getppid (fprobes %v): %v", fp, r)
 		}
 		if after := latencyState(t); after != before {
