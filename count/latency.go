@@ -39,9 +39,9 @@ func LatencySetupCorrected(id session.ID, fn string, fprobe bool, pid int, by st
 	if fprobe {
 		l.Kind, retKind, retPlace = 'f', 'f', fn+"%return"
 	}
-	// µs: common_timestamp.usecs, or with a bias the same from nanoseconds (the kernel's
-	// check_expr_operands refuses a constant beside a .usecs timestamp: "Timestamp units in
-	// expression don't match", seen on 6.1 and 6.12)
+	// µs: common_timestamp.usecs, or with a bias the same from nanoseconds: a constant beside a
+	// .usecs timestamp is refused (seen on 6.1 and 6.12; kernel/trace/trace_events_hist.c
+	// check_expr_operands wants both operands' usecs flags equal, and a constant has none)
 	ts, entTrig := "common_timestamp.usecs", "hist:keys=common_pid:ts0=common_timestamp.usecs"
 	if biasUS > 0 {
 		ts = "common_timestamp/1000"
