@@ -27,6 +27,8 @@ type LatencyOptions struct {
 	PID      int
 	Duration time.Duration
 	Command  []string
+	// NoCorrect: the durations as measured, the probes' own cost left in (--no-correct)
+	NoCorrect bool
 }
 
 // NewCmdLatency builds `ftctl latency`.
@@ -39,16 +41,16 @@ func NewCmdLatency(g *Globals, runF func(context.Context, *LatencyOptions) error
 bpftrace's hist), computed in the kernel: nothing is streamed to user space.
 
 ftctl defines, in its own session (instance ftctl-PID-ID, probe group ftctl_PID_ID), a probe on
-FUNC's entry and one on its return (fprobes where the tracefs README announces them, else a
-kprobe and a kretprobe), a synthetic event ftctl_PID_ID_lat carrying the time between them,
-and three hist triggers: the entry's saves the time per task, the return's computes the delta
-and fires the synthetic event (onmatch().trace()), the synthetic event's counts the deltas by
-.log2. At the end (--duration, COMMAND's exit, Ctrl-C, SIGTERM, SIGHUP) the kernel's table is
-read and printed, then every piece is removed in the reverse order, each by the exact text
-written.
+FUNC's entry and one on its return (a kprobe and a kretprobe, one probe point to the kernel;
+fprobes where it has no kprobe events), a synthetic event ftctl_PID_ID_lat carrying the time
+between them, and three hist triggers: the entry's saves the time per task, the return's
+computes the delta and fires the synthetic event (onmatch().trace()), the synthetic event's
+counts the deltas by .log2. At the end (--duration, COMMAND's exit, Ctrl-C, SIGTERM, SIGHUP)
+the kernel's table is read and printed, then every piece is removed in the reverse order,
+each by the exact text written.
 
-FUNC is one function: one ftrace can trace (available_filter_functions) where fprobes measure
-it, any function the kernel lets kprobes probe where a kprobe and a kretprobe do. --pid PID
+FUNC is one function: any function the kernel lets kprobes probe (one ftrace can trace,
+listed in available_filter_functions, where fprobes measure it). --pid PID
 counts the calls of task PID only (the kernel's common_pid: a thread id); with -- COMMAND,
 ftctl starts COMMAND and counts its own calls, ending when it exits (COMMAND's children are
 not counted), and exits as trace -- COMMAND does: with COMMAND's status, 125 when ftctl itself
@@ -79,6 +81,7 @@ histogram per program name or per task.`,
 	f.StringVar(&opts.By, "by", "", "one histogram per `KEY`: comm or pid")
 	f.IntVar(&opts.PID, "pid", 0, "count only the calls of task `PID`")
 	f.DurationVar(&opts.Duration, "duration", 0, "end after `D` (e.g. 10s; default: until Ctrl-C or COMMAND's exit)")
+	f.BoolVar(&opts.NoCorrect, "no-correct", false, "leave the probes' own cost in the durations (measured, not taken off)")
 	registerFlagCompletion(c, "by", cobra.FixedCompletions([]cobra.Completion{"comm", "pid"}, noFiles))
 	registerReadyFD(c, g)
 	c.ValidArgsFunction = completeFunctionNames(g)
@@ -109,6 +112,8 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	if err := checkLatencyFunc(g, top, opts.Func); err != nil {
 		return err
 	}
+	fprobes := count.LatencyFprobes(ft)
+	bias := latencyBias(ctx, g, fs, fprobes, opts.NoCorrect)
 	command, pid, err := commandToTrace(g, fs, argv0, opts.Command)
 	if err != nil {
 		return err
@@ -117,7 +122,7 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 		opts.PID = pid
 	}
 	id := session.NewID(os.Getpid())
-	l := count.LatencySetup(id, opts.Func, ft.Probe.Fprobe, opts.PID, opts.By)
+	l := count.LatencySetupCorrected(id, opts.Func, fprobes, opts.PID, opts.By, bias.US)
 	s, err := latencySession(ctx, g, fs, id, l)
 	if err != nil || g.DryRun {
 		if command != nil {
@@ -135,7 +140,7 @@ func latencyRun(ctx context.Context, opts *LatencyOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := printLatency(g, opts.Func, opts.By, table); err != nil {
+	if err := printLatency(g, opts.Func, opts.By, table, bias); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -152,6 +157,30 @@ func latencySession(ctx context.Context, g *Globals, fs *tracefs.FS, id session.
 	}
 	s.Notice = g.Notice
 	return s, histSetup(ctx, g, s, nil)
+}
+
+// latencyBias is the probes' own cost to take off the durations: the one measured earlier in
+// this boot, else measured now (and kept); none with --no-correct, in a dry run, or when it
+// cannot be measured (said on stderr).
+func latencyBias(ctx context.Context, g *Globals, fs *tracefs.FS, fprobe, no bool) count.Bias {
+	if no || g.DryRun {
+		return count.Bias{}
+	}
+	if b, ok := count.LoadBias(fs, fprobe); ok {
+		return b
+	}
+	b, err := count.MeasureBias(fs, fprobe, func(s *session.Session) error {
+		s.Notice = g.Notice
+		return histSetup(ctx, g, s, nil)
+	})
+	if err != nil {
+		g.Notice("durations not corrected: measuring the probes' own cost on %s: %s", count.NearZero, safe(err.Error()))
+		return count.Bias{}
+	}
+	if err := count.SaveBias(fs, b); err != nil {
+		g.Notice("%s", safe(err.Error()))
+	}
+	return b
 }
 
 // latencyNotice says on stderr what measures fn: the probes and the synthetic event.
@@ -272,11 +301,23 @@ type latencyJSON struct {
 	Count   uint64          `json:"count"`            // the calls measured (the buckets' sum)
 	Groups  []latencyGroup  `json:"groups,omitempty"` // with --by: one histogram per program name or task
 	Dropped uint64          `json:"dropped"`          // what the kernel's table could not hold
+	// Correction: the probes' own cost taken off each duration (absent: durations as measured)
+	Correction *latencyCorrection `json:"correction,omitempty"`
+}
+
+// latencyCorrection is the probes' own cost taken off each duration: the median duration of
+// calls of a function that does next to nothing, measured with the same kind of probes.
+type latencyCorrection struct {
+	BiasUS   uint64 `json:"bias_us"`  // microseconds taken off each duration
+	Func     string `json:"func"`     // the function measured
+	Probes   string `json:"probes"`   // fprobe, or kprobe (a kprobe and a kretprobe)
+	Calls    uint64 `json:"calls"`    // the calls measured
+	Measured string `json:"measured"` // when it was measured (RFC 3339; once per boot)
 }
 
 // latencyGroups folds the table's rows into histograms: one, or one per task (--by pid) or
 // per program name (--by comm: the tasks of one name summed).
-func latencyGroups(by string, t hist.Table) (all latencyGroup, groups []latencyGroup) {
+func latencyGroups(by string, t hist.Table, corrected bool) (all latencyGroup, groups []latencyGroup) {
 	index := map[string]int{}
 	add := func(g *latencyGroup, le, n uint64) {
 		g.Count += n
@@ -292,7 +333,7 @@ func latencyGroups(by string, t hist.Table) (all latencyGroup, groups []latencyG
 	for _, r := range t.Rows {
 		lat := r.Keys[len(r.Keys)-1]
 		hits, _ := r.Value("hitcount")
-		le := uint64(1) << min(lat.Num, 63)
+		le := count.LatencyBucket(lat.Num, corrected)
 		add(&all, le, uint64(hits))
 		if by == "" || len(r.Keys) < 2 {
 			continue
@@ -323,9 +364,15 @@ func latencyGroups(by string, t hist.Table) (all latencyGroup, groups []latencyG
 	return all, groups
 }
 
-func printLatency(g *Globals, fn, by string, t hist.Table) error {
-	all, groups := latencyGroups(by, t)
-	if ok, err := g.printDoc(latencyFormat, latencyJSON{Func: fn, Buckets: all.Buckets, Count: all.Count, Groups: groups, Dropped: t.Dropped}); ok {
+func printLatency(g *Globals, fn, by string, t hist.Table, bias count.Bias) error {
+	all, groups := latencyGroups(by, t, bias.US > 0)
+	var corr *latencyCorrection
+	if bias.US > 0 {
+		corr = &latencyCorrection{BiasUS: bias.US, Func: bias.Func, Probes: bias.Kind, Calls: bias.Calls,
+			Measured: bias.Measured.UTC().Format(time.RFC3339)}
+	}
+	doc := latencyJSON{Func: fn, Buckets: all.Buckets, Count: all.Count, Groups: groups, Dropped: t.Dropped, Correction: corr}
+	if ok, err := g.printDoc(latencyFormat, doc); ok {
 		return err
 	}
 	if by == "" {
@@ -350,6 +397,11 @@ func printLatency(g *Globals, fn, by string, t hist.Table) error {
 		fmt.Fprintf(g.Out, ", %d dropped (the kernel's table was full)", t.Dropped)
 	}
 	fmt.Fprintln(g.Out)
+	if corr != nil {
+		fmt.Fprintf(g.Out, "corrected: %d µs taken off each duration, the probes' own cost (the median of %d calls of %s, %ss, measured %s);"+
+			" calls at or below it are in the first bucket (--no-correct: as measured)\n",
+			corr.BiasUS, corr.Calls, corr.Func, corr.Probes, corr.Measured)
+	}
 	return err
 }
 

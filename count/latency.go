@@ -18,6 +18,7 @@ type Latency struct {
 	Dynamic       []session.Dynamic
 	Triggers      []session.Trigger
 	Group         string // the session's group
+	BiasUS        uint64 // subtracted from every duration (LatencySetupCorrected), µs
 }
 
 // LatencySetup is the set-up measuring FUNC's durations in the session id: the calls of task
@@ -25,16 +26,31 @@ type Latency struct {
 // The order of Dynamic and Triggers is the order they are written in (an onmatch() names
 // events defined before it); the session removes them in the reverse order.
 func LatencySetup(id session.ID, fn string, fprobe bool, pid int, by string) Latency {
-	l := Latency{Kind: 'p', Entry: "lat_entry", Return: "lat_return", Synthetic: id.Synthetic("lat"), Group: id.Group()}
+	return LatencySetupCorrected(id, fn, fprobe, pid, by, 0)
+}
+
+// LatencySetupCorrected is LatencySetup with biasUS µs (the probes' own cost, MeasureBias)
+// taken off every duration: the entry saves its timestamp plus the bias, so that the return's
+// delta is the duration less the bias. A call shorter than the bias wraps below zero (a u64):
+// its .log2 bucket is not a duration, and the reader folds it into the first (LatencyBucket).
+func LatencySetupCorrected(id session.ID, fn string, fprobe bool, pid int, by string, biasUS uint64) Latency {
+	l := Latency{Kind: 'p', Entry: "lat_entry", Return: "lat_return", Synthetic: id.Synthetic("lat"), Group: id.Group(), BiasUS: biasUS}
 	entPlace, retKind, retPlace := fn, byte('r'), fn
 	if fprobe {
 		l.Kind, retKind, retPlace = 'f', 'f', fn+"%return"
 	}
-	entTrig := "hist:keys=common_pid:ts0=common_timestamp.usecs"
+	// µs: common_timestamp.usecs, or with a bias the same from nanoseconds: a constant beside a
+	// .usecs timestamp is refused (seen on 6.1 and 6.12; kernel/trace/trace_events_hist.c
+	// check_expr_operands wants both operands' usecs flags equal, and a constant has none)
+	ts, entTrig := "common_timestamp.usecs", "hist:keys=common_pid:ts0=common_timestamp.usecs"
+	if biasUS > 0 {
+		ts = "common_timestamp/1000"
+		entTrig = "hist:keys=common_pid:ts0=" + ts + "+" + strconv.FormatUint(biasUS, 10)
+	}
 	if pid > 0 {
 		entTrig += " if common_pid == " + strconv.Itoa(pid)
 	}
-	retTrig := "hist:keys=common_pid:lat=common_timestamp.usecs-$ts0:onmatch(" + l.Group + "." + l.Entry + ").trace(" + l.Synthetic + ",$lat)"
+	retTrig := "hist:keys=common_pid:lat=" + ts + "-$ts0:onmatch(" + l.Group + "." + l.Entry + ").trace(" + l.Synthetic + ",$lat)"
 	synthTrig := "hist:keys=lat.log2:sort=lat"
 	switch by {
 	case "pid":
@@ -53,4 +69,15 @@ func LatencySetup(id session.ID, fn string, fprobe bool, pid int, by string) Lat
 		{System: "synthetic", Event: l.Synthetic, Text: synthTrig},
 	}
 	return l
+}
+
+// LatencyBucket is the upper bound, in µs, of the .log2 bucket the kernel lists as 2^log2 for a
+// set-up corrected by a bias: a duration below the bias wrapped to nearly 2^64, which the
+// kernel lists as 2^64 (or, its roundup_pow_of_two overflowing, 2^0); either is a duration at
+// or below zero once corrected, and is put in the first bucket, (0, 1] µs.
+func LatencyBucket(log2 uint64, corrected bool) uint64 {
+	if corrected && log2 >= 63 {
+		return 1
+	}
+	return 1 << min(log2, 63)
 }

@@ -25,6 +25,15 @@ func CheckLatency(fs *tracefs.FS, ft tracefs.Features) error {
 	return nil
 }
 
+// LatencyFprobes says whether a latency set-up on this kernel uses fprobes: only where it has no
+// kprobe events. A kprobe and a kretprobe of one function are one probe point to the kernel,
+// defined in 0.02 s each, where each of two fprobes is an ftrace_ops of its own defined in
+// 0.80 s, and the kprobe pair's chain costs a call 0.96 of the fprobe pair's (6.12 under qemu's
+// instruction clock, 2026-11-28, BENCHMARKS.md: 1.5 s of latency's 2.06 s to armed).
+func LatencyFprobes(ft tracefs.Features) bool {
+	return ft.Probe.Fprobe && !ft.KprobeEvents
+}
+
 // ErrLatencyFunc is the kind of CheckLatencyName's and LatencyFuncRefused's errors: FUNC is not
 // one function the kernel can probe (cmd/ maps it to invalid input).
 var ErrLatencyFunc = errors.New("not a function latency can measure")

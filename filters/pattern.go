@@ -278,3 +278,6 @@ func (p *Pattern) Literal() string {
 		return r
 	}, t)
 }
+
+// HasModule says whether the pattern has a :mod: part (it selects by module too).
+func (p *Pattern) HasModule() bool { return p.hasMod }

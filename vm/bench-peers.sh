@@ -11,6 +11,8 @@
 #               a 32 MiB per-CPU buffer, read from the trace file afterwards: every call's duration
 #               as the graph tracer measures it (entry and exit timestamps in its own trampoline)
 #   lat-ftctl   `ftctl latency vfs_read -- W` (fprobes on 6.12, kprobe + kretprobe on 6.1, hist)
+#   lat-raw     `ftctl latency --no-correct vfs_read -- W`: the durations as measured (lat-ftctl
+#               takes the probes' own cost off each, measured once per boot on __task_pid_nr_ns)
 #   lat-perf    `perf ftrace latency -T vfs_read -- W` (Debian's perf 6.1: function_graph read
 #               from trace_pipe and bucketed in user space); -b (BPF) is tried once, reported
 #   none0 graph0 lat0-ftctl lat0-perf   the same on `readloop -getppid -count CALLS` and its
@@ -40,6 +42,7 @@
 #     lp0-full    ... whose .log2 hist trigger buckets it: ftctl latency's whole chain
 #     lp0-ns      lp0-full in nanoseconds (common_timestamp, no .usecs)
 #     lp0-retsoft lp0-ts's triggers with tracing_on 0 in the instance (no ring buffer)
+#   lpk0-*      the same with a kprobe and a kretprobe where the README offers fprobes (6.12)
 # Per condition: calls counted (by the tool) against calls made, the workload's own time (its
 # loop, measured inside it) against none's, the tool's CPU (user+system of the tool and its
 # helpers, the workload's own CPU taken out: vm/stopwatch's wait4 figure minus readloop's
@@ -94,9 +97,12 @@ ready() { # ready GLOB: wait up to 30 s for a hist trigger in a file matching GL
 	echo "BENCHERR not ready: \$1"
 }
 bkt() { sed "s/^/BENCHB \$1 \$2 /"; } # bkt COND ROUND: "LE COUNT" lines, bucket (LE/2, LE] µs
-# ftctl latency's chain by hand (lp0-*): the probe pair of the kind ftctl uses
-if [ \$(grep -c 'f\[:\[<group>' README) -gt 0 ]; then PE=f:bp/e PR=f:bp/r PRS=%return PF=dynamic_events
-else PE=p:bp/e PR=r:bp/r PRS= PF=kprobe_events; fi
+# ftctl latency's chain by hand (lp0-*): the probe pair of the kind ftctl uses; lpk0-*: a kprobe
+# and a kretprobe whatever the README offers
+kind() { # kind COND
+	if [ \$(grep -c 'f\[:\[<group>' README) -gt 0 ] && [ "\${1#lpk}" = "\$1" ]; then PE=f:bp/e PR=f:bp/r PRS=%return PF=dynamic_events
+	else PE=p:bp/e PR=r:bp/r PRS= PF=kprobe_events; fi
+}
 lpunset() { # remove what lp set, newest first; each removal by the text written
 	E=instances/lp/events
 	[ -n "\$T3" ] && echo "!\$T3" >> \$E/synthetic/lpsyn/trigger
@@ -107,7 +113,7 @@ lpunset() { # remove what lp set, newest first; each removal by the text written
 	echo -:bp/r >> \$PF; echo -:bp/e >> \$PF; rmdir instances/lp; rm -f /tmp/t1 /tmp/t2
 }
 lp() { # lp COND ROUND
-	E=instances/lp/events; u=.usecs; T2=; T3=
+	E=instances/lp/events; u=.usecs; T2=; T3=; kind \$1
 	case \$1 in *-ns) u= ;; esac
 	mkdir instances/lp; echo "\$PE \$F" >> \$PF; echo "\$PR \$F\$PRS" >> \$PF
 	T1="hist:keys=common_pid:ts0=common_timestamp\$u"
@@ -154,7 +160,8 @@ run() { # run COND ROUND
 				for (le in b) print "BENCHB " c " " r " " le, b[le] }' trace
 		echo nop > current_tracer; echo > set_ftrace_pid; echo > set_ftrace_filter; echo > set_graph_function
 		echo 0 > max_graph_depth; : > trace; echo 1408 > buffer_size_kb; echo 1 > tracing_on ;;
-	lat-ftctl|lat0-ftctl) sw \$1 \$2 "ftctl latency \$F -- \$W"
+	lat-ftctl|lat0-ftctl|lat-raw|lat0-raw) o=; case \$1 in *raw) o=--no-correct ;; esac
+		sw \$1 \$2 "ftctl latency \$o \$F -- \$W"
 		awk '\$2 == "->" { print \$3, \$5 }' /tmp/out | bkt \$1 \$2
 		echo "BENCHCALLS \$1 \$2 \$(grep -a "^\$F: " /tmp/out | awk '{ print \$2 }')"
 		grep -a -i 'dropped' /tmp/out | sed 's/^/STDERR /' ;;
@@ -184,7 +191,7 @@ run() { # run COND ROUND
 		sw \$1 \$2 "\$W"
 		echo "BENCHCALLS \$1 \$2 \$(grep 'Hits:' instances/th/events/syscalls/sys_enter_pread64/hist | awk '{ print \$2 }') toolcpu \$(cut -d' ' -f5 /tmp/sw0)"
 		trace-cmd reset -B th > /dev/null 2>&1; rmdir instances/th 2>/dev/null ;;
-	lp0-*) lp \$1 \$2 ;;
+	lp0-*|lpk0-*) lp \$1 \$2 ;;
 	hist-raw) mkdir instances/hr; echo 'hist:keys=common_pid' > instances/hr/events/syscalls/sys_enter_pread64/trigger
 		sw \$1 \$2 "\$W"
 		echo "BENCHCALLS \$1 \$2 \$(grep 'Hits:' instances/hr/events/syscalls/sys_enter_pread64/hist | awk '{ print \$2 }') toolcpu 0"
@@ -196,6 +203,10 @@ run() { # run COND ROUND
 stopwatch crng "head -c 1 /dev/random > /dev/null" 2>/dev/null | sed 's/^BENCH /BENCHINFO /'
 # what reading the function index costs (ftctl latency read it at every start until h-lat)
 stopwatch index "cat available_filter_functions > /dev/null" 2>/dev/null | sed 's/^BENCH /BENCHINFO /'
+# latency's correction: measured by the first ftctl latency of the boot, kept for the others
+stopwatch calib "ftctl latency vfs_read --duration 1s -o json > /tmp/calib" 2>/dev/null | sed 's/^BENCH /BENCHINFO /'
+echo "BENCHINFO correction \$(tr -d ' \\n' < /tmp/calib | grep -o '"correction":{[^}]*}')"
+stopwatch cached "ftctl latency vfs_read --duration 1s -o json > /dev/null" 2>/dev/null | sed 's/^BENCH /BENCHINFO /'
 for n in \$(seq ${RUNS:-5}); do
 	for c in ${CONDS:-none graph lat-ftctl lat-perf none0 graph0 lat0-ftctl lat0-perf cnt-ftctl cnt-perfstat cnt-perftrace cnt-tracecmd hist-ftctl hist-tracecmd hist-raw}; do
 		run \$c \$n; echo "BENCHLOAD \$c \$n \$(cat /proc/loadavg)"

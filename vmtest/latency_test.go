@@ -7,10 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/ftctl/ftctl/count"
 )
 
 // latencyState is tracingState with the files latency writes beyond kprobe_events.
@@ -71,8 +74,8 @@ func TestLatency(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("%v", r)
 		}
-		want := "kprobe and kretprobe"
-		if strings.Contains(read(t, "README"), "f[:[<group>/][<event>]]") {
+		want := "kprobe and kretprobe" // fprobes only on a kernel without kprobe events
+		if count.LatencyFprobes(topFS(t).DetectFeatures()) {
 			want = "fprobes"
 		}
 		if !strings.Contains(r.stderr, "vfs_read: "+want+" ftctl_") {
@@ -142,9 +145,9 @@ func TestLatency(t *testing.T) {
 		}
 		// a symbol ftrace cannot trace (neither Debian kernel lists it in
 		// available_filter_functions): fprobes refuse it, and the index then says why (exit 2);
-		// a kprobe pair takes it (6.1: kprobes need no ftrace record), and measures it
+		// a kprobe pair takes it (kprobes need no ftrace record), and measures it
 		r := ftctlRun(t, "latency", "__x64_sys_getppid", "--duration", "1s")
-		if fp := topFS(t).DetectFeatures().Probe.Fprobe; fp && (r.code != 2 || !strings.Contains(r.stderr, "is not a traceable function")) || !fp && r.code != 0 {
+		if fp := count.LatencyFprobes(topFS(t).DetectFeatures()); fp && (r.code != 2 || !strings.Contains(r.stderr, "is not a traceable function")) || !fp && r.code != 0 {
 			t.Errorf("latency __x64_sys_getppid (fprobes %v): %v", fp, r)
 		}
 		if after := latencyState(t); after != before {
@@ -172,5 +175,86 @@ func TestLatencyKilledThenReset(t *testing.T) {
 	}
 	if after := latencyState(t); after != before {
 		t.Errorf("reset left:\n%s\nwant:\n%s\n%v", after, before, r)
+	}
+}
+
+// latencyCorrected is latency's JSON with the correction it made.
+type latencyCorrected struct {
+	latencyOut
+	Correction *struct {
+		BiasUS   uint64 `json:"bias_us"`
+		Func     string `json:"func"`
+		Probes   string `json:"probes"`
+		Calls    uint64 `json:"calls"`
+		Measured string `json:"measured"`
+	} `json:"correction"`
+}
+
+// medianLe is the le_us of the bucket holding the median call.
+func medianLe(l latencyOut) uint64 {
+	var seen uint64
+	for _, b := range l.Buckets {
+		seen += b.Count
+		if 2*seen >= l.Count {
+			return b.LeUS
+		}
+	}
+	return 0
+}
+
+// TestLatencyCorrected: latency takes the probes' own cost off each duration, measured once
+// per boot on __task_pid_nr_ns (kept: a second run says the same measure) and said so (JSON
+// "correction", text "corrected:"); --no-correct leaves it in. On the near-zero function
+// itself, 2,000 getppid(2) calls of this test's thread: every call counted either way, and the
+// corrected median bucket lower than the raw one. Nothing is left behind.
+func TestLatencyCorrected(t *testing.T) {
+	histWorld(t)
+	before := latencyState(t)
+	first := ftctlRun(t, "latency", "vfs_read", "-o", "json", "--duration", "1s")
+	var a latencyCorrected
+	if err := json.Unmarshal([]byte(first.stdout), &a); first.code != 0 || err != nil || a.Correction == nil {
+		t.Fatalf("%v: %v", err, first)
+	}
+	c := a.Correction
+	if c.BiasUS == 0 || c.Func != "__task_pid_nr_ns" || c.Calls < 1000 || (c.Probes != "fprobe" && c.Probes != "kprobe") {
+		t.Errorf("correction %+v", c)
+	}
+	t.Logf("bias: %+v", *c)
+	text := ftctlRun(t, "latency", "vfs_read", "--duration", "1s")
+	if text.code != 0 || !strings.Contains(text.stdout, "corrected: "+strconv.FormatUint(c.BiasUS, 10)+" µs taken off each duration") {
+		t.Errorf("text: %v", text)
+	}
+	// the near-zero function, raw and corrected, on calls of this test's own thread
+	measure := func(args ...string) latencyCorrected {
+		t.Helper()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tid := syscall.Gettid()
+		cmd, out, errb := startSession(t, "events/synthetic/ftctl_*_lat/trigger",
+			append([]string{"latency", "__task_pid_nr_ns", "--pid", strconv.Itoa(tid), "-o", "json", "--duration", "4s"}, args...)...)
+		for range 2000 {
+			syscall.Getppid()
+		}
+		endWith(t, cmd, 0, errb)
+		var l latencyCorrected
+		if err := json.Unmarshal(out.Bytes(), &l); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return l
+	}
+	raw, corr := measure("--no-correct"), measure()
+	t.Logf("raw %+v\ncorrected %+v", raw.Buckets, corr.Buckets)
+	switch {
+	case raw.Correction != nil:
+		t.Errorf("--no-correct corrected: %+v", raw.Correction)
+	case corr.Correction == nil || corr.Correction.Measured != c.Measured:
+		t.Errorf("not the measure kept for the boot: %+v, first %+v", corr.Correction, c)
+	case raw.Count < 2000 || corr.Count < 2000:
+		t.Errorf("calls: raw %d, corrected %d, want at least 2000 each", raw.Count, corr.Count)
+	case medianLe(corr.latencyOut) >= medianLe(raw.latencyOut):
+		t.Errorf("median bucket: corrected %d µs, raw %d µs", medianLe(corr.latencyOut), medianLe(raw.latencyOut))
+	}
+	if after := latencyState(t); after != before {
+		t.Errorf("state changed:\n%s\n%s", before, after)
 	}
 }
