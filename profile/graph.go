@@ -161,6 +161,9 @@ func (pl *Plan) compareGraph(fs *tracefs.FS, spec session.Spec) error {
 		lists[0].sum, lists[1].sum = pl.cached.GraphNotraceSum, pl.cached.RootsSum
 	}
 	for i, l := range lists {
+		if !slices.Contains(c.Files, l.file) {
+			continue // a list the profile does not set is not its
+		}
 		have, _, err := ap.Current(l.file)
 		if err != nil {
 			return err
@@ -193,8 +196,8 @@ func (pl *Plan) compareGraph(fs *tracefs.FS, spec session.Spec) error {
 			struct{ object, file, want string }{"top level: tracing", "tracing_on", map[bool]string{true: "1", false: "0"}[pl.profile.tracingOn()]})
 	}
 	for _, v := range values {
-		if !top.Has(v.file) {
-			continue
+		if !top.Has(v.file) || v.file == graphDepthFile && !slices.Contains(c.Files, graphDepthFile) {
+			continue // a depth the profile does not set is not its
 		}
 		have, err := readTrim(top, v.file)
 		if err != nil {
