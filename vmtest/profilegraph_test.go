@@ -69,6 +69,7 @@ func TestProfileGraph(t *testing.T) {
 		!strings.Contains(r.stdout, "set_graph_function vfs_read*") {
 		t.Fatalf("plan: %v", r)
 	}
+	t.Logf("plan:\n%s", r.stdout)
 	if r := ftctlRun(t, "apply", "-f", file); r.code != 0 {
 		t.Fatalf("apply: %v\n%s", r, read(t, "error_log"))
 	}
@@ -186,5 +187,49 @@ func TestProfileGraphFailureRestores(t *testing.T) {
 	}
 	if after := controlState(t); after != before {
 		t.Errorf("delete:\n%s", lineDiff(before, after))
+	}
+}
+
+// A graph profile's apply killed (SIGKILL) right after each write of the top level: delete
+// puts every file back as before (the declaration recorded each before its write), and an
+// apply instead finishes it (the owner set up again from the start).
+func TestProfileGraphSIGKILL(t *testing.T) {
+	file := profileFile(t, "vmgraphkill.json", graphProf("vmgraphkill", true, ""))
+	t.Cleanup(func() { ftctlRun(t, "delete", "-f", file) })
+	warmProfile(t, file)
+	before := controlState(t)
+	whole := ftctlRun(t, "--show-writes", "apply", "-f", file)
+	if whole.code != 0 {
+		t.Fatalf("apply: %v", whole)
+	}
+	applied := controlState(t)
+	if r := ftctlRun(t, "delete", "-f", file); r.code != 0 {
+		t.Fatalf("delete: %v", r)
+	}
+	var kills []int
+	for i, l := range planLines(whole.stderr, "+ ") {
+		if strings.Contains(l, "set_graph_") || strings.Contains(l, "max_graph_depth") {
+			kills = append(kills, i+1)
+		}
+	}
+	if len(kills) < 3 {
+		t.Fatalf("the apply wrote %d graph files:\n%s", len(kills), whole.stderr)
+	}
+	for i, k := range kills {
+		last := killAfterWrite(t, k, "--show-writes", "apply", "-f", file)
+		if i%2 == 1 {
+			if r := ftctlRun(t, "apply", "-f", file); r.code != 0 {
+				t.Fatalf("killed after write %d (%s): apply: %v", k, last, r)
+			}
+			if after := controlState(t); after != applied {
+				t.Errorf("killed after write %d (%s), then apply: not the applied state:\n%s", k, last, lineDiff(applied, after))
+			}
+		}
+		if r := ftctlRun(t, "delete", "-f", file); r.code != 0 {
+			t.Fatalf("killed after write %d (%s): delete: %v", k, last, r)
+		}
+		if after := controlState(t); after != before {
+			t.Fatalf("killed after write %d (%s), then delete: not the state before:\n%s", k, last, lineDiff(before, after))
+		}
 	}
 }
