@@ -165,8 +165,9 @@ func (o *Owner) save(fs *tracefs.FS) error {
 // Declare applies spec under the declared owner name, which no process holds: the declaration
 // first, then the set-up (Session.Start) with tracing turned on at the end, then the
 // declaration marked applied. On failure what was written is removed, the declaration too. The
-// caller holds the tracefs lock. A graph set-up, whose kernel-wide files a session puts back at
-// its end, cannot be owned without a process: ErrInvalid.
+// caller holds the tracefs lock. A graph set-up writes kernel-wide files, which no process is
+// there to put back: it is declared only under a claim of the top level (Spec.ClaimTop; else
+// ErrInvalid), its journal kept in the declaration (Owner.TopLevel) for Undeclare.
 func Declare(fs *tracefs.FS, name string, spec Spec) (*Owner, error) {
 	if err := CheckOwnerName(name); err != nil {
 		return nil, err
