@@ -121,6 +121,10 @@ func (pl *Plan) claimTop(fs *tracefs.FS) error {
 		return p.errorAt("spec.functions", "this kernel's instances cannot run function_graph, which runs at the top level, whose function lists the profile does not set: "+
 			"choose the graph's functions with spec.graph.roots and spec.graph.notrace")
 	}
+	if c.Whole && !p.tracingOn() {
+		// the set-up turns the top level's tracing on (session.Begin) with its graph
+		return p.errorAt("spec.instance.tracingOn", "this kernel's instances cannot run function_graph, which runs at the top level: a profile's graph there records (leave tracingOn out)")
+	}
 	if err := session.TopClaimedBy(fs, p.Metadata.Name); err != nil {
 		return err
 	}

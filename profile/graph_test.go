@@ -105,6 +105,10 @@ func TestGraphClaimWhole(t *testing.T) {
 	if !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), "gr.yaml:11:5: spec.functions: this kernel's instances cannot run function_graph") {
 		t.Errorf("function lists with the graph at the top level: %v", err)
 	}
+	_, err = Compute(fs, mustLoad(t, claimed+"  instance: {tracingOn: false}\n"))
+	if !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), "gr.yaml:10:25: spec.instance.tracingOn: this kernel's instances cannot run function_graph") {
+		t.Errorf("tracing off with the graph at the top level: %v", err)
+	}
 }
 
 // Another owner's claim makes the top level busy.
