@@ -146,6 +146,9 @@ func showPlan(g *Globals, pl *profile.Plan) error {
 		}
 	}
 	showUses(w, pl.Uses)
+	if pl.TopLevel != nil {
+		fmt.Fprintf(w, "  = %s (spec.topLevel.claim)\n", pl.TopLevel.Text())
+	}
 	exact := map[string]int{}
 	for k, m := range pl.Patterns {
 		if m.Exact {

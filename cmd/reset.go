@@ -138,8 +138,12 @@ func resetRun(ctx context.Context, opts *ResetOptions) error {
 			g.Notice("no leftovers of ftctl sessions")
 		}
 		for _, o := range owners {
-			fmt.Fprintf(g.Out, "kept declared owner %s: instance %s, %s since %s; it lives until it is deleted (reset --all removes it)\n",
-				safe(o.Name), safe(o.Instance), safe(o.State), o.Since.Format(time.RFC3339))
+			top := ""
+			if o.TopLevel != nil {
+				top = " and the top level's " + strings.Join(o.TopLevel.Files(), ", ")
+			}
+			fmt.Fprintf(g.Out, "kept declared owner %s: instance %s%s, %s since %s; it lives until it is deleted (reset --all removes it)\n",
+				safe(o.Name), safe(o.Instance), top, safe(o.State), o.Since.Format(time.RFC3339))
 		}
 	}
 	if len(errs) > 0 {

@@ -2,6 +2,8 @@ package profile
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ftctl/ftctl/filters"
@@ -52,7 +54,7 @@ func Export(fs *tracefs.FS, instance, name string) (*Profile, error) {
 			x.srcGroup = session.OwnerID(rest).Group()
 		}
 	}
-	for _, step := range []func() error{x.settings, x.functions, x.probes, x.events, x.synthetic, x.triggers} {
+	for _, step := range []func() error{x.settings, x.graph, x.functions, x.probes, x.events, x.synthetic, x.triggers} {
 		if err := step(); err != nil {
 			return nil, err
 		}
@@ -137,19 +139,86 @@ func (x *exporter) functions() error {
 		if !x.in.Has(l.file) {
 			continue
 		}
-		b, err := x.in.ReadFile(l.file)
+		names, err := listedFunctions(x.in, l.file, true)
 		if err != nil {
 			return err
 		}
-		for _, n := range tracefs.ParseFunctionList(string(b)).Names {
-			k := filters.ParseKey(n)
-			text := k.Name
-			if k.Module != "" {
-				text += ":mod:" + k.Module
-			}
-			*l.to = append(*l.to, text)
+		*l.to = append(*l.to, names...)
+	}
+	return nil
+}
+
+// listedFunctions are the functions a list file holds, as a profile writes them: NAME, or
+// NAME:mod:MODULE with withModule (set_graph_function takes no :mod:, and NAME selects every
+// record of the name: each once).
+func listedFunctions(in *tracefs.Instance, file string, withModule bool) ([]string, error) {
+	b, err := in.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range tracefs.ParseFunctionList(string(b)).Names {
+		k := filters.ParseKey(n)
+		text := k.Name
+		if k.Module != "" && withModule {
+			text += ":mod:" + k.Module
+		}
+		if withModule || !slices.Contains(out, text) {
+			out = append(out, text)
 		}
 	}
+	return out, nil
+}
+
+// graph: the top level's graph files, for a declared owner's instance whose owner claims
+// them, or for the top level itself when they are set; with the claim, which applying the
+// export needs. An owner that held the top level whole ran function_graph there.
+func (x *exporter) graph() error {
+	top := x.fs.Top()
+	if !top.Has(graphRootsFile) {
+		return nil
+	}
+	if x.in.Name == "" && x.p.Spec.Instance.Tracer != "function_graph" {
+		return nil // the graph files are function_graph's
+	}
+	if x.in.Name != "" {
+		name, ok := strings.CutPrefix(x.in.Name, "ftctl-owned-")
+		if !ok {
+			return nil
+		}
+		o, err := session.ReadOwner(x.fs, name)
+		if err != nil || o.TopLevel == nil {
+			return nil
+		}
+		if o.TopLevel.Whole {
+			x.p.Spec.Instance.Tracer = "function_graph"
+		}
+	}
+	g := &x.p.Spec.Graph
+	var err error
+	if g.Roots, err = listedFunctions(top, graphRootsFile, false); err != nil {
+		return err
+	}
+	if top.Has(graphNotraceFile) {
+		if g.Notrace, err = listedFunctions(top, graphNotraceFile, false); err != nil {
+			return err
+		}
+	}
+	if top.Has(graphDepthFile) {
+		d, err := readTrim(top, graphDepthFile)
+		if err != nil {
+			return err
+		}
+		if g.Depth, err = strconv.Atoi(d); err != nil {
+			return fmt.Errorf("reading %s: %q is not a number", graphDepthFile, d)
+		}
+	}
+	if len(g.Roots) == 0 {
+		// no roots: function_graph's every function, which a profile does not take
+		*g = Graph{}
+		return nil
+	}
+	x.p.Spec.TopLevel.Claim = true
 	return nil
 }
 

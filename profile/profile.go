@@ -49,6 +49,14 @@ type Spec struct {
 	// Functions selects the functions the function tracers trace, as globs kept as written
 	// and resolved against the running kernel when the profile is planned.
 	Functions Functions `json:"functions,omitempty"`
+	// Graph is function_graph's roots, the functions it leaves out and its depth: files the
+	// kernel keeps at the top level alone (set_graph_function, set_graph_notrace,
+	// max_graph_depth), for every function_graph of the system, so that a profile holding
+	// them claims the top level (TopLevel).
+	Graph Graph `json:"graph,omitempty"`
+	// TopLevel is what the profile claims of the top level, which a profile never writes
+	// otherwise.
+	TopLevel TopLevel `json:"topLevel,omitempty"`
 	// Events are the events enabled in the instance, each with an optional filter.
 	Events []Event `json:"events,omitempty"`
 	// Probes are dynamic events defined in the profile's group, written as for `ftctl probe add` ("p:NAME SYMBOL ARGS", "r:NAME SYMBOL", "f:NAME
@@ -123,4 +131,30 @@ type Trigger struct {
 	// Trigger is the trigger's text as the event's trigger file takes it: hist:...,
 	// snapshot, traceon, traceoff, stacktrace, enable_event:..., with an optional "if FILTER".
 	Trigger string `json:"trigger"`
+}
+
+// Graph is what function_graph graphs: its roots and the functions left out, as kernel globs
+// kept as written and resolved at plan time (as Functions), and its depth. The tracer is
+// function_graph by default when Roots are given.
+type Graph struct {
+	// Roots: the functions whose calls are graphed, with their callees (set_graph_function).
+	Roots []string `json:"roots,omitempty"`
+	// Notrace: functions left out of the graph with their callees (set_graph_notrace).
+	Notrace []string `json:"notrace,omitempty"`
+	// Depth limits the graph's depth (max_graph_depth); 0 or none: no limit.
+	Depth int `json:"depth,omitempty"`
+}
+
+// set says whether the profile holds a graph.
+func (g Graph) set() bool { return len(g.Roots)+len(g.Notrace) > 0 || g.Depth != 0 }
+
+// TopLevel is the profile's claim of the top level.
+type TopLevel struct {
+	// Claim takes the top level's files the profile's graph needs: set_graph_function,
+	// set_graph_notrace, max_graph_depth (the kernel has them at the top level alone), and,
+	// where the kernel's instances cannot run function_graph (6.1's), the whole top level
+	// (its tracer and tracing_on). What each held is kept before the first write, and put
+	// back by delete; while the profile holds them, no `ftctl graph` and no other profile
+	// takes them.
+	Claim bool `json:"claim,omitempty"`
 }

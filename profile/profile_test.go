@@ -196,7 +196,7 @@ func TestValidate(t *testing.T) {
 		}, ""},
 		{"filter alone picks function", func(p *Profile) { p.Spec.Functions.Filter = []string{"vfs_*"} }, ""},
 		{"function with no filter", func(p *Profile) { p.Spec.Instance.Tracer = "function_graph" },
-			"spec.instance.tracer: function_graph with no spec.functions.filter would trace every function; name the functions to trace"},
+			"spec.instance.tracer: function_graph with no spec.functions.filter and no spec.graph.roots would trace every function; name the functions to trace"},
 		{"filter with nop", func(p *Profile) {
 			p.Spec.Instance.Tracer = "nop"
 			p.Spec.Functions.Filter = []string{"vfs_read"}

@@ -66,6 +66,7 @@ func Schema() ([]byte, error) {
 	def("Instance", "bufferKB").Maximum = json.Number(strconv.Itoa(MaxBufferKB))
 	def("Instance", "options").PropertyNames = &jsonschema.Schema{Pattern: optionRE.String()}
 	def("Synthetic", "name").Pattern = identRE.String()
+	def("Graph", "depth").Minimum = "0"
 	return json.MarshalIndent(s, "", "  ")
 }
 

@@ -25,6 +25,8 @@ func (p *Profile) tracer() string {
 	switch {
 	case p.Spec.Instance.Tracer != "":
 		return p.Spec.Instance.Tracer
+	case len(p.Spec.Graph.Roots) > 0:
+		return "function_graph"
 	case len(p.Spec.Functions.Filter) > 0:
 		return "function"
 	}
@@ -60,6 +62,16 @@ func (p *Profile) SessionSpec() (session.Spec, error) {
 	}
 	if spec.Notrace, err = patterns("spec.functions.notrace", sp.Functions.Notrace); err != nil {
 		return spec, err
+	}
+	if sp.Graph.set() {
+		g := &session.GraphSpec{Depth: sp.Graph.Depth}
+		if g.Roots, err = patterns("spec.graph.roots", sp.Graph.Roots); err != nil {
+			return spec, err
+		}
+		if g.Notrace, err = patterns("spec.graph.notrace", sp.Graph.Notrace); err != nil {
+			return spec, err
+		}
+		spec.Graph, spec.ClaimTop = g, sp.TopLevel.Claim
 	}
 	for _, name := range sortedKeys(sp.Instance.Options) {
 		spec.Options = append(spec.Options, name+map[bool]string{true: "=1", false: "=0"}[sp.Instance.Options[name]])

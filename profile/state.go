@@ -62,6 +62,9 @@ type Plan struct {
 	GlobsFrom string `json:"globsFrom,omitempty"`
 	// Uses are the dynamic events of others the profile uses, as spec.uses names them.
 	Uses []Use `json:"uses"`
+	// TopLevel is what the profile claims of the top level (spec.topLevel.claim, for
+	// spec.graph); absent, nothing.
+	TopLevel *TopClaim `json:"topLevel,omitempty"`
 
 	owner   *session.Owner
 	want    state
@@ -84,8 +87,11 @@ func (pl *Plan) Recreates() bool {
 // state is what a profile's instance holds, as far as the profile manages it.
 type state struct {
 	filter, notrace filters.Multiset
-	events          []string          // SYSTEM:EVENT enabled, sorted
-	eventFilters    map[string]string // per enabled event ("" none)
+	// roots and graphNotrace: what set_graph_function and set_graph_notrace list (the top
+	// level's), resolved from the index
+	roots, graphNotrace filters.Multiset
+	events              []string          // SYSTEM:EVENT enabled, sorted
+	eventFilters        map[string]string // per enabled event ("" none)
 }
 
 // resolution is what a plan resolved the profile's function globs to, kept in the owner's
@@ -102,6 +108,12 @@ type resolution struct {
 	FilterSum  string         `json:"filterSum"`
 	NotraceSum string         `json:"notraceSum"`
 	Patterns   []PatternMatch `json:"patterns"`
+	// Roots and GraphNotrace are spec.graph's globs, RootsSum and GraphNotraceSum digests of
+	// what they select (the top level's set_graph_function and set_graph_notrace).
+	Roots           []string `json:"roots,omitempty"`
+	GraphNotrace    []string `json:"graphNotrace,omitempty"`
+	RootsSum        string   `json:"rootsSum,omitempty"`
+	GraphNotraceSum string   `json:"graphNotraceSum,omitempty"`
 }
 
 // multisetSum is a digest of a function list: its keys and counts, sorted.
@@ -130,8 +142,8 @@ func (pl *Plan) kept(fs *tracefs.FS) *resolution {
 	if json.Unmarshal(pl.owner.Derived, &r) != nil || r.Fingerprint == "" {
 		return nil
 	}
-	fn := pl.profile.Spec.Functions
-	if !slices.Equal(r.Filter, fn.Filter) || !slices.Equal(r.Notrace, fn.Notrace) {
+	fn, g := pl.profile.Spec.Functions, pl.profile.Spec.Graph
+	if !slices.Equal(r.Filter, fn.Filter) || !slices.Equal(r.Notrace, fn.Notrace) || !slices.Equal(r.Roots, g.Roots) || !slices.Equal(r.GraphNotrace, g.Notrace) {
 		return nil
 	}
 	if fp, ok := fs.FunctionsFingerprint(); !ok || fp != r.Fingerprint {
@@ -145,7 +157,7 @@ func (pl *Plan) kept(fs *tracefs.FS) *resolution {
 // for them (kept); compareFunctions resolves afresh when the kernel's lists differ from it.
 func (pl *Plan) wanted(fs *tracefs.FS, spec session.Spec) error {
 	p := pl.profile
-	if len(spec.Filters)+len(spec.Notrace) > 0 {
+	if len(spec.Filters)+len(spec.Notrace)+len(p.Spec.Graph.Roots)+len(p.Spec.Graph.Notrace) > 0 {
 		if pl.cached = pl.kept(fs); pl.cached != nil {
 			pl.Patterns, pl.GlobsFrom = append(pl.Patterns, pl.cached.Patterns...), "declaration"
 		} else if err := pl.resolve(fs, spec); err != nil {
@@ -225,11 +237,22 @@ func (pl *Plan) resolve(fs *tracefs.FS, spec session.Spec) error {
 	if pl.want.filter, err = one(filters.FilterFile, spec.Filters); err != nil {
 		return err
 	}
+	roots, gnotrace, err := pl.profile.graphPatterns()
+	if err != nil {
+		return err
+	}
+	if pl.want.graphNotrace, err = one(graphNotraceFile, gnotrace); err != nil {
+		return err
+	}
+	if pl.want.roots, err = one(graphRootsFile, roots); err != nil {
+		return err
+	}
 	pl.Patterns, pl.GlobsFrom = append(pl.Patterns, patterns...), "index"
 	if after, ok2 := fs.FunctionsFingerprint(); ok && ok2 && after == fp {
-		fn := pl.profile.Spec.Functions
+		fn, g := pl.profile.Spec.Functions, pl.profile.Spec.Graph
 		pl.fresh = &resolution{Fingerprint: fp, Filter: fn.Filter, Notrace: fn.Notrace, Patterns: patterns,
-			FilterSum: multisetSum(pl.want.filter), NotraceSum: multisetSum(pl.want.notrace)}
+			FilterSum: multisetSum(pl.want.filter), NotraceSum: multisetSum(pl.want.notrace),
+			Roots: g.Roots, GraphNotrace: g.Notrace, RootsSum: multisetSum(pl.want.roots), GraphNotraceSum: multisetSum(pl.want.graphNotrace)}
 	}
 	return nil
 }
@@ -287,6 +310,9 @@ func Compute(fs *tracefs.FS, p *Profile) (*Plan, error) {
 	default:
 		pl.Declared, pl.owner = true, o
 	}
+	if err := pl.claimTop(fs); err != nil {
+		return nil, err
+	}
 	if err := pl.wanted(fs, spec); err != nil {
 		return nil, err
 	}
@@ -317,11 +343,26 @@ func Compute(fs *tracefs.FS, p *Profile) (*Plan, error) {
 	if err := pl.compareFunctions(in, spec); err != nil {
 		return nil, err
 	}
+	if err := pl.compareGraph(fs, spec); err != nil {
+		return nil, err
+	}
+	if pl.Recreates() {
+		return pl, nil
+	}
 	if err := pl.compareEvents(in); err != nil {
 		return nil, err
 	}
 	pl.compareTail(in)
 	return pl, nil
+}
+
+// instanceTracer is the tracer the profile's instance runs: nop where its graph runs at the
+// top level (compareGraph compares the top level's).
+func (pl *Plan) instanceTracer() string {
+	if pl.TopLevel != nil && pl.TopLevel.Whole {
+		return "nop"
+	}
+	return pl.profile.tracer()
 }
 
 // summary says in a line what a new owner would hold.
@@ -367,6 +408,10 @@ func (pl *Plan) compareDefinitions(fs *tracefs.FS, in *tracefs.Instance) error {
 	}
 	if !slices.Equal(old.Spec.Triggers, p.Spec.Triggers) {
 		recreate("triggers", "trigger", fmt.Sprint(old.Spec.Triggers), fmt.Sprint(p.Spec.Triggers))
+	}
+	if !slices.Equal(old.Spec.Graph.Roots, p.Spec.Graph.Roots) || !slices.Equal(old.Spec.Graph.Notrace, p.Spec.Graph.Notrace) ||
+		old.Spec.Graph.Depth != p.Spec.Graph.Depth || old.Spec.TopLevel != p.Spec.TopLevel {
+		recreate("graph", "set_graph_function", fmt.Sprint(old.Spec.Graph, old.Spec.TopLevel), fmt.Sprint(p.Spec.Graph, p.Spec.TopLevel))
 	}
 	if old.tracer() != p.tracer() {
 		recreate("tracer", "current_tracer", old.tracer(), p.tracer())
@@ -537,18 +582,7 @@ func (pl *Plan) compareFunctions(in *tracefs.Instance, spec session.Spec) error 
 			continue
 		}
 		c := Change{Object: l.object, File: l.file, Op: "~", Have: fmt.Sprintf("%d function(s)", have.Total()), Want: fmt.Sprintf("%d function(s)", want.Total())}
-		for k, n := range want {
-			if have[k] < n {
-				c.Added = append(c.Added, k.String())
-			}
-		}
-		for k, n := range have {
-			if want[k] < n {
-				c.Removed = append(c.Removed, k.String())
-			}
-		}
-		slices.Sort(c.Added)
-		slices.Sort(c.Removed)
+		c.Added, c.Removed = multisetDiff(have, want)
 		file, patterns := l.file, l.patterns
 		c.write = func(a *applyCtx) error {
 			ch := filters.Change{File: file, Op: filters.OpSet, Patterns: patterns}
@@ -641,8 +675,8 @@ func filterWrite(dir, expr string) func(*applyCtx) error {
 // compareTail: the tracer (when the declaration agrees and only the kernel differs) and
 // tracing_on, written last.
 func (pl *Plan) compareTail(in *tracefs.Instance) {
-	if cur, err := in.Tracer(); err == nil && cur != pl.profile.tracer() && !pl.Recreates() {
-		pl.inPlace("tracer", "current_tracer", cur, pl.profile.tracer())
+	if cur, err := in.Tracer(); err == nil && cur != pl.instanceTracer() && !pl.Recreates() {
+		pl.inPlace("tracer", "current_tracer", cur, pl.instanceTracer())
 	}
 	want := map[bool]string{true: "1", false: "0"}[pl.profile.tracingOn()]
 	if cur, err := readTrim(in, "tracing_on"); err == nil && cur != want {

@@ -123,6 +123,7 @@ func (v *validator) check(p *Profile) {
 	}
 	v.instance(s)
 	v.functions(s)
+	v.graph(s)
 	probeNames := v.probes(s)
 	synth := v.synthetic(p)
 	v.events(s, probeNames, synth)
@@ -179,10 +180,52 @@ func (v *validator) functions(s *Spec) {
 		}
 	}
 	switch tracer := s.Instance.Tracer; {
-	case (tracer == "function" || tracer == "function_graph") && len(s.Functions.Filter) == 0:
+	case tracer == "function_graph" && len(s.Functions.Filter) == 0 && len(s.Graph.Roots) == 0:
+		v.fail("spec.instance.tracer", "function_graph with no spec.functions.filter and no spec.graph.roots would trace every function; name the functions to trace")
+	case tracer == "function" && len(s.Functions.Filter) == 0:
 		v.fail("spec.instance.tracer", "%s with no spec.functions.filter would trace every function; name the functions to trace", tracer)
 	case tracer == "nop" && len(s.Functions.Filter) > 0:
 		v.fail("spec.functions.filter", "given with tracer nop, which traces no function; set spec.instance.tracer to function or function_graph, or leave it out")
+	}
+}
+
+// graph checks spec.graph and spec.topLevel: globs as set_graph_function takes them, a depth,
+// roots for whatever else is given, the function_graph tracer, and a claim only with
+// something to claim. Whether the kernel keeps the graph's files at the top level (and so
+// needs the claim) is the plan's to say.
+func (v *validator) graph(s *Spec) {
+	g := s.Graph
+	for _, list := range []struct {
+		name     string
+		patterns []string
+	}{{"roots", g.Roots}, {"notrace", g.Notrace}} {
+		for i, pat := range list.patterns {
+			path := fmt.Sprintf("spec.graph.%s[%d]", list.name, i)
+			switch {
+			case strings.Contains(pat, GroupVar):
+				v.failAt(path, strings.Index(pat, GroupVar), groupPlaces)
+			case strings.HasPrefix(pat, "!"):
+				v.fail(path, "%q: a leading '!' removes functions; write %q under spec.graph.notrace", pat, pat[1:])
+			case strings.Contains(pat, ":mod:"):
+				v.failAt(path, strings.Index(pat, ":mod:"), "set_graph_function and set_graph_notrace take function names and globs (no :mod: part)")
+			default:
+				if _, err := filters.Compile(pat); err != nil {
+					v.fail(path, "%s", strings.TrimPrefix(err.Error(), filters.ErrPattern.Error()+" "))
+				}
+			}
+		}
+	}
+	if g.Depth < 0 {
+		v.fail("spec.graph.depth", "%d: a depth is 1 or more (0 or none: no limit)", g.Depth)
+	}
+	if g.set() && len(g.Roots) == 0 {
+		v.fail("spec.graph", "no roots: name the functions whose calls are graphed (spec.graph.roots); graphing every function would swamp the system")
+	}
+	if g.set() && s.Instance.Tracer != "" && s.Instance.Tracer != "function_graph" {
+		v.fail("spec.instance.tracer", "%q: spec.graph is function_graph's; set the tracer to function_graph, or leave it out", s.Instance.Tracer)
+	}
+	if s.TopLevel.Claim && !g.set() {
+		v.fail("spec.topLevel.claim", "the profile sets nothing at the top level (only spec.graph does): leave the claim out")
 	}
 }
 
@@ -401,13 +444,17 @@ func swapped(a, b string) bool {
 // probes, 1 synthetic event, 0 triggers".
 func (p *Profile) Summary() string {
 	s := &p.Spec
-	return strings.Join([]string{
+	graph := []string{}
+	if s.Graph.set() {
+		graph = append(graph, plural(len(s.Graph.Roots)+len(s.Graph.Notrace), "graph pattern")+" (the top level's)")
+	}
+	return strings.Join(append(graph,
 		plural(len(s.Functions.Filter)+len(s.Functions.Notrace), "function pattern"),
 		plural(len(s.Events), "event"),
 		plural(len(s.Probes), "probe"),
 		plural(len(s.Synthetic), "synthetic event"),
 		plural(len(s.Triggers), "trigger"),
-	}, ", ")
+	), ", ")
 }
 
 func plural(n int, what string) string {

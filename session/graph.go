@@ -193,7 +193,10 @@ func emptyList(b []byte) bool {
 func (s *Session) startGraph() error {
 	in := s.Instance
 	top := s.FS.Top()
-	st := &graphState{in: in, journal: newJournal(s.FS, s.ID), index: s.graphIndex}
+	st := &graphState{in: in, journal: s.topJournal, index: s.graphIndex}
+	if st.journal == nil {
+		st.journal = newJournal(s.FS, s.ID)
+	}
 	s.graph = st
 	avail, err := in.ReadFile("available_tracers")
 	switch {
@@ -209,6 +212,11 @@ func (s *Session) startGraph() error {
 	}
 	if err := s.graphFree(); err != nil {
 		return err
+	}
+	if st.top && s.spec.ClaimTop && len(s.spec.Filters)+len(s.spec.Notrace) > 0 {
+		// a declared owner's function lists are its instance's, which the graph does not
+		// run in here
+		return fieldErr(FieldFunctions, "", "this kernel's instances cannot run function_graph, which runs at the top level: choose the graph's functions with its roots and notrace")
 	}
 	g := s.spec.Graph
 	if st.top {
@@ -290,6 +298,9 @@ func (s *Session) sizeTopRing() error {
 func (s *Session) graphFree() error {
 	top := s.FS.Top()
 	st := s.graph
+	if err := topClaimed(s.FS, s.ID); err != nil {
+		return err
+	}
 	class := tracefs.ErrBusy
 	if st.top {
 		class = tracefs.ErrUnavailable

@@ -53,6 +53,12 @@ type journal struct {
 	Boot    string         `json:"boot,omitempty"`
 	Entries []JournalEntry `json:"entries"`
 	dry     bool           // --dry-run: nothing saved
+	// saver, for a declared owner's claim of the top level, keeps the entries in its
+	// declaration (Owner.TopLevel) instead of a file of the journal's own.
+	saver func([]JournalEntry) error
+	// claimed: the files are a declared owner's, which claimed them: putBack restores one
+	// that holds something else too (a hand change is drift of the owner's, not another's).
+	claimed bool
 }
 
 func stateDir(fs *tracefs.FS) string { return fs.StatePath() }
@@ -94,6 +100,9 @@ func (j *journal) entry(file string) *JournalEntry {
 func (j *journal) save() error {
 	if j.dry {
 		return nil
+	}
+	if j.saver != nil {
+		return j.saver(j.Entries)
 	}
 	if len(j.Entries) == 0 {
 		return j.remove()
@@ -353,19 +362,8 @@ func (j *journal) putBack(fs *tracefs.FS, graphIn *tracefs.Instance) ([]FileOutc
 		o.Holds = normal(b, e.List)
 		switch o.Holds {
 		case normal([]byte(e.Wrote), e.List):
-			if graphLists[e.File] && fs.DryRun == nil {
-				if t, terr := graphIn.Tracer(); terr != nil {
-					err = fmt.Errorf("cannot tell whether %s still runs function_graph, under which %s emptied would graph every function: %w", graphIn.Label(), e.File, terr)
-					break
-				} else if t == "function_graph" {
-					err = fmt.Errorf("%s runs function_graph still: emptied, %s would graph every function", graphIn.Label(), e.File)
-					break
-				}
-			}
-			if e.List {
-				err = top.Truncate(e.File)
-			} else {
-				err = top.Write(e.File, e.Before)
+			if err = j.graphStopped(fs, graphIn, e.File); err == nil {
+				err = j.restore(top, e)
 			}
 			o.State = FileRestored
 		case normal([]byte(e.Before), e.List):
@@ -380,6 +378,14 @@ func (j *journal) putBack(fs *tracefs.FS, graphIn *tracefs.Instance) ([]FileOutc
 			}
 		default:
 			o.State = FileChanged
+			if j.claimed {
+				// the owner's claimed file, changed by hand: the owner's to put back
+				if err = j.graphStopped(fs, graphIn, e.File); err == nil {
+					err = j.restore(top, e)
+				}
+				o.State = FileRestored
+				break
+			}
 			reread := func() (string, error) {
 				b, err := top.ReadFile(e.File)
 				return normal(b, true), err
@@ -402,6 +408,30 @@ func (j *journal) putBack(fs *tracefs.FS, graphIn *tracefs.Instance) ([]FileOutc
 		errs = append(errs, err)
 	}
 	return out, errors.Join(errs...)
+}
+
+// graphStopped refuses to empty a graph list while a function_graph runs in graphIn: emptied,
+// the list would graph every function (see putBack).
+func (j *journal) graphStopped(fs *tracefs.FS, graphIn *tracefs.Instance, file string) error {
+	if !graphLists[file] || fs.DryRun != nil {
+		return nil
+	}
+	t, err := graphIn.Tracer()
+	switch {
+	case err != nil:
+		return fmt.Errorf("cannot tell whether %s still runs function_graph, under which %s emptied would graph every function: %w", graphIn.Label(), file, err)
+	case t == "function_graph":
+		return fmt.Errorf("%s runs function_graph still: emptied, %s would graph every function", graphIn.Label(), file)
+	}
+	return nil
+}
+
+// restore writes back what e's file held before: a list emptied, a value written.
+func (j *journal) restore(top *tracefs.Instance, e JournalEntry) error {
+	if e.List {
+		return top.Truncate(e.File)
+	}
+	return top.Write(e.File, e.Before)
 }
 
 // graphLists are the journaled function_graph filters: empty, function_graph graphs every

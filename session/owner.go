@@ -82,6 +82,58 @@ type Owner struct {
 	// a profile's globs as resolved, with what they were resolved against); session neither
 	// reads nor trusts it, and the declarer checks it before use.
 	Derived json.RawMessage `json:"derived,omitempty"`
+	// TopLevel is what the owner holds of the top level (Spec.ClaimTop): nil, nothing.
+	TopLevel *TopClaim `json:"topLevel,omitempty"`
+}
+
+// TopClaim is a declared owner's claim of the top level: the top-level files its graph
+// writes, each with what it held before the owner's first write of it, saved in the
+// declaration before that write. While it holds the claim, no graph session and no other
+// owner takes them (graphFree); Undeclare puts each back as it was, newest first.
+type TopClaim struct {
+	// Whole: function_graph runs at the top level (the instances cannot run it), so the
+	// owner holds the top level whole: its tracer and tracing_on too.
+	Whole   bool           `json:"whole"`
+	Entries []JournalEntry `json:"entries"`
+}
+
+// Files names the top-level files the claim holds, in the order of their first write.
+func (c *TopClaim) Files() []string {
+	var out []string
+	for _, e := range c.Entries {
+		out = append(out, e.File)
+	}
+	return out
+}
+
+// topJournal is the journal of o's claim, kept in its declaration.
+func (o *Owner) topJournal(fs *tracefs.FS) *journal {
+	return &journal{Session: OwnerID(o.Name), Boot: o.Boot, Entries: slices.Clone(o.TopLevel.Entries), dry: fs.DryRun != nil, claimed: true,
+		saver: func(es []JournalEntry) error {
+			o.TopLevel.Entries = slices.Clone(es)
+			if o.TopLevel.Entries == nil {
+				o.TopLevel.Entries = []JournalEntry{}
+			}
+			return o.save(fs)
+		}}
+}
+
+// TopClaimedBy refuses the top level's function_graph files when a declared owner other
+// than owner claims them (ErrBusy, naming it).
+func TopClaimedBy(fs *tracefs.FS, owner string) error { return topClaimed(fs, OwnerID(owner)) }
+
+// topClaimed refuses the top level's function_graph files to anyone but the declared owner
+// that claims them (self: a session's ID is no owner's).
+func topClaimed(fs *tracefs.FS, self ID) error {
+	owners, _ := Owners(fs) // a declaration that cannot be read claims nothing that can be told
+	for _, o := range owners {
+		if o.TopLevel != nil && o.Name != self.Owner {
+			return &tracefs.Error{Op: "read", Path: ownerPath(fs, o.Name), Class: tracefs.ErrBusy,
+				Reason: fmt.Sprintf("the declared owner %s claims the top level's function_graph files (%s); 'ftctl delete' of its profile gives them back",
+					o.Name, strings.Join(o.TopLevel.Files(), ", "))}
+		}
+	}
+	return nil
 }
 
 // ownersDir is where declarations live.
@@ -113,14 +165,15 @@ func (o *Owner) save(fs *tracefs.FS) error {
 // Declare applies spec under the declared owner name, which no process holds: the declaration
 // first, then the set-up (Session.Start) with tracing turned on at the end, then the
 // declaration marked applied. On failure what was written is removed, the declaration too. The
-// caller holds the tracefs lock. A graph set-up, whose kernel-wide files a session puts back at
-// its end, cannot be owned without a process: ErrInvalid.
+// caller holds the tracefs lock. A graph set-up writes kernel-wide files, which no process is
+// there to put back: it is declared only under a claim of the top level (Spec.ClaimTop; else
+// ErrInvalid), its journal kept in the declaration (Owner.TopLevel) for Undeclare.
 func Declare(fs *tracefs.FS, name string, spec Spec) (*Owner, error) {
 	if err := CheckOwnerName(name); err != nil {
 		return nil, err
 	}
-	if spec.Graph != nil {
-		return nil, fmt.Errorf("%w: a declared owner cannot run a graph (its kernel-wide files are put back by the process that set them)", ErrInvalid)
+	if spec.Graph != nil && !spec.ClaimTop {
+		return nil, fmt.Errorf("%w: a declared owner runs a graph only where it claims the top level (its kernel-wide files are the top level's)", ErrInvalid)
 	}
 	if _, err := os.Lstat(ownerPath(fs, name)); err == nil {
 		return nil, fmt.Errorf("%w: %s (%s)", ErrOwnerExists, name, ownerPath(fs, name))
@@ -144,6 +197,11 @@ func Declare(fs *tracefs.FS, name string, spec Spec) (*Owner, error) {
 	for _, p := range spec.Filters {
 		o.Filters = append(o.Filters, p.Text)
 	}
+	if spec.Graph != nil {
+		// saved before the first write of the top level: empty until then
+		o.TopLevel = &TopClaim{Entries: []JournalEntry{}}
+		s.topJournal = o.topJournal(fs)
+	}
 	if err := o.save(fs); err != nil {
 		return nil, err
 	}
@@ -160,6 +218,9 @@ func Declare(fs *tracefs.FS, name string, spec Spec) (*Owner, error) {
 		return fail(errors.Join(append([]error{err}, s.Teardown()...)...))
 	}
 	s.Release() // no process holds a declared owner's instance
+	if o.TopLevel != nil {
+		o.TopLevel.Whole = s.GraphAtTop()
+	}
 	o.State = "applied"
 	if err := o.save(fs); err != nil {
 		return o, err
@@ -278,6 +339,16 @@ func Undeclare(fs *tracefs.FS, name string) (*Owner, error) {
 		s.dynamic = append(s.dynamic, dynamicEvent{file, remove})
 	}
 	s.spec.Dynamic = o.Dynamic
+	if o.TopLevel != nil {
+		// its claim: put back after its instance's tracer is stopped (Teardown); where the
+		// graph ran at the top level, the journal names its tracer, put back first
+		j := o.topJournal(fs)
+		st := &graphState{journal: j, in: fs.Top(), top: j.entry("current_tracer") != nil}
+		if s.Instance != nil && !st.top {
+			st.in = s.Instance
+		}
+		s.graph = st
+	}
 	for _, e := range o.Events {
 		if s.definesSynthetic(e) {
 			s.late = append(s.late, e)

@@ -84,6 +84,11 @@ type Spec struct {
 	// Graph makes a function_graph session (ftctl graph, graph.go): Tracer is then
 	// function_graph, and Filters may be empty (the graph's roots choose the calls).
 	Graph *GraphSpec
+	// ClaimTop lets a declared owner run a Graph (Declare): it claims the top level's files
+	// the graph needs (set_graph_function, set_graph_notrace, max_graph_depth; where
+	// instances cannot run function_graph, the whole top level), journaled in its
+	// declaration (Owner.TopLevel) before each first write and put back by Undeclare.
+	ClaimTop bool
 	// Dynamic are events the session defines in its group for its triggers, in order, not
 	// enabled: probes (kinds p, r, f) and synthetic events (kind s). Start writes them after
 	// the tracer, and Teardown removes them after the triggers, newest first.
@@ -175,6 +180,10 @@ type Session struct {
 	graph *graphState
 	// graphIndex is the function index New checked Spec.Graph's patterns against.
 	graphIndex *filters.Index
+	// topJournal, for a declared owner that claims the top level (Spec.ClaimTop), is the
+	// journal its graph's top-level writes go to: kept in its declaration, not in a file of
+	// its own (startGraph).
+	topJournal *journal
 	// late are events of Spec.Events the session defines itself (its synthetic events):
 	// enabled, with their filters, once startDynamic has defined them.
 	late []string
