@@ -45,12 +45,15 @@ reserve_mem's label: at most 15 characters.
 
 The running kernel's command line is checked against them: what it lacks is said on stderr.
 The event formats and kernel symbols the next boot needs to read the ring are saved now, in
---boot-dir (a directory a reboot keeps, not /run). A kernel without the persistent ring buffer
-(before 6.12: no instance has last_boot_info and the kernel has no reader of it) is exit 4.`,
+--boot-dir (a directory a reboot keeps, not /run), with this boot's id; where the ring is
+persistent already and the saved ones are an earlier boot's, they are kept ("kept": true),
+since 'last-boot' needs them to read what that boot recorded (it saves this boot's after).
+A kernel without the persistent ring buffer (before 6.12: no instance has last_boot_info and
+the kernel has no reader of it) is exit 4.`,
 		Example: `  sudo ftctl flight boot-config crash -e sched:sched_process_exit -e signal:signal_generate
   sudo ftctl flight boot-config crash -o json`,
 		Args:        args(cobra.ExactArgs(1)),
-		Annotations: map[string]string{AnnotationJSON: `{"name": "crash", "instance": "ftctl-owned-crash", "params": ["nokaslr", "reserve_mem=16M:4096:crash", "trace_instance=ftctl-owned-crash@crash,sched:sched_process_exit"], "missing": [], "active": true, "saved": "/var/lib/ftctl/flight/crash/boot.dat"}: missing lists the params the running kernel was not booted with`},
+		Annotations: map[string]string{AnnotationJSON: `{"name": "crash", "instance": "ftctl-owned-crash", "params": ["nokaslr", "reserve_mem=16M:4096:crash", "trace_instance=ftctl-owned-crash@crash,sched:sched_process_exit"], "missing": [], "active": true, "saved": "/var/lib/ftctl/flight/crash/boot.dat", "kept": false}: missing lists the params the running kernel was not booted with; kept is true when saved holds an earlier boot's capture, left for last-boot`},
 		RunE: func(c *cobra.Command, a []string) error {
 			opts.Name = a[0]
 			return runCmd(c, runF, flightBootConfigRun, opts)
@@ -100,7 +103,10 @@ func flightBootConfigRun(ctx context.Context, opts *FlightBootOptions) error {
 	default:
 		g.Notice("flight %s: the running kernel was booted with them, but %s is no persistent ring (reserve_mem failed? see dmesg)", opts.Name, bc.Instance)
 	}
-	if !g.DryRun {
+	switch {
+	case bc.Kept:
+		g.Notice("flight %s: %s holds an earlier boot's formats and symbols, which 'ftctl flight last-boot %s' needs to read what the ring kept: left as it is (last-boot saves this boot's once it has read the ring)", opts.Name, safe(bc.Saved), opts.Name)
+	case !g.DryRun:
 		g.Notice("flight %s: this boot's formats and symbols saved in %s", opts.Name, safe(bc.Saved))
 	}
 	return nil

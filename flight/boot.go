@@ -57,6 +57,32 @@ type BootConfig struct {
 	Active bool `json:"active"`
 	// Saved is the capture saved for reading the ring after a reboot.
 	Saved string `json:"saved"`
+	// Kept: Saved is an earlier boot's capture, which 'last-boot' needs to read what the
+	// ring kept from that boot: it was left as it is, not replaced by this boot's (last-boot
+	// saves this boot's once it has read the ring).
+	Kept bool `json:"kept"`
+}
+
+// bootIDFile is the boot id of the boot whose capture is saved, beside it.
+func bootIDFile(header string) string { return strings.TrimSuffix(header, ".dat") + ".boot_id" }
+
+// saveCapture saves this boot's capture (formats, symbols) of in's events into header, and
+// this boot's id beside it.
+func saveCapture(fs *tracefs.FS, in *tracefs.Instance, header string, evs []tracefs.EventName) error {
+	if err := stream.SaveHeaderEvents(in, header, evs); err != nil {
+		return err
+	}
+	return os.WriteFile(bootIDFile(header), []byte(fs.BootID()+"\n"), 0o600)
+}
+
+// capturedEarlier says whether the capture in header was saved in another boot than this one
+// (a capture without its boot id, saved before ftctl kept it, counts as another boot's).
+func capturedEarlier(fs *tracefs.FS, header string) bool {
+	if _, err := os.Stat(header); err != nil {
+		return false
+	}
+	b, err := os.ReadFile(bootIDFile(header))
+	return err != nil || strings.TrimSpace(string(b)) != fs.BootID()
 }
 
 // bootHeader is recorder name's capture in bootDir.
@@ -157,11 +183,16 @@ func Boot(ctx context.Context, fs *tracefs.FS, name string, sizeMB int, events, 
 	if pin, err := fs.Existing(bc.Instance); err == nil && pin.Has("last_boot_info") {
 		in, bc.Active = pin, true
 	}
+	if bc.Active && capturedEarlier(fs, bc.Saved) {
+		// the ring holds what an earlier boot recorded, unread: its capture reads it
+		bc.Kept = true
+		return bc, nil
+	}
 	if fs.DryRun != nil {
 		fmt.Fprintf(fs.DryRun, "dry-run: save the formats and symbols of this boot into %s\n", bc.Saved)
 		return bc, nil
 	}
-	if err := stream.SaveHeaderEvents(in, bc.Saved, evs); err != nil {
+	if err := saveCapture(fs, in, bc.Saved, evs); err != nil {
 		return nil, fmt.Errorf("saving the formats and symbols a reboot needs into %s: %w", bc.Saved, err)
 	}
 	return bc, nil
@@ -203,7 +234,7 @@ func LastBoot(ctx context.Context, fs *tracefs.FS, name, out, bootDir string, ow
 		return nil, err
 	}
 	evs, _ := in.EnabledEvents()
-	if err := stream.SaveHeaderEvents(in, header, evs); err != nil {
+	if err := saveCapture(fs, in, header, evs); err != nil {
 		return nil, fmt.Errorf("%s written, but saving this boot's formats and symbols into %s failed (the next reboot's last-boot reads it with the old ones): %w", out, header, err)
 	}
 	return &LastBootResult{DumpStats: st, Shift: shift}, nil

@@ -111,6 +111,27 @@ func TestFlightRebootBefore(t *testing.T) {
 // `ftctl report` and trace-cmd read, every one, in order.
 func TestFlightRebootAfter(t *testing.T) {
 	rebootPhase(t, "2")
+	idFile := rebootDir + "/flight/boot/boot.boot_id"
+	id, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	thisBoot := strings.TrimSpace(string(id))
+	// boot-config before last-boot keeps the previous boot's capture, which reads the ring
+	capture := rebootDir + "/flight/boot/boot.dat"
+	st0, err := os.Stat(capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bc struct {
+		Kept bool `json:"kept"`
+	}
+	if r := ftctlRun(t, "flight", "boot-config", rebootName, "--boot-dir", rebootDir, "-o", "json"); r.code != 0 || json.Unmarshal([]byte(r.stdout), &bc) != nil || !bc.Kept {
+		t.Errorf("boot-config in the boot after: want the earlier capture kept: %v", r)
+	}
+	if st1, err := os.Stat(capture); err != nil || !os.SameFile(st0, st1) || !st1.ModTime().Equal(st0.ModTime()) {
+		t.Errorf("boot-config replaced the previous boot's capture %s (%v)", capture, err)
+	}
+	if before, err := os.ReadFile(idFile); err != nil || strings.TrimSpace(string(before)) == thisBoot {
+		t.Errorf("the capture's boot id %q (%v): want the boot before this one's", before, err)
+	}
 	out := filepath.Join(t.TempDir(), "last.dat")
 	r := ftctlRun(t, "flight", "last-boot", rebootName, "-w", out, "--boot-dir", rebootDir)
 	if r.code != 0 {
@@ -127,6 +148,9 @@ func TestFlightRebootAfter(t *testing.T) {
 		checkMarkers(t, "trace-cmd report", tc)
 	} else {
 		t.Logf("no trace-cmd in this VM: %v", err)
+	}
+	if now, _ := os.ReadFile(idFile); strings.TrimSpace(string(now)) != thisBoot {
+		t.Errorf("last-boot did not save this boot's capture (boot id %q, this boot %q)", now, thisBoot)
 	}
 	// read, the ring is empty: a second last-boot has nothing of the previous boot
 	again := ftctlRun(t, "flight", "last-boot", rebootName, "-w", out+"2", "--boot-dir", rebootDir)
