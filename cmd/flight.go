@@ -58,7 +58,9 @@ ftctl-owned-NAME records into an overwrite ring (the oldest events give way to t
 of -e EVENT (SYSTEM:EVENT or SYSTEM, repeatable) and --function PATTERN (the function tracer
 on those functions). The snapshot buffer a dump swaps with is allocated now (as much memory again
 as the ring), and the event formats and kernel symbols a dump needs are captured. The command
-returns once the recorder records; no process stays.`,
+returns once the recorder records; no process stays. A profile's spec.flight section (its
+triggers, dump directory, rotation and rate limit) is checked here and armed by 'ftctl flight
+arm NAME -f PROFILE' or 'ftctl agent -f PROFILE', not by start.`,
 		Example: `  sudo ftctl flight start box -e sched:sched_process_exit -e signal:signal_generate --buffer-kb 4096
   sudo ftctl flight start slow -f slowreads.yaml
   sudo ftctl --dry-run flight start box -e sched`,
@@ -130,6 +132,10 @@ func flightStartRun(ctx context.Context, opts *FlightStartOptions) error {
 	}
 	if !g.DryRun {
 		g.Notice("flight %s records in instance %s ('ftctl flight dump %s -o FILE' writes what it holds)", p.Metadata.Name, p.InstanceName(), p.Metadata.Name)
+	}
+	if f := p.Spec.Flight; f != nil && !g.DryRun {
+		g.Notice("flight %s: the profile declares %s into %s: 'ftctl flight arm %s -f FILE' or 'ftctl agent -f FILE' arms them",
+			p.Metadata.Name, plural(len(f.Triggers), "flight trigger"), safe(f.Dir), p.Metadata.Name)
 	}
 	return nil
 }

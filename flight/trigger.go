@@ -284,13 +284,20 @@ func (a *Armed) save() error {
 }
 
 // Disarm tears the arming session down and removes the state. The caller holds the tracefs lock.
-func (a *Armed) Disarm() []error {
+func (a *Armed) Disarm() []error { return a.disarm(true) }
+
+// disarm tears the arming session down, and removes the state file when state says so (a
+// session replaced by another leaves the file, which the new one writes).
+func (a *Armed) disarm(state bool) []error {
 	var errs []error
 	if a.pipe != nil {
 		a.pipe.Close()
 	}
 	if a.Session != nil {
 		errs = a.Session.Teardown()
+	}
+	if !state || a.fs == nil {
+		return errs
 	}
 	if err := os.Remove(filepath.Join(dir(a.fs, a.Name), armFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)
