@@ -44,6 +44,8 @@ type Runner struct {
 	fs *tracefs.FS
 	// dump writes one dump into out (Dump on fs, unless a test replaces it).
 	dump func(ctx context.Context, out string) (*stream.DumpStats, error)
+	// arm sets an arming session up (armSession, unless a test replaces it).
+	arm func(ctx context.Context, cfg Config) (*Armed, error)
 	// waitOn is what Run waits on for an arming session (the session itself, unless a test
 	// replaces it).
 	waitOn func(*Armed) waiter
@@ -80,6 +82,7 @@ func NewRunner(fs *tracefs.FS, name string, lock func(context.Context) (func(), 
 	}
 	r := &Runner{Name: name, Lock: lock, Notice: notice, Now: time.Now, fs: fs, stats: RunnerStats{Fired: map[string]uint64{}}}
 	r.waitOn = func(a *Armed) waiter { return a }
+	r.arm = r.armSession
 	r.dump = func(ctx context.Context, out string) (*stream.DumpStats, error) {
 		return Dump(ctx, r.fs, r.Name, out, r.Owners...)
 	}
@@ -140,8 +143,8 @@ func checkConfig(cfg Config) error {
 	return nil
 }
 
-// arm sets an arming session of cfg's triggers up and starts its recording, under the lock.
-func (r *Runner) arm(ctx context.Context, cfg Config) (*Armed, error) {
+// armSession sets an arming session of cfg's triggers up and starts its recording, under the lock.
+func (r *Runner) armSession(ctx context.Context, cfg Config) (*Armed, error) {
 	unlock, err := r.Lock(ctx)
 	if err != nil {
 		return nil, err

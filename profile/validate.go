@@ -401,16 +401,20 @@ func swapped(a, b string) bool {
 }
 
 // Summary counts what the profile sets up, for people: "3 function patterns, 4 events, 2
-// probes, 1 synthetic event, 0 triggers".
+// probes, 1 synthetic event, 0 triggers", and ", 2 flight triggers" with a flight section.
 func (p *Profile) Summary() string {
 	s := &p.Spec
-	return strings.Join([]string{
+	parts := []string{
 		plural(len(s.Functions.Filter)+len(s.Functions.Notrace), "function pattern"),
 		plural(len(s.Events), "event"),
 		plural(len(s.Probes), "probe"),
 		plural(len(s.Synthetic), "synthetic event"),
 		plural(len(s.Triggers), "trigger"),
-	}, ", ")
+	}
+	if s.Flight != nil {
+		parts = append(parts, plural(len(s.Flight.Triggers), "flight trigger"))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func plural(n int, what string) string {
