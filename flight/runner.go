@@ -389,16 +389,17 @@ func (r *Runner) dumpAt(ctx context.Context, cfg Config, at time.Time, by string
 	return err
 }
 
-// quote makes text from a profile or the command line safe to print (strconv.Quote's
-// escapes, without its quotes when it needs none).
+// quote makes text from a profile, the command line or a path safe to print: as it is, or
+// with Go's escapes when it holds a control character or a byte past ASCII (as cmd's safe).
 func quote(s string) string {
-	q := strconv.Quote(s)
-	if q[1:len(q)-1] == s {
-		return s
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f || c >= 0x80 {
+			q := strconv.QuoteToGraphic(s)
+			return q[1 : len(q)-1]
+		}
 	}
-	return q
+	return s
 }
-
 // ConfigOf is the runner's configuration declared by a profile's flight section: SIGUSR1's
 // trigger first, then the section's, in its order. The section is valid (profile.Validate).
 func ConfigOf(f *profile.Flight) (Config, error) {

@@ -268,3 +268,11 @@ func TestRunnerConfig(t *testing.T) {
 		t.Error("armed after a refusal")
 	}
 }
+
+func TestQuote(t *testing.T) {
+	for in, want := range map[string]string{`a if comm == "x"`: `a if comm == "x"`, "a\x1b[2Jb": `a\x1b[2Jb`, "/tmp/d\n": `/tmp/d\n`} {
+		if got := quote(in); got != want {
+			t.Errorf("quote(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -186,3 +186,44 @@ func TestAgentFlight(t *testing.T) {
 		t.Errorf("state after flight stop:\n%s", lineDiff(before, after))
 	}
 }
+
+// TestFlightArmProfileTriggers: flight arm -f takes the triggers, the directory and the rate
+// limit from the profile's spec.flight, adds the flags' triggers to them, and SIGHUP re-arms a
+// changed section: the new trigger fires, the old one no longer does.
+func TestFlightArmProfileTriggers(t *testing.T) {
+	dir := t.TempDir()
+	file := profileFile(t, "armfl.yaml", strings.Replace(agentFlightProfile(dir, "farmproc"), "name: agentfl", "name: armfl", 1))
+	t.Cleanup(func() { ftctlRun(t, "flight", "stop", "armfl") })
+	proc, proc2 := namedTrue(t, "farmproc"), namedTrue(t, "farmproc2")
+	cmd, errb, wait := armed(t, nil, "armfl", "-f", file, "--stop-at-exit", "--on-warn")
+	wait("armed: SIGUSR1", 1)
+	if !strings.Contains(errb.String(), `"sched:sched_process_exit if comm == \"farmproc\"", "warn" dumps into `+dir) {
+		t.Errorf("armed from the profile and the flags:\n%s", errb)
+	}
+	st := statusOf(t, "armfl")
+	if st.Arm == nil || len(st.Arm.Triggers) != 3 || st.Arm.Triggers[1].Kind != "event" || st.Arm.Triggers[2].Kind != "warn" {
+		t.Fatalf("status: %+v", st.Arm)
+	}
+	exec.Command(proc).Run()
+	wait("armfl: dumped", 1)
+	if files, _ := filepath.Glob(filepath.Join(dir, "armfl-*.dat")); len(files) != 1 {
+		t.Errorf("dumps in the profile's dir: %v", files)
+	}
+	if err := os.WriteFile(file, []byte(strings.Replace(agentFlightProfile(dir, "farmproc2"), "name: agentfl", "name: armfl", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGHUP)
+	wait("armfl re-armed", 1)
+	time.Sleep(2100 * time.Millisecond) // the profile's rate: 2s
+	exec.Command(proc).Run()
+	exec.Command(proc2).Run()
+	wait("armfl: dumped", 2)
+	time.Sleep(500 * time.Millisecond)
+	if n := strings.Count(errb.String(), "armfl: dumped"); n != 2 || !strings.Contains(errb.String(), `(sched:sched_process_exit if comm == "farmproc2")`) {
+		t.Errorf("%d dumps after the re-arm:\n%s", n, errb)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if cmd.Wait(); cmd.ProcessState.ExitCode() != 143 {
+		t.Errorf("arm after SIGTERM: %d\n%s", cmd.ProcessState.ExitCode(), errb)
+	}
+}

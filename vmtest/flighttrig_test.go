@@ -125,7 +125,7 @@ func TestFlightArmEvent(t *testing.T) {
 				t.Errorf("the first dump lacks the markers before its trigger: %.2000s", rep.stdout)
 			}
 			trigger() // within --rate
-			wait("within --rate", 1)
+			wait("within the rate limit", 1)
 		}
 		time.Sleep(3100 * time.Millisecond)
 	}
