@@ -400,6 +400,7 @@ func quote(s string) string {
 	}
 	return s
 }
+
 // ConfigOf is the runner's configuration declared by a profile's flight section: SIGUSR1's
 // trigger first, then the section's, in its order. The section is valid (profile.Validate).
 func ConfigOf(f *profile.Flight) (Config, error) {
