@@ -312,13 +312,14 @@ func TestFlightArmSystemd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	var errb *fixture.SyncBuffer
 	next := func(want string) {
 		t.Helper()
 		buf := make([]byte, 256)
 		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 		n, err := conn.Read(buf)
 		if err != nil || string(buf[:n]) != want {
-			t.Fatalf("sd_notify: %q %v, want %q", buf[:n], err, want)
+			t.Fatalf("sd_notify: %q %v, want %q; stderr:\n%s", buf[:n], err, want, errb)
 		}
 	}
 	prof := filepath.Join(t.TempDir(), "unit.yaml")
