@@ -86,6 +86,15 @@ func (a *Agent) Start(ctx context.Context) (*profile.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if hasFlight(p) { // a dump directory that is not there is refused before anything is applied
+		cfg, err := flight.ConfigOf(p.Spec.Flight)
+		if err == nil {
+			err = flight.CheckConfig(cfg)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 	res, err := a.apply(ctx, p)
 	if err != nil {
 		return res, err

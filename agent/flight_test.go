@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,5 +87,23 @@ func TestFlightMetrics(t *testing.T) {
 	cmd.Stdin = strings.NewReader(body)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+// A profile whose spec.flight.dir is not a directory is refused before anything is applied.
+func TestFlightDirRefusedFirst(t *testing.T) {
+	root, dirs := fixture.Tracefs(t, "6.12", nil)
+	file := filepath.Join(t.TempDir(), "box.yaml")
+	prof := "apiVersion: ftctl.dev/v1alpha1\nkind: TracingProfile\nmetadata:\n  name: box\nspec:\n  flight:\n    dir: " + filepath.Join(t.TempDir(), "none") + "\n"
+	if err := os.WriteFile(file, []byte(prof), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fs := &tracefs.FS{Mount: tracefs.Mount{Path: root, Found: "test"}, Dirs: dirs, StateDir: filepath.Join(t.TempDir(), "run")}
+	a := New(fs, Options{File: file})
+	if _, err := a.Start(t.Context()); !errors.Is(err, flight.ErrTrigger) || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("Start: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "instances", "ftctl-owned-box")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the instance was made: %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ftctl/ftctl/agent"
+	"github.com/ftctl/ftctl/flight"
 )
 
 // AgentOptions are the inputs of `ftctl agent`.
@@ -119,6 +120,9 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 	}
 	defer l.Close()
 	res, err := a.Start(ctx)
+	if errors.Is(err, flight.ErrTrigger) {
+		return InvalidInput(err)
+	}
 	if err != nil {
 		return err
 	}

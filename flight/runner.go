@@ -95,7 +95,7 @@ func NewRunner(fs *tracefs.FS, name string, lock func(context.Context) (func(), 
 // triggers, and nothing of the new one is left: the agent applies a new profile as commit, so
 // a profile and its triggers change together or not at all.
 func (r *Runner) Rearm(ctx context.Context, cfg Config, commit func() error) error {
-	if err := checkConfig(cfg); err != nil {
+	if err := CheckConfig(cfg); err != nil {
 		return err
 	}
 	a, err := r.arm(ctx, cfg)
@@ -132,8 +132,9 @@ func (r *Runner) Rearm(ctx context.Context, cfg Config, commit func() error) err
 	}
 }
 
-// checkConfig refuses what Arm cannot run with.
-func checkConfig(cfg Config) error {
+// CheckConfig refuses, as ErrTrigger, a configuration a runner cannot arm: no dump directory
+// (or not a directory), a negative keep, size cap or rate.
+func CheckConfig(cfg Config) error {
 	if cfg.Dir == "" || cfg.Keep < 0 || cfg.MaxBytes < 0 || cfg.Rate < 0 {
 		return fmt.Errorf("%w: a dump directory is required, and keep, the size cap and the rate must not be negative", ErrTrigger)
 	}
