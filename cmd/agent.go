@@ -103,7 +103,9 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(usr1)
 	sig := make(chan struct{}, 1)
-	go forwardSignal(ctx, usr1, sig)
+	fctx, stopForward := context.WithCancel(ctx)
+	defer stopForward()
+	go forwardSignal(fctx, usr1, sig)
 	a := agent.New(fs, agent.Options{File: opts.File, Repair: !opts.NoRepair, Interval: opts.Interval,
 		LockTimeout: g.LockTimeout, MaxSeries: opts.MaxSeries, Notice: g.Notice, Owners: fileOwners(), Signal: sig,
 		OnReload: func(done bool) {
