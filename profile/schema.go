@@ -66,6 +66,10 @@ func Schema() ([]byte, error) {
 	def("Instance", "bufferKB").Maximum = json.Number(strconv.Itoa(MaxBufferKB))
 	def("Instance", "options").PropertyNames = &jsonschema.Schema{Pattern: optionRE.String()}
 	def("Synthetic", "name").Pattern = identRE.String()
+	def("Flight", "dir").Pattern = "^/"
+	def("Flight", "keep").Minimum = "0"
+	def("Flight", "maxMB").Minimum = "0"
+	def("Flight", "maxMB").Maximum = json.Number(strconv.Itoa(MaxFlightMB))
 	return json.MarshalIndent(s, "", "  ")
 }
 
