@@ -162,7 +162,7 @@ func NewCmdFlightStatus(g *Globals, runF func(context.Context, *FlightNameOption
 			`"triggers": [{"kind": "signal", "spec": "SIGUSR1", "fired": 1, "dumps": 1, "last_fired": "...", "last_dump": "..."}, ` +
 			`{"kind": "event", "spec": "sched:sched_process_exit if comm == \"nginx\"", "event": "sched:sched_process_exit", "filter": "comm == \"nginx\"", "fired": 0, "dumps": 0}], "alive": true}, ` +
 			`"dumps": [{"name": "box-20261127T224500.000Z.dat", "size": 1048576}]}]: overrun counts the events the ring overwrote; ` +
-			`fill_percent the bytes in the ring against its size; "arm" is null when no 'flight arm' armed it, its "alive" false when the arming process is gone; ` +
+			`fill_percent the bytes in the ring against its size; "arm" is null when nothing arms it ('flight arm', or 'ftctl agent' for a profile's spec.flight), its "alive" false when the arming process is gone; ` +
 			`"kind" is signal, event, latency or warn; "dumps" lists the dumps in the arm's directory, oldest first`},
 		RunE: func(c *cobra.Command, a []string) error {
 			if len(a) == 1 {
@@ -206,7 +206,7 @@ func flightStatusRun(_ context.Context, opts *FlightNameOptions) error {
 func printArm(g *Globals, s flight.Status) {
 	a := s.Arm
 	if a == nil {
-		fmt.Fprintf(g.Out, "  not armed ('ftctl flight arm %s -d DIR' dumps it on triggers)\n", s.Name)
+		fmt.Fprintf(g.Out, "  not armed ('ftctl flight arm %s -d DIR' or 'ftctl agent' dumps it on triggers)\n", s.Name)
 		return
 	}
 	state := "armed"
