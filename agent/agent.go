@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ftctl/ftctl/flight"
 	"github.com/ftctl/ftctl/profile"
 	"github.com/ftctl/ftctl/tracefs"
 )
@@ -31,6 +32,13 @@ type Options struct {
 	// MaxSeries caps the series one hist trigger exports; the rows beyond are folded.
 	MaxSeries int
 	Notice    func(format string, args ...any)
+	// Owners are the users one of whom owns a flight recorder's dump directory; Signal fires
+	// its SIGUSR1 trigger (the profile's spec.flight).
+	Owners []int
+	Signal <-chan struct{}
+	// OnReload, when set, is called before (done false) and after (done true) each reload,
+	// for a service manager (systemd's RELOADING=1 and READY=1).
+	OnReload func(done bool)
 }
 
 // Agent is one profile kept applied.
@@ -42,8 +50,9 @@ type Agent struct {
 	prof    *profile.Profile // the profile in force (the last one applied)
 	source  []byte           // its file's bytes, to tell a changed file from a touched one
 	stats   Stats
-	ready   bool   // the profile is applied and tracefs answered the last check
-	lastErr string // the last failure, for /readyz
+	ready   bool       // the profile is applied and tracefs answered the last check
+	lastErr string     // the last failure, for /readyz
+	flight  *flightRun // the profile's flight triggers, armed; nil when it has none
 }
 
 // Stats are the agent's counters and its last check's result.
@@ -77,9 +86,23 @@ func (a *Agent) Start(ctx context.Context) (*profile.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if hasFlight(p) { // a dump directory that is not there is refused before anything is applied
+		cfg, err := flight.ConfigOf(p.Spec.Flight)
+		if err == nil {
+			err = flight.CheckConfig(cfg)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 	res, err := a.apply(ctx, p)
 	if err != nil {
 		return res, err
+	}
+	if hasFlight(p) {
+		if err := a.startFlight(ctx, p); err != nil {
+			return res, err
+		}
 	}
 	a.mu.Lock()
 	a.prof, a.source, a.ready = p, data, true
@@ -99,7 +122,13 @@ func (a *Agent) Run(ctx context.Context, reload <-chan struct{}) error {
 		case <-ctx.Done():
 			return nil
 		case <-reload:
+			if a.opts.OnReload != nil {
+				a.opts.OnReload(false)
+			}
 			a.Reload(ctx)
+			if a.opts.OnReload != nil {
+				a.opts.OnReload(true)
+			}
 		case <-t.C:
 			a.Check(ctx)
 		}
@@ -109,7 +138,9 @@ func (a *Agent) Run(ctx context.Context, reload <-chan struct{}) error {
 // Reload reads the profile file again. An unchanged file is only a check. A file that cannot be
 // read or is invalid is a counted failure, and the profile in force stays; a valid one is
 // applied through the engine (transactionally: on failure the state before is restored), and
-// the profile it replaces, when it had another name, is deleted after.
+// the profile it replaces, when it had another name, is deleted after. A profile's flight
+// triggers are armed anew with it: for the same recorder, the new triggers are armed first and
+// the profile applied after, and on either's failure the old triggers stay armed.
 func (a *Agent) Reload(ctx context.Context) {
 	data, p, err := a.load()
 	if err != nil {
@@ -123,9 +154,8 @@ func (a *Agent) Reload(ctx context.Context) {
 		a.Check(ctx)
 		return
 	}
-	if _, err := a.apply(ctx, p); err != nil {
-		a.fail("apply", err)
-		return
+	if err := a.reapply(ctx, old, p); err != nil {
+		return // counted
 	}
 	a.mu.Lock()
 	a.prof, a.source, a.ready = p, data, true
@@ -138,6 +168,34 @@ func (a *Agent) Reload(ctx context.Context) {
 			a.fail("apply", fmt.Errorf("deleting the replaced profile %s: %w", old.Metadata.Name, err))
 		}
 	}
+}
+
+// reapply applies p in place of old, with their flight triggers; a failure is counted.
+func (a *Agent) reapply(ctx context.Context, old, p *profile.Profile) error {
+	var applyErr error
+	apply := func() error { _, applyErr = a.apply(ctx, p); return applyErr }
+	if hasFlight(old) && hasFlight(p) && old.Metadata.Name == p.Metadata.Name && a.flightArmed() {
+		if err := a.rearmFlight(ctx, p, apply); err != nil {
+			if applyErr != nil {
+				a.fail("apply", applyErr)
+			} else {
+				a.fail("flight", fmt.Errorf("arming the new triggers: %w", err))
+			}
+			return err
+		}
+		return nil
+	}
+	if err := apply(); err != nil {
+		a.fail("apply", err)
+		return err
+	}
+	a.stopFlight()
+	if hasFlight(p) {
+		if err := a.startFlight(ctx, p); err != nil {
+			a.fail("flight", err) // the profile is applied; its triggers are not armed (not ready)
+		}
+	}
+	return nil
 }
 
 // Check compares the kernel with the profile in force and, when it drifted, repairs it (unless
@@ -175,7 +233,7 @@ func (a *Agent) Check(ctx context.Context) {
 		a.mu.Unlock()
 		a.opts.Notice("profile %s drifted: %s", p.Metadata.Name, describe(pl))
 		if a.opts.Repair {
-			if _, err := pl.Apply(ctx, a.fs, a.opts.Notice); err != nil {
+			if _, err := a.applyPlan(ctx, p, pl); err != nil {
 				a.fail("apply", err)
 				return
 			}
@@ -256,7 +314,7 @@ func (a *Agent) apply(ctx context.Context, p *profile.Profile) (*profile.Result,
 	if err != nil {
 		return nil, err
 	}
-	res, err := pl.Apply(ctx, a.fs, a.opts.Notice)
+	res, err := a.applyPlan(ctx, p, pl)
 	if err == nil && res.Changed {
 		a.mu.Lock()
 		a.stats.Applies++
@@ -265,12 +323,25 @@ func (a *Agent) apply(ctx context.Context, p *profile.Profile) (*profile.Result,
 	return res, err
 }
 
+// applyPlan applies pl, p's plan; a flight recorder's profile through flight.Ensure, which
+// also keeps its snapshot buffer and what its dumps need. The caller holds the lock.
+func (a *Agent) applyPlan(ctx context.Context, p *profile.Profile, pl *profile.Plan) (*profile.Result, error) {
+	if hasFlight(p) {
+		return flight.Ensure(ctx, a.fs, p, a.opts.Notice)
+	}
+	return pl.Apply(ctx, a.fs, a.opts.Notice)
+}
+
 func (a *Agent) delete(ctx context.Context, p *profile.Profile) error {
 	lock, err := a.lock(ctx)
 	if err != nil {
 		return err
 	}
 	defer lock.Unlock()
+	if hasFlight(p) {
+		_, err = flight.Stop(a.fs, p.Metadata.Name)
+		return err
+	}
 	_, err = profile.Delete(a.fs, p)
 	return err
 }
@@ -291,6 +362,9 @@ func (a *Agent) fail(stage string, err error) {
 func (a *Agent) Ready() (bool, string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.ready && hasFlight(a.prof) && a.fs.DryRun == nil && !a.flightArmedLocked() {
+		return false, "flight: the triggers are not armed"
+	}
 	if a.ready {
 		return true, ""
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ftctl/ftctl/flight"
 	"github.com/ftctl/ftctl/hist"
 	"github.com/ftctl/ftctl/profile"
 	"github.com/ftctl/ftctl/tracefs"
@@ -50,6 +51,39 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ringMetrics(ch, in)
 	histMetrics(ch, in, p, c.a.opts.MaxSeries)
+	if fst, ok := c.a.Flight(); ok {
+		flightMetrics(ch, in, fst)
+	}
+}
+
+var (
+	flightFired = prometheus.NewDesc("ftctl_flight_triggers_fired_total",
+		"Times a flight trigger fired (SIGUSR1, an event, a latency, a WARN), a dump made or not (within its rate limit).", []string{"trigger"}, nil)
+	flightFill = prometheus.NewDesc("ftctl_flight_ring_fill_ratio",
+		"How full the flight recorder's ring is: the bytes its CPUs' rings hold against their size (0 to 1).", []string{"trace_instance"}, nil)
+)
+
+// flightMetrics: the profile's flight recorder, its triggers and dumps.
+func flightMetrics(ch chan<- prometheus.Metric, in *tracefs.Instance, st FlightStats) {
+	gauge(ch, "ftctl_flight_armed", "1 when the flight recorder's triggers are armed.", boolf(st.Armed))
+	counter(ch, "ftctl_flight_dumps_total", "Dumps of the flight recorder's ring that a trigger made.", st.Dumps)
+	counter(ch, "ftctl_flight_dump_failures_total", "Dumps a trigger asked for that failed (the triggers stay armed).", st.DumpFailures)
+	fired := maps.Clone(st.Fired)
+	for _, t := range st.Triggers {
+		if _, ok := fired[t]; !ok {
+			fired[t] = 0
+		}
+	}
+	for _, t := range slices.Sorted(maps.Keys(fired)) {
+		constant(ch, flightFired, prometheus.CounterValue, float64(fired[t]), labelValue(t))
+	}
+	kb, _, ok := in.BufferSizeKB()
+	if !ok {
+		return
+	}
+	if cpus, err := in.CPUStats(); err == nil {
+		constant(ch, flightFill, prometheus.GaugeValue, flight.FillRatio(cpus, kb), in.Name)
+	}
 }
 
 // send sends m, or when it could not be made (names from the kernel the exposition refuses),
@@ -93,8 +127,8 @@ func agentMetrics(ch chan<- prometheus.Metric, p *profile.Profile, st Stats, rea
 	counter(ch, "ftctl_agent_drifts_total", "Checks that found the kernel drifted from the profile.", st.Drifts)
 	counter(ch, "ftctl_agent_checks_total", "Checks of the kernel against the profile.", st.Checks)
 	counter(ch, "ftctl_agent_reloads_total", "Changed profile files applied.", st.Reloads)
-	d := prometheus.NewDesc("ftctl_agent_failures_total", "Failures by stage: load (the file), check (reading the kernel), apply (the kernel refused; the state before was restored).", []string{"stage"}, nil)
-	for _, stage := range []string{"load", "check", "apply"} {
+	d := prometheus.NewDesc("ftctl_agent_failures_total", "Failures by stage: load (the file), check (reading the kernel), apply (the kernel refused; the state before was restored), flight (arming the flight triggers, or their pipe).", []string{"stage"}, nil)
+	for _, stage := range []string{"load", "check", "apply", "flight"} {
 		constant(ch, d, prometheus.CounterValue, float64(st.Failures[stage]), stage)
 	}
 	if !st.LastCheck.IsZero() {

@@ -6,11 +6,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/spf13/cobra"
 
 	"github.com/ftctl/ftctl/agent"
+	"github.com/ftctl/ftctl/flight"
 )
 
 // AgentOptions are the inputs of `ftctl agent`.
@@ -50,9 +55,20 @@ The agent serves, on --listen (the loopback by default; another address only whe
 Nothing served changes the kernel. TLS and basic auth come from --web-config, the Prometheus
 exporter toolkit's web configuration file.
 
+When the profile has a spec.flight section (docs/profiles.md), the agent runs its flight
+recorder: the profile's instance is started as the recorder (as 'ftctl flight start -f'), or
+adopted when it runs, and the section's triggers are armed as 'ftctl flight arm -f' arms them:
+each rate-limited, each dump written into spec.flight.dir and rotated; SIGUSR1 dumps too. A new
+profile's triggers are armed before it is applied: if either fails, the old profile and its
+triggers stay. /metrics then also holds the triggers fired, the dumps made and failed, and the
+ring's fill.
+
 The profile stays applied when the agent stops (it is a declared owner, as after 'ftctl
-apply'): a restarted agent finds it in sync and writes nothing; 'ftctl delete -f' removes it.
-SIGINT and SIGTERM stop the agent.`,
+apply'), and so does its flight recorder, which goes on recording (its triggers are disarmed):
+a restarted agent finds it in sync and writes nothing; 'ftctl delete -f' removes a profile,
+'ftctl flight stop NAME' a recorder. SIGINT and SIGTERM stop the agent. Under systemd
+(NOTIFY_SOCKET, Type=notify) it says READY=1 once applied, armed and serving, RELOADING=1 and
+READY=1 around a reload, STOPPING=1 when it stops.`,
 		Example: `  sudo ftctl agent -f /etc/ftctl/slowreads.yaml
   sudo ftctl agent -f slowreads.yaml --listen 127.0.0.1:9469 --interval 10s --no-repair
   curl -s 127.0.0.1:9469/metrics | grep ftctl_agent_profile_in_sync`,
@@ -83,8 +99,19 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 	if err != nil {
 		return err
 	}
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	sig := make(chan struct{}, 1)
+	fctx, stopForward := context.WithCancel(ctx)
+	defer stopForward()
+	go forwardSignal(fctx, usr1, sig)
 	a := agent.New(fs, agent.Options{File: opts.File, Repair: !opts.NoRepair, Interval: opts.Interval,
-		LockTimeout: g.LockTimeout, MaxSeries: opts.MaxSeries, Notice: g.Notice})
+		LockTimeout: g.LockTimeout, MaxSeries: opts.MaxSeries, Notice: g.Notice, Owners: fileOwners(), Signal: sig,
+		OnReload: func(done bool) {
+			sdNotify(g, map[bool]string{false: daemon.SdNotifyReloading, true: daemon.SdNotifyReady}[done])
+		}})
+	defer a.Close() // the flight triggers disarmed; the recorder and the profile stay
 	if g.DryRun {
 		_, err := a.Start(ctx) // the first apply's writes, printed; nothing is served
 		return err
@@ -95,11 +122,32 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 	}
 	defer l.Close()
 	res, err := a.Start(ctx)
+	if errors.Is(err, flight.ErrTrigger) {
+		return InvalidInput(err)
+	}
 	if err != nil {
 		return err
 	}
 	g.Notice("agent: profile %s %s (instance %s); serving on %s", res.Profile, appliedWord(res.Action), res.Instance, l.Addr())
+	sdNotify(g, daemon.SdNotifyReady)
+	defer sdNotify(g, daemon.SdNotifyStopping)
 	return agentLoop(ctx, opts, a, l)
+}
+
+// forwardSignal turns each signal of in into a send on out (dropped while one waits), until
+// ctx ends.
+func forwardSignal(ctx context.Context, in <-chan os.Signal, out chan<- struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-in:
+			select {
+			case out <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 func checkAgentOptions(opts *AgentOptions) error {

@@ -58,7 +58,9 @@ ftctl-owned-NAME records into an overwrite ring (the oldest events give way to t
 of -e EVENT (SYSTEM:EVENT or SYSTEM, repeatable) and --function PATTERN (the function tracer
 on those functions). The snapshot buffer a dump swaps with is allocated now (as much memory again
 as the ring), and the event formats and kernel symbols a dump needs are captured. The command
-returns once the recorder records; no process stays.`,
+returns once the recorder records; no process stays. A profile's spec.flight section (its
+triggers, dump directory, rotation and rate limit) is checked here and armed by 'ftctl flight
+arm NAME -f PROFILE' or 'ftctl agent -f PROFILE', not by start.`,
 		Example: `  sudo ftctl flight start box -e sched:sched_process_exit -e signal:signal_generate --buffer-kb 4096
   sudo ftctl flight start slow -f slowreads.yaml
   sudo ftctl --dry-run flight start box -e sched`,
@@ -131,6 +133,10 @@ func flightStartRun(ctx context.Context, opts *FlightStartOptions) error {
 	if !g.DryRun {
 		g.Notice("flight %s records in instance %s ('ftctl flight dump %s -w FILE' writes what it holds)", p.Metadata.Name, p.InstanceName(), p.Metadata.Name)
 	}
+	if f := p.Spec.Flight; f != nil && !g.DryRun {
+		g.Notice("flight %s: the profile declares %s into %s: 'ftctl flight arm %s -f FILE' or 'ftctl agent -f FILE' arms them",
+			p.Metadata.Name, plural(len(f.Triggers), "flight trigger"), safe(f.Dir), p.Metadata.Name)
+	}
 	return nil
 }
 
@@ -156,7 +162,7 @@ func NewCmdFlightStatus(g *Globals, runF func(context.Context, *FlightNameOption
 			`"triggers": [{"kind": "signal", "spec": "SIGUSR1", "fired": 1, "dumps": 1, "last_fired": "...", "last_dump": "..."}, ` +
 			`{"kind": "event", "spec": "sched:sched_process_exit if comm == \"nginx\"", "event": "sched:sched_process_exit", "filter": "comm == \"nginx\"", "fired": 0, "dumps": 0}], "alive": true}, ` +
 			`"dumps": [{"name": "box-20261127T224500.000Z.dat", "size": 1048576}]}]: overrun counts the events the ring overwrote; ` +
-			`fill_percent the bytes in the ring against its size; "arm" is null when no 'flight arm' armed it, its "alive" false when the arming process is gone; ` +
+			`fill_percent the bytes in the ring against its size; "arm" is null when nothing arms it ('flight arm', or 'ftctl agent' for a profile's spec.flight), its "alive" false when the arming process is gone; ` +
 			`"kind" is signal, event, latency or warn; "dumps" lists the dumps in the arm's directory, oldest first`},
 		RunE: func(c *cobra.Command, a []string) error {
 			if len(a) == 1 {
@@ -200,7 +206,7 @@ func flightStatusRun(_ context.Context, opts *FlightNameOptions) error {
 func printArm(g *Globals, s flight.Status) {
 	a := s.Arm
 	if a == nil {
-		fmt.Fprintf(g.Out, "  not armed ('ftctl flight arm %s -d DIR' dumps it on triggers)\n", s.Name)
+		fmt.Fprintf(g.Out, "  not armed ('ftctl flight arm %s -d DIR' or 'ftctl agent' dumps it on triggers)\n", s.Name)
 		return
 	}
 	state := "armed"

@@ -7,17 +7,16 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ftctl/ftctl/flight"
+	"github.com/ftctl/ftctl/profile"
 	"github.com/ftctl/ftctl/session"
-	"github.com/ftctl/ftctl/tracefs"
 )
 
 // FlightArmOptions are the inputs of `ftctl flight arm`.
@@ -35,6 +34,8 @@ type FlightArmOptions struct {
 	// again on SIGHUP; Stop: --stop-at-exit, the recorder stopped when arm ends.
 	File string
 	Stop bool
+	// Set names the flags given, which override the profile's spec.flight values.
+	Set map[string]bool
 }
 
 const flightArmLong = `Dump the ring of the flight recorder NAME into DIR, as NAME-TIME.dat (UTC to the millisecond,
@@ -58,8 +59,12 @@ newest is always kept). "armed" is said on stderr, and READY=1 sent to systemd (
 once triggers are awaited; 'ftctl flight status' shows them, what fired, and the dumps.
 
 With -f PROFILE, arm starts the recorder from PROFILE (as 'flight start -f'), or applies PROFILE
-to it when it runs, and SIGHUP applies PROFILE again through the engine, transactionally (a
-refused profile leaves the recorder as it was, and arm armed); without -f, SIGHUP ends it. With
+to it when it runs, and arms the triggers of its spec.flight section (docs/profiles.md) with its
+dir, keep, maxMB and rate: -d, --keep, --max-mb and --rate, when given, override the profile's
+values; --on, --on-latency and --on-warn add triggers to the profile's. SIGHUP reads PROFILE
+again, arms its triggers, then applies it through the engine, transactionally (a profile that
+cannot be read, triggers the kernel refuses or a refused profile leave the recorder and its
+triggers as they were, and arm armed); without -f, SIGHUP ends it. With
 --stop-at-exit the recorder is stopped when arm ends (SIGINT, SIGTERM: packaging's systemd
 unit). Otherwise the recorder goes on recording after arm ends, and whatever kills arm
 (SIGKILL included) leaves it recording: 'flight stop' stops it, and 'ftctl reset' removes only
@@ -70,7 +75,7 @@ func NewCmdFlightArm(g *Globals, runF func(context.Context, *FlightArmOptions) e
 	opts := &FlightArmOptions{G: g}
 	var maxMB int64
 	c := &cobra.Command{
-		Use:   "arm NAME -d DIR [--on 'EVENT [if FILTER]'] [--on-latency FUNC>D] [--on-warn]",
+		Use:   "arm NAME {-d DIR | -f PROFILE} [--on 'EVENT [if F]'] [--on-latency F>D]",
 		Short: "Dump a recorder's ring on SIGUSR1, an event, a latency, a WARN; rate-limited",
 		Long:  flightArmLong,
 		Example: `  sudo ftctl flight arm box -d . --keep 5 --rate 1m   # an alert: pkill -USR1 -f 'arm box'
@@ -81,60 +86,96 @@ func NewCmdFlightArm(g *Globals, runF func(context.Context, *FlightArmOptions) e
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			opts.Name, opts.MaxBytes = a[0], maxMB<<20
+			opts.Set = map[string]bool{}
+			c.Flags().Visit(func(f *pflag.Flag) { opts.Set[f.Name] = true })
 			return runCmd(c, runF, flightArmRun, opts)
 		},
 	}
 	f := c.Flags()
-	f.StringVarP(&opts.Dir, "dir", "d", "", "write the dumps into `DIR` (yours, or root's; not writable by others)")
-	f.IntVar(&opts.Keep, "keep", 10, "keep at most `N` dumps of the recorder in DIR (0: no limit by count)")
-	f.Int64Var(&maxMB, "max-mb", 0, "keep at most `M` MiB of the recorder's dumps in DIR (0: no limit by size)")
-	f.DurationVar(&opts.Rate, "rate", 10*time.Second, "dump at most once per `D` for each trigger")
-	f.StringArrayVar(&opts.On, "on", nil, "dump when the event `'SYSTEM:EVENT [if FILTER]'` is recorded (repeatable)")
+	f.StringVarP(&opts.Dir, "dir", "d", "", "write the dumps into `DIR` (yours, or root's; not writable by others; overrides spec.flight.dir)")
+	f.IntVar(&opts.Keep, "keep", 10, "keep at most `N` dumps of the recorder in DIR (0: no limit by count; overrides spec.flight.keep)")
+	f.Int64Var(&maxMB, "max-mb", 0, "keep at most `M` MiB of the recorder's dumps in DIR (0: no limit by size; overrides spec.flight.maxMB)")
+	f.DurationVar(&opts.Rate, "rate", 10*time.Second, "dump at most once per `D` for each trigger (overrides spec.flight.rate)")
+	f.StringArrayVar(&opts.On, "on", nil, "dump when the event `'SYSTEM:EVENT [if FILTER]'` is recorded (repeatable; added to the profile's triggers)")
 	f.StringVar(&opts.Latency, "on-latency", "", "dump when a call of FUNC takes DURATION or longer (`FUNC>DURATION`, e.g. vfs_read>10ms)")
 	f.BoolVar(&opts.Warn, "on-warn", false, "dump on a kernel WARN")
-	f.StringVarP(&opts.File, "file", "f", "", "start the recorder from the profile `FILE` (apply it when it runs); SIGHUP applies it again")
+	f.StringVarP(&opts.File, "file", "f", "", "start the recorder from the profile `FILE` (apply it when it runs) and arm its spec.flight triggers; SIGHUP applies and re-arms it")
 	f.BoolVar(&opts.Stop, "stop-at-exit", false, "stop the recorder when arm ends (SIGINT, SIGTERM)")
 	return c
 }
 
-// triggers checks the options and parses the triggers, SIGUSR1's first.
-func (opts *FlightArmOptions) triggers() ([]*flight.Trigger, error) {
-	if err := session.CheckOwnerName(opts.Name); err != nil {
-		return nil, InvalidInput(err)
-	}
-	if opts.Dir == "" || opts.Keep < 0 || opts.MaxBytes < 0 || opts.Rate < 0 {
-		return nil, InvalidInput(errors.New("-d DIR is required, and --keep, --max-mb and --rate must not be negative"))
-	}
-	if st, err := os.Stat(opts.Dir); err != nil || !st.IsDir() {
-		return nil, InvalidInput(fmt.Errorf("-d %s: not a directory", safe(opts.Dir)))
-	}
-	if opts.G.DryRun {
-		return nil, InvalidInput(errors.New("flight arm waits for triggers and dumps then: 'ftctl --dry-run flight dump NAME -w FILE' shows what a dump writes"))
-	}
-	ts := []*flight.Trigger{flight.SignalTrigger()}
-	for _, on := range opts.On {
-		t, err := flight.ParseEventTrigger(on)
+// config is what the runner arms: the profile's spec.flight (p may be nil or have none),
+// the flags given overriding its dir, keep, max-mb and rate, the trigger flags added to its
+// triggers. SIGUSR1's trigger is first.
+func (opts *FlightArmOptions) config(p *profile.Profile) (flight.Config, error) {
+	cfg := flight.Config{Dir: opts.Dir, Keep: opts.Keep, MaxBytes: opts.MaxBytes, Rate: opts.Rate, Triggers: []*flight.Trigger{flight.SignalTrigger()}}
+	if p != nil && p.Spec.Flight != nil {
+		pc, err := flight.ConfigOf(p.Spec.Flight)
 		if err != nil {
-			return nil, InvalidInput(errors.New(safe(err.Error())))
+			return cfg, InvalidInput(err)
 		}
-		ts = append(ts, t)
+		for flag, set := range map[string]func(){"dir": func() { cfg.Dir = pc.Dir }, "keep": func() { cfg.Keep = pc.Keep },
+			"max-mb": func() { cfg.MaxBytes = pc.MaxBytes }, "rate": func() { cfg.Rate = pc.Rate }} {
+			if !opts.Set[flag] {
+				set()
+			}
+		}
+		cfg.Triggers = pc.Triggers
 	}
-	if opts.Latency != "" {
-		t, err := flight.ParseLatencyTrigger(opts.Latency)
-		if err != nil {
-			return nil, InvalidInput(errors.New(safe(err.Error())))
+	if cfg.Dir == "" || cfg.Keep < 0 || cfg.MaxBytes < 0 || cfg.Rate < 0 {
+		return cfg, InvalidInput(errors.New("-d DIR (or the profile's spec.flight.dir) is required, and --keep, --max-mb and --rate must not be negative"))
+	}
+	if st, err := os.Stat(cfg.Dir); err != nil || !st.IsDir() {
+		return cfg, InvalidInput(fmt.Errorf("dump directory %s: not a directory", safe(cfg.Dir)))
+	}
+	parsers := []struct {
+		specs []string
+		parse func(string) (*flight.Trigger, error)
+	}{{opts.On, flight.ParseEventTrigger}, {nonEmpty(opts.Latency), flight.ParseLatencyTrigger}}
+	for _, ps := range parsers {
+		for _, s := range ps.specs {
+			t, err := ps.parse(s)
+			if err != nil {
+				return cfg, InvalidInput(errors.New(safe(err.Error())))
+			}
+			cfg.Triggers = append(cfg.Triggers, t)
 		}
-		ts = append(ts, t)
 	}
 	if opts.Warn {
-		ts = append(ts, flight.WarnTrigger())
+		cfg.Triggers = append(cfg.Triggers, flight.WarnTrigger())
 	}
-	return ts, nil
+	return cfg, nil
+}
+
+// nonEmpty is s as a list: none when empty.
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+// profile is -f's profile, nil without -f.
+func (opts *FlightArmOptions) profile() (*profile.Profile, error) {
+	if opts.File == "" {
+		return nil, nil
+	}
+	return (&FlightStartOptions{G: opts.G, Name: opts.Name, File: opts.File}).profileOf()
 }
 
 func flightArmRun(ctx context.Context, opts *FlightArmOptions) (err error) {
 	g := opts.G
-	ts, err := opts.triggers()
+	if err := session.CheckOwnerName(opts.Name); err != nil {
+		return InvalidInput(err)
+	}
+	if g.DryRun {
+		return InvalidInput(errors.New("flight arm waits for triggers and dumps then: 'ftctl --dry-run flight dump NAME -w FILE' shows what a dump writes"))
+	}
+	p, err := opts.profile()
+	if err != nil {
+		return err
+	}
+	cfg, err := opts.config(p)
 	if err != nil {
 		return err
 	}
@@ -142,8 +183,8 @@ func flightArmRun(ctx context.Context, opts *FlightArmOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	if opts.File != "" {
-		if err := armApply(ctx, opts, false); err != nil {
+	if p != nil {
+		if err := armApply(ctx, opts, p, false); err != nil {
 			return err
 		}
 	}
@@ -155,54 +196,38 @@ func flightArmRun(ctx context.Context, opts *FlightArmOptions) (err error) {
 	if _, err := flight.Statuses(fs, opts.Name); err != nil {
 		return InvalidInput(err)
 	}
-	if opts.Latency != "" {
-		fn, _, _ := strings.Cut(opts.Latency, ">")
-		if err := checkLatencyFunc(g, fs.Top(), fn); err != nil {
-			return err
-		}
+	r := flight.NewRunner(fs, opts.Name, armLock(g), g.Notice)
+	r.Owners = fileOwners()
+	if err := r.Rearm(ctx, cfg, nil); err != nil {
+		return armError(err)
 	}
-	a, err := armSession(ctx, g, fs, opts, ts)
-	if err != nil {
-		return err
-	}
-	defer armDisarm(g, fs, a)
-	return armLoop(ctx, opts, a)
+	defer r.Disarm()
+	defer sdNotify(g, daemon.SdNotifyStopping)
+	return armLoop(ctx, opts, r)
 }
 
-// armSession sets the arming session up, under the lock.
-func armSession(ctx context.Context, g *Globals, fs *tracefs.FS, opts *FlightArmOptions, ts []*flight.Trigger) (*flight.Armed, error) {
-	_, lock, err := g.BeginWrite(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer lock.Unlock()
-	st := flight.ArmState{PID: os.Getpid(), Since: time.Now().UTC(), Dir: opts.Dir, Rate: opts.Rate.String(),
-		Keep: opts.Keep, MaxBytes: opts.MaxBytes, Triggers: ts}
-	a, err := flight.Arm(context.WithoutCancel(ctx), fs, session.NewID(os.Getpid()), opts.Name, st, g.Notice)
+// armError is an arming failure's exit: a trigger refused or no recorder is invalid input.
+func armError(err error) error {
 	if errors.Is(err, flight.ErrTrigger) || errors.Is(err, flight.ErrNoRecorder) {
-		return nil, InvalidInput(err)
+		return InvalidInput(err)
 	}
-	if err != nil {
-		return nil, sessionError(err)
-	}
-	return a, nil
+	return sessionError(err)
 }
 
-// armDisarm tears the arming session down, under the lock.
-func armDisarm(g *Globals, fs *tracefs.FS, a *flight.Armed) {
-	l, err := fs.Lock(context.Background(), g.LockTimeout, func(h tracefs.Holder) {
-		g.Notice("waiting for the tracefs lock held by %s to disarm (up to %v while it stays in the same hands)", h, g.LockTimeout)
-	})
-	if err == nil {
-		defer l.Unlock()
-	}
-	for _, e := range a.Disarm() {
-		fmt.Fprintf(g.Err, "ftctl: disarming: %v\n", e)
+// armLock takes the tracefs lock for the runner, as every write command does.
+func armLock(g *Globals) func(context.Context) (func(), error) {
+	return func(ctx context.Context) (func(), error) {
+		_, l, err := g.BeginWrite(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return func() { l.Unlock() }, nil
 	}
 }
 
-// armLoop waits for the triggers and dumps, until ctx ends or the arming instance fails.
-func armLoop(ctx context.Context, opts *FlightArmOptions, a *flight.Armed) error {
+// armLoop runs the runner until ctx ends or its arming session fails: SIGUSR1 fires its
+// trigger, SIGHUP (with -f) applies the profile again and re-arms its triggers.
+func armLoop(ctx context.Context, opts *FlightArmOptions, r *flight.Runner) error {
 	g := opts.G
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
@@ -213,49 +238,27 @@ func armLoop(ctx context.Context, opts *FlightArmOptions, a *flight.Armed) error
 		hup, release = claimSIGHUP()
 		defer release()
 	}
-	lctx, cancel := context.WithCancel(ctx)
+	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if err := a.Begin(lctx); err != nil {
-		return err
-	}
-	fired, failed := make(chan []*flight.Trigger), make(chan error, 1)
-	var wg sync.WaitGroup
-	wg.Go(func() { armWait(lctx, a, fired, failed) })
-	defer wg.Wait()
-	defer cancel()
-	g.Notice("flight %s armed: SIGUSR1 (pid %d)%s dumps into %s", opts.Name, os.Getpid(), armedBy(a), safe(opts.Dir))
+	sig, done := make(chan struct{}, 1), make(chan error, 1)
+	go func() { done <- r.Run(rctx, sig) }()
+	defer func() { cancel(); <-done }()
+	g.Notice("flight %s armed: SIGUSR1 (pid %d)%s dumps into %s", opts.Name, os.Getpid(), armedBy(r.Armed()), safe(r.Armed().State.Dir))
 	sdNotify(g, daemon.SdNotifyReady)
-	sig := a.State.Triggers[0]
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case err := <-failed:
+		case err := <-done:
+			done <- err // for the deferred wait
 			return err
 		case <-usr1:
-			armFire(ctx, opts, a, []*flight.Trigger{sig})
-		case ts := <-fired:
-			armFire(ctx, opts, a, ts)
-		case <-hup:
-			armReload(ctx, opts)
-		}
-	}
-}
-
-// armWait hands what fired to fired until ctx ends; an error of the pipe goes to failed.
-func armWait(ctx context.Context, a *flight.Armed, fired chan<- []*flight.Trigger, failed chan<- error) {
-	for {
-		ts, err := a.Next(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				failed <- err
+			select {
+			case sig <- struct{}{}:
+			default:
 			}
-			return
-		}
-		select {
-		case fired <- ts:
-		case <-ctx.Done():
-			return
+		case <-hup:
+			armReload(ctx, opts, r)
 		}
 	}
 }
@@ -263,67 +266,18 @@ func armWait(ctx context.Context, a *flight.Armed, fired chan<- []*flight.Trigge
 // armedBy names the triggers besides SIGUSR1, for the "armed" notice.
 func armedBy(a *flight.Armed) string {
 	s := ""
-	for _, t := range a.State.Triggers[1:] {
-		s += ", " + safe(strconv.Quote(t.Spec))
+	for _, t := range a.State.Triggers {
+		if t.Kind != flight.KindSignal {
+			s += ", " + safe(strconv.Quote(t.Spec))
+		}
 	}
 	return s
 }
 
-// armFire makes one dump for the triggers of ts that are not within --rate of their last.
-func armFire(ctx context.Context, opts *FlightArmOptions, a *flight.Armed, ts []*flight.Trigger) {
-	g := opts.G
-	now := time.Now()
-	var by []*flight.Trigger
-	for _, t := range ts {
-		if a.Fire(t, now, opts.Rate) {
-			by = append(by, t)
-		} else {
-			g.Notice("flight %s: %s within --rate %v of its last dump: none made", opts.Name, safe(t.Spec), opts.Rate)
-		}
-	}
-	if len(by) == 0 {
-		return
-	}
-	if err := armDump(ctx, opts, now, by[0].Spec); err != nil {
-		g.Notice("flight %s: the dump failed: %v", opts.Name, err) // armed still: the next trigger tries again
-		return
-	}
-	for _, t := range by {
-		if err := a.Dumped(t); err != nil {
-			g.Notice("flight %s: saving the arming state: %v", opts.Name, err)
-		}
-	}
-}
-
-// armDump makes one triggered dump and rotates the recorder's dumps.
-func armDump(ctx context.Context, opts *FlightArmOptions, at time.Time, by string) error {
-	g := opts.G
-	fs, lock, err := g.BeginWrite(ctx)
-	if err != nil {
-		return err
-	}
-	out := flight.DumpPath(opts.Dir, opts.Name, at)
-	st, err := flight.Dump(ctx, fs, opts.Name, out, fileOwners()...)
-	lock.Unlock()
-	if err != nil {
-		return err
-	}
-	g.Notice("flight %s: dumped %d events (%d KiB, %d overwritten) into %s (%s)", opts.Name, st.Events, st.Bytes>>10, st.Lost, safe(out), safe(by))
-	removed, err := flight.Rotate(opts.Dir, opts.Name, opts.Keep, opts.MaxBytes)
-	for _, r := range removed {
-		g.Notice("flight %s: removed the old dump %s", opts.Name, safe(r))
-	}
-	return err
-}
-
-// armApply starts the recorder from -f PROFILE, or applies it to the running recorder
+// armApply starts the recorder from -f's profile p, or applies p to the running recorder
 // (again: SIGHUP), through the engine: a refused profile changes nothing.
-func armApply(ctx context.Context, opts *FlightArmOptions, again bool) error {
+func armApply(ctx context.Context, opts *FlightArmOptions, p *profile.Profile, again bool) error {
 	g := opts.G
-	p, err := (&FlightStartOptions{G: g, Name: opts.Name, File: opts.File}).profileOf()
-	if err != nil {
-		return err
-	}
 	fs, lock, err := g.BeginWrite(ctx)
 	if err != nil {
 		return err
@@ -341,14 +295,26 @@ func armApply(ctx context.Context, opts *FlightArmOptions, again bool) error {
 	return nil
 }
 
-// armReload is SIGHUP's: the profile applied again, systemd told (RELOADING=1, READY=1).
-func armReload(ctx context.Context, opts *FlightArmOptions) {
+// armReload is SIGHUP's: the profile read again, its triggers armed in a new arming session,
+// then the profile applied; if either fails the recorder and its triggers are as they were.
+// systemd is told (RELOADING=1, READY=1).
+func armReload(ctx context.Context, opts *FlightArmOptions, r *flight.Runner) {
 	g := opts.G
 	sdNotify(g, daemon.SdNotifyReloading)
-	if err := armApply(ctx, opts, true); err != nil {
-		g.Notice("flight %s: SIGHUP: %s not applied, the recorder is as it was: %v", opts.Name, safe(opts.File), err)
+	defer sdNotify(g, daemon.SdNotifyReady)
+	p, err := opts.profile()
+	var cfg flight.Config
+	if err == nil {
+		cfg, err = opts.config(p)
 	}
-	sdNotify(g, daemon.SdNotifyReady)
+	if err == nil {
+		err = r.Rearm(ctx, cfg, func() error { return armApply(ctx, opts, p, true) })
+	}
+	if err != nil {
+		g.Notice("flight %s: SIGHUP: %s not applied, the recorder and its triggers are as they were: %v", opts.Name, safe(opts.File), err)
+		return
+	}
+	g.Notice("flight %s re-armed: SIGUSR1%s", opts.Name, armedBy(r.Armed()))
 }
 
 // sdNotify tells systemd the service's state (sd_notify(3): a datagram to NOTIFY_SOCKET), when

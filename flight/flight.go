@@ -296,3 +296,47 @@ func Reapply(ctx context.Context, fs *tracefs.FS, p *profile.Profile, notice fun
 	}
 	return res, nil
 }
+
+// Ensure makes the recorder p.Metadata.Name hold p, whatever it finds: no owner of that name
+// (Start), an owner applied as a plain profile, not yet a recorder (p applied, then its
+// snapshot buffer and capture added: adopted), or a recorder (Reapply). What an agent keeps.
+// The caller holds the tracefs lock.
+func Ensure(ctx context.Context, fs *tracefs.FS, p *profile.Profile, notice func(string, ...any)) (*profile.Result, error) {
+	name := p.Metadata.Name
+	if _, err := session.ReadOwner(fs, name); errors.Is(err, session.ErrNoOwner) {
+		return Start(ctx, fs, p, notice)
+	} else if err != nil {
+		return nil, err
+	}
+	if _, err := recorder(fs, name); !errors.Is(err, ErrNoRecorder) {
+		return Reapply(ctx, fs, p, notice)
+	}
+	pl, err := profile.Compute(fs, p)
+	if err != nil {
+		return nil, err
+	}
+	res, err := pl.Apply(ctx, fs, notice)
+	if err != nil || fs.DryRun != nil {
+		return res, err
+	}
+	in, err := fs.Existing(p.InstanceName())
+	if err != nil {
+		return res, err
+	}
+	if ok, _ := in.SnapshotAllocated(); !ok {
+		if err := stream.PrepareSnapshot(in); err != nil {
+			notice("flight %s: no snapshot buffer (%v): a dump will read the ring itself, emptying it", name, err)
+		}
+	}
+	if err := os.MkdirAll(dir(fs, name), 0o700); err != nil {
+		return res, err
+	}
+	if err := stream.SaveHeader(in, filepath.Join(dir(fs, name), headerFile)); err != nil {
+		return res, fmt.Errorf("capturing what a dump needs (formats, kallsyms): %w", err)
+	}
+	return res, nil
+}
+
+// FillRatio is how full a recorder's ring is, 0 to 1: the bytes its CPUs' rings hold
+// against their size (bufferKB each).
+func FillRatio(cpus []tracefs.CPUStats, bufferKB int) float64 { return fill(cpus, bufferKB) / 100 }

@@ -189,15 +189,24 @@ func (a *Armed) Begin(ctx context.Context) error {
 
 // Next sleeps until the kernel records a trigger's event (in poll(2): no CPU is used while
 // nothing comes), then returns the triggers whose events were read, one per event, in order.
-// It returns ctx.Err() when ctx ends. Without event triggers it only waits for ctx.
+// It returns ctx.Err() when ctx ends, closing the pipe (a session whose wait ended is not
+// waited on again: it is disarmed, or replaced and disarmed). Without event triggers it only
+// waits for ctx.
 func (a *Armed) Next(ctx context.Context) ([]*Trigger, error) {
 	if a.pipe == nil {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
+	// The pipe was opened with the session's context (Begin), not ctx: Close is what unblocks
+	// its Read for ctx.
+	stop := context.AfterFunc(ctx, func() { a.pipe.Close() })
+	defer stop()
 	for {
 		n, err := a.pipe.Read(a.buf)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			return nil, err
 		}
 		data := append(a.partial, a.buf[:n]...)
@@ -284,13 +293,20 @@ func (a *Armed) save() error {
 }
 
 // Disarm tears the arming session down and removes the state. The caller holds the tracefs lock.
-func (a *Armed) Disarm() []error {
+func (a *Armed) Disarm() []error { return a.disarm(true) }
+
+// disarm tears the arming session down, and removes the state file when state says so (a
+// session replaced by another leaves the file, which the new one writes).
+func (a *Armed) disarm(state bool) []error {
 	var errs []error
 	if a.pipe != nil {
 		a.pipe.Close()
 	}
 	if a.Session != nil {
 		errs = a.Session.Teardown()
+	}
+	if !state || a.fs == nil {
+		return errs
 	}
 	if err := os.Remove(filepath.Join(dir(a.fs, a.Name), armFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)

@@ -76,6 +76,47 @@ type Spec struct {
 	// the profile holds it), so a profile that uses one without naming it here is refused,
 	// and plan shows each one named.
 	Uses []string `json:"uses,omitempty"`
+	// Flight makes the profile a flight recorder's (docs/guide.md, "Flight recorder"): its
+	// instance's ring (of Instance.BufferKB per CPU) is dumped into Flight.Dir when a trigger
+	// fires. `ftctl agent` and `ftctl flight arm -f` arm these triggers; `ftctl apply`
+	// ignores the section.
+	Flight *Flight `json:"flight,omitempty"`
+}
+
+// Flight is what dumps a flight recorder's ring, and where the dumps go. The recorder is the
+// profile's instance (ftctl-owned-NAME); SIGUSR1 to the arming process always dumps it.
+type Flight struct {
+	// Dir is the directory the dumps go into, an absolute path (root's or the user's, not
+	// writable by others): NAME-TIME.dat, one per dump.
+	Dir string `json:"dir"`
+	// Rate is the rate limit, a duration ("30s", "5m"): each trigger dumps at most once per
+	// Rate, and one that fires sooner makes none (10s when left out).
+	Rate string `json:"rate,omitempty"`
+	// Keep is how many dumps of the recorder are kept in Dir, the oldest removed first (10
+	// when left out; 0: no limit by count).
+	Keep *int `json:"keep,omitempty"`
+	// MaxMB caps the recorder's dumps in Dir together, in MiB, the oldest removed first (0 or
+	// left out: no limit by size). The newest dump is always kept.
+	MaxMB int `json:"maxMB,omitempty"`
+	// Triggers are what dumps the ring besides SIGUSR1, each one of event, latency or warn.
+	Triggers []FlightTrigger `json:"triggers,omitempty"`
+}
+
+// FlightTrigger is one condition that dumps the ring: the kernel matches it in the arming
+// process's own instance, which sleeps until it does.
+type FlightTrigger struct {
+	// Event is SYSTEM:EVENT (sched:sched_process_exit, oom:mark_victim): its recording, when it
+	// passes Filter, fires the trigger.
+	Event string `json:"event,omitempty"`
+	// Filter is Event's filter, as for spec.events (comm == "nginx").
+	Filter string `json:"filter,omitempty"`
+	// Latency is FUNC>DURATION (vfs_read>10ms): a call of FUNC that takes DURATION or longer
+	// fires the trigger (entry and return probes, measured in the kernel as ftctl latency
+	// does).
+	Latency string `json:"latency,omitempty"`
+	// Warn: a kernel WARN fires the trigger (its "WARNING: CPU:" line, seen through the
+	// printk:console event).
+	Warn bool `json:"warn,omitempty"`
 }
 
 // Instance is the profile's instance's settings. A setting left out is not managed, except

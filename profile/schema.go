@@ -67,6 +67,10 @@ func Schema() ([]byte, error) {
 	def("Instance", "options").PropertyNames = &jsonschema.Schema{Pattern: optionRE.String()}
 	def("Synthetic", "name").Pattern = identRE.String()
 	def("Graph", "depth").Minimum = "0"
+	def("Flight", "dir").Pattern = "^/"
+	def("Flight", "keep").Minimum = "0"
+	def("Flight", "maxMB").Minimum = "0"
+	def("Flight", "maxMB").Maximum = json.Number(strconv.Itoa(MaxFlightMB))
 	return json.MarshalIndent(s, "", "  ")
 }
 

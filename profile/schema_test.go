@@ -54,7 +54,7 @@ func instance(t *testing.T, src string) any {
 
 func TestSchema(t *testing.T) {
 	s := compiled(t)
-	for _, f := range []string{"testdata/minimal.yaml", "testdata/full.yaml"} {
+	for _, f := range []string{"testdata/minimal.yaml", "testdata/full.yaml", "testdata/flight.yaml"} {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -81,6 +81,10 @@ func TestSchema(t *testing.T) {
 		{"buffer too large", string(min) + "  instance:\n    bufferKB: 5000000\n"},
 		{"string for a number", string(min) + "  instance:\n    bufferKB: big\n"},
 		{"option with a slash", string(min) + "  instance:\n    options: {a/b: true}\n"},
+		{"flight without dir", string(min) + "  flight: {rate: 1s}\n"},
+		{"flight relative dir", string(min) + "  flight: {dir: dumps}\n"},
+		{"flight negative keep", string(min) + "  flight: {dir: /d, keep: -1}\n"},
+		{"flight unknown trigger field", string(min) + "  flight:\n    dir: /d\n    triggers: [{evnt: a:b}]\n"},
 	}
 	for _, c := range refused {
 		if err := s.Validate(instance(t, c.src)); err == nil {

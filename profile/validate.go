@@ -3,9 +3,11 @@ package profile
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/ftctl/ftctl/eventfilter"
@@ -128,6 +130,7 @@ func (v *validator) check(p *Profile) {
 	synth := v.synthetic(p)
 	v.events(s, probeNames, synth)
 	v.triggers(s, probeNames, synth)
+	v.flight(s)
 	for i, u := range s.Uses {
 		path := fmt.Sprintf("spec.uses[%d]", i)
 		if strings.Contains(u, GroupVar) {
@@ -441,20 +444,24 @@ func swapped(a, b string) bool {
 }
 
 // Summary counts what the profile sets up, for people: "3 function patterns, 4 events, 2
-// probes, 1 synthetic event, 0 triggers".
+// probes, 1 synthetic event, 0 triggers", and ", 2 flight triggers" with a flight section.
 func (p *Profile) Summary() string {
 	s := &p.Spec
-	graph := []string{}
+	var parts []string
 	if s.Graph.set() {
-		graph = append(graph, plural(len(s.Graph.Roots)+len(s.Graph.Notrace), "graph pattern")+" (the top level's)")
+		parts = append(parts, plural(len(s.Graph.Roots)+len(s.Graph.Notrace), "graph pattern")+" (the top level's)")
 	}
-	return strings.Join(append(graph,
+	parts = append(parts,
 		plural(len(s.Functions.Filter)+len(s.Functions.Notrace), "function pattern"),
 		plural(len(s.Events), "event"),
 		plural(len(s.Probes), "probe"),
 		plural(len(s.Synthetic), "synthetic event"),
 		plural(len(s.Triggers), "trigger"),
-	), ", ")
+	)
+	if s.Flight != nil {
+		parts = append(parts, plural(len(s.Flight.Triggers), "flight trigger"))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func plural(n int, what string) string {
@@ -462,4 +469,119 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// DefaultFlightRate and DefaultFlightKeep are spec.flight's rate and keep when left out.
+const (
+	DefaultFlightRate = 10 * time.Second
+	DefaultFlightKeep = 10
+)
+
+// MaxFlightMB is the largest spec.flight.maxMB taken: 1 TiB.
+const MaxFlightMB = 1 << 20
+
+func (v *validator) flight(s *Spec) {
+	f := s.Flight
+	if f == nil {
+		return
+	}
+	switch {
+	case f.Dir == "":
+		v.fail("spec.flight.dir", "required: the directory the dumps go into, an absolute path")
+	case !filepath.IsAbs(f.Dir):
+		v.fail("spec.flight.dir", "%q: an absolute path (an agent's working directory is not the file's)", f.Dir)
+	case strings.ContainsAny(f.Dir, "\x00\n\r"):
+		v.fail("spec.flight.dir", "%q: a path of one line", f.Dir)
+	}
+	if f.Rate != "" {
+		if d, err := time.ParseDuration(f.Rate); err != nil || d < 0 {
+			v.fail("spec.flight.rate", "%q: a duration of 0 or more, such as 30s or 5m", f.Rate)
+		}
+	}
+	if f.Keep != nil && *f.Keep < 0 {
+		v.fail("spec.flight.keep", "%d: 0 (no limit by count) or more", *f.Keep)
+	}
+	if f.MaxMB < 0 || f.MaxMB > MaxFlightMB {
+		v.fail("spec.flight.maxMB", "%d: 0 (no limit by size) to %d MiB", f.MaxMB, MaxFlightMB)
+	}
+	seen := map[FlightTrigger]int{}
+	for i, t := range f.Triggers {
+		path := fmt.Sprintf("spec.flight.triggers[%d]", i)
+		kinds := 0
+		for _, set := range []bool{t.Event != "", t.Latency != "", t.Warn} {
+			if set {
+				kinds++
+			}
+		}
+		if kinds != 1 {
+			v.fail(path, "a trigger is one of event (with an optional filter), latency or warn: %d given", kinds)
+			continue
+		}
+		if j, dup := seen[t]; dup {
+			v.fail(path, "the same trigger as spec.flight.triggers[%d]", j)
+			continue
+		}
+		seen[t] = i
+		switch {
+		case t.Event != "":
+			v.flightEvent(path, t)
+		case t.Latency != "":
+			if err := CheckLatency(t.Latency); err != nil {
+				v.fail(path+".latency", "%v", err)
+			}
+		}
+		if t.Filter != "" && t.Event == "" {
+			v.fail(path+".filter", "a filter is an event's: give event too")
+		}
+	}
+}
+
+// flightEvent checks an event trigger: one event of the kernel's, its filter's syntax.
+func (v *validator) flightEvent(path string, t FlightTrigger) {
+	sys, ev, ok := strings.Cut(t.Event, ":")
+	switch {
+	case strings.Contains(t.Event, GroupVar):
+		v.fail(path+".event", "%q: a trigger's event is the kernel's (SYSTEM:EVENT), recorded in the arming process's instance, not the profile's", t.Event)
+	case !ok || !partRE.MatchString(sys) || !partRE.MatchString(ev):
+		v.fail(path+".event", "%q: one event, SYSTEM:EVENT (sched:sched_process_exit), no glob", t.Event)
+	}
+	switch {
+	case t.Filter == "":
+	case strings.ContainsAny(t.Filter, "\n\r"):
+		v.fail(path+".filter", "a filter is one line")
+	default:
+		if _, err := eventfilter.Parse(t.Filter); err != nil {
+			v.failIn(path+".filter", t.Filter, err)
+		}
+	}
+}
+
+// CheckLatency checks a latency trigger's text, FUNC>DURATION: a function's name and a
+// duration of 1us or more.
+func CheckLatency(s string) error {
+	fn, d, ok := strings.Cut(s, ">")
+	fn = strings.TrimSpace(fn)
+	th, err := time.ParseDuration(strings.TrimSpace(d))
+	if !ok || !identRE.MatchString(fn) || err != nil || th < time.Microsecond {
+		return fmt.Errorf("%q: want FUNC>DURATION, a function and a duration of 1us or more (vfs_read>10ms)", s)
+	}
+	return nil
+}
+
+// RateLimit is the section's rate limit (DefaultFlightRate when left out); the section is
+// valid.
+func (f *Flight) RateLimit() time.Duration {
+	if f.Rate == "" {
+		return DefaultFlightRate
+	}
+	d, _ := time.ParseDuration(f.Rate)
+	return d
+}
+
+// KeepCount is the section's keep (DefaultFlightKeep when left out).
+func (f *Flight) KeepCount() int {
+	if f.Keep == nil {
+		return DefaultFlightKeep
+	}
+	return *f.Keep
 }

@@ -50,11 +50,17 @@ type agentRun struct {
 // startAgent starts `ftctl agent` on a free loopback port and waits until it serves.
 func startAgent(t *testing.T, file string, extra ...string) *agentRun {
 	t.Helper()
+	return startAgentEnv(t, nil, file, extra...)
+}
+
+// startAgentEnv is startAgent with more environment (NOTIFY_SOCKET).
+func startAgentEnv(t *testing.T, env []string, file string, extra ...string) *agentRun {
+	t.Helper()
 	args := append([]string{"agent", "-f", file, "--listen", "127.0.0.1:0", "--interval", "1s"}, extra...)
 	cmd := ftctlCommand(t, args...)
 	errb := &fixture.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = io.Discard, errb
-	cmd.Env = []string{"PATH=/bin"}
+	cmd.Env = append([]string{"PATH=/bin"}, env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -122,7 +122,7 @@ func TestFlightArm(t *testing.T) {
 		waitFor("armed: dumped", k)
 		if k == 1 {
 			cmd.Process.Signal(syscall.SIGUSR1) // within --rate
-			waitFor("within --rate", 1)
+			waitFor("within the rate limit", 1)
 		}
 		time.Sleep(2100 * time.Millisecond) // past --rate
 	}

@@ -125,7 +125,7 @@ func TestFlightArmEvent(t *testing.T) {
 				t.Errorf("the first dump lacks the markers before its trigger: %.2000s", rep.stdout)
 			}
 			trigger() // within --rate
-			wait("within --rate", 1)
+			wait("within the rate limit", 1)
 		}
 		time.Sleep(3100 * time.Millisecond)
 	}
@@ -312,13 +312,14 @@ func TestFlightArmSystemd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	var errb *fixture.SyncBuffer
 	next := func(want string) {
 		t.Helper()
 		buf := make([]byte, 256)
 		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 		n, err := conn.Read(buf)
 		if err != nil || string(buf[:n]) != want {
-			t.Fatalf("sd_notify: %q %v, want %q", buf[:n], err, want)
+			t.Fatalf("sd_notify: %q %v, want %q; stderr:\n%s", buf[:n], err, want, errb)
 		}
 	}
 	prof := filepath.Join(t.TempDir(), "unit.yaml")

@@ -37,7 +37,7 @@ var allowed = map[string][]string{
 	// the flight recorder: a profile applied as a declared owner, its ring dumped by stream/
 	"flight":           {"tracefs", "session", "profile", "stream", "count"}, // count: a latency trigger's set-up
 	"cmd":              {"tracefs", "filters", "probes", "eventfilter", "stream", "session", "tui", "hist", "count", "tracedat", "internal/atdir", "profile", "flight", "agent"},
-	"agent":            {"tracefs", "profile", "hist"},
+	"agent":            {"tracefs", "profile", "hist", "flight"},
 	"internal/gendocs": {"cmd", "profile"},
 	"internal/mkimage": {},
 	"internal/fixture": {},
