@@ -62,17 +62,27 @@ func Start(ctx context.Context, fs *tracefs.FS, p *profile.Profile, notice func(
 	if err != nil {
 		return fail(err)
 	}
-	// (allocating it swaps the ring out and clears it: what the first moments recorded goes)
+	if err := equip(fs, in, name, notice); err != nil {
+		return fail(err)
+	}
+	return res, nil
+}
+
+// equip gives recorder name's instance what its dumps need: its snapshot buffer (allocating
+// it swaps the ring out and clears it, so what the first moments recorded goes; nothing when
+// it is allocated already) and the kernel's formats and symbols, captured in its state
+// directory.
+func equip(fs *tracefs.FS, in *tracefs.Instance, name string, notice func(string, ...any)) error {
 	if err := stream.PrepareSnapshot(in); err != nil {
 		notice("flight %s: no snapshot buffer (%v): a dump will read the ring itself, emptying it", name, err)
 	}
 	if err := os.MkdirAll(dir(fs, name), 0o700); err != nil {
-		return fail(err)
+		return err
 	}
 	if err := stream.SaveHeader(in, filepath.Join(dir(fs, name), headerFile)); err != nil {
-		return fail(fmt.Errorf("capturing what a dump needs (formats, kallsyms): %w", err))
+		return fmt.Errorf("capturing what a dump needs (formats, kallsyms): %w", err)
 	}
-	return res, nil
+	return nil
 }
 
 // Dump writes the ring of recorder name into the trace.dat out, without stopping it. out's
@@ -286,15 +296,7 @@ func Reapply(ctx context.Context, fs *tracefs.FS, p *profile.Profile, notice fun
 	if err != nil {
 		return res, err
 	}
-	if ok, _ := in.SnapshotAllocated(); !ok {
-		if err := stream.PrepareSnapshot(in); err != nil {
-			notice("flight %s: no snapshot buffer (%v): a dump will read the ring itself, emptying it", name, err)
-		}
-	}
-	if err := stream.SaveHeader(in, filepath.Join(dir(fs, name), headerFile)); err != nil {
-		return res, fmt.Errorf("capturing what a dump needs (formats, kallsyms): %w", err)
-	}
-	return res, nil
+	return res, equip(fs, in, name, notice)
 }
 
 // Ensure makes the recorder p.Metadata.Name hold p, whatever it finds: no owner of that name
@@ -323,18 +325,7 @@ func Ensure(ctx context.Context, fs *tracefs.FS, p *profile.Profile, notice func
 	if err != nil {
 		return res, err
 	}
-	if ok, _ := in.SnapshotAllocated(); !ok {
-		if err := stream.PrepareSnapshot(in); err != nil {
-			notice("flight %s: no snapshot buffer (%v): a dump will read the ring itself, emptying it", name, err)
-		}
-	}
-	if err := os.MkdirAll(dir(fs, name), 0o700); err != nil {
-		return res, err
-	}
-	if err := stream.SaveHeader(in, filepath.Join(dir(fs, name), headerFile)); err != nil {
-		return res, fmt.Errorf("capturing what a dump needs (formats, kallsyms): %w", err)
-	}
-	return res, nil
+	return res, equip(fs, in, name, notice)
 }
 
 // FillRatio is how full a recorder's ring is, 0 to 1: the bytes its CPUs' rings hold
