@@ -66,9 +66,9 @@ func (m Multiset) Equal(o Multiset) bool {
 	return true
 }
 
-// Diff describes how o differs from m, briefly, for error messages.
-func (m Multiset) Diff(o Multiset) string {
-	var missing, extra []string
+// Delta lists the functions m has more of than o (missing from o) and those o has more of
+// than m (extra in o), each sorted.
+func (m Multiset) Delta(o Multiset) (missing, extra []string) {
 	for k, c := range m {
 		if o[k] < c {
 			missing = append(missing, k.String())
@@ -81,6 +81,12 @@ func (m Multiset) Diff(o Multiset) string {
 	}
 	sort.Strings(missing)
 	sort.Strings(extra)
+	return missing, extra
+}
+
+// Diff describes how o differs from m, briefly, for error messages.
+func (m Multiset) Diff(o Multiset) string {
+	missing, extra := m.Delta(o)
 	cut := func(s []string) string {
 		if len(s) > 5 {
 			return strings.Join(s[:5], ", ") + fmt.Sprintf(" and %d more", len(s)-5)

@@ -216,18 +216,4 @@ func (pl *Plan) compareGraph(fs *tracefs.FS, spec session.Spec) error {
 
 // multisetDiff lists the functions want has more of than have (added) and fewer (removed),
 // sorted.
-func multisetDiff(have, want filters.Multiset) (added, removed []string) {
-	for k, n := range want {
-		if have[k] < n {
-			added = append(added, k.String())
-		}
-	}
-	for k, n := range have {
-		if want[k] < n {
-			removed = append(removed, k.String())
-		}
-	}
-	slices.Sort(added)
-	slices.Sort(removed)
-	return added, removed
-}
+func multisetDiff(have, want filters.Multiset) (added, removed []string) { return want.Delta(have) }
