@@ -158,7 +158,7 @@ func TestAgentFlight(t *testing.T) {
 		t.Errorf("reset left the dead agent's arming instance %s", armInstance)
 	}
 	out := filepath.Join(dir, "after.dat")
-	if r := ftctlRun(t, "flight", "dump", "agentfl", "-o", out); r.code != 0 || !strings.Contains(ftctlRun(t, "report", out).stdout, "flight-marker-777\n") {
+	if r := ftctlRun(t, "flight", "dump", "agentfl", "-w", out); r.code != 0 || !strings.Contains(ftctlRun(t, "report", out).stdout, "flight-marker-777\n") {
 		t.Errorf("the ring does not record after the agent was killed: %v", r)
 	}
 
@@ -176,7 +176,7 @@ func TestAgentFlight(t *testing.T) {
 	}
 	markers(t, inst, 888, 888)
 	out = filepath.Join(dir, "after2.dat")
-	if r := ftctlRun(t, "flight", "dump", "agentfl", "-o", out); r.code != 0 || !strings.Contains(ftctlRun(t, "report", out).stdout, "flight-marker-888\n") {
+	if r := ftctlRun(t, "flight", "dump", "agentfl", "-w", out); r.code != 0 || !strings.Contains(ftctlRun(t, "report", out).stdout, "flight-marker-888\n") {
 		t.Errorf("the ring does not record after the agent stopped: %v", r)
 	}
 	if r := ftctlRun(t, "flight", "stop", "agentfl"); r.code != 0 {
