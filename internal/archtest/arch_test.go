@@ -54,6 +54,7 @@ var allowed = map[string][]string{
 	"vm/markerload":         {}, // programs run inside the VM by its benchmarks: not ftctl
 	"vm/stopwatch":          {},
 	"vm/readloop":           {},
+	"vm/scrape":             {},
 	"vmtest":                {},
 	"packaging/distcheck":   {}, // checks make dist's artifacts: not ftctl
 }
