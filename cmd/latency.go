@@ -160,14 +160,19 @@ func latencySession(ctx context.Context, g *Globals, fs *tracefs.FS, id session.
 }
 
 // latencyBias is the probes' own cost to take off the durations: the one measured earlier in
-// this boot, else measured now (and kept); none with --no-correct, in a dry run, or when it
-// cannot be measured (said on stderr).
+// this boot, else measured now (and kept); none with --no-correct, or when it cannot be
+// measured (said on stderr). A dry run takes the one kept, so that its plan is the run's; where
+// none is kept yet, it says that the run measures it first and plans the uncorrected set-up.
 func latencyBias(ctx context.Context, g *Globals, fs *tracefs.FS, fprobe, no bool) count.Bias {
-	if no || g.DryRun {
+	if no {
 		return count.Bias{}
 	}
 	if b, ok := count.LoadBias(fs, fprobe); ok {
 		return b
+	}
+	if g.DryRun {
+		g.Notice("dry run: no probe cost is measured in this boot yet: the run first measures it, in a session of its own on %s, and then sets up these writes with the entry's timestamp moved by it (--no-correct: exactly these)", count.NearZero)
+		return count.Bias{}
 	}
 	b, err := count.MeasureBias(fs, fprobe, func(s *session.Session) error {
 		s.Notice = g.Notice
