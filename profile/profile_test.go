@@ -253,7 +253,8 @@ func TestValidate(t *testing.T) {
 
 // FuzzLoad: Load never panics, and what it loads validates without panicking.
 func FuzzLoad(f *testing.F) {
-	for _, name := range []string{"testdata/minimal.yaml", "testdata/full.yaml", "testdata/broken.yaml"} {
+	for _, name := range []string{"testdata/minimal.yaml", "testdata/full.yaml", "testdata/broken.yaml",
+		"testdata/flight.yaml", "testdata/flight-broken.yaml"} {
 		data, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)
@@ -263,6 +264,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte(`{"apiVersion": "ftctl.dev/v1alpha1", "kind": "TracingProfile", "metadata": {"name": "x"}, "spec": {"events": [{"name": "a:b"}]}}`))
 	f.Add([]byte("a: &x [*x, *x]\n"))
 	f.Add([]byte("- - - - [[{a: b}]]\n"))
+	f.Add([]byte("apiVersion: ftctl.dev/v1alpha1\nkind: TracingProfile\nmetadata: {name: g}\nspec:\n  graph: {roots: [vfs_read*], notrace: [x], depth: 3}\n  topLevel: {claim: true}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Load("f.yaml", data)
 		if err != nil {
