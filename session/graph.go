@@ -201,7 +201,7 @@ func (s *Session) startGraph() error {
 	avail, err := in.ReadFile("available_tracers")
 	switch {
 	case errors.Is(err, tracefs.ErrPlanned):
-		s.Notice("dry run: no instance exists to say whether instances run function_graph; the plan assumes they do (where they do not, as on 6.1, the run graphs at the top level)")
+		s.Notice("dry run: no instance exists to say whether instances run function_graph; the plan assumes they do (where they do not, as on 6.1, the run graphs at the top level, and grows the top level's ring where it holds less than a new ring, put back at the end)")
 		avail = []byte("function_graph")
 	case err != nil:
 		return err
