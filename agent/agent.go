@@ -53,6 +53,8 @@ type Agent struct {
 	ready   bool       // the profile is applied and tracefs answered the last check
 	lastErr string     // the last failure, for /readyz
 	flight  *flightRun // the profile's flight triggers, armed; nil when it has none
+	// flightWait and flightSkip pace the re-arming of triggers that are not armed (retryFlight)
+	flightWait, flightSkip int
 }
 
 // Stats are the agent's counters and its last check's result.
@@ -131,6 +133,7 @@ func (a *Agent) Run(ctx context.Context, reload <-chan struct{}) error {
 			}
 		case <-t.C:
 			a.Check(ctx)
+			a.retryFlight(ctx)
 		}
 	}
 }

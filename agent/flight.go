@@ -63,6 +63,39 @@ func (a *Agent) rearmFlight(ctx context.Context, p *profile.Profile, commit func
 	return fr.r.Rearm(ctx, cfg, commit)
 }
 
+// retryFlight arms the profile's triggers again where they are not armed while the profile is
+// applied: their arming failed after the profile was (a reload that added spec.flight, an event
+// the kernel did not have yet), or the runner stopped (its pipe failed). It tries at the next
+// check, then at checks further apart after each failure (2, 4, 8, then every 16th).
+func (a *Agent) retryFlight(ctx context.Context) {
+	a.mu.Lock()
+	p := a.prof
+	if !a.ready || !hasFlight(p) || a.fs.DryRun != nil || a.flightArmedLocked() {
+		a.flightWait, a.flightSkip = 0, 0
+		a.mu.Unlock()
+		return
+	}
+	if a.flightSkip > 0 {
+		a.flightSkip--
+		a.mu.Unlock()
+		return
+	}
+	a.mu.Unlock()
+	a.stopFlight() // a runner that stopped: its arming session removed
+	err := a.startFlight(ctx, p)
+	a.mu.Lock()
+	if err == nil {
+		a.flightWait, a.flightSkip, a.lastErr = 0, 0, ""
+	} else {
+		a.flightWait = min(max(2*a.flightWait, 2), 16)
+		a.flightSkip = a.flightWait - 1
+	}
+	a.mu.Unlock()
+	if err != nil {
+		a.fail("flight", fmt.Errorf("arming again: %w", err))
+	}
+}
+
 // stopFlight ends the runner and disarms its triggers; the recorder goes on recording.
 func (a *Agent) stopFlight() {
 	a.mu.Lock()
@@ -108,12 +141,14 @@ type FlightStats struct {
 }
 
 // Flight returns the flight runner's counters; ok is false when the profile has no recorder.
+// A recorder whose triggers are not armed (no runner) has zero counters and Armed false: its
+// ftctl_flight_armed is 0, not absent, for an alert to see.
 func (a *Agent) Flight() (FlightStats, bool) {
 	a.mu.Lock()
-	fr := a.flight
+	fr, has := a.flight, hasFlight(a.prof)
 	a.mu.Unlock()
 	if fr == nil {
-		return FlightStats{}, false
+		return FlightStats{}, has
 	}
 	st := FlightStats{RunnerStats: fr.r.Stats(), Armed: a.flightArmed()}
 	if arm := fr.r.Armed(); arm != nil {

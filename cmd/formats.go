@@ -288,8 +288,9 @@ object per line, with "interval" (from 1) and "time" first.`
 "groups" adds one histogram per program name or task: [{"comm": "dd", "buckets": [...],
 "count": 198}] (or "pid"). "correction", unless --no-correct: the probes' own cost taken off
 each duration, {"bias_us": 9, "func": "__task_pid_nr_ns", "probes": "fprobe", "calls": 2000,
-"measured": "..."} (the median of calls of a function that does next to nothing, measured once
-per boot); a call at or below it is in the first bucket.`
+"measured": "...", "below": 12} (the median of calls of a function that does next to nothing,
+measured once per boot); a call at or below it is in the first bucket, and "below" counts the
+calls shorter than it (more than half: the correction is too large for the host now).`
 
 	graphAbout = `One object per line and top-level call, once it returned: {"func": "ksys_read",
 "duration_us": 758.775, "cpu": 1, "pid": 161, "comm": "dd", "calls": [{"func": "fdget_pos",

@@ -318,6 +318,22 @@ type latencyCorrection struct {
 	Probes   string `json:"probes"`   // fprobe, or kprobe (a kprobe and a kretprobe)
 	Calls    uint64 `json:"calls"`    // the calls measured
 	Measured string `json:"measured"` // when it was measured (RFC 3339; once per boot)
+	// Below counts the calls shorter than the correction (their corrected duration below
+	// zero; in the first bucket)
+	Below uint64 `json:"below"`
+}
+
+// belowCorrection is how many of the table's calls were shorter than the correction taken
+// off: their corrected duration wrapped below zero, which the kernel lists as 2^64.
+func belowCorrection(t hist.Table) uint64 {
+	var n uint64
+	for _, r := range t.Rows {
+		if lat := r.Keys[len(r.Keys)-1]; lat.Num >= 63 {
+			hits, _ := r.Value("hitcount")
+			n += uint64(hits)
+		}
+	}
+	return n
 }
 
 // latencyGroups folds the table's rows into histograms: one, or one per task (--by pid) or
@@ -374,7 +390,14 @@ func printLatency(g *Globals, fn, by string, t hist.Table, bias count.Bias) erro
 	var corr *latencyCorrection
 	if bias.US > 0 {
 		corr = &latencyCorrection{BiasUS: bias.US, Func: bias.Func, Probes: bias.Kind, Calls: bias.Calls,
-			Measured: bias.Measured.UTC().Format(time.RFC3339)}
+			Measured: bias.Measured.UTC().Format(time.RFC3339), Below: belowCorrection(t)}
+		// the correction is the median of a function that does nothing: fewer than half its
+		// calls are shorter; more than half of any function's says it is too large now
+		if corr.Below*2 > all.Count {
+			g.Notice("%d of %d calls were shorter than the %d µs taken off, the median of a function that does nothing:"+
+				" the correction is too large for this host now (measured once per boot, perhaps while it was busier);"+
+				" --no-correct gives the durations as measured", corr.Below, all.Count, corr.BiasUS)
+		}
 	}
 	doc := latencyJSON{Func: fn, Buckets: all.Buckets, Count: all.Count, Groups: groups, Dropped: t.Dropped, Correction: corr}
 	if ok, err := g.printDoc(latencyFormat, doc); ok {

@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -91,5 +93,41 @@ Totals:
 	}
 	if !strings.Contains(out.String(), "corrected: 7 µs taken off each duration, the probes' own cost (the median of 2000 calls of __task_pid_nr_ns, fprobes, measured 2026-11-28T04:40:00Z)") {
 		t.Errorf("text:\n%s", out.String())
+	}
+}
+
+// The correction's "below" counts the calls shorter than it (listed as 2^64); more than half
+// of them says the correction is too large, and a notice says so.
+func TestLatencyBelowCorrection(t *testing.T) {
+	table := func(first, rest int) hist.Table {
+		text := fmt.Sprintf("# event histogram\n#\n# trigger info: hist:keys=lat.log2:vals=hitcount:sort=lat.log2:size=2048 [active]\n#\n\n{ lat: ~ 2^0  } hitcount: 1\n{ lat: ~ 2^64 } hitcount: %d\n{ lat: ~ 2^3  } hitcount: %d\n\nTotals:\n    Hits: %d\n    Entries: 3\n    Dropped: 0\n", first, rest, first+rest+1)
+		tables, err := hist.ParseOutput(text)
+		if err != nil || len(tables) != 1 {
+			t.Fatal(err)
+		}
+		return tables[0]
+	}
+	bias := count.Bias{US: 5, Func: count.NearZero, Kind: "kprobe", Calls: 2000, Measured: time.Now()}
+	for _, c := range []struct {
+		first, rest int
+		notice      bool
+	}{{0, 1999, false}, {999, 1000, false}, {1001, 998, true}} {
+		var out, errOut bytes.Buffer
+		g := &Globals{Out: &out, Err: &errOut, Output: string(FormatJSON)}
+		if err := printLatency(g, "f", "", table(c.first, c.rest), bias); err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Correction struct{ Below uint64 } `json:"correction"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+			t.Fatalf("%v: %s", err, out.String())
+		}
+		if want := uint64(c.first); doc.Correction.Below != want {
+			t.Errorf("%d/%d: below %d, want %d", c.first, c.rest, doc.Correction.Below, want)
+		}
+		if got := strings.Contains(errOut.String(), "the correction is too large"); got != c.notice {
+			t.Errorf("%d/%d: notice %v, want %v: %q", c.first, c.rest, got, c.notice, errOut.String())
+		}
 	}
 }

@@ -187,6 +187,7 @@ type latencyCorrected struct {
 		Probes   string `json:"probes"`
 		Calls    uint64 `json:"calls"`
 		Measured string `json:"measured"`
+		Below    *uint64 `json:"below"`
 	} `json:"correction"`
 }
 
@@ -251,6 +252,8 @@ func TestLatencyCorrected(t *testing.T) {
 		t.Errorf("not the measure kept for the boot: %+v, first %+v", corr.Correction, c)
 	case raw.Count < 2000 || corr.Count < 2000:
 		t.Errorf("calls: raw %d, corrected %d, want at least 2000 each", raw.Count, corr.Count)
+	case corr.Correction.Below == nil || *corr.Correction.Below > corr.Count:
+		t.Errorf("below the correction: %v of %d calls", corr.Correction.Below, corr.Count)
 	case medianLe(corr.latencyOut) >= medianLe(raw.latencyOut):
 		t.Errorf("median bucket: corrected %d µs, raw %d µs", medianLe(corr.latencyOut), medianLe(raw.latencyOut))
 	}
