@@ -182,11 +182,11 @@ func TestLatencyKilledThenReset(t *testing.T) {
 type latencyCorrected struct {
 	latencyOut
 	Correction *struct {
-		BiasUS   uint64 `json:"bias_us"`
-		Func     string `json:"func"`
-		Probes   string `json:"probes"`
-		Calls    uint64 `json:"calls"`
-		Measured string `json:"measured"`
+		BiasUS   uint64  `json:"bias_us"`
+		Func     string  `json:"func"`
+		Probes   string  `json:"probes"`
+		Calls    uint64  `json:"calls"`
+		Measured string  `json:"measured"`
 		Below    *uint64 `json:"below"`
 	} `json:"correction"`
 }
