@@ -55,6 +55,9 @@ type Agent struct {
 	flight  *flightRun // the profile's flight triggers, armed; nil when it has none
 	// flightWait and flightSkip pace the re-arming of triggers that are not armed (retryFlight)
 	flightWait, flightSkip int
+	// flightPast sums the counters of the runners stopped (a reload under another name, a
+	// re-arming): the metrics' counters never go back
+	flightPast flight.RunnerStats
 }
 
 // Stats are the agent's counters and its last check's result.

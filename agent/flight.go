@@ -108,6 +108,21 @@ func (a *Agent) stopFlight() {
 	fr.cancel()
 	<-fr.done
 	fr.r.Disarm()
+	a.mu.Lock()
+	a.flightPast = addStats(a.flightPast, fr.r.Stats())
+	a.mu.Unlock()
+}
+
+// addStats is the sum of two runners' counters.
+func addStats(a, b flight.RunnerStats) flight.RunnerStats {
+	sum := flight.RunnerStats{Fired: make(map[string]uint64, len(a.Fired)+len(b.Fired)),
+		Dumps: a.Dumps + b.Dumps, DumpFailures: a.DumpFailures + b.DumpFailures}
+	for _, m := range []map[string]uint64{a.Fired, b.Fired} {
+		for k, v := range m {
+			sum.Fired[k] += v
+		}
+	}
+	return sum
 }
 
 // flightArmed says whether the runner still runs (its pipe did not fail).
@@ -140,17 +155,18 @@ type FlightStats struct {
 	Triggers []string // the armed triggers' specs
 }
 
-// Flight returns the flight runner's counters; ok is false when the profile has no recorder.
+// Flight returns the flight runners' counters (the stopped ones' included); ok is false when the
+// profile has no recorder.
 // A recorder whose triggers are not armed (no runner) has zero counters and Armed false: its
 // ftctl_flight_armed is 0, not absent, for an alert to see.
 func (a *Agent) Flight() (FlightStats, bool) {
 	a.mu.Lock()
-	fr, has := a.flight, hasFlight(a.prof)
+	fr, has, past := a.flight, hasFlight(a.prof), a.flightPast
 	a.mu.Unlock()
 	if fr == nil {
-		return FlightStats{}, has
+		return FlightStats{RunnerStats: addStats(past, flight.RunnerStats{})}, has
 	}
-	st := FlightStats{RunnerStats: fr.r.Stats(), Armed: a.flightArmed()}
+	st := FlightStats{RunnerStats: addStats(past, fr.r.Stats()), Armed: a.flightArmed()}
 	if arm := fr.r.Armed(); arm != nil {
 		for _, t := range arm.State.Triggers {
 			st.Triggers = append(st.Triggers, t.Spec)

@@ -107,3 +107,20 @@ func TestFlightDirRefusedFirst(t *testing.T) {
 		t.Errorf("the instance was made: %v", err)
 	}
 }
+
+// The counters of a stopped runner are added to the next one's: a re-arming never makes a
+// counter go back.
+func TestAddStats(t *testing.T) {
+	a := flight.RunnerStats{Fired: map[string]uint64{"SIGUSR1": 2, "warn": 1}, Dumps: 3, DumpFailures: 1}
+	b := flight.RunnerStats{Fired: map[string]uint64{"SIGUSR1": 1, "ftctl:x": 4}, Dumps: 5}
+	sum := addStats(a, b)
+	if sum.Dumps != 8 || sum.DumpFailures != 1 || sum.Fired["SIGUSR1"] != 3 || sum.Fired["warn"] != 1 || sum.Fired["ftctl:x"] != 4 || len(sum.Fired) != 3 {
+		t.Errorf("%+v", sum)
+	}
+	if a.Fired["SIGUSR1"] != 2 || len(a.Fired) != 2 {
+		t.Errorf("the first changed: %+v", a)
+	}
+	if z := addStats(flight.RunnerStats{}, flight.RunnerStats{}); z.Fired == nil || z.Dumps != 0 {
+		t.Errorf("zero: %+v", z)
+	}
+}
