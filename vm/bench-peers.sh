@@ -23,6 +23,9 @@
 #   cnt2-ftctl  `ftctl count vfs_read vfs_write -- W`: two probe points (the workload calls one)
 #   cnt-base cnt2-base  the same by the ftctl binary BASE (BASE=path: another build, shipped as
 #               /bin/ftctl-base; e.g. one that counts with an fprobe event where this one uses kprobes)
+#   cnt-kprof   a kprobe on vfs_read enabled in an instance whose tracing_on is 0 (no trigger, nothing
+#               recorded), its hits read from kprobe_profile (every task's: the kernel's
+#               per-probe counter, no pid filter): what a kprobe alone costs a call
 #   cnt-fstream `ftctl count vfs_read --method stream -- W` (the function tracer's events; not in
 #               the default CONDS: on 6.12 it ran 600 s with soft lockups for a 1 s workload)
 #   cnt-perfstat `perf stat -e probe:vfs_read -- W` (a kprobe made by `perf probe`, counted by
@@ -186,6 +189,11 @@ run() { # run COND ROUND
 	cnt2-perfstat) perf probe -q -a vfs_read > /dev/null 2>&1; perf probe -q -a vfs_write > /dev/null 2>&1
 		sw \$1 \$2 "perf stat -x, -e probe:vfs_read -e probe:vfs_write -- \$W"
 		echo "BENCHCALLS \$1 \$2 \$(grep -a 'probe:vfs_read' /tmp/out | cut -d, -f1)" ;;
+	cnt-kprof) echo 'p:ck/ckread vfs_read' >> kprobe_events; mkdir instances/ck
+		echo 0 > instances/ck/tracing_on; echo 1 > instances/ck/events/ck/ckread/enable
+		sw \$1 \$2 "\$W"
+		echo "BENCHCALLS \$1 \$2 \$(awk '\$1 == "ckread" { print \$2 }' kprobe_profile)"
+		echo 0 > instances/ck/events/ck/ckread/enable; rmdir instances/ck; echo '-:ck/ckread' >> kprobe_events ;;
 	cnt-fstream) sw \$1 \$2 "ftctl count vfs_read --method stream -- \$W"
 		echo "BENCHCALLS \$1 \$2 \$(grep -a '^vfs_read ' /tmp/out | awk '{ print \$2 }')"
 		grep -a -i 'lost\|overwr' /tmp/out | sed 's/^/STDERR /' ;;
