@@ -39,14 +39,18 @@ functions the PATTERNs select (the kernel's glob, as filter set: vfs_*, *_read, 
 every pattern must select a traceable function), counted in ftctl's own session (instance
 ftctl-PID-ID), by the cheapest method the kernel allows:
 
-  hist    for up to 64 functions: one probe event (fprobes where the tracefs README announces
-          them, else kprobes) with a point per function, and a hist trigger keyed by the probed
-          function: the kernel counts, nothing is streamed.
-  stream  otherwise (more functions, a name kallsyms lists twice, no hist triggers): the
-          function tracer on the functions, every call an event read and counted. Also when
-          the kernel refuses the probe point of one of the functions (a function the kprobe
-          blacklist holds, say): the hist method's pieces are removed and the stream counts,
-          with the reason said; with --method hist that refusal is exit 3.
+  hist    for up to 64 functions: one probe event (kprobes where the kernel has kprobe
+          events; fprobes where it has none, for a name kallsyms lists twice, which an fprobe
+          takes on each function of the name, and where the kernel refuses a kprobe on one of
+          the functions, if the tracefs README announces fprobes) with a point per function,
+          and a hist trigger keyed by the probed function: the kernel counts, nothing is
+          streamed.
+  stream  otherwise (more functions, a name kallsyms lists twice without fprobes, no hist
+          triggers): the function tracer on the functions, every call an event read and
+          counted. Also when the kernel refuses the probe point of one of the functions (a
+          function the kprobe blacklist holds, say, where fprobes cannot take it either): the
+          hist method's pieces are removed and the stream counts, with the reason said; with
+          --method hist that refusal is exit 3.
 
 The method and why are said on stderr (and in each JSON row); --method chooses it. The kernel's
 function profiler (function_profile_enabled) is not used: it is one profile for the whole

@@ -137,3 +137,64 @@ func TestArmExplainsRefusalByName(t *testing.T) {
 		}
 	}
 }
+
+// Where the kernel has fprobes too, count probes with kprobes (they arm sooner and cost a call
+// no more), and an fprobe event counts what a kprobe cannot: a name several symbols share (an
+// fprobe takes each) and a function the kernel refuses a kprobe on; the stream counts only
+// where the fprobe is refused too.
+func TestArmFprobeWhereKprobeRefused(t *testing.T) {
+	const index = "vfs_read\ndup_fn\ndup_fn\nblack_fn\n"
+	const kallsyms = "ffffffff81000000 T vfs_read\nffffffff81000100 t dup_fn\nffffffff81000200 t dup_fn\nffffffff81000300 T black_fn\n"
+	kprobesRefused := func(c *Counter) error {
+		fn := c.Choice.Funcs[0].Name
+		if c.Choice.Method == Hist && (c.Choice.Probe == 'p' && fn != "vfs_read" || fn == "no_fprobe_fn") {
+			return &ProbeRefusedError{Func: c.Choice.Funcs[0].Name, Err: tracefs.ErrRejected}
+		}
+		return nil
+	}
+	for _, tc := range []struct {
+		fn       string
+		method   Method
+		want     Method // the counter armed, "" for an error
+		probe    byte
+		err      error
+		fallback bool // told why the stream counts
+		why      string
+	}{
+		{"vfs_read", Auto, Hist, 'p', nil, false, "one kprobe event"},
+		{"dup_fn", Auto, Hist, 'f', nil, false, "dup_fn is 2 symbols in kallsyms: an fprobe takes every function of the name"},
+		{"dup_fn", Hist, Hist, 'f', nil, false, "one fprobe event"},
+		{"black_fn", Auto, Hist, 'f', nil, false, "the kernel refused a kprobe on black_fn"},
+		{"black_fn", Hist, Hist, 'f', nil, false, "one fprobe event"},
+		{"no_fprobe_fn", Auto, Stream, 0, nil, true, "the kernel refused a probe on no_fprobe_fn"},
+		{"no_fprobe_fn", Hist, "", 0, tracefs.ErrRejected, false, ""},
+	} {
+		fs := fakeKernel(t, index+"no_fprobe_fn\n", kallsyms+"ffffffff81000400 T no_fprobe_fn\n", true)
+		for name, text := range map[string]string{"README": "... hist trigger ...\n\t  f[:[<group>/][<event>]] <func-name>[%return] [<args>]\n", "dynamic_events": ""} {
+			if err := os.WriteFile(fs.Path(name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o := Options{Patterns: compiled(t, tc.fn), Method: tc.method}
+		first, err := New(fs, o)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.fn, err)
+		}
+		if first.Choice.Probe != 'p' {
+			t.Errorf("%s: first choice %+v, want kprobes", tc.fn, first.Choice)
+		}
+		told := false
+		c, err := Arm(first, fs, o, func(*ProbeRefusedError) { told = true }, kprobesRefused)
+		switch {
+		case tc.err != nil && !errors.Is(err, tc.err):
+			t.Errorf("%s %q: %v, want %v", tc.fn, tc.method, err, tc.err)
+		case tc.err == nil && (err != nil || c.Choice.Method != tc.want || c.Choice.Probe != tc.probe || !strings.Contains(c.Choice.Why, tc.why)):
+			t.Errorf("%s %q: %v, %+v, want %s %q %q", tc.fn, tc.method, err, c, tc.want, tc.probe, tc.why)
+		case told != tc.fallback:
+			t.Errorf("%s %q: fallback told %v", tc.fn, tc.method, told)
+		}
+		if c != nil {
+			c.Close()
+		}
+	}
+}

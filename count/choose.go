@@ -5,9 +5,11 @@
 //
 // Two methods, cheapest first:
 //
-//   - Hist: one probe event in the session's group with one probe point per function (fprobes
-//     where the README announces them, else kprobes: an event takes several points from Linux
-//     5.7), and one hist trigger on it keyed by __probe_ip.sym in the session's instance. The
+//   - Hist: one probe event in the session's group with one probe point per function (kprobes
+//     where the kernel has kprobe events: an event takes several points from Linux 5.7; fprobes
+//     where it has none, for a name several functions share, which an fprobe takes on each, and
+//     for a function the kernel refuses a kprobe on), and one hist trigger on it keyed by
+//     __probe_ip.sym in the session's instance. The
 //     trigger alone arms the event (soft-enabled: nothing is written to the ring buffer), and
 //     the kernel counts: nothing is streamed. Each point is one registration, so this is for a
 //     small set of functions (MaxProbed).
@@ -77,7 +79,11 @@ type Choice struct {
 }
 
 // Choose picks the method for funcs (the functions the patterns selected, at least one):
-// want when it is not Auto and the kernel can, else the cheapest the kernel allows.
+// want when it is not Auto and the kernel can, else the cheapest the kernel allows. Hist
+// probes with kprobes where the kernel has kprobe events: a kprobe point is defined in about
+// 0.02 s where an fprobe event is an ftrace_ops of its own defined in 0.8 s, and a call costs
+// the same (6.12 under qemu's instruction clock, 2026-11-28, BENCHMARKS.md: armed 0.34 s
+// after its start against 1.07 s, workload time 1.00 of the fprobe's).
 func Choose(funcs []filters.Key, want Method, k Kernel) (Choice, error) {
 	c := Choice{Funcs: funcs}
 	profiler := profilerWhy(k)
@@ -90,18 +96,28 @@ func Choose(funcs []filters.Key, want Method, k Kernel) (Choice, error) {
 		case !k.Fprobe && !k.Kprobe:
 			return fmt.Errorf("%w: this kernel has neither fprobe nor kprobe events", tracefs.ErrUnavailable)
 		}
+		shared := ""
 		for _, f := range funcs {
 			if n := k.SymbolCount(f.Module, f.Name); n > 1 {
-				return fmt.Errorf("%w: %s is %d symbols in kallsyms: the kernel refuses a probe on a name that is not unique", ErrMethod, f, n)
+				shared = fmt.Sprintf("%s is %d symbols in kallsyms", f, n)
+				break
 			}
 		}
-		c.Method, c.Probe = Hist, 'p'
-		what := "kprobe"
-		if k.Fprobe {
-			c.Probe, what = 'f', "fprobe"
+		switch {
+		case k.Kprobe && shared == "":
+			c.Method, c.Probe = Hist, 'p'
+			c.Why = histWhy('p', "", profiler)
+		case k.Fprobe:
+			// an fprobe takes a name several functions share, on each of them
+			because := ""
+			if shared != "" {
+				because = shared + ": an fprobe takes every function of the name"
+			}
+			c.Method, c.Probe = Hist, 'f'
+			c.Why = histWhy('f', because, profiler)
+		default:
+			return fmt.Errorf("%w: %s: the kernel refuses a probe on a name that is not unique", ErrMethod, shared)
 		}
-		c.Why = fmt.Sprintf("one %s event with a point per function and a hist trigger on it, counted in the kernel (nothing streamed); %s",
-			what, profiler)
 		return nil
 	}
 	stream := func(because string) error {
@@ -132,6 +148,33 @@ func Choose(funcs []filters.Key, want Method, k Kernel) (Choice, error) {
 		return c, stream(why)
 	}
 	return c, nil
+}
+
+// histWhy is Hist's reason, in words for people: probe kind 'p' or 'f', and why fprobes where
+// the kernel has kprobes too ("" where it has none).
+func histWhy(kind byte, because, profiler string) string {
+	what := "kprobe"
+	if kind == 'f' {
+		what = "fprobe"
+	}
+	if because != "" {
+		because = " (" + because + ")"
+	}
+	return fmt.Sprintf("one %s event with a point per function and a hist trigger on it, counted in the kernel (nothing streamed)%s; %s",
+		what, because, profiler)
+}
+
+// fprobeInstead is choice (Hist on kprobes) on an fprobe event instead, because the kernel
+// refused a kprobe point (a function on the kprobe blacklist, a name several symbols share):
+// an fprobe is ftrace's, and takes what ftrace can trace. ok is false where k has no fprobes
+// or choice is not on kprobes.
+func fprobeInstead(choice Choice, k Kernel, because string) (Choice, bool) {
+	if choice.Method != Hist || choice.Probe != 'p' || !k.Fprobe {
+		return choice, false
+	}
+	choice.Probe = 'f'
+	choice.Why = histWhy('f', because, profilerWhy(k))
+	return choice, true
 }
 
 // profilerWhy says why the kernel's function profiler does not count.

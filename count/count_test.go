@@ -31,6 +31,10 @@ func TestChoose(t *testing.T) {
 	full := Kernel{HistTriggers: true, Fprobe: true, Kprobe: true, FunctionTracer: true, SymbolCount: unique}
 	kprobeOnly := full
 	kprobeOnly.Fprobe = false
+	fprobeOnly := full
+	fprobeOnly.Kprobe = false
+	fullTwice := full
+	fullTwice.SymbolCount = twice
 	noHist := full
 	noHist.HistTriggers = false
 	noTracer := noHist
@@ -49,10 +53,13 @@ func TestChoose(t *testing.T) {
 		why    string
 		err    error
 	}{
-		{"one function, fprobes", keys("vfs_read"), Auto, full, Hist, 'f', "one fprobe event", nil},
+		{"kprobes where both", keys("vfs_read"), Auto, full, Hist, 'p', "one kprobe event", nil},
 		{"kprobes where no fprobes", keys("vfs_read", "vfs_write"), Auto, kprobeOnly, Hist, 'p', "one kprobe event", nil},
+		{"fprobes where no kprobes", keys("vfs_read", "vfs_write"), Auto, fprobeOnly, Hist, 'f', "one fprobe event", nil},
+		{"fprobes for a name twice in kallsyms", keys("vfs_read", "dup"), Auto, fullTwice, Hist, 'f', "(dup is 2 symbols in kallsyms: an fprobe takes every function of the name)", nil},
+		{"hist asked, fprobes for a name twice", keys("dup"), Hist, fullTwice, Hist, 'f', "one fprobe event", nil},
 		{"too many to probe", keys(many...), Auto, full, Stream, 0, "65 functions, more than 64", nil},
-		{"hist asked beyond the limit", keys(many...), Hist, full, Hist, 'f', "one fprobe event", nil},
+		{"hist asked beyond the limit", keys(many...), Hist, full, Hist, 'p', "one kprobe event", nil},
 		{"a name twice in kallsyms", keys("vfs_read", "dup"), Auto, Kernel{HistTriggers: true, Kprobe: true, FunctionTracer: true, SymbolCount: twice}, Stream, 0, "dup is 2 symbols in kallsyms", nil},
 		{"hist asked, a name twice", keys("dup"), Hist, Kernel{HistTriggers: true, Kprobe: true, FunctionTracer: true, SymbolCount: twice}, "", 0, "", ErrMethod},
 		{"no hist triggers", keys("vfs_read"), Auto, noHist, Stream, 0, "no hist triggers", nil},
@@ -174,6 +181,27 @@ func TestKeyedCounts(t *testing.T) {
 		}
 		if got[c.key] != c.want || sum != tables[0].Hits || len(got) != int(tables[0].Entries) {
 			t.Errorf("%s: %q %d (want %d), %d hits in %d keys, the kernel's %d in %d", c.file, c.key, got[c.key], c.want, sum, len(got), tables[0].Hits, tables[0].Entries)
+		}
+	}
+}
+
+// fprobeInstead turns a choice on kprobes into one on an fprobe event where the kernel has
+// fprobes, saying why; anything else is left as it is.
+func TestFprobeInstead(t *testing.T) {
+	k := Kernel{HistTriggers: true, Fprobe: true, Kprobe: true}
+	kp := Choice{Method: Hist, Probe: 'p', Why: "one kprobe event", Funcs: keys("black_fn")}
+	got, ok := fprobeInstead(kp, k, "the kernel refused a kprobe on black_fn")
+	if !ok || got.Probe != 'f' || got.Method != Hist || !strings.Contains(got.Why, "one fprobe event") || !strings.Contains(got.Why, "(the kernel refused a kprobe on black_fn)") || !reflect.DeepEqual(got.Funcs, kp.Funcs) {
+		t.Errorf("%+v %v", got, ok)
+	}
+	noF := k
+	noF.Fprobe = false
+	for _, c := range []struct {
+		choice Choice
+		k      Kernel
+	}{{kp, noF}, {got, k}, {Choice{Method: Stream}, k}} {
+		if again, ok := fprobeInstead(c.choice, c.k, "x"); ok || !reflect.DeepEqual(again, c.choice) {
+			t.Errorf("%+v on %+v: %+v %v", c.choice, c.k, again, ok)
 		}
 	}
 }

@@ -281,8 +281,9 @@ func (c *Counter) funcOf(place string) string {
 }
 
 // Arm starts c, made by New(fs, o), with start (which holds the tracefs lock, sets the pid
-// counted with SetPID, and calls Start): when Auto chose the hist method and the kernel
-// refuses one of its probe points (a function on the kprobe blacklist, say), the hist
+// counted with SetPID, and calls Start): when the kernel refuses one of the hist method's
+// kprobe points (a function on the kprobe blacklist, say) and has fprobes, an fprobe event
+// counts instead; when it refuses a point still, and Auto chose the hist method, the hist
 // method's session is gone and a stream counter, in a session of its own, counts instead;
 // fallback is told why first. When c took its functions by name unchecked (New), a refusal is
 // first explained from the function index and kallsyms: a name that is no traceable function
@@ -298,8 +299,17 @@ func Arm(c *Counter, fs *tracefs.FS, o Options, fallback func(*ProbeRefusedError
 			if cerr != nil {
 				return nil, cerr
 			}
-			if choice.Method == Stream {
+			if choice.Method == Stream || choice.Probe != c.Choice.Probe {
 				if c, err = newCounter(fs, o, choice, fs.DetectFeatures()); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		if refused != nil {
+			ft := fs.DetectFeatures()
+			if choice, ok := fprobeInstead(c.Choice, kernelOf(ft, nil), "the kernel refused a kprobe on "+refused.Func); ok {
+				if c, err = newCounter(fs, o, choice, ft); err != nil {
 					return nil, err
 				}
 				continue

@@ -32,7 +32,7 @@ $1 == "BENCHB" { b[$2, $3, $4 + 0] += $5; tot[$2, $3] += $5; les[$2, $3] = les[$
 $1 == "BENCHREF" { ref[$2, $3] = $5; next }
 $1 == "BENCHLOAD" { load[$2] = load[$2] " " $4; next }
 END {
-	order = "none graph lat-ftctl lat-raw lat-perf none0 graph0 lat0-ftctl lat0-raw lat0-perf cnt-ftctl cnt-fstream cnt-perfstat cnt-perftrace cnt-tracecmd hist-ftctl hist-tracecmd hist-raw lp0-floor lp0-ts lp0-retsoft lp0-delta lp0-act lp0-full lp0-ns lpk0-floor lpk0-full"
+	order = "none graph lat-ftctl lat-raw lat-perf none0 graph0 lat0-ftctl lat0-raw lat0-perf cnt-ftctl cnt-base cnt2-ftctl cnt2-base cnt-kprof cnt-fstream cnt-perfstat cnt2-perfstat cnt-perftrace cnt-tracecmd hist-ftctl hist-tracecmd hist-raw lp0-floor lp0-ts lp0-retsoft lp0-delta lp0-act lp0-full lp0-ns lpk0-floor lpk0-full"
 	nc = split(order, O, " ")
 	printf "%-14s %-22s %-20s %-16s %-20s %-11s %-18s %-18s %s\n", "condition", "counted/made", "workload time/none", "µs/call added", "tool CPU s", "CPU s/Mcall", "armed after s", "done after s", "median bucket (µs) vs graph's"
 	for (i = 1; i <= nc; i++) {
@@ -72,7 +72,7 @@ END {
 	}
 	# ftctl against each peer, round by round (the two ran a few seconds apart: less of the
 	# host's drift than in two ratios to none): the workload's loop time under ftctl / under the peer
-	np = split("lat-ftctl/lat-raw lat0-ftctl/lat0-raw lat0-ftctl/lp0-full lp0-ns/lp0-full lpk0-full/lp0-full lpk0-floor/lp0-floor lat-ftctl/lat-perf lat0-ftctl/lat0-perf cnt-ftctl/cnt-perfstat cnt-ftctl/cnt-tracecmd cnt-ftctl/cnt-perftrace hist-ftctl/hist-tracecmd hist-ftctl/hist-raw", PR, " ")
+	np = split("lat-ftctl/lat-raw lat0-ftctl/lat0-raw lat0-ftctl/lp0-full lp0-ns/lp0-full lpk0-full/lp0-full lpk0-floor/lp0-floor lat-ftctl/lat-perf lat0-ftctl/lat0-perf cnt-ftctl/cnt-perfstat cnt-kprof/cnt-perfstat cnt-ftctl/cnt-base cnt-base/cnt-perfstat cnt2-ftctl/cnt2-perfstat cnt2-ftctl/cnt2-base cnt2-base/cnt2-perfstat cnt-ftctl/cnt-tracecmd cnt-ftctl/cnt-perftrace hist-ftctl/hist-tracecmd hist-ftctl/hist-raw", PR, " ")
 	for (i = 1; i <= np; i++) {
 		split(PR[i], ab, "/"); Q = ""
 		for (r in rounds) if ((ab[1], r) in secs && (ab[2], r) in secs && secs[ab[2], r] > 0) Q = Q " " secs[ab[1], r] / secs[ab[2], r]

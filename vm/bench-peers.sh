@@ -20,10 +20,17 @@
 #               Debian kernels) __task_pid_nr_ns, which getppid calls once: next to nothing; what each latency
 #               method adds to a call (its bias), against function_graph's measure of the same
 #   cnt-ftctl   `ftctl count vfs_read -- W` (a probe point and a hist trigger)
+#   cnt2-ftctl  `ftctl count vfs_read vfs_write -- W`: two probe points (the workload calls one)
+#   cnt-base cnt2-base  the same by the ftctl binary BASE (BASE=path: another build, shipped as
+#               /bin/ftctl-base; e.g. one that counts with an fprobe event where this one uses kprobes)
+#   cnt-kprof   a kprobe on vfs_read enabled in an instance whose tracing_on is 0 (no trigger, nothing
+#               recorded), its hits read from kprobe_profile (every task's: the kernel's
+#               per-probe counter, no pid filter): what a kprobe alone costs a call
 #   cnt-fstream `ftctl count vfs_read --method stream -- W` (the function tracer's events; not in
 #               the default CONDS: on 6.12 it ran 600 s with soft lockups for a 1 s workload)
 #   cnt-perfstat `perf stat -e probe:vfs_read -- W` (a kprobe made by `perf probe`, counted by
 #               a perf counter: no ring buffer; `perf ftrace profile` is not in perf 6.1)
+#   cnt2-perfstat `perf stat -e probe:vfs_read -e probe:vfs_write -- W`
 #   cnt-perftrace `perf ftrace -t function -T vfs_read -- W`, its lines counted
 #   cnt-tracecmd `trace-cmd record -p function -l vfs_read -F W`, its file's events counted
 #   hist-ftctl  `ftctl hist syscalls:sys_enter_pread64 --key common_pid` around W
@@ -50,7 +57,7 @@
 # exec-to-first-read taken out) and to done (last read to the tool's exit), and for latency the median bucket of each tool against the reference's median
 # duration. Medians of RUNS rounds, with the spread (min-max).
 #
-# usage: [RUNS=N] [CALLS=N] [CONDS="none graph ..."] [ICOUNT=3] vm/bench-peers.sh [KERNEL...]  (default 6.1 6.12)
+# usage: [RUNS=N] [CALLS=N] [CONDS="none graph ..."] [ICOUNT=3] [BASE=ftctl] vm/bench-peers.sh [KERNEL...]  (default 6.1 6.12)
 # ICOUNT=N: the guest's clock counts instructions (qemu -icount shift=N): durations free of the
 # shared host's load (seen 2026-11-28: 6.12 runs so; 6.1 printed nothing in 15 minutes)
 set -euo pipefail
@@ -84,6 +91,7 @@ F0=\$(for f in __x64_sys_getppid __task_pid_nr_ns; do grep -qx \$f available_fil
 echo "BENCHINFO near-zero function \$F0"
 echo "BENCHINFO kernel \$(uname -r) cpus \$(nproc) calls \$N fprobe \$(grep -c 'f\[:\[<group>' README) perf \$(perf version 2>&1)"
 perf probe -q -a vfs_read > /tmp/pp 2>&1 || { echo "BENCHERR perf probe:"; sed 's/^/STDERR /' /tmp/pp; }
+perf probe -q -a vfs_write > /tmp/pp 2>&1 || { echo "BENCHERR perf probe vfs_write:"; sed 's/^/STDERR /' /tmp/pp; }
 perf ftrace latency -b -T vfs_read -- true > /tmp/pb 2>&1; echo "BENCHINFO perf-latency-b rc \$? \$(head -c 300 /tmp/pb | tr '\n' ' ')"
 sw() { # sw COND ROUND COMMAND: time COMMAND, report wall, CPU, and the workload's own line
 	rm -f /tmp/pt /tmp/pt1; stopwatch "\$1" "\$3" > /tmp/sw 2>/tmp/out
@@ -170,7 +178,22 @@ run() { # run COND ROUND
 		awk -F'|' '/ us *\|/ { split(\$1, a, " "); le = (a[3] == "...") ? 2 * a[1] : a[3]; print le, \$2 + 0 }' /tmp/out | bkt \$1 \$2
 		echo "BENCHCALLS \$1 \$2 \$(awk -F'|' '/ us *\|/ { s += \$2 } END { print s + 0 }' /tmp/out)" ;;
 	cnt-ftctl) sw \$1 \$2 "ftctl count vfs_read -- \$W"
+		grep -a 'counting' /tmp/out | head -n 1 | sed "s/^/BENCHINFO \$1 /"
 		echo "BENCHCALLS \$1 \$2 \$(grep -a '^vfs_read ' /tmp/out | awk '{ print \$2 }')" ;;
+	cnt2-ftctl|cnt-base|cnt2-base) b=ftctl f=vfs_read
+		case \$1 in *base) b=ftctl-base ;; esac
+		case \$1 in cnt2*) f="vfs_read vfs_write" ;; esac
+		sw \$1 \$2 "\$b count \$f -- \$W"
+		grep -a 'counting' /tmp/out | head -n 1 | sed "s/^/BENCHINFO \$1 /"
+		echo "BENCHCALLS \$1 \$2 \$(grep -a '^vfs_read ' /tmp/out | awk '{ print \$2 }')" ;;
+	cnt2-perfstat) perf probe -q -a vfs_read > /dev/null 2>&1; perf probe -q -a vfs_write > /dev/null 2>&1
+		sw \$1 \$2 "perf stat -x, -e probe:vfs_read -e probe:vfs_write -- \$W"
+		echo "BENCHCALLS \$1 \$2 \$(grep -a 'probe:vfs_read' /tmp/out | cut -d, -f1)" ;;
+	cnt-kprof) echo 'p:ck/ckread vfs_read' >> kprobe_events; mkdir instances/ck
+		echo 0 > instances/ck/tracing_on; echo 1 > instances/ck/events/ck/ckread/enable
+		sw \$1 \$2 "\$W"
+		echo "BENCHCALLS \$1 \$2 \$(awk '\$1 == "ckread" { print \$2 }' kprobe_profile)"
+		echo 0 > instances/ck/events/ck/ckread/enable; rmdir instances/ck; echo '-:ck/ckread' >> kprobe_events ;;
 	cnt-fstream) sw \$1 \$2 "ftctl count vfs_read --method stream -- \$W"
 		echo "BENCHCALLS \$1 \$2 \$(grep -a '^vfs_read ' /tmp/out | awk '{ print \$2 }')"
 		grep -a -i 'lost\|overwr' /tmp/out | sed 's/^/STDERR /' ;;
@@ -226,7 +249,7 @@ for k in $kernels; do
 	load0=$(cut -d' ' -f1-3 /proc/loadavg)
 	FTCTL_VM_TCG_THREAD=single FTCTL_VM_ICOUNT=${ICOUNT-} "$here/run.sh" --kernel "$k" --mode cmd --script "$guest" --timeout "${BENCH_TIMEOUT:-900}" --log "$log" \
 		--file "$build/ftctl:/bin/ftctl" --file "$build/readloop:/bin/readloop" --file "$build/stopwatch:/bin/stopwatch" \
-		--bin "$tracecmd:/usr/bin/trace-cmd" --bin "$perf:/usr/bin/perf" >/dev/null 2>&1 || echo "bench-peers: the $k boot failed; see $log" >&2
+		${BASE:+--file "$BASE:/bin/ftctl-base"} --bin "$tracecmd:/usr/bin/trace-cmd" --bin "$perf:/usr/bin/perf" >/dev/null 2>&1 || echo "bench-peers: the $k boot failed; see $log" >&2
 	echo "== kernel $k ($(grep -a -o 'FTCTL-VM-BOOTED kernel=[^ ]*' "$log" | sed 's/.*=//')), TCG single-threaded, $(date -u '+%F %H:%M'), ftctl $rev; host load $load0 before (after waiting ${waited}s), $(cut -d' ' -f1-3 /proc/loadavg) after"
 	grep -a -E '^(BENCHINFO|BENCHERR|BENCHLEFT|STDERR)' "$log" | tr -d '\r' | sort | uniq -c | sed 's/^ *1 //'
 	tr -d '\r' <"$log" | "$here/bench-peers.awk"

@@ -170,7 +170,9 @@ func TestCount(t *testing.T) {
 	file := "/tmp/ftctl-count-reads"
 	os.WriteFile(file, []byte(strings.Repeat("x", n+10)), 0o644)
 	dd := []string{"/bin/dd", "if=" + file, "of=/dev/null", "bs=1", "count=" + strconv.Itoa(n)}
-	fprobes := strings.Contains(read(t, "README"), "f[:[<group>/][<event>]]")
+	// kprobes where the kernel has kprobe events (6.1, 6.12): a point arms sooner than an fprobe
+	// and costs a call no more; fprobes only where it has none
+	kprobes := topFS(t).DetectFeatures().KprobeEvents
 	for _, method := range []string{"hist", "stream"} {
 		t.Run(method+"/command", func(t *testing.T) {
 			// vfs_fsync, named, is not called by dd: its record says 0 (issue 33: a script could
@@ -194,10 +196,10 @@ func TestCount(t *testing.T) {
 				t.Errorf("summary %+v, want 3 functions, 2 called, %d calls, 1 interval", sum, all)
 			}
 			want := "counting 3 functions by " + method
-			if method == "hist" && fprobes {
-				want += ": one fprobe event"
-			} else if method == "hist" {
+			if method == "hist" && kprobes {
 				want += ": one kprobe event"
+			} else if method == "hist" {
+				want += ": one fprobe event"
 			}
 			if !strings.Contains(r.stderr, want) {
 				t.Errorf("want %q on stderr: %v", want, r)
@@ -294,8 +296,8 @@ func TestCount(t *testing.T) {
 func TestCountInvalid(t *testing.T) {
 	before := countWorld(t)
 	// a name available_filter_functions lists twice: kallsyms has it twice, kprobes refuse it
-	// (6.1: "The symbol is not unique"); an fprobe takes it, on every function of the name, as
-	// the function tracer's filter by name does (6.12)
+	// (6.1: "The symbol is not unique"; 6.12 too); an fprobe takes it, on every function of the
+	// name, as the function tracer's filter by name does (6.12): count then probes it with one
 	fprobe := topFS(t).DetectFeatures().Probe.Fprobe
 	dup := ""
 	seen := map[string]bool{}
@@ -334,14 +336,14 @@ func TestCountInvalid(t *testing.T) {
 	if after := countState(t); after != before {
 		t.Errorf("state changed:\n%s\n%s", before, after)
 	}
-	// without --method, such a name is counted from the stream, once kprobes refused it; fprobes
-	// count it by hist (ftctl reads neither the index nor kallsyms for a name: the kernel's
-	// refusal is the check)
+	// without --method, such a name is counted from the stream, once kprobes refused it; where
+	// the kernel has fprobes, by hist on an fprobe event instead (ftctl reads neither the index
+	// nor kallsyms for a name: the kernel's refusal of the kprobe is the check)
 	r := ftctlRun(t, "count", dup, "--duration", "1s", "-o", "json")
 	t.Logf("%s: %s", dup, r.stderr)
 	want := "by stream: the function tracer on them in ftctl's instance, every call an event read and counted (" + dup + " is "
 	if fprobe {
-		want = "counting 1 function by hist: one fprobe event"
+		want = "counting 1 function by hist: one fprobe event with a point per function and a hist trigger on it, counted in the kernel (nothing streamed) (" + dup + " is "
 	}
 	if r.code != 0 || !strings.Contains(r.stderr, want) {
 		t.Errorf("count %s: want %q: %v", dup, want, r)
@@ -527,10 +529,21 @@ func TestCountIntervalSeconds(t *testing.T) {
 }
 
 // refusedProbeFunction is a function that available_filter_functions lists and kallsyms names
-// once each (count's hist method takes it), on which the kernel refuses the probe point that
-// method writes (an fprobe where the README announces them, else a kprobe): one of the kprobe
-// blacklist's (debugfs), or a compiler-made name ("foo.isra.0"). "" when none is refused.
+// once each (count's hist method takes it), on which the kernel refuses the last probe point
+// that method tries (an fprobe where the README announces them, after a kprobe; else a kprobe):
+// one of the kprobe blacklist's (debugfs), or a compiler-made name ("foo.isra.0"). "" when none
+// is refused.
 func refusedProbeFunction(t *testing.T) string {
+	t.Helper()
+	if strings.Contains(read(t, "README"), "f[:[<group>/][<event>]]") {
+		return refusedProbe(t, "f", "dynamic_events")
+	}
+	return refusedProbe(t, "p", "kprobe_events")
+}
+
+// refusedProbe is such a function on which the kernel refuses a probe point of kind (p or f),
+// defined in file.
+func refusedProbe(t *testing.T, kind, file string) string {
 	t.Helper()
 	// debugfs for kprobes/blacklist, unmounted again if mounted here: the tracefs it automounts
 	// at /sys/kernel/debug/tracing would otherwise outlive the test, found by every later one
@@ -566,27 +579,33 @@ func refusedProbeFunction(t *testing.T) string {
 			named[f[2]]++
 		}
 	}
-	kind, file := "p", "kprobe_events"
-	if strings.Contains(read(t, "README"), "f[:[<group>/][<event>]]") {
-		kind, file = "f", "dynamic_events"
-	}
 	for _, c := range cands {
 		if listed[c] != 1 || named[c] != 1 {
 			continue
 		}
-		f, err := os.OpenFile(filepath.Join(tracing, file), os.O_WRONLY|os.O_APPEND, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, werr := f.Write([]byte(kind + ":ftctlrefused/probe " + c + "\n"))
-		f.Close()
-		if werr != nil {
-			t.Logf("the kernel refuses %s: probe %s: %v", kind, c, werr)
+		if probeRefused(t, kind, file, c) {
 			return c
 		}
-		write(t, file, "-:ftctlrefused/probe\n")
 	}
 	return ""
+}
+
+// probeRefused says whether the kernel refuses a probe point of kind (p or f) on fn, defined in
+// file (and removed again when it is taken).
+func probeRefused(t *testing.T, kind, file, fn string) bool {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(tracing, file), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, werr := f.Write([]byte(kind + ":ftctlrefused/probe " + fn + "\n"))
+	f.Close()
+	if werr != nil {
+		t.Logf("the kernel refuses %s: probe %s: %v", kind, fn, werr)
+		return true
+	}
+	write(t, file, "-:ftctlrefused/probe\n")
+	return false
 }
 
 // TestCountFallsBackWhenProbeRefused: a function the hist method's probe point cannot be put on
@@ -623,6 +642,47 @@ func TestCountFallsBackWhenProbeRefused(t *testing.T) {
 	}
 	if after := countState(t); after != before {
 		t.Errorf("state changed:\n%s\n%s", before, after)
+	}
+}
+
+// TestCountFprobeWhereKprobeRefused: where the kernel has fprobes, a function it refuses a kprobe
+// on (one of the kprobe blacklist's, say) is counted by hist on an fprobe event, which ftrace
+// takes: not by the stream; the choice says why, the calls are counted, nothing is left.
+func TestCountFprobeWhereKprobeRefused(t *testing.T) {
+	ft := topFS(t).DetectFeatures()
+	if !ft.Probe.Fprobe || !ft.KprobeEvents {
+		t.Skip("this kernel does not have both kprobe and fprobe events")
+	}
+	before := countWorld(t)
+	fn := refusedProbe(t, "p", "kprobe_events")
+	if fn == "" {
+		t.Skip("the kernel refuses a kprobe on no function of the kprobe blacklist or of the compiler-made names")
+	}
+	if probeRefused(t, "f", "dynamic_events", fn) {
+		t.Skipf("the kernel refuses an fprobe on %s too", fn)
+	}
+	const n = 50
+	file := "/tmp/ftctl-count-kprefused"
+	os.WriteFile(file, []byte(strings.Repeat("x", n+10)), 0o644)
+	for _, method := range []string{"", "hist"} {
+		args := []string{"count", "vfs_read", fn, "-o", "json"}
+		if method != "" {
+			args = append(args, "--method", method)
+		}
+		r := ftctlRun(t, append(args, "--", "/bin/dd", "if="+file, "of=/dev/null", "bs=1", "count="+strconv.Itoa(n))...)
+		if r.code != 0 {
+			t.Fatalf("%q: %v", method, r)
+		}
+		want := "counting 2 functions by hist: one fprobe event with a point per function and a hist trigger on it, counted in the kernel (nothing streamed) (the kernel refused a kprobe on " + fn + ")"
+		if !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "by the stream instead") {
+			t.Errorf("%q: want %q on stderr: %v", method, want, r)
+		}
+		if got := callsOf(countRows(t, r.stdout, "hist"), "vfs_read"); got < n {
+			t.Errorf("%q: %d calls of vfs_read, want at least %d: %v", method, got, n, r)
+		}
+		if after := countState(t); after != before {
+			t.Errorf("state changed:\n%s\n%s", before, after)
+		}
 	}
 }
 
