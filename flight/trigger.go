@@ -142,8 +142,8 @@ func Arm(ctx context.Context, fs *tracefs.FS, id session.ID, name string, st Arm
 			if spec.Dynamic != nil {
 				return nil, fmt.Errorf("%w: one --on-latency per arming process", ErrTrigger)
 			}
-			l := count.LatencySetup(id, t.fn, fs.DetectFeatures().Probe.Fprobe, 0, "")
-			spec.Dynamic, spec.Triggers = l.Dynamic, l.Triggers[:2] // the duration into the synthetic event; no table
+			l := count.LatencySetup(id, t.fn, count.LatencyFprobes(fs.DetectFeatures()), 0, "") // as `ftctl latency`
+			spec.Dynamic, spec.Triggers = l.Dynamic, l.Triggers[:2]                             // the duration into the synthetic event; no table
 			t.Event = "synthetic:" + l.Synthetic
 			t.Filter = "lat >= " + strconv.FormatInt(t.threshold.Microseconds(), 10) // lat is in µs
 		case KindSignal:

@@ -193,8 +193,11 @@ func TestFlightArmLatency(t *testing.T) {
 		t.Fatalf("flight start: %v", r)
 	}
 	dir := t.TempDir()
+	start := time.Now()
 	_, errb, wait := armed(t, nil, "lat", "-d", dir, "--rate", "1s", "--on-latency", "hrtimer_nanosleep>300ms")
 	wait("armed: SIGUSR1", 1)
+	t.Logf("flight arm --on-latency: armed %.1f s after its start (the notice, polled every 0.1 s)", time.Since(start).Seconds())
+	latencyProbesKind(t, statusOf(t, "lat").Arm.Instance)
 	for i := 0; i < 3; i++ {
 		exec.Command("sleep", "0.05").Run()
 	}
@@ -224,6 +227,32 @@ func TestFlightArmLatency(t *testing.T) {
 	}
 	if st := statusOf(t, "lat"); st.Arm == nil || st.Arm.Triggers[1].Kind != "latency" || st.Arm.Triggers[1].Dumps != 1 {
 		t.Errorf("status: %+v", st.Arm)
+	}
+}
+
+// latencyProbesKind checks the probes of the latency trigger armed in instance inst: a kprobe and
+// a kretprobe wherever the kernel has kprobe_events, as `ftctl latency` (count.LatencyFprobes).
+func latencyProbesKind(t *testing.T, inst string) {
+	t.Helper()
+	g := "ftctl_" + strings.ReplaceAll(strings.TrimPrefix(inst, "ftctl-"), "-", "_")
+	want := map[string]string{"lat_entry": "p:", "lat_return": "r"}
+	if !exists(filepath.Join(tracing, "kprobe_events")) {
+		want = map[string]string{"lat_entry": "f:", "lat_return": "f:"}
+	}
+	defs := read(t, "dynamic_events")
+	for ev, kind := range want {
+		found := false
+		for _, l := range strings.Split(defs, "\n") {
+			if strings.Contains(l, g+"/"+ev+" ") {
+				found = true
+				if !strings.HasPrefix(l, kind) {
+					t.Errorf("the trigger's %s is %q, want a %s probe", ev, l, kind)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no %s/%s in dynamic_events:\n%s", g, ev, defs)
+		}
 	}
 }
 
