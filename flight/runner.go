@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -333,9 +334,12 @@ func (r *Runner) fire(ctx context.Context, ts []*Trigger) {
 	var late []string
 	for _, t := range ts {
 		r.stats.Fired[t.Spec]++
-		if a.Fire(t, now, cfg.Rate) {
+		switch {
+		case slices.Contains(by, t): // read with another of its fires: in the dump that one makes
+			a.Fire(t, now, 0)
+		case a.Fire(t, now, cfg.Rate):
 			by = append(by, t)
-		} else {
+		default:
 			late = append(late, t.Spec)
 		}
 	}

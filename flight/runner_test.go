@@ -320,3 +320,26 @@ func TestRunnerDumpedNoticeAfterState(t *testing.T) {
 		t.Errorf("at the notices:\n%s\nwant\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// Two events of one trigger read together make one dump, and the trigger counts both fires and
+// that one dump (its dumps are the files it made), not a dump per fire; the second is in the dump
+// the first makes, not a fire within the rate limit.
+func TestRunnerFiresReadTogether(t *testing.T) {
+	tr := newTestRunner(t)
+	ev := &Trigger{Kind: KindEvent, Spec: "a:a", Event: "a:a"}
+	if err := tr.Rearm(context.Background(), Config{Dir: tr.dir, Rate: time.Minute, Triggers: []*Trigger{SignalTrigger(), ev}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tr.run(t, make(chan struct{}))
+	tr.waiter(0).ch <- []*Trigger{ev, ev}
+	tr.until(t, "the dump", func(st RunnerStats) bool { return st.Fired["a:a"] == 2 && st.Dumps == 1 })
+	dumps, err := Dumps(tr.dir, "box")
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if st := readArm(tr.fs, "box"); err != nil || len(dumps) != 1 || st.Triggers[1].Fired != 2 || st.Triggers[1].Dumps != 1 {
+		t.Errorf("dumps %v %v; the trigger's state %+v", dumps, err, st.Triggers[1])
+	}
+	if n := strings.Join(tr.notices, "\n"); strings.Contains(n, "within the rate limit") {
+		t.Errorf("notices:\n%s", n)
+	}
+}

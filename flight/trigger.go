@@ -49,8 +49,8 @@ type Trigger struct {
 	// Event is what the arming instance records (SYSTEM:EVENT), Filter its filter.
 	Event  string `json:"event,omitempty"`
 	Filter string `json:"filter,omitempty"`
-	// Fired counts the times it fired; Dumps those that made a dump (the others came within
-	// the rate limit of its last dump, or the dump failed).
+	// Fired counts the times it fired; Dumps the dumps it made (fires read together make one;
+	// a fire within the rate limit of its last dump makes none, nor does a dump that failed).
 	Fired     int       `json:"fired"`
 	Dumps     int       `json:"dumps"`
 	LastFired time.Time `json:"last_fired,omitzero"`
