@@ -28,7 +28,7 @@ type FlightArmOptions struct {
 	MaxBytes int64         // --max-mb, in bytes
 	Rate     time.Duration // --rate: at most one dump per, per trigger
 	On       []string      // --on SYSTEM:EVENT [if FILTER]
-	Latency  string        // --on-latency FUNC>DURATION
+	Latency  string        // --on-latency FUNC>DURATION or FUNC>max
 	Warn     bool          // --on-warn
 	// File: -f PROFILE, the recorder started from it (applied to it when it runs), applied
 	// again on SIGHUP; Stop: --stop-at-exit, the recorder stopped when arm ends.
@@ -49,6 +49,9 @@ sleeps in poll(2) on that instance's trace_pipe and the kernel wakes it only whe
                                    return probe and hist triggers compute each call's duration
                                    into a synthetic event (as 'ftctl latency' does), whose filter
                                    keeps the slow ones.
+  --on-latency FUNC>max            a call of FUNC that takes longer than every call of it since
+                                   arming (the first call is one): the same, and the kernel's
+                                   hist onmax() sends each new maximum to a synthetic event.
   --on-warn                        a kernel WARN: its "WARNING: CPU: ..." line, seen through the
                                    printk:console event (a root process writing such a line to
                                    /dev/kmsg fires it too).
@@ -81,6 +84,7 @@ func NewCmdFlightArm(g *Globals, runF func(context.Context, *FlightArmOptions) e
 		Example: `  sudo ftctl flight arm box -d . --keep 5 --rate 1m   # an alert: pkill -USR1 -f 'arm box'
   sudo ftctl flight arm box -d . --on 'sched:sched_process_exit if comm == "nginx"' --on-warn
   sudo ftctl flight arm box -d . --on-latency 'vfs_read>10ms' --rate 5m
+  sudo ftctl flight arm box -d . --on-latency 'vfs_read>max' --rate 1m   # each slowest read yet
   # what packaging's systemd unit runs: the recorder started from the profile, stopped at the end
   sudo ftctl flight arm slow -d . -f slowreads.yaml --stop-at-exit --on-warn`,
 		Args: args(cobra.ExactArgs(1)),
@@ -97,7 +101,7 @@ func NewCmdFlightArm(g *Globals, runF func(context.Context, *FlightArmOptions) e
 	f.Int64Var(&maxMB, "max-mb", 0, "keep at most `M` MiB of the recorder's dumps in DIR (0: no limit by size; overrides spec.flight.maxMB)")
 	f.DurationVar(&opts.Rate, "rate", 10*time.Second, "dump at most once per `D` for each trigger (overrides spec.flight.rate)")
 	f.StringArrayVar(&opts.On, "on", nil, "dump when the event `'SYSTEM:EVENT [if FILTER]'` is recorded (repeatable; added to the profile's triggers)")
-	f.StringVar(&opts.Latency, "on-latency", "", "dump when a call of FUNC takes DURATION or longer (`FUNC>DURATION`, e.g. vfs_read>10ms)")
+	f.StringVar(&opts.Latency, "on-latency", "", "dump when a call of FUNC takes DURATION or longer (`FUNC>DURATION`, e.g. vfs_read>10ms), or a new maximum (FUNC>max)")
 	f.BoolVar(&opts.Warn, "on-warn", false, "dump on a kernel WARN")
 	f.StringVarP(&opts.File, "file", "f", "", "start the recorder from the profile `FILE` (apply it when it runs) and arm its spec.flight triggers; SIGHUP applies and re-arms it")
 	f.BoolVar(&opts.Stop, "stop-at-exit", false, "stop the recorder when arm ends (SIGINT, SIGTERM)")

@@ -127,3 +127,29 @@ func TestLatencySetupCorrected(t *testing.T) {
 		}
 	}
 }
+
+// The set-up of each new maximum: the kprobe pair, both synthetic events defined before the
+// trigger naming them, and onmax() keyed on common_type (one value on one event: one maximum).
+func TestLatencyMaxSetup(t *testing.T) {
+	id := session.OwnerID("t")
+	l := LatencyMaxSetup(id, "vfs_read", false)
+	want := []session.Dynamic{
+		{Kind: 'p', Event: "lat_entry", Place: "vfs_read"}, {Kind: 'r', Event: "lat_return", Place: "vfs_read"},
+		{Kind: 's', Event: l.Synthetic, Place: "u64 lat"}, {Kind: 's', Event: l.Max, Place: "u64 lat"},
+	}
+	if l.Max != id.Synthetic("max") || l.Max == l.Synthetic || len(l.Dynamic) != len(want) {
+		t.Fatalf("max %q synthetic %q dynamic %+v", l.Max, l.Synthetic, l.Dynamic)
+	}
+	for i := range want {
+		if l.Dynamic[i] != want[i] {
+			t.Errorf("dynamic %d = %+v, want %+v", i, l.Dynamic[i], want[i])
+		}
+	}
+	if len(l.Triggers) != 3 || l.Triggers[2].System != "synthetic" || l.Triggers[2].Event != l.Synthetic ||
+		l.Triggers[2].Text != "hist:keys=common_type:m=lat:onmax($m).trace("+l.Max+",$m)" {
+		t.Errorf("triggers: %+v", l.Triggers)
+	}
+	if l.Triggers[1] != LatencySetup(id, "vfs_read", false, 0, "").Triggers[1] {
+		t.Errorf("the return's trigger is not latency's: %+v", l.Triggers[1])
+	}
+}

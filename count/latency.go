@@ -15,6 +15,7 @@ type Latency struct {
 	Kind          byte   // 'f' (fprobes) or 'p' (kprobe and kretprobe)
 	Entry, Return string // the probes' events, in the session's group
 	Synthetic     string // the synthetic event (in system "synthetic")
+	Max           string // LatencyMaxSetup's synthetic event of each new maximum, else ""
 	Dynamic       []session.Dynamic
 	Triggers      []session.Trigger
 	Group         string // the session's group
@@ -68,6 +69,20 @@ func LatencySetupCorrected(id session.ID, fn string, fprobe bool, pid int, by st
 		{System: l.Group, Event: l.Return, Text: retTrig},
 		{System: "synthetic", Event: l.Synthetic, Text: synthTrig},
 	}
+	return l
+}
+
+// LatencyMaxSetup is FUNC's durations measured as LatencySetup's are, where instead of a table
+// the synthetic event's hist trigger sends each new maximum since it was set up (the first call
+// included) to a second synthetic event, l.Max, by onmax().trace() (5.1's generalized handlers:
+// tracefs.HistFeatures.OnmaxTrace). onmax() keeps a maximum per hist entry, that is per key: the
+// key is common_type, which has one value on one event, so that the maximum is every call's
+// (keyed on common_pid, each new task's first call would be a maximum). Seen on 6.1 and 6.12.
+func LatencyMaxSetup(id session.ID, fn string, fprobe bool) Latency {
+	l := LatencySetup(id, fn, fprobe, 0, "")
+	l.Max = id.Synthetic("max")
+	l.Dynamic = append(l.Dynamic, session.Dynamic{Kind: 's', Event: l.Max, Place: "u64 lat"})
+	l.Triggers[2].Text = "hist:keys=common_type:m=lat:onmax($m).trace(" + l.Max + ",$m)"
 	return l
 }
 

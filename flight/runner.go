@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -333,9 +334,12 @@ func (r *Runner) fire(ctx context.Context, ts []*Trigger) {
 	var late []string
 	for _, t := range ts {
 		r.stats.Fired[t.Spec]++
-		if a.Fire(t, now, cfg.Rate) {
+		switch {
+		case slices.Contains(by, t): // read with another of its fires: in the dump that one makes
+			a.Fire(t, now, 0)
+		case a.Fire(t, now, cfg.Rate):
 			by = append(by, t)
-		} else {
+		default:
 			late = append(late, t.Spec)
 		}
 	}
@@ -346,7 +350,12 @@ func (r *Runner) fire(ctx context.Context, ts []*Trigger) {
 	if len(by) == 0 {
 		return
 	}
-	err := r.dumpAt(ctx, cfg, now, by[0].Spec)
+	out, st, err := r.dumpAt(ctx, cfg, now)
+	var removed []string
+	var rerr error
+	if err == nil {
+		removed, rerr = Rotate(cfg.Dir, r.Name, cfg.Keep, cfg.MaxBytes)
+	}
 	r.mu.Lock()
 	if err != nil {
 		r.stats.DumpFailures++
@@ -366,28 +375,29 @@ func (r *Runner) fire(ctx context.Context, ts []*Trigger) {
 			r.Notice("flight %s: saving the arming state: %v", r.Name, serr)
 		}
 	}
-}
-
-// dumpAt makes one triggered dump, under the lock, and rotates the recorder's dumps.
-func (r *Runner) dumpAt(ctx context.Context, cfg Config, at time.Time, by string) error {
-	unlock, err := r.Lock(ctx)
-	if err != nil {
-		return err
-	}
-	out := DumpPath(cfg.Dir, r.Name, at)
-	st, err := r.dump(ctx, out)
-	unlock()
-	if err != nil {
-		return err
-	}
+	// said once made, rotated, counted and saved: whoever reads status or the directory on
+	// seeing it finds what it says there
 	if st != nil {
-		r.Notice("flight %s: dumped %d events (%d KiB, %d overwritten) into %s (%s)", r.Name, st.Events, st.Bytes>>10, st.Lost, quote(out), quote(by))
+		r.Notice("flight %s: dumped %d events (%d KiB, %d overwritten) into %s (%s)", r.Name, st.Events, st.Bytes>>10, st.Lost, quote(out), quote(by[0].Spec))
 	}
-	removed, err := Rotate(cfg.Dir, r.Name, cfg.Keep, cfg.MaxBytes)
 	for _, p := range removed {
 		r.Notice("flight %s: removed the old dump %s", r.Name, quote(p))
 	}
-	return err
+	if rerr != nil {
+		r.Notice("flight %s: rotating the dumps: %v", r.Name, rerr)
+	}
+}
+
+// dumpAt makes one triggered dump, under the lock, into the file it returns.
+func (r *Runner) dumpAt(ctx context.Context, cfg Config, at time.Time) (string, *stream.DumpStats, error) {
+	unlock, err := r.Lock(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	defer unlock()
+	out := DumpPath(cfg.Dir, r.Name, at)
+	st, err := r.dump(ctx, out)
+	return out, st, err
 }
 
 // quote makes text from a profile, the command line or a path safe to print: as it is, or

@@ -276,3 +276,70 @@ func TestQuote(t *testing.T) {
 		}
 	}
 }
+
+// What the "dumped" notice says is already in the state status reads (arm.json) and in the
+// runner's counters: a script that waits for the notice then reads `flight status` sees the
+// dump counted (VM TestFlightArmLatency read it right after the notice).
+func TestRunnerDumpedNoticeAfterState(t *testing.T) {
+	tr := newTestRunner(t)
+	ev := &Trigger{Kind: KindEvent, Spec: "a:a", Event: "a:a"}
+	if err := tr.Rearm(context.Background(), Config{Dir: tr.dir, Keep: 1, Triggers: []*Trigger{SignalTrigger(), ev}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []string
+	notice := tr.Notice
+	tr.Notice = func(f string, a ...any) {
+		if strings.Contains(f, "dumped") || strings.Contains(f, "removed") {
+			st := readArm(tr.fs, "box")
+			mu.Lock()
+			seen = append(seen, fmt.Sprintf("%s: state dumps %d, runner dumps %d", strings.Fields(f)[2], st.Triggers[1].Dumps, tr.Stats().Dumps))
+			mu.Unlock()
+		}
+		notice(f, a...)
+	}
+	tr.run(t, make(chan struct{}))
+	for i := 1; i <= 2; i++ {
+		tr.at(time.Duration(i) * time.Minute)
+		tr.waiter(0).ch <- []*Trigger{ev}
+		tr.until(t, "the dump", func(st RunnerStats) bool { return st.Dumps == uint64(i) })
+	}
+	for i := 0; i < 500; i++ { // the notices come after the counts
+		mu.Lock()
+		n := len(seen)
+		mu.Unlock()
+		if n >= 3 {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"dumped: state dumps 1, runner dumps 1", "dumped: state dumps 2, runner dumps 2", "removed: state dumps 2, runner dumps 2"}
+	if strings.Join(seen, "\n") != strings.Join(want, "\n") {
+		t.Errorf("at the notices:\n%s\nwant\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Two events of one trigger read together make one dump, and the trigger counts both fires and
+// that one dump (its dumps are the files it made), not a dump per fire; the second is in the dump
+// the first makes, not a fire within the rate limit.
+func TestRunnerFiresReadTogether(t *testing.T) {
+	tr := newTestRunner(t)
+	ev := &Trigger{Kind: KindEvent, Spec: "a:a", Event: "a:a"}
+	if err := tr.Rearm(context.Background(), Config{Dir: tr.dir, Rate: time.Minute, Triggers: []*Trigger{SignalTrigger(), ev}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tr.run(t, make(chan struct{}))
+	tr.waiter(0).ch <- []*Trigger{ev, ev}
+	tr.until(t, "the dump", func(st RunnerStats) bool { return st.Fired["a:a"] == 2 && st.Dumps == 1 })
+	dumps, err := Dumps(tr.dir, "box")
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if st := readArm(tr.fs, "box"); err != nil || len(dumps) != 1 || st.Triggers[1].Fired != 2 || st.Triggers[1].Dumps != 1 {
+		t.Errorf("dumps %v %v; the trigger's state %+v", dumps, err, st.Triggers[1])
+	}
+	if n := strings.Join(tr.notices, "\n"); strings.Contains(n, "within the rate limit") {
+		t.Errorf("notices:\n%s", n)
+	}
+}

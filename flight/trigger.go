@@ -27,7 +27,7 @@ var ErrTrigger = errors.New("invalid trigger")
 const (
 	KindSignal  = "signal"  // SIGUSR1
 	KindEvent   = "event"   // SYSTEM:EVENT [if FILTER]
-	KindLatency = "latency" // FUNC>DURATION: a function's duration, measured by hist triggers
+	KindLatency = "latency" // FUNC>DURATION or FUNC>max: a function's duration, measured by hist triggers
 	KindWarn    = "warn"    // a kernel WARN, seen in its printk:console line
 )
 
@@ -49,8 +49,8 @@ type Trigger struct {
 	// Event is what the arming instance records (SYSTEM:EVENT), Filter its filter.
 	Event  string `json:"event,omitempty"`
 	Filter string `json:"filter,omitempty"`
-	// Fired counts the times it fired; Dumps those that made a dump (the others came within
-	// the rate limit of its last dump, or the dump failed).
+	// Fired counts the times it fired; Dumps the dumps it made (fires read together make one;
+	// a fire within the rate limit of its last dump makes none, nor does a dump that failed).
 	Fired     int       `json:"fired"`
 	Dumps     int       `json:"dumps"`
 	LastFired time.Time `json:"last_fired,omitzero"`
@@ -58,6 +58,7 @@ type Trigger struct {
 
 	fn        string        // a latency's function
 	threshold time.Duration // a latency's threshold
+	max       bool          // a latency's: on each new maximum (FUNC>max), not a threshold
 }
 
 // SignalTrigger is the trigger of SIGUSR1.
@@ -86,18 +87,27 @@ func eventWord(s string) bool {
 }
 
 // ParseLatencyTrigger reads "FUNC>DURATION" (vfs_read>10ms): a call of FUNC that takes
-// DURATION or longer fires it. The kernel measures every call (an entry and a return probe, hist
-// triggers computing the time between them into a synthetic event, as `ftctl latency` does)
-// and the synthetic event's filter compares it: only a slow call wakes the arming process.
+// DURATION or longer fires it; or "FUNC>max": a call of FUNC that takes longer than every call
+// before it since arming (the first call included). The kernel measures every call (an entry
+// and a return probe, hist triggers computing the time between them into a synthetic event, as
+// `ftctl latency` does); the synthetic event's filter compares it to DURATION, or its hist
+// trigger's onmax() sends each new maximum to a second synthetic event: only a slow call, or
+// a new maximum, wakes the arming process.
 func ParseLatencyTrigger(s string) (*Trigger, error) {
 	fn, d, ok := strings.Cut(s, ">")
-	fn = strings.TrimSpace(fn)
-	th, err := time.ParseDuration(strings.TrimSpace(d))
+	fn, d = strings.TrimSpace(fn), strings.TrimSpace(d)
+	if ok && d == MaxLatency && fn != "" && eventWord(fn) && !strings.ContainsAny(fn, ".-") {
+		return &Trigger{Kind: KindLatency, Spec: s, fn: fn, max: true}, nil
+	}
+	th, err := time.ParseDuration(d)
 	if !ok || fn == "" || !eventWord(fn) || strings.ContainsAny(fn, ".-") || err != nil || th < time.Microsecond {
-		return nil, fmt.Errorf("%w: --on-latency %s: want FUNC>DURATION, a function and a duration of 1us or more (vfs_read>10ms)", ErrTrigger, strconv.Quote(s))
+		return nil, fmt.Errorf("%w: --on-latency %s: want FUNC>DURATION, a function and a duration of 1us or more (vfs_read>10ms), or FUNC>max (a new maximum)", ErrTrigger, strconv.Quote(s))
 	}
 	return &Trigger{Kind: KindLatency, Spec: s, fn: fn, threshold: th}, nil
 }
+
+// MaxLatency is the duration of a latency trigger that fires on each new maximum (FUNC>max).
+const MaxLatency = "max"
 
 // ArmState is what an arming process says of itself, in the recorder's state directory
 // (arm.json), for `ftctl flight status`.
@@ -142,10 +152,11 @@ func Arm(ctx context.Context, fs *tracefs.FS, id session.ID, name string, st Arm
 			if spec.Dynamic != nil {
 				return nil, fmt.Errorf("%w: one --on-latency per arming process", ErrTrigger)
 			}
-			l := count.LatencySetup(id, t.fn, fs.DetectFeatures().Probe.Fprobe, 0, "")
-			spec.Dynamic, spec.Triggers = l.Dynamic, l.Triggers[:2] // the duration into the synthetic event; no table
-			t.Event = "synthetic:" + l.Synthetic
-			t.Filter = "lat >= " + strconv.FormatInt(t.threshold.Microseconds(), 10) // lat is in µs
+			l, err := latencySetup(fs, id, t)
+			if err != nil {
+				return nil, err
+			}
+			spec.Dynamic, spec.Triggers = l.Dynamic, l.Triggers
 		case KindSignal:
 			continue
 		}
@@ -168,6 +179,29 @@ func Arm(ctx context.Context, fs *tracefs.FS, id session.ID, name string, st Arm
 	}
 	a.Session, a.State.Instance = s, s.Instance.Name
 	return a, a.save()
+}
+
+// latencySetup is the set-up of latency trigger t in session id, and sets t's event and filter:
+// the synthetic event of each call's duration (in µs) filtered by the threshold, and no table;
+// or (FUNC>max) the synthetic event of each new maximum, which the kernel must be able to send
+// (tracefs.HistFeatures.OnmaxTrace). The probes are those of `ftctl latency` on this kernel.
+func latencySetup(fs *tracefs.FS, id session.ID, t *Trigger) (count.Latency, error) {
+	ft := fs.DetectFeatures()
+	fprobes := count.LatencyFprobes(ft)
+	if !t.max {
+		l := count.LatencySetup(id, t.fn, fprobes, 0, "")
+		l.Triggers = l.Triggers[:2] // the duration into the synthetic event; no table
+		t.Event = "synthetic:" + l.Synthetic
+		t.Filter = "lat >= " + strconv.FormatInt(t.threshold.Microseconds(), 10)
+		return l, nil
+	}
+	if !ft.Hist.OnmaxTrace {
+		return count.Latency{}, &tracefs.Error{Op: "read", Path: fs.Path("README"), Class: tracefs.ErrUnavailable,
+			Reason: "this kernel's hist triggers cannot send a new maximum to a synthetic event (onmax(var).trace(), 5.1), which --on-latency FUNC>max needs"}
+	}
+	l := count.LatencyMaxSetup(id, t.fn, fprobes)
+	t.Event = "synthetic:" + l.Max
+	return l, nil
 }
 
 // Begin turns the arming instance's recording on and opens the pipe Next sleeps on.

@@ -1,9 +1,17 @@
 package flight
 
 import (
+	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/ftctl/ftctl/count"
+	"github.com/ftctl/ftctl/session"
+	"github.com/ftctl/ftctl/tracefs"
 )
 
 func TestEventOf(t *testing.T) {
@@ -40,7 +48,11 @@ func TestParseTriggers(t *testing.T) {
 	if err != nil || lt.fn != "vfs_read" || lt.threshold != 10*time.Millisecond {
 		t.Errorf("ParseLatencyTrigger: %+v %v", lt, err)
 	}
-	for _, bad := range []string{"vfs_read", "vfs_read>", ">1ms", "vfs_read>0", "vfs_read>1ns", "vfs_*>1ms", "sched:x>1ms"} {
+	if mt, err := ParseLatencyTrigger("vfs_read > max"); err != nil || mt.fn != "vfs_read" || !mt.max || mt.threshold != 0 || mt.Kind != KindLatency {
+		t.Errorf("ParseLatencyTrigger of a maximum: %+v %v", mt, err)
+	}
+	for _, bad := range []string{"vfs_read", "vfs_read>", ">1ms", "vfs_read>0", "vfs_read>1ns", "vfs_*>1ms", "sched:x>1ms",
+		">max", "vfs_*>max", "vfs_read>MAX", "vfs_read>maxi", "a.b>max"} {
 		if _, err := ParseLatencyTrigger(bad); !errors.Is(err, ErrTrigger) {
 			t.Errorf("ParseLatencyTrigger(%q): %v", bad, err)
 		}
@@ -66,5 +78,51 @@ func TestFireRate(t *testing.T) {
 	}
 	if sig.Fired != 4 || ev.Fired != 1 {
 		t.Errorf("fired: signal %d, event %d", sig.Fired, ev.Fired)
+	}
+}
+
+// A latency trigger's set-up on a kernel's files: the threshold filters the duration's event;
+// a maximum is the onmax() event, unfiltered, where the README announces onmax().trace(), and
+// unavailable (naming the README) where it does not; kprobes where kprobe_events exists.
+func TestLatencySetup(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"kprobe_events", "synthetic_events"} {
+		if err := os.WriteFile(filepath.Join(root, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readme, err := os.ReadFile("../tracefs/testdata/6.12/README")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := tracefs.Open(root, "a test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := session.OwnerID("t")
+	setup := func(readme []byte, spec string) (count.Latency, *Trigger, error) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(root, "README"), readme, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := ParseLatencyTrigger(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := latencySetup(fs, id, tr)
+		return l, tr, err
+	}
+	l, tr, err := setup(readme, "vfs_read>10ms")
+	if err != nil || l.Kind != 'p' || len(l.Triggers) != 2 || tr.Event != "synthetic:"+l.Synthetic || tr.Filter != "lat >= 10000" {
+		t.Errorf("threshold: %v %+v %+v", err, l, tr)
+	}
+	l, tr, err = setup(readme, "vfs_read>max")
+	if err != nil || l.Kind != 'p' || len(l.Triggers) != 3 || tr.Event != "synthetic:"+l.Max || tr.Filter != "" ||
+		!strings.Contains(l.Triggers[2].Text, "onmax($m).trace("+l.Max) {
+		t.Errorf("maximum: %v %+v %+v", err, l, tr)
+	}
+	old := bytes.ReplaceAll(readme, []byte("onmax(var) "), []byte("          "))
+	if _, _, err := setup(old, "vfs_read>max"); !errors.Is(err, tracefs.ErrUnavailable) || !strings.Contains(err.Error(), "README") {
+		t.Errorf("without onmax(): %v", err)
 	}
 }

@@ -52,7 +52,7 @@ func TestFlightBroken(t *testing.T) {
 		`10:12: spec.flight.maxMB: -2: 0 (no limit by size) to 1048576 MiB`,
 		`13:22: spec.flight.triggers[0].filter: invalid event filter: Invalid operator`,
 		`14:16: spec.flight.triggers[1].event: "sched": one event, SYSTEM:EVENT (sched:sched_process_exit), no glob`,
-		`15:18: spec.flight.triggers[2].latency: "vfs_read": want FUNC>DURATION, a function and a duration of 1us or more (vfs_read>10ms)`,
+		`15:18: spec.flight.triggers[2].latency: "vfs_read": want FUNC>DURATION, a function and a duration of 1us or more (vfs_read>10ms), or FUNC>max (a new maximum)`,
 		`16:9: spec.flight.triggers[3]: a trigger is one of event (with an optional filter), latency or warn: 2 given`,
 		`18:9: spec.flight.triggers[4]: a trigger is one of event (with an optional filter), latency or warn: 0 given`,
 		`19:9: spec.flight.triggers[5]: a trigger is one of event (with an optional filter), latency or warn: 0 given`,
@@ -85,6 +85,21 @@ func TestFlightLoadErrors(t *testing.T) {
 		_, err := Load("p.yaml", []byte(c.src))
 		if err == nil || err.Error() != c.want {
 			t.Errorf("got  %v\nwant %s", err, c.want)
+		}
+	}
+}
+
+// CheckLatency takes FUNC>DURATION of 1us or more and FUNC>max, and the schema's pattern is the
+// same form.
+func TestCheckLatency(t *testing.T) {
+	for s, ok := range map[string]bool{
+		"vfs_read>10ms": true, " vfs_read > 1.5s ": true, "vfs_read>1h30m": true, "vfs_read>max": true,
+		"vfs_read > max": true, "vfs_read>1us": true, "vfs_read>999ns": false, "vfs_read>0": false,
+		"vfs_read>MAX": false, "vfs_read>maximum": false, "vfs_read>max5ms": false, "vfs_read": false,
+		">max": false, "vfs_*>max": false, "sched:x>max": false, "vfs_read>10": false, "vfs_read>>1ms": false,
+	} {
+		if err := CheckLatency(s); (err == nil) != ok {
+			t.Errorf("CheckLatency(%q) = %v, want ok %v", s, err, ok)
 		}
 	}
 }

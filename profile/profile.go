@@ -112,7 +112,8 @@ type FlightTrigger struct {
 	Filter string `json:"filter,omitempty"`
 	// Latency is FUNC>DURATION (vfs_read>10ms): a call of FUNC that takes DURATION or longer
 	// fires the trigger (entry and return probes, measured in the kernel as ftctl latency
-	// does).
+	// does); or FUNC>max (vfs_read>max): a call that takes longer than every call of FUNC
+	// since arming (the first call included), which the kernel's hist onmax() tells.
 	Latency string `json:"latency,omitempty"`
 	// Warn: a kernel WARN fires the trigger (its "WARNING: CPU:" line, seen through the
 	// printk:console event).

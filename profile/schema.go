@@ -68,6 +68,7 @@ func Schema() ([]byte, error) {
 	def("Synthetic", "name").Pattern = identRE.String()
 	def("Graph", "depth").Minimum = "0"
 	def("Flight", "dir").Pattern = "^/"
+	def("FlightTrigger", "latency").Pattern = latencyRE.String()
 	def("Flight", "keep").Minimum = "0"
 	def("Flight", "maxMB").Minimum = "0"
 	def("Flight", "maxMB").Maximum = json.Number(strconv.Itoa(MaxFlightMB))

@@ -556,14 +556,17 @@ func (v *validator) flightEvent(path string, t FlightTrigger) {
 	}
 }
 
-// CheckLatency checks a latency trigger's text, FUNC>DURATION: a function's name and a
-// duration of 1us or more.
+// latencyRE is a latency trigger's form, FUNC>DURATION or FUNC>max (the schema's pattern).
+var latencyRE = regexp.MustCompile(`^\s*[A-Za-z_][A-Za-z0-9_]*\s*>\s*(max|(([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)\s*$`)
+
+// CheckLatency checks a latency trigger's text: FUNC>DURATION, a function's name and a
+// duration of 1us or more, or FUNC>max (each new maximum of FUNC's durations).
 func CheckLatency(s string) error {
-	fn, d, ok := strings.Cut(s, ">")
-	fn = strings.TrimSpace(fn)
-	th, err := time.ParseDuration(strings.TrimSpace(d))
-	if !ok || !identRE.MatchString(fn) || err != nil || th < time.Microsecond {
-		return fmt.Errorf("%q: want FUNC>DURATION, a function and a duration of 1us or more (vfs_read>10ms)", s)
+	_, d, _ := strings.Cut(s, ">")
+	d = strings.TrimSpace(d)
+	th, err := time.ParseDuration(d)
+	if !latencyRE.MatchString(s) || d != "max" && (err != nil || th < time.Microsecond) {
+		return fmt.Errorf("%q: want FUNC>DURATION, a function and a duration of 1us or more (vfs_read>10ms), or FUNC>max (a new maximum)", s)
 	}
 	return nil
 }

@@ -44,6 +44,10 @@ type HistFeatures struct {
 	// CommonStacktrace: the stack key is named common_stacktrace (6.5); before, only
 	// "stacktrace" (seen: 6.1 refuses common_stacktrace; 6.12 takes both as one).
 	CommonStacktrace bool
+	// OnmaxTrace: the handlers and actions combine freely (5.1, "tracing: Generalize hist
+	// trigger onmax and save action"): onmax(var) can trace(<synthetic_event>,...), which the
+	// README announces as a handler and an action of their own (before, onmax only saved).
+	OnmaxTrace bool
 }
 
 // ParseHistReadme reads the hist trigger grammar out of the tracefs README text; the zero value
@@ -52,6 +56,7 @@ func ParseHistReadme(readme string) HistFeatures {
 	return HistFeatures{
 		Modifiers:        HistModifiers(readme),
 		CommonStacktrace: strings.Contains(readme, "'common_stacktrace'"),
+		OnmaxTrace:       strings.Contains(readme, "onmax(var) ") && strings.Contains(readme, "trace(<synthetic_event>,param list)"),
 	}
 }
 
@@ -177,6 +182,7 @@ func (ft Features) Names() []string {
 	add(ft.HistTriggers, "hist-triggers")
 	add(ft.SyntheticEvents, "synthetic-events")
 	add(ft.FunctionProfiler, "function-profiler")
+	add(ft.Hist.OnmaxTrace, "hist-onmax-trace")
 	p := ft.Probe
 	if ft.KprobeEvents || ft.DynamicEvents {
 		add(p.MaxActive, "probe-maxactive")

@@ -219,6 +219,9 @@ func TestDetectFeaturesHist(t *testing.T) {
 		if len(ft.Hist.Modifiers) == 0 {
 			t.Errorf("%s: no hist modifiers", k)
 		}
+		if !ft.Hist.OnmaxTrace {
+			t.Errorf("%s: onmax().trace() not detected", k)
+		}
 		if err := os.WriteFile(fs.Path("synthetic_events"), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -289,5 +292,29 @@ func TestLocateChecksLayout(t *testing.T) {
 	}
 	if _, err := Locate(filepath.Join(empty, "nope"), "FTCTL_TRACEFS"); !errors.Is(err, ErrNotMounted) {
 		t.Errorf("a missing path: %v", err)
+	}
+}
+
+// onmax().trace() needs both the handler and the generic trace() action announced: a README
+// without either line is a kernel without it.
+func TestParseHistReadmeOnmax(t *testing.T) {
+	b, err := os.ReadFile("testdata/6.1/README")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	for _, drop := range []string{"onmax(var) ", "trace(<synthetic_event>,param list)"} {
+		var kept []string
+		for _, l := range strings.Split(readme, "\n") {
+			if !strings.Contains(l, drop) {
+				kept = append(kept, l)
+			}
+		}
+		if ParseHistReadme(strings.Join(kept, "\n")).OnmaxTrace {
+			t.Errorf("without %q: OnmaxTrace", drop)
+		}
+	}
+	if !ParseHistReadme(readme).OnmaxTrace {
+		t.Error("6.1: no OnmaxTrace")
 	}
 }

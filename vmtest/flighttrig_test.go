@@ -9,11 +9,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ftctl/ftctl/internal/fixture"
 )
@@ -193,8 +197,11 @@ func TestFlightArmLatency(t *testing.T) {
 		t.Fatalf("flight start: %v", r)
 	}
 	dir := t.TempDir()
+	start := time.Now()
 	_, errb, wait := armed(t, nil, "lat", "-d", dir, "--rate", "1s", "--on-latency", "hrtimer_nanosleep>300ms")
 	wait("armed: SIGUSR1", 1)
+	t.Logf("flight arm --on-latency: armed %.1f s after its start (the notice, polled every 0.1 s)", time.Since(start).Seconds())
+	latencyProbesKind(t, statusOf(t, "lat").Arm.Instance)
 	for i := 0; i < 3; i++ {
 		exec.Command("sleep", "0.05").Run()
 	}
@@ -224,6 +231,120 @@ func TestFlightArmLatency(t *testing.T) {
 	}
 	if st := statusOf(t, "lat"); st.Arm == nil || st.Arm.Triggers[1].Kind != "latency" || st.Arm.Triggers[1].Dumps != 1 {
 		t.Errorf("status: %+v", st.Arm)
+	}
+}
+
+// A latency trigger on each new maximum (FUNC>max): the kernel's onmax() keeps the longest call
+// since arming and sends each new one to a synthetic event, which alone wakes arm. The function
+// is the clock_nanosleep syscall, which the test calls with durations of its choice and nothing
+// else in the guest calls (Go's runtime sleeps with nanosleep): rising calls are maxima, calls
+// as long as the maximum may be (by the kernel's measure, a few µs apart), shorter ones never.
+// The kernel's own record of the maxima (a hist on the maximum's event, keyed on its value,
+// added in arm's instance) is what arm must have fired on, once each, and dumped on (--rate 0;
+// maxima read together make one dump).
+func TestFlightArmLatencyMax(t *testing.T) {
+	const fn = "__x64_sys_clock_nanosleep"
+	if !strings.Contains(read(t, "available_filter_functions"), "\n"+fn+"\n") {
+		t.Skip(fn + " is not traceable here")
+	}
+	if !topFS(t).DetectFeatures().Hist.OnmaxTrace {
+		t.Skip("no onmax().trace() in this kernel's hist triggers")
+	}
+	t.Cleanup(func() { ftctlRun(t, "flight", "stop", "max") })
+	if r := ftctlRun(t, "flight", "start", "max", "-e", "sched:sched_process_exit", "--buffer-kb", "128"); r.code != 0 {
+		t.Fatalf("flight start: %v", r)
+	}
+	dir := t.TempDir()
+	_, errb, wait := armed(t, nil, "max", "-d", dir, "--rate", "0", "--on-latency", fn+">max")
+	wait("armed: SIGUSR1", 1)
+	inst := statusOf(t, "max").Arm.Instance
+	latencyProbesKind(t, inst)
+	g := "ftctl_" + strings.ReplaceAll(strings.TrimPrefix(inst, "ftctl-"), "-", "_")
+	maxHist := "instances/" + inst + "/events/synthetic/" + g + "_max/"
+	write(t, maxHist+"trigger", "hist:keys=lat")
+	t.Cleanup(func() { os.WriteFile(filepath.Join(tracing, maxHist+"trigger"), []byte("!hist:keys=lat"), 0) })
+	nsleep := func(d time.Duration) {
+		ts := syscall.NsecToTimespec(d.Nanoseconds())
+		if _, _, e := syscall.Syscall6(syscall.SYS_CLOCK_NANOSLEEP, 1 /* CLOCK_MONOTONIC */, 0, uintptr(unsafe.Pointer(&ts)), 0, 0, 0); e != 0 {
+			t.Error(e)
+		}
+	}
+	for _, ms := range []int{200, 300, 450, 450, 450, 450} { // rising, then equal
+		nsleep(time.Duration(ms) * time.Millisecond)
+	}
+	for i := 0; i < 3; i++ { // shorter, each from a new thread: a maximum kept per task would fire
+		done := make(chan struct{})
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+			nsleep(100 * time.Millisecond)
+			close(done)
+		}()
+		<-done
+	}
+	// each dump made before the marker is written: the marker is in the 800 ms call's dump
+	settled(t, "max", maxHist)
+	markers(t, "ftctl-owned-max", 7, 7)
+	nsleep(800 * time.Millisecond)
+	maxima := settled(t, "max", maxHist)
+	t.Logf("the kernel's maxima (µs): %v", maxima)
+	// 200, 300, 450 and 800 ms, and up to three more of 450 ms; none of 100 ms (from new tasks).
+	// Fewer only if the host stalled the guest for long in a call (its duration grows).
+	if len(maxima) < 2 || len(maxima) > 7 || maxima[0] < 200000 || maxima[len(maxima)-1] < 800000 || maxima[len(maxima)-2] >= 800000 {
+		t.Errorf("maxima: want those of 200 (the first), 300, 450 and 800 ms, and none of 100 ms; up to three more of 450 ms")
+	}
+	time.Sleep(500 * time.Millisecond) // a fire more would be seen by now
+	tr := statusOf(t, "max").Arm.Triggers[1]
+	files, _ := filepath.Glob(filepath.Join(dir, "max-*.dat"))
+	sort.Strings(files)
+	if tr.Kind != "latency" || tr.Fired != len(maxima) || tr.Dumps != len(files) {
+		t.Errorf("the trigger fired %d times and dumped %d, on %d maxima, %d dumps:\n%s", tr.Fired, tr.Dumps, len(maxima), len(files), errb.String())
+	}
+	if n := strings.Count(errb.String(), "max: dumped"); len(files) == 0 || len(files) != n || n > len(maxima) ||
+		!strings.Contains(ftctlRun(t, "report", files[len(files)-1]).stdout, "flight-marker-7\n") {
+		t.Errorf("the dumps %v: want one for each read of maxima, the last with the marker written before the 800 ms call:\n%s", files, errb.String())
+	}
+}
+
+// settled is the maxima the kernel sent (µs, sorted), read off the hist keyed on their value
+// at hist, once arm has fired on each and made its dump (the state status reads is saved after
+// the dump; maxima read together, one having come while a dump was being made, make one dump).
+func settled(t *testing.T, name, hist string) []int {
+	t.Helper()
+	var maxima []int
+	for _, m := range regexp.MustCompile(`(?m)^\{ lat: +(\d+) \}`).FindAllStringSubmatch(read(t, hist+"hist"), -1) {
+		v, _ := strconv.Atoi(m[1])
+		maxima = append(maxima, v)
+	}
+	sort.Ints(maxima)
+	for i := 0; i < 100 && statusOf(t, name).Arm.Triggers[1].Fired < len(maxima); i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	return maxima
+}
+
+// latencyProbesKind checks the probes of the latency trigger armed in instance inst: a kprobe and
+// a kretprobe wherever the kernel has kprobe_events, as `ftctl latency` (count.LatencyFprobes).
+func latencyProbesKind(t *testing.T, inst string) {
+	t.Helper()
+	g := "ftctl_" + strings.ReplaceAll(strings.TrimPrefix(inst, "ftctl-"), "-", "_")
+	want := map[string]string{"lat_entry": "p:", "lat_return": "r"}
+	if !exists(filepath.Join(tracing, "kprobe_events")) {
+		want = map[string]string{"lat_entry": "f:", "lat_return": "f:"}
+	}
+	defs := read(t, "dynamic_events")
+	for ev, kind := range want {
+		found := false
+		for _, l := range strings.Split(defs, "\n") {
+			if strings.Contains(l, g+"/"+ev+" ") {
+				found = true
+				if !strings.HasPrefix(l, kind) {
+					t.Errorf("the trigger's %s is %q, want a %s probe", ev, l, kind)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no %s/%s in dynamic_events:\n%s", g, ev, defs)
+		}
 	}
 }
 
