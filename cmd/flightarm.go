@@ -58,8 +58,9 @@ sleeps in poll(2) on that instance's trace_pipe and the kernel wakes it only whe
 Each trigger is rate-limited on its own: one that fires within --rate of its last dump makes
 none (said on stderr), and is armed again after. After each dump the oldest of NAME's dumps in
 DIR are removed until at most --keep are left and they hold at most --max-mb MiB together (the
-newest is always kept). "armed" is said on stderr, and READY=1 sent to systemd (NOTIFY_SOCKET),
-once triggers are awaited; 'ftctl flight status' shows them, what fired, and the dumps.
+newest is always kept). "armed" is said on stderr, "ready" written to --ready-fd's descriptor
+and READY=1 sent to systemd (NOTIFY_SOCKET) once triggers are awaited;
+'ftctl flight status' shows them, what fired, and the dumps.
 
 With -f PROFILE, arm starts the recorder from PROFILE (as 'flight start -f'), or applies PROFILE
 to it when it runs, and arms the triggers of its spec.flight section (docs/profiles.md) with its
@@ -105,6 +106,7 @@ func NewCmdFlightArm(g *Globals, runF func(context.Context, *FlightArmOptions) e
 	f.BoolVar(&opts.Warn, "on-warn", false, "dump on a kernel WARN")
 	f.StringVarP(&opts.File, "file", "f", "", "start the recorder from the profile `FILE` (apply it when it runs) and arm its spec.flight triggers; SIGHUP applies and re-arms it")
 	f.BoolVar(&opts.Stop, "stop-at-exit", false, "stop the recorder when arm ends (SIGINT, SIGTERM)")
+	registerReadyFD(c, g)
 	return c
 }
 
@@ -248,6 +250,7 @@ func armLoop(ctx context.Context, opts *FlightArmOptions, r *flight.Runner) erro
 	go func() { done <- r.Run(rctx, sig) }()
 	defer func() { cancel(); <-done }()
 	g.Notice("flight %s armed: SIGUSR1 (pid %d)%s dumps into %s", opts.Name, os.Getpid(), armedBy(r.Armed()), safe(r.Armed().State.Dir))
+	g.writeReady()
 	sdNotify(g, daemon.SdNotifyReady)
 	for {
 		select {

@@ -15,7 +15,7 @@ import (
 const readyLine = "ready\n"
 
 // registerReadyFD gives a command that arms a session (trace, graph, record, count, latency,
-// hist) its --ready-fd. It is a flag of those commands, not a global one: a script that passes
+// hist, flight arm) its --ready-fd. It is a flag of those commands, not a global one: a script that passes
 // it to a command that arms nothing would wait for a line that never comes, where a flag the
 // command does not know is refused at once (exit 2).
 func registerReadyFD(c *cobra.Command, g *Globals) {
@@ -49,6 +49,12 @@ func (g *Globals) Armed(what string) {
 	} else {
 		g.Notice("armed: %s (%.2fs after start)", what, time.Since(g.start).Seconds())
 	}
+	g.writeReady()
+}
+
+// writeReady writes the ready line to --ready-fd's descriptor, if any, and closes it (a command
+// that says "armed" in words of its own: flight arm).
+func (g *Globals) writeReady() {
 	if g.ready == nil {
 		return
 	}

@@ -8,29 +8,36 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ftctl/ftctl/internal/fixture"
 	"github.com/ftctl/ftctl/tracefs"
 )
 
 // startReady starts ftctl with --ready-fd 3 (a pipe) and waits for its ready line, without
 // looking at tracefs: what a script does. It returns the time from the start to the line, and
 // checks that the session traces by then (its instance's tracing_on, a hist trigger's "hist:").
-func startReady(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer, time.Duration) {
+func startReady(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *fixture.SyncBuffer, time.Duration) {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	// the flag goes before any -- COMMAND
-	cmd := ftctlCommand(t, append([]string{args[0], "--ready-fd", "3"}, args[1:]...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	// the flag goes before any -- COMMAND, after the words of a subcommand
+	at := slices.Index(args, "--")
+	if at < 0 {
+		at = len(args)
+	}
+	cmd := ftctlCommand(t, slices.Concat(args[:at], []string{"--ready-fd", "3"}, args[at:])...)
+	var out bytes.Buffer
+	errb := &fixture.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = &out, errb
 	cmd.Env = []string{"PATH=/bin"}
 	cmd.ExtraFiles = []*os.File{w}
 	start := time.Now()
@@ -53,7 +60,7 @@ func startReady(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.
 			t.Fatalf("fd 3 got %q, want \"ready\\n\"; stderr:\n%s", l, errb.String())
 		}
 		checkArmed(t, cmd.Process.Pid, args[0])
-		return cmd, &out, &errb, armed
+		return cmd, &out, errb, armed
 	case <-time.After(60 * time.Second):
 		t.Fatalf("no ready line in 60 s; stderr:\n%s", errb.String())
 	}
@@ -161,5 +168,28 @@ func TestReadyFDCommand(t *testing.T) {
 	}
 	if r := ftctlRun(t, "latency", "vfs_read", "--ready-fd", "1"); r.code != 2 || !strings.Contains(r.stderr, "standard streams") {
 		t.Errorf("--ready-fd 1: %v", r)
+	}
+}
+
+// TestReadyFDFlightArm: flight arm writes its ready line once its triggers are awaited (its
+// arming instance records): the trigger's event right after the line makes a dump.
+func TestReadyFDFlightArm(t *testing.T) {
+	t.Cleanup(func() { ftctlRun(t, "flight", "stop", "rdy") })
+	if r := ftctlRun(t, "flight", "start", "rdy", "-e", "sched:sched_process_exit", "--buffer-kb", "1024"); r.code != 0 {
+		t.Fatalf("flight start: %v", r)
+	}
+	proc, dir := namedTrue(t, "frdyproc"), t.TempDir()
+	cmd, _, errb, armed := startReady(t, "flight", "arm", "rdy", "-d", dir, "--on", `sched:sched_process_exit if comm == "frdyproc"`)
+	t.Logf("flight arm: start to the ready line %v", armed.Round(10*time.Millisecond))
+	if err := exec.Command(proc).Run(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(errb.String(), "rdy: dumped") && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	endWith(t, cmd, syscall.SIGINT, errb)
+	if files, _ := filepath.Glob(filepath.Join(dir, "rdy-*.dat")); len(files) != 1 {
+		t.Errorf("dumps after the event that followed the ready line: %v\n%s", files, errb)
 	}
 }
