@@ -128,10 +128,11 @@ func agentRun(ctx context.Context, opts *AgentOptions) error {
 	if err != nil {
 		return err
 	}
-	g.Notice("agent: profile %s %s (instance %s); serving on %s", res.Profile, appliedWord(res.Action), res.Instance, l.Addr())
-	sdNotify(g, daemon.SdNotifyReady)
 	defer sdNotify(g, daemon.SdNotifyStopping)
-	return agentLoop(ctx, opts, a, l)
+	return agentLoop(ctx, opts, a, l, func() {
+		g.Notice("agent: profile %s %s (instance %s); serving on %s", res.Profile, appliedWord(res.Action), res.Instance, l.Addr())
+		sdNotify(g, daemon.SdNotifyReady)
+	})
 }
 
 // forwardSignal turns each signal of in into a send on out (dropped while one waits), until
@@ -170,8 +171,10 @@ func appliedWord(action string) string {
 }
 
 // agentLoop serves and keeps the profile until SIGINT or SIGTERM (ctx) ends it: SIGHUP and a
-// change of the file reload it, the interval checks it.
-func agentLoop(ctx context.Context, opts *AgentOptions, a *agent.Agent, l net.Listener) error {
+// change of the file reload it, the interval checks it. ready says so (the notice, READY=1)
+// once the file is watched and SIGHUP is claimed: a reload or a change of the file right after
+// is neither missed nor, for SIGHUP, the end of the agent.
+func agentLoop(ctx context.Context, opts *AgentOptions, a *agent.Agent, l net.Listener, ready func()) error {
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -196,6 +199,7 @@ func agentLoop(ctx context.Context, opts *AgentOptions, a *agent.Agent, l net.Li
 			}
 		}
 	}()
+	ready()
 	log := slog.New(slog.NewTextHandler(opts.G.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	served := make(chan error, 1)
 	go func() { served <- a.Serve(ctx, l, opts.WebConfig, log) }()

@@ -181,9 +181,7 @@ func TestReadyFDFlightArm(t *testing.T) {
 	proc, dir := namedTrue(t, "frdyproc"), t.TempDir()
 	cmd, _, errb, armed := startReady(t, "flight", "arm", "rdy", "-d", dir, "--on", `sched:sched_process_exit if comm == "frdyproc"`)
 	t.Logf("flight arm: start to the ready line %v", armed.Round(10*time.Millisecond))
-	if err := exec.Command(proc).Run(); err != nil {
-		t.Fatal(err)
-	}
+	exec.Command(proc).Run() // busybox lacks the applet frdyproc: it says so, exits 127
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(errb.String(), "rdy: dumped") && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
