@@ -175,7 +175,7 @@ func Arm(ctx context.Context, fs *tracefs.FS, id session.ID, name string, st Arm
 	}
 	s.Notice = notice
 	if err := s.Start(ctx); err != nil { // (undone by Start on failure)
-		return nil, err
+		return nil, latencyRefused(fs, st.Triggers, err)
 	}
 	a.Session, a.State.Instance = s, s.Instance.Name
 	return a, a.save()
@@ -202,6 +202,21 @@ func latencySetup(fs *tracefs.FS, id session.ID, t *Trigger) (count.Latency, err
 	l := count.LatencyMaxSetup(id, t.fn, fprobes)
 	t.Event = "synthetic:" + l.Max
 	return l, nil
+}
+
+// latencyRefused is err, the arming session's failure, as ErrTrigger when the kernel refused a
+// latency trigger's probe because its function is not one it can trace (as `ftctl latency`
+// says it: the index of traceable functions read only then).
+func latencyRefused(fs *tracefs.FS, ts []*Trigger, err error) error {
+	for _, t := range ts {
+		if t.Kind != KindLatency {
+			continue
+		}
+		if lerr := count.LatencyFuncRefused(fs.Top(), t.fn, err); errors.Is(lerr, count.ErrLatencyFunc) {
+			return fmt.Errorf("%w: --on-latency %s: %w", ErrTrigger, strconv.Quote(t.Spec), lerr)
+		}
+	}
+	return err
 }
 
 // Begin turns the arming instance's recording on and opens the pipe Next sleeps on.

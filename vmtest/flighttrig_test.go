@@ -234,6 +234,27 @@ func TestFlightArmLatency(t *testing.T) {
 	}
 }
 
+// TestFlightArmLatencyNoSuchFunction: a latency trigger on a function the kernel cannot trace
+// is invalid input (exit 2), said as `ftctl latency` says it, and arms nothing: before, the
+// kernel's refusal of the probe was exit 3 with its own words.
+func TestFlightArmLatencyNoSuchFunction(t *testing.T) {
+	t.Cleanup(func() { ftctlRun(t, "flight", "stop", "latnf") })
+	if r := ftctlRun(t, "flight", "start", "latnf", "-e", "sched:sched_process_exit", "--buffer-kb", "128"); r.code != 0 {
+		t.Fatalf("flight start: %v", r)
+	}
+	before := controlState(t)
+	r := ftctlRun(t, "flight", "arm", "latnf", "-d", t.TempDir(), "--on-latency", "ftctl_no_such_function>1ms")
+	if r.code != 2 || !strings.Contains(r.stderr, `"ftctl_no_such_function" is not a traceable function`) {
+		t.Errorf("want exit 2 naming the function: %v", r)
+	}
+	if st := statusOf(t, "latnf"); st.Arm != nil {
+		t.Errorf("armed: %+v", st.Arm)
+	}
+	if after := controlState(t); after != before {
+		t.Errorf("state changed:\n%s", lineDiff(before, after))
+	}
+}
+
 // A latency trigger on each new maximum (FUNC>max): the kernel's onmax() keeps the longest call
 // since arming and sends each new one to a synthetic event, which alone wakes arm. The function
 // is the clock_nanosleep syscall, which the test calls with durations of its choice and nothing
