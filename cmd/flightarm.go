@@ -55,12 +55,12 @@ sleeps in poll(2) on that instance's trace_pipe and the kernel wakes it only whe
   --on-warn                        a kernel WARN: its "WARNING: CPU: ..." line, seen through the
                                    printk:console event (a root process writing such a line to
                                    /dev/kmsg fires it too).
-Each trigger is rate-limited on its own: one that fires within --rate of its last dump makes
-none (said on stderr), and is armed again after. After each dump the oldest of NAME's dumps in
-DIR are removed until at most --keep are left and they hold at most --max-mb MiB together (the
-newest is always kept). "armed" is said on stderr, "ready" written to --ready-fd's descriptor
-and READY=1 sent to systemd (NOTIFY_SOCKET) once triggers are awaited;
-'ftctl flight status' shows them, what fired, and the dumps.
+Each trigger is rate-limited on its own: one that fires within --rate (or a profile trigger's
+own rate) of its last dump makes none (said on stderr), and is armed again after. After each
+dump the oldest of NAME's dumps in DIR are removed until at most --keep are left and they hold
+at most --max-mb MiB together (the newest is always kept). "armed" is said on stderr, "ready"
+written to --ready-fd's descriptor and READY=1 sent to systemd (NOTIFY_SOCKET) once triggers
+are awaited; 'ftctl flight status' shows them, what fired, and the dumps.
 
 With -f PROFILE, arm starts the recorder from PROFILE (as 'flight start -f'), or applies PROFILE
 to it when it runs, and arms the triggers of its spec.flight section (docs/profiles.md) with its

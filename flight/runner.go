@@ -330,22 +330,21 @@ func (r *Runner) fire(ctx context.Context, ts []*Trigger) {
 	r.mu.Lock()
 	a, cfg := r.cur, r.cfg
 	now := r.Now()
-	var by []*Trigger
-	var late []string
+	var by, late []*Trigger
 	for _, t := range ts {
 		r.stats.Fired[t.Spec]++
 		switch {
 		case slices.Contains(by, t): // read with another of its fires: in the dump that one makes
 			a.Fire(t, now, 0)
-		case a.Fire(t, now, cfg.Rate):
+		case a.Fire(t, now, t.rateLimit(cfg.Rate)):
 			by = append(by, t)
 		default:
-			late = append(late, t.Spec)
+			late = append(late, t)
 		}
 	}
 	r.mu.Unlock()
-	for _, s := range late {
-		r.Notice("flight %s: %s within the rate limit %v of its last dump: none made", r.Name, quote(s), cfg.Rate)
+	for _, t := range late {
+		r.Notice("flight %s: %s within the rate limit %v of its last dump: none made", r.Name, quote(t.Spec), t.rateLimit(cfg.Rate))
 	}
 	if len(by) == 0 {
 		return
@@ -435,10 +434,24 @@ func ConfigOf(f *profile.Flight) (Config, error) {
 		if err == nil && t == nil {
 			err = fmt.Errorf("%w: no trigger", ErrTrigger)
 		}
+		if err == nil && ft.Rate != "" {
+			t.Rate = ft.Rate
+			if t.rate, err = time.ParseDuration(ft.Rate); err == nil && t.rate < 0 {
+				err = fmt.Errorf("%w: rate %q: a duration of 0 or more", ErrTrigger, ft.Rate)
+			}
+		}
 		if err != nil {
 			return Config{}, fmt.Errorf("spec.flight.triggers[%d]: %w", i, err)
 		}
 		cfg.Triggers = append(cfg.Triggers, t)
 	}
 	return cfg, nil
+}
+
+// rateLimit is t's rate limit: its own when the profile gave it one, else the arming's.
+func (t *Trigger) rateLimit(arming time.Duration) time.Duration {
+	if t.Rate != "" {
+		return t.rate
+	}
+	return arming
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ftctl/ftctl/profile"
 	"github.com/ftctl/ftctl/stream"
 	"github.com/ftctl/ftctl/tracefs"
 )
@@ -340,6 +341,52 @@ func TestRunnerFiresReadTogether(t *testing.T) {
 		t.Errorf("dumps %v %v; the trigger's state %+v", dumps, err, st.Triggers[1])
 	}
 	if n := strings.Join(tr.notices, "\n"); strings.Contains(n, "within the rate limit") {
+		t.Errorf("notices:\n%s", n)
+	}
+}
+
+// A trigger with a rate limit of its own (spec.flight.triggers[].rate) is held to it, the
+// others to the arming's: a frequent event can dump once an hour while SIGUSR1 dumps every 10 s.
+func TestRunnerTriggerRate(t *testing.T) {
+	cfg, err := ConfigOf(&profile.Flight{Dir: t.TempDir(), Rate: "10s", Triggers: []profile.FlightTrigger{
+		{Event: "sched:sched_process_exit", Rate: "1h"}}})
+	if err != nil || len(cfg.Triggers) != 2 || cfg.Triggers[1].Rate != "1h" || cfg.Triggers[1].rateLimit(cfg.Rate) != time.Hour || cfg.Triggers[0].rateLimit(cfg.Rate) != 10*time.Second {
+		t.Fatalf("ConfigOf: %+v %v", cfg, err)
+	}
+	if _, err := ConfigOf(&profile.Flight{Dir: "/x", Triggers: []profile.FlightTrigger{{Warn: true, Rate: "-1s"}}}); !errors.Is(err, ErrTrigger) {
+		t.Errorf("a negative rate: %v", err)
+	}
+	tr := newTestRunner(t)
+	cfg.Dir = tr.dir
+	ev := cfg.Triggers[1]
+	if err := tr.Rearm(context.Background(), cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	sig := make(chan struct{})
+	tr.run(t, sig)
+	steps := []struct {
+		at    time.Duration
+		sig   bool
+		dumps uint64
+	}{
+		{0, false, 1},                // the event: a dump
+		{time.Second, true, 2},       // SIGUSR1: a dump
+		{30 * time.Second, false, 2}, // the event within its own hour: none
+		{31 * time.Second, true, 3},  // SIGUSR1 past its 10 s: a dump
+		{61 * time.Minute, false, 4}, // the event past its hour: a dump
+	}
+	for i, s := range steps {
+		tr.at(s.at)
+		if s.sig {
+			sig <- struct{}{}
+		} else {
+			tr.waiter(0).ch <- []*Trigger{ev}
+		}
+		tr.until(t, fmt.Sprintf("step %d", i), func(st RunnerStats) bool { return sum(st.Fired) == uint64(i+1) && st.Dumps == s.dumps })
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if n := strings.Join(tr.notices, "\n"); !strings.Contains(n, "within the rate limit 1h0m0s") {
 		t.Errorf("notices:\n%s", n)
 	}
 }

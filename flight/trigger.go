@@ -49,6 +49,9 @@ type Trigger struct {
 	// Event is what the arming instance records (SYSTEM:EVENT), Filter its filter.
 	Event  string `json:"event,omitempty"`
 	Filter string `json:"filter,omitempty"`
+	// Rate is its own rate limit, as the profile gave it, in place of the arming's (absent:
+	// the arming's)
+	Rate string `json:"rate,omitempty"`
 	// Fired counts the times it fired; Dumps the dumps it made (fires read together make one;
 	// a fire within the rate limit of its last dump makes none, nor does a dump that failed).
 	Fired     int       `json:"fired"`
@@ -56,6 +59,7 @@ type Trigger struct {
 	LastFired time.Time `json:"last_fired,omitzero"`
 	LastDump  time.Time `json:"last_dump,omitzero"`
 
+	rate      time.Duration // Rate, parsed (0: the arming's)
 	fn        string        // a latency's function
 	threshold time.Duration // a latency's threshold
 	max       bool          // a latency's: on each new maximum (FUNC>max), not a threshold

@@ -20,7 +20,7 @@ func TestFlightSection(t *testing.T) {
 	if f == nil || f.Dir != "/var/lib/ftctl/flight/box" || f.RateLimit() != time.Minute || f.KeepCount() != 5 || f.MaxMB != 512 || len(f.Triggers) != 3 {
 		t.Fatalf("flight = %+v", f)
 	}
-	want := []FlightTrigger{{Event: "sched:sched_process_exit", Filter: `comm == "nginx"`}, {Latency: "vfs_read>10ms"}, {Warn: true}}
+	want := []FlightTrigger{{Event: "sched:sched_process_exit", Filter: `comm == "nginx"`}, {Latency: "vfs_read>10ms"}, {Warn: true, Rate: "1h"}}
 	for i, tr := range f.Triggers {
 		if tr != want[i] {
 			t.Errorf("trigger %d = %+v, want %+v", i, tr, want[i])
@@ -58,6 +58,7 @@ func TestFlightBroken(t *testing.T) {
 		`19:9: spec.flight.triggers[5]: a trigger is one of event (with an optional filter), latency or warn: 0 given`,
 		`20:16: spec.flight.triggers[6].event: "${group}:open": a trigger's event is the kernel's (SYSTEM:EVENT), recorded in the arming process's instance, not the profile's`,
 		`22:9: spec.flight.triggers[8]: the same trigger as spec.flight.triggers[7]`,
+		`25:15: spec.flight.triggers[9].rate: "later": a duration of 0 or more, such as 30s or 5m`,
 	}
 	got := strings.Split(err.Error(), "\n")
 	for i := range max(len(got), len(want)) {

@@ -118,6 +118,9 @@ type FlightTrigger struct {
 	// Warn: a kernel WARN fires the trigger (its "WARNING: CPU:" line, seen through the
 	// printk:console event).
 	Warn bool `json:"warn,omitempty"`
+	// Rate is this trigger's rate limit, a duration ("1h"), in place of spec.flight.rate: a
+	// trigger that fires often (an event) can dump less often than a rare one (a WARN).
+	Rate string `json:"rate,omitempty"`
 }
 
 // Instance is the profile's instance's settings. A setting left out is not managed, except

@@ -517,11 +517,18 @@ func (v *validator) flight(s *Spec) {
 			v.fail(path, "a trigger is one of event (with an optional filter), latency or warn: %d given", kinds)
 			continue
 		}
-		if j, dup := seen[t]; dup {
+		key := t
+		key.Rate = "" // one condition with two rate limits is still one trigger
+		if j, dup := seen[key]; dup {
 			v.fail(path, "the same trigger as spec.flight.triggers[%d]", j)
 			continue
 		}
-		seen[t] = i
+		seen[key] = i
+		if t.Rate != "" {
+			if d, err := time.ParseDuration(t.Rate); err != nil || d < 0 {
+				v.fail(path+".rate", "%q: a duration of 0 or more, such as 30s or 5m", t.Rate)
+			}
+		}
 		switch {
 		case t.Event != "":
 			v.flightEvent(path, t)
