@@ -185,7 +185,7 @@ func TestFlightArmEvent(t *testing.T) {
 	}
 }
 
-// A latency trigger: a call of hrtimer_nanosleep of 300 ms or more dumps, the shorter ones
+// A latency trigger: a call of hrtimer_nanosleep of 1 s or more dumps, the shorter ones
 // do not (the kernel's hist triggers measure each call; the synthetic event's filter keeps the
 // slow ones).
 func TestFlightArmLatency(t *testing.T) {
@@ -198,19 +198,21 @@ func TestFlightArmLatency(t *testing.T) {
 	}
 	dir := t.TempDir()
 	start := time.Now()
-	_, errb, wait := armed(t, nil, "lat", "-d", dir, "--rate", "1s", "--on-latency", "hrtimer_nanosleep>300ms")
+	_, errb, wait := armed(t, nil, "lat", "-d", dir, "--rate", "1s", "--on-latency", "hrtimer_nanosleep>1s")
 	wait("armed: SIGUSR1", 1)
 	t.Logf("flight arm --on-latency: armed %.1f s after its start (the notice, polled every 0.1 s)", time.Since(start).Seconds())
 	latencyProbesKind(t, statusOf(t, "lat").Arm.Instance)
 	for i := 0; i < 3; i++ {
-		exec.Command("sleep", "0.05").Run()
+		// short sleeps, far below the threshold: a host stall of 250 ms made a 50 ms sleep
+		// cross a threshold of 300 ms (6.1, 2026-11-28, the other kernel's VM beside it)
+		exec.Command("sleep", "0.01").Run()
 	}
 	time.Sleep(time.Second)
 	if strings.Contains(errb.String(), "dumped") {
 		t.Fatalf("short sleeps dumped:\n%s", errb.String())
 	}
 	markers(t, "ftctl-owned-lat", 5, 5)
-	exec.Command("sleep", "0.4").Run()
+	exec.Command("sleep", "1.2").Run()
 	for i := 0; i < 100 && !strings.Contains(errb.String(), "lat: dumped"); i++ {
 		time.Sleep(100 * time.Millisecond)
 	}
