@@ -5,7 +5,7 @@ import "testing"
 // The trigger flags' parsers (arm's --on, --on-latency) take anything without a panic, and what
 // they accept names an event or a function.
 func FuzzTriggers(f *testing.F) {
-	for _, s := range []string{`sched:sched_process_exit if comm == "nginx"`, "vfs_read>10ms", "a:b", ">", "x>1", ":"} {
+	for _, s := range []string{`sched:sched_process_exit if comm == "nginx"`, "vfs_read>10ms", "vfs_read>max", "a:b", ">", "x>1", ":"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
