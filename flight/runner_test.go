@@ -118,6 +118,29 @@ func (tr *testRunner) run(t *testing.T, sig chan struct{}) (context.CancelFunc, 
 	return cancel, done
 }
 
+// step is one firing of a runner test: at the clock's time, SIGUSR1 (sig) or the event, and
+// the dumps made by then.
+type step struct {
+	at    time.Duration
+	sig   bool
+	dumps uint64
+}
+
+// steps fires each step in turn (SIGUSR1 on sig, or ev through the first arming's waiter) and
+// waits for the runner to have counted it and made the step's dumps.
+func (tr *testRunner) steps(t *testing.T, sig chan struct{}, ev *Trigger, steps []step) {
+	t.Helper()
+	for i, s := range steps {
+		tr.at(s.at)
+		if s.sig {
+			sig <- struct{}{}
+		} else {
+			tr.waiter(0).ch <- []*Trigger{ev}
+		}
+		tr.until(t, fmt.Sprintf("step %d", i), func(st RunnerStats) bool { return sum(st.Fired) == uint64(i+1) && st.Dumps == s.dumps })
+	}
+}
+
 func sum(m map[string]uint64) (n uint64) {
 	for _, v := range m {
 		n += v
@@ -137,25 +160,13 @@ func TestRunnerFiresAndRotates(t *testing.T) {
 	}
 	sig := make(chan struct{})
 	tr.run(t, sig)
-	steps := []struct {
-		at    time.Duration
-		sig   bool
-		dumps uint64
-	}{
+	steps := []step{
 		{0, false, 1},                // the event: a dump
 		{time.Second, false, 1},      // the event within 10s of its dump: none
 		{2 * time.Second, true, 2},   // SIGUSR1: its own limit
 		{11 * time.Second, false, 3}, // the event past its limit: a dump
 	}
-	for i, s := range steps {
-		tr.at(s.at)
-		if s.sig {
-			sig <- struct{}{}
-		} else {
-			tr.waiter(0).ch <- []*Trigger{ev}
-		}
-		tr.until(t, fmt.Sprintf("step %d", i), func(st RunnerStats) bool { return sum(st.Fired) == uint64(i+1) && st.Dumps == s.dumps })
-	}
+	tr.steps(t, sig, ev, steps)
 	st := tr.Stats()
 	if st.Fired[ev.Spec] != 3 || st.Fired["SIGUSR1"] != 1 || st.DumpFailures != 0 {
 		t.Errorf("stats %+v", st)
@@ -364,26 +375,14 @@ func TestRunnerTriggerRate(t *testing.T) {
 	}
 	sig := make(chan struct{})
 	tr.run(t, sig)
-	steps := []struct {
-		at    time.Duration
-		sig   bool
-		dumps uint64
-	}{
+	steps := []step{
 		{0, false, 1},                // the event: a dump
 		{time.Second, true, 2},       // SIGUSR1: a dump
 		{30 * time.Second, false, 2}, // the event within its own hour: none
 		{31 * time.Second, true, 3},  // SIGUSR1 past its 10 s: a dump
 		{61 * time.Minute, false, 4}, // the event past its hour: a dump
 	}
-	for i, s := range steps {
-		tr.at(s.at)
-		if s.sig {
-			sig <- struct{}{}
-		} else {
-			tr.waiter(0).ch <- []*Trigger{ev}
-		}
-		tr.until(t, fmt.Sprintf("step %d", i), func(st RunnerStats) bool { return sum(st.Fired) == uint64(i+1) && st.Dumps == s.dumps })
-	}
+	tr.steps(t, sig, ev, steps)
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	if n := strings.Join(tr.notices, "\n"); !strings.Contains(n, "within the rate limit 1h0m0s") {
