@@ -84,13 +84,18 @@ func TestNewByNameReadsNoIndex(t *testing.T) {
 	}
 }
 
+// The function index and kallsyms of the refusal tests: a name kallsyms lists twice (dup_fn)
+// and one the kernel refuses a kprobe on (black_fn, as if on the kprobe blacklist).
+const (
+	index    = "vfs_read\ndup_fn\ndup_fn\nblack_fn\n"
+	kallsyms = "ffffffff81000000 T vfs_read\nffffffff81000100 t dup_fn\nffffffff81000200 t dup_fn\nffffffff81000300 T black_fn\n"
+)
+
 // A refused probe point of functions taken by name is explained from the index and kallsyms:
 // no such traceable function (exit 2), a name several symbols have (the stream counts; with
 // --method hist, exit 2), or the kernel's own reason (the stream counts; --method hist: the
 // refusal).
 func TestArmExplainsRefusalByName(t *testing.T) {
-	const index = "vfs_read\ndup_fn\ndup_fn\nblack_fn\n"
-	const kallsyms = "ffffffff81000000 T vfs_read\nffffffff81000100 t dup_fn\nffffffff81000200 t dup_fn\nffffffff81000300 T black_fn\n"
 	refuse := func(c *Counter) error {
 		if c.Choice.Method == Hist {
 			return &ProbeRefusedError{Func: c.Choice.Funcs[0].Name, Err: tracefs.ErrRejected}
@@ -143,8 +148,6 @@ func TestArmExplainsRefusalByName(t *testing.T) {
 // fprobe takes each) and a function the kernel refuses a kprobe on; the stream counts only
 // where the fprobe is refused too.
 func TestArmFprobeWhereKprobeRefused(t *testing.T) {
-	const index = "vfs_read\ndup_fn\ndup_fn\nblack_fn\n"
-	const kallsyms = "ffffffff81000000 T vfs_read\nffffffff81000100 t dup_fn\nffffffff81000200 t dup_fn\nffffffff81000300 T black_fn\n"
 	kprobesRefused := func(c *Counter) error {
 		fn := c.Choice.Funcs[0].Name
 		if c.Choice.Method == Hist && (c.Choice.Probe == 'p' && fn != "vfs_read" || fn == "no_fprobe_fn") {
