@@ -14,13 +14,13 @@ import (
 	"time"
 )
 
-// agentFlightProfile is a recorder of process exits whose spec.flight dumps into dir when a
-// process named comm exits.
-func agentFlightProfile(dir, comm string) string {
+// recorderProfile is a recorder of process exits named name whose spec.flight dumps into dir,
+// the section's other lines (rate, keep, triggers) given as flight, indented for it.
+func recorderProfile(name, dir, flight string) string {
 	return fmt.Sprintf(`apiVersion: ftctl.dev/v1alpha1
 kind: TracingProfile
 metadata:
-  name: agentfl
+  name: %s
 spec:
   instance:
     bufferKB: 1024
@@ -28,12 +28,18 @@ spec:
     - name: sched:sched_process_exit
   flight:
     dir: %s
-    rate: 2s
+%s`, name, dir, flight)
+}
+
+// agentFlightProfile is a recorder of process exits whose spec.flight dumps into dir when a
+// process named comm exits.
+func agentFlightProfile(dir, comm string) string {
+	return recorderProfile("agentfl", dir, fmt.Sprintf(`    rate: 2s
     keep: 0
     triggers:
       - event: sched:sched_process_exit
         filter: comm == "%s"
-`, dir, comm)
+`, comm))
 }
 
 // namedTrue is a copy of true named name: one thread, one exit, its comm the name.

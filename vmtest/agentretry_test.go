@@ -3,7 +3,6 @@
 package vmtest
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,21 +14,10 @@ import (
 // agentRetryProfile is a recorder named name whose trigger is the event kprobes' ftctl group
 // has only once the test defines it.
 func agentRetryProfile(name, dir string) string {
-	return fmt.Sprintf(`apiVersion: ftctl.dev/v1alpha1
-kind: TracingProfile
-metadata:
-  name: %s
-spec:
-  instance:
-    bufferKB: 1024
-  events:
-    - name: sched:sched_process_exit
-  flight:
-    dir: %s
-    rate: 2s
+	return recorderProfile(name, dir, `    rate: 2s
     triggers:
       - event: ftctl:agretry
-`, name, dir)
+`)
 }
 
 // TestAgentFlightRetry: a reload to a recorder whose trigger's event the kernel does not have
